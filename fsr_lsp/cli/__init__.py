@@ -1,0 +1,1 @@
+"""The `fsr` command line."""

@@ -1,0 +1,93 @@
+"""`fsr eval FILE.cu --kernel NAME [--candidate OTHER.cu]`: one verified, timed comparison."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+from ..evaluator import EvalOptions, Evaluator, TimingConfig, evaluate
+from ..evaluator.records import EvalResult
+from ..evaluator.serde import to_json
+from .render import render_result
+
+EXIT = {"verified": 0, "spec_error": 2, "unavailable": 3}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="verify and time a kernel, or a candidate rewrite against it",
+                       description="Check that the kernel's @fsr spec makes it a usable oracle and time it; with "
+                                   "--candidate, verify the rewrite against it and time both.")
+    p.add_argument("file", type=Path, help="the .cu file holding the kernel")
+    p.add_argument("--kernel", "-k", required=True, help="kernel name")
+    p.add_argument("--candidate", "-c", type=Path, help="a file with the rewritten kernel (device code only)")
+    p.add_argument("--json", action="store_true", help="print the full result record as JSON")
+    p.add_argument("--gpu", type=int, default=0, help="GPU index (default 0)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung kernel is killed")
+    p.add_argument("--seeds", type=int, default=3, help="random input sets per size (default 3)")
+    p.add_argument("--seed", type=int, help="base seed (default: fresh every run)")
+    p.add_argument("--reps", type=int, default=300, help="most timed runs per kernel (default 300)")
+    p.add_argument("--no-sanitize", action="store_true", help="skip compute-sanitizer on a verified candidate")
+    p.add_argument("--flag", action="append", default=[], dest="flags", metavar="FLAG",
+                   help="extra nvcc flag, e.g. --flag=-use_fast_math (repeatable)")
+    p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR", help="include directory")
+    p.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        source = args.file.read_text(encoding="utf-8")
+        candidate = args.candidate.read_text(encoding="utf-8") if args.candidate else None
+    except OSError as e:
+        return _fail(f"cannot read {e.filename}: {e.strerror}", 2)
+    missing = [m for m in ("pycuda", "torch") if importlib.util.find_spec(m) is None]
+    if missing:
+        return _fail(f"{' and '.join(missing)} not installed: GPU evaluation needs pip install 'fsr-lsp[gpu]' "
+                     "on a machine with a CUDA GPU and toolkit", 3)
+    options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(args.file.parent), *args.include_dirs),
+                          compiler=args.compiler, seeds_per_size=args.seeds, base_seed=args.seed,
+                          timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)))
+    with Evaluator(args.gpu, timeout=args.timeout) as evaluator, _Status(not args.json) as status:
+        result = evaluate(evaluator, source, args.kernel, candidate, options,
+                          sanitize_winner=not args.no_sanitize, on_stage=status.update)
+    if result.status == "unavailable":
+        return _fail(result.message, 3)
+    if args.json:
+        print(to_json(result, indent=2))
+    else:
+        render_result(result, args.file, args.candidate)
+    return EXIT.get(result.status, 1)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"fsr: {message}", file=sys.stderr)
+    return code
+
+
+class _Status:
+    """A one-line live stage display on stderr (nothing when printing JSON)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._status = None
+        if enabled and sys.stderr.isatty():
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status("starting the GPU worker")
+
+    def __enter__(self) -> "_Status":
+        if self._status is not None:
+            self._status.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.__exit__(*exc)
+
+    def update(self, text: str) -> None:
+        if self._status is not None:
+            self._status.update(text)
+
+
+__all__ = ["add_parser", "run", "EvalResult"]

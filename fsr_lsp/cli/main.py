@@ -1,0 +1,28 @@
+"""`fsr`: batch use of what the language server does in the editor."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import eval_cmd
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fsr", description="Find, verify and time faster CUDA kernels.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    eval_cmd.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        print("fsr: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Readable tables of evaluation results (rich)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..evaluator.records import EvalResult
+
+_STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+
+
+def render_result(result: EvalResult, file: Path, candidate: Path | None, console: Console | None = None) -> None:
+    console = console or Console()
+    where = f" on {result.gpu.name} ({result.gpu.arch})" if result.gpu else ""
+    against = f" vs {candidate}" if candidate else ""
+    console.print(f"[bold]{result.kernel}[/] in {file}{against}{where}")
+    if result.checks:
+        table = Table("check", "result", "detail", box=None, pad_edge=False)
+        for c in result.checks:
+            table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status}[/]", c.detail)
+        console.print(table)
+    times = [("original", result.original_time), ("candidate", result.candidate_time), ("ref (torch)", result.ref_time)]
+    if any(t for _, t in times):
+        table = Table(f"timing at {result.bench_size}", "median ms", "spread (IQR)", "min ms", "max ms", "runs",
+                      box=None, pad_edge=False)
+        for name, t in times:
+            if t is not None:
+                table.add_row(name, f"{t.median_ms:.4f}", f"{t.spread_pct:.1f}%", f"{t.min_ms:.4f}", f"{t.max_ms:.4f}", str(t.reps))
+        console.print(table)
+    if result.speedup_vs_ref is not None:
+        console.print(f"against ref: {result.speedup_vs_ref:.2f}x")
+    for w in result.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    if result.status in ("compile_error", "spec_error") and "\n" in result.message:
+        head, _, log = result.message.partition("\n")
+        console.print(f"[bold red]{result.status}[/]: {head}", highlight=False)
+        console.print(log, markup=False, highlight=False)
+        return
+    color = "green" if result.verified else "bold red"
+    console.print(f"[{color}]{result.status}[/]: {result.message}", highlight=False)
+
+

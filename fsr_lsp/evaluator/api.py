@@ -1,0 +1,45 @@
+"""One call from source text to verdict: prepare on the CPU, run on the GPU worker."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .pool import Evaluator, EvaluatorUnavailable, StageCallback
+from .prepare import EvalOptions, prepare
+from .records import EvalResult
+from .sanitizer import sanitize
+
+
+def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | None = None,
+             options: EvalOptions | None = None, *, sanitize_winner: bool = False,
+             timeout: float | None = None, on_stage: StageCallback | None = None) -> EvalResult:
+    """Verify and time `candidate` (device code for `kernel`) against the kernel in `source`;
+    without a candidate, check that the original can serve as the oracle and time it."""
+    options = options or EvalOptions()
+    try:
+        gpu = evaluator.start()
+    except EvaluatorUnavailable as e:
+        return EvalResult(kernel=kernel, status="unavailable", message=str(e))
+    prepared = prepare(source, kernel, candidate, gpu.arch, options)
+    base = prepared.result
+    assert base is not None
+    base.gpu = gpu
+    if prepared.job is None:
+        base.compile = {k: dataclasses.replace(c, binary=None) for k, c in base.compile.items()}
+        return base
+    result = evaluator.run(prepared.job, timeout=timeout, on_stage=on_stage)
+    result.checks = base.checks + result.checks
+    result.compile = {k: dataclasses.replace(c, binary=None) for k, c in base.compile.items()}  # no cubins in records
+    result.warnings = base.warnings + result.warnings
+    if prepared.launch_changed:
+        result.warnings.append("the candidate changes the launch configuration (grid, block or smem)")
+    if sanitize_winner and result.verified and prepared.job.candidate is not None:
+        if on_stage:
+            on_stage("compute-sanitizer memcheck and racecheck")
+        checks = sanitize(prepared.job, evaluator.device_index)
+        result.checks += checks
+        failed = [c for c in checks if c.status == "fail"]
+        if failed:
+            result.status = "wrong"
+            result.message = f"{failed[0].name} found errors: {failed[0].detail}"
+    return result

@@ -1,0 +1,113 @@
+"""The worker's CUDA context: torch for memory, random inputs, comparisons and events; pycuda
+for loading cubins and launching them, both on the device's primary context."""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
+
+
+class Unavailable(RuntimeError):
+    """No GPU evaluation is possible here; the message says why in one line."""
+
+
+# Kernel scalar dtype -> pycuda struct format char. 16-bit floats travel as their bit patterns.
+_SCALAR_FORMAT = {"float32": "f", "float64": "d", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q",
+                  "int16": "h", "uint16": "H", "int8": "b", "uint8": "B", "bool": "B",
+                  "float16": "H", "bfloat16": "H"}
+
+
+class GpuSession:
+    def __init__(self, index: int = 0) -> None:
+        try:
+            import torch
+        except ImportError:
+            raise Unavailable("torch is not installed (pip install 'fsr-lsp[gpu]')") from None
+        try:
+            import pycuda.driver as cuda
+        except ImportError:
+            raise Unavailable("pycuda is not installed (pip install 'fsr-lsp[gpu]' on a host with the CUDA toolkit)") from None
+        except Exception as e:  # pycuda present but libcuda missing
+            raise Unavailable(f"pycuda cannot load the CUDA driver: {e}") from None
+        if not torch.cuda.is_available():
+            raise Unavailable("no CUDA GPU is visible (torch.cuda.is_available() is False)")
+        if index >= torch.cuda.device_count():
+            raise Unavailable(f"GPU {index} requested but only {torch.cuda.device_count()} visible")
+        self.torch = torch
+        self.cuda = cuda
+        torch.cuda.set_device(index)
+        torch.empty(1, device="cuda")  # creates the primary context that pycuda joins below
+        cuda.init()
+        device = cuda.Device(index)
+        self.context = device.retain_primary_context()
+        self.context.push()
+        atexit.register(self.context.pop)  # pycuda aborts the process at exit if it is still pushed
+        props = torch.cuda.get_device_properties(index)
+        l2 = int(getattr(props, "L2_cache_size", 0) or device.get_attribute(cuda.device_attribute.L2_CACHE_SIZE))
+        self.info = GpuInfo(
+            index=index,
+            name=props.name,
+            compute_capability=f"{props.major}.{props.minor}",
+            sm_count=props.multi_processor_count,
+            l2_bytes=l2,
+            memory_bytes=int(props.total_memory),
+            clock_khz=int(device.get_attribute(cuda.device_attribute.CLOCK_RATE)),
+            driver=".".join(str(x) for x in divmod(cuda.get_driver_version(), 1000)),
+        )
+        self.device = torch.device("cuda", index)
+        # Writing twice the L2 evicts whatever the previous run left there.
+        self._flush = torch.empty(max(2 * l2, 1 << 24) // 4, dtype=torch.int32, device=self.device)
+        self._modules: dict[str, Any] = {}
+
+    def flush_l2(self) -> None:
+        self._flush.fill_(0x5EED)
+
+    def synchronize(self) -> None:
+        self.cuda.Context.synchronize()
+
+    def load(self, binary: KernelBinary, dtypes: list[str | None]) -> "LoadedKernel":
+        """Load a cubin (once per content) and prepare its entry for arguments of `dtypes`
+        (None for a pointer)."""
+        key = hashlib.sha256(binary.cubin + binary.entry.encode()).hexdigest()
+        if key not in self._modules:
+            module = self.cuda.module_from_buffer(binary.cubin)
+            self._modules[key] = (module, module.get_function(binary.entry))
+        _, fn = self._modules[key]
+        fmt = "".join("P" if d is None else _SCALAR_FORMAT[d] for d in dtypes)
+        fn.prepare(fmt)
+        return LoadedKernel(self, fn, [d for d in dtypes])
+
+
+@dataclass
+class LoadedKernel:
+    session: GpuSession
+    fn: Any
+    dtypes: list[str | None]
+
+    def resources(self) -> Resources:
+        attr = self.session.cuda.function_attribute
+        get = self.fn.get_attribute
+        return Resources(registers=get(attr.NUM_REGS), shared_bytes=get(attr.SHARED_SIZE_BYTES),
+                         local_bytes=get(attr.LOCAL_SIZE_BYTES), max_threads_per_block=get(attr.MAX_THREADS_PER_BLOCK))
+
+    def launch(self, args: list[Any], launch: LaunchPlan) -> None:
+        """Queue one launch on the default stream (asynchronous)."""
+        if launch.smem > 48 * 1024:
+            self.fn.set_attribute(self.session.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.smem)
+        values = [_scalar_bits(self.session.torch, a, d) for a, d in zip(args, self.dtypes)]
+        self.fn.prepared_async_call(launch.grid, launch.block, None, *values, shared_size=launch.smem)
+
+
+def _scalar_bits(torch: Any, value: Any, dtype: str | None) -> Any:
+    if dtype is None:
+        return value  # a device pointer (int)
+    if dtype in ("float16", "bfloat16"):
+        t = torch.tensor([float(value)], dtype=getattr(torch, dtype))
+        return int(t.view(torch.int16).item()) & 0xFFFF
+    if dtype.startswith(("float",)):
+        return float(value)
+    return int(value)

@@ -1,0 +1,77 @@
+"""Spec + kernel -> concrete run plans: every size evaluated, every buffer sized."""
+
+from __future__ import annotations
+
+from ..kernels import Kernel
+from ..spec import BufferArg, Spec, evaluate, evaluate_int, tolerance
+from ..spec.model import SizeSet
+from ..spec.parse import param_dtype, template_substitution
+from .records import ArgPlan, LaunchPlan, SizePlan
+
+EDGE_MULTIPLE = 32  # sizes that are all multiples of this get an extra edge size
+
+
+def build_plans(kernel: Kernel, spec: Spec, candidate_spec: Spec | None = None) -> list[SizePlan]:
+    """Test sizes (smallest first), an edge size when every size is a multiple of 32, then
+    the bench size last: cheap failures come first."""
+    cand = candidate_spec or spec
+    subst = template_substitution(kernel, spec.template)
+    sized: list[tuple[str, SizeSet]] = [("test", s) for s in sorted(spec.tests, key=_volume)]
+    edge = edge_size(spec)
+    if edge is not None:
+        sized.append(("edge", edge))
+    sized.append(("bench", spec.bench))
+    plans = []
+    for role, sizes in sized:
+        plans.append(SizePlan(
+            label=", ".join(f"{k}={v}" for k, v in sizes.items()),
+            role=role,
+            sizes=dict(sizes),
+            args=[_arg_plan(kernel, spec, i, sizes, subst) for i in range(len(kernel.params))],
+            original=launch_plan(spec, sizes),
+            candidate=launch_plan(cand, sizes),
+        ))
+    return plans
+
+
+def edge_size(spec: Spec) -> SizeSet | None:
+    """Sizes that are not block multiples catch missing bounds checks; when the spec has none,
+    take the smallest size set and add 1 to each size."""
+    all_sets = [*spec.tests, spec.bench]
+    if any(v % EDGE_MULTIPLE for s in all_sets for v in s.values()):
+        return None
+    smallest = min(all_sets, key=_volume)
+    return {k: v + 1 for k, v in smallest.items()}
+
+
+def launch_plan(spec: Spec, sizes: SizeSet) -> LaunchPlan:
+    grid = [evaluate_int(g, sizes, "grid") for g in spec.grid]
+    block = [int(b) for b in spec.block]
+    return LaunchPlan(grid=_dim3(grid), block=_dim3(block), smem=evaluate_int(spec.smem, sizes, "smem"))
+
+
+def _dim3(values: list[int]) -> tuple[int, int, int]:
+    padded = (values + [1, 1, 1])[:3]
+    return padded[0], padded[1], padded[2]
+
+
+def _arg_plan(kernel: Kernel, spec: Spec, index: int, sizes: SizeSet, subst: dict[str, str]) -> ArgPlan:
+    param = kernel.params[index]
+    arg = spec.args[index]
+    dtype, lanes = param_dtype(param, subst)
+    assert dtype is not None, f"{param.name}: unknown element type (the spec check should have refused it)"
+    if isinstance(arg, BufferArg):
+        rtol, atol = tolerance(dtype, spec.rtol, spec.atol)
+        return ArgPlan(name=arg.name, kind="buffer", dtype=dtype, lanes=lanes,
+                       length=evaluate_int(arg.length, sizes, f"length of {arg.name}"),
+                       direction=arg.direction, init=arg.init, rtol=rtol, atol=atol)
+    is_int = dtype.startswith(("int", "uint", "bool"))
+    value = evaluate_int(arg.value, sizes, arg.name) if is_int else float(evaluate(arg.value, sizes))
+    return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, value=value)
+
+
+def _volume(sizes: SizeSet) -> int:
+    v = 1
+    for x in sizes.values():
+        v *= x
+    return v

@@ -1,0 +1,182 @@
+"""The parent side of the worker: start it, hand it jobs, survive whatever it does.
+
+A candidate may fault (a poisoned CUDA context), hang (a kernel cannot be stopped from
+inside its process) or exhaust memory. Each of those costs only the worker process; the
+caller gets a result saying what happened and the next job gets a fresh worker.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import threading
+import time
+from typing import Any, Callable
+
+from .records import EvalJob, EvalResult, GpuInfo
+from .serde import from_data, to_data
+from .worker import worker_main
+
+StageCallback = Callable[[str], None]
+
+
+class EvaluatorUnavailable(RuntimeError):
+    """No GPU evaluation here; the message is one line for the user."""
+
+
+class Evaluator:
+    """One GPU, one worker process, one job at a time (jobs from several threads queue)."""
+
+    def __init__(self, device_index: int = 0, timeout: float = 120.0, start_timeout: float = 300.0,
+                 target: Callable[[Any, int], None] = worker_main) -> None:
+        self.device_index = device_index
+        self.timeout = timeout
+        self.start_timeout = start_timeout
+        self._target = target
+        self._mp = multiprocessing.get_context("spawn")
+        self._proc: Any = None
+        self._conn: Any = None
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self.gpu: GpuInfo | None = None
+        self.restarts = 0
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -------------------------------------------------------------- lifecycle
+
+    def start(self) -> GpuInfo:
+        """Start the worker if needed; raises EvaluatorUnavailable with a one-line reason."""
+        if self._proc is not None and self._proc.is_alive() and self.gpu is not None:
+            return self.gpu
+        self._kill()
+        parent, child = self._mp.Pipe()
+        proc = self._mp.Process(target=self._target, args=(child, self.device_index), daemon=True,
+                                name=f"fsr-gpu-worker-{self.device_index}")
+        proc.start()
+        child.close()
+        self._proc, self._conn = proc, parent
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if parent.poll(0.05):
+                try:
+                    kind, payload = parent.recv()
+                except EOFError:
+                    break
+                if kind == "ready":
+                    self.gpu = from_data(GpuInfo, payload)
+                    return self.gpu
+                self._kill()
+                raise EvaluatorUnavailable(str(payload))
+            if not proc.is_alive():
+                break
+        code = proc.exitcode
+        self._kill()
+        if code is None:
+            raise EvaluatorUnavailable(f"the GPU worker did not start within {self.start_timeout:.0f} s")
+        raise EvaluatorUnavailable(f"the GPU worker exited during start-up ({_exit_text(code)})")
+
+    def close(self) -> None:
+        if self._conn is not None and self._proc is not None and self._proc.is_alive():
+            try:
+                self._conn.send(("stop",))
+                self._proc.join(timeout=5)
+            except (BrokenPipeError, OSError):
+                pass
+        self._kill()
+
+    def cancel(self) -> None:
+        """Stop the job in progress (from another thread): the worker is killed."""
+        self._cancel.set()
+
+    def _kill(self) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if proc is not None:
+            if proc.is_alive():
+                proc.kill()
+            proc.join(timeout=10)
+        if conn is not None:
+            conn.close()
+
+    # -------------------------------------------------------------- jobs
+
+    def run(self, job: EvalJob, timeout: float | None = None, on_stage: StageCallback | None = None) -> EvalResult:
+        """Run one job; never raises for what the job does, never waits past `timeout`."""
+        with self._lock:
+            self._cancel.clear()
+            try:
+                gpu = self.start()
+            except EvaluatorUnavailable as e:
+                return EvalResult(kernel=job.kernel, status="unavailable", message=str(e))
+            started = time.monotonic()
+            limit = timeout if timeout is not None else self.timeout
+            stage = "starting"
+            try:
+                self._conn.send(("job", to_data(job)))
+            except (BrokenPipeError, OSError):
+                return self._lost(job, "receiving the job", started)
+            while True:
+                if self._cancel.is_set():
+                    self._kill()
+                    return _result(job, "cancelled", f"cancelled while {stage}", started, gpu)
+                try:
+                    ready = self._conn.poll(0.05)
+                except (EOFError, OSError):
+                    ready = False
+                if ready:
+                    try:
+                        kind, payload = self._conn.recv()
+                    except (EOFError, OSError):
+                        return self._lost(job, stage, started)
+                    if kind == "stage":
+                        stage = payload
+                        if on_stage is not None:
+                            on_stage(payload)
+                        continue
+                    result = from_data(EvalResult, payload)
+                    result.gpu = result.gpu or gpu
+                    if result.restart_worker:
+                        self._kill()
+                        self.restarts += 1
+                    return result
+                if not self._proc.is_alive():
+                    return self._lost(job, stage, started)
+                if time.monotonic() - started > limit:
+                    self._kill()
+                    self.restarts += 1
+                    return _result(job, "timeout", f"no result within {limit:.0f} s while {stage}: a kernel probably "
+                                                   "hangs; the worker was killed and will restart", started, gpu)
+
+    def _lost(self, job: EvalJob, stage: str, started: float) -> EvalResult:
+        """The worker went away mid-job: say how, while doing what."""
+        proc = self._proc
+        if proc is not None:
+            proc.join(timeout=5)
+            how = _exit_text(proc.exitcode)
+        else:
+            how = "gone"
+        self._kill()
+        self.restarts += 1
+        return _result(job, "crashed", f"the worker process died ({how}) while {stage}; it will restart",
+                       started, self.gpu)
+
+
+def _result(job: EvalJob, status: str, message: str, started: float, gpu: GpuInfo | None) -> EvalResult:
+    return EvalResult(kernel=job.kernel, status=status, message=message,  # type: ignore[arg-type]
+                      seconds=time.monotonic() - started, gpu=gpu)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"

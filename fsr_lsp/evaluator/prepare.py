@@ -1,0 +1,131 @@
+"""The CPU half of an evaluation: find the kernel, read its spec, vet and compile the
+candidate, and build the job. Runs anywhere nvcc does; the GPU half takes the job."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+
+from ..kernels import Kernel, discover_kernels
+from ..source import SourceText
+from ..spec import Spec, parse_spec
+from ..spec.parse import template_substitution
+from .candidate import check_candidate
+from .compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
+from .plan import build_plans
+from .records import Check, CompileResult, EvalJob, EvalResult, TimingConfig
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    flags: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = ()
+    compiler: str = "auto"
+    nvcc: str | None = None
+    cache_dir: str | None = None
+    seeds_per_size: int = 3
+    base_seed: int | None = None  # None: fresh seeds every evaluation
+    timing: TimingConfig = field(default_factory=TimingConfig)
+
+    def compile_options(self, arch: str, compiler: str | None = None) -> CompileOptions:
+        return CompileOptions(arch=arch, flags=self.flags, include_dirs=self.include_dirs,
+                              compiler=compiler or self.compiler, nvcc=self.nvcc, cache_dir=self.cache_dir)  # type: ignore[arg-type]
+
+
+@dataclass
+class Prepared:
+    job: EvalJob | None = None
+    result: EvalResult | None = None  # final when `job` is None; else the CPU-side checks to merge
+    kernel: Kernel | None = None
+    spec: Spec | None = None
+    launch_changed: bool = False
+
+
+def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, options: EvalOptions) -> Prepared:
+    """A job for the GPU, or the final verdict when none is needed (bad spec, rejected or
+    uncompilable candidate)."""
+    started = time.perf_counter()
+    src = SourceText(source)
+    kernels = discover_kernels(src)
+    kernel = next((k for k in kernels if k.name == kernel_name), None)
+    if kernel is None:
+        names = ", ".join(k.name for k in kernels) or "none"
+        return Prepared(result=_early(kernel_name, "spec_error", f"no kernel named {kernel_name} (kernels in the file: {names})", started))
+    spec_result = parse_spec(src, kernel)
+    if spec_result.spec is None:
+        problems = "; ".join(f"line {p.span.start.line + 1}: {p.message}" for p in spec_result.problems
+                             if p.severity != "info") or "no spec"
+        return Prepared(result=_early(kernel_name, "spec_error", f"the spec of {kernel_name} is unusable: {problems}", started))
+    spec = spec_result.spec
+    ref = kernel_ref(kernel, spec)
+    warnings = [p.message for p in spec_result.problems if p.severity == "warning"]
+    try:
+        orig = compile_kernel(source, ref, options.compile_options(arch))
+    except CompilerMissing as e:
+        return Prepared(result=_early(kernel_name, "unavailable", str(e), started))
+    if not orig.ok:
+        result = _early(kernel_name, "spec_error", f"the original {kernel_name} does not compile:\n{orig.log}", started)
+        result.compile["original"] = orig
+        return Prepared(result=result)
+    checks = [Check("compile original", "pass", f"{orig.compiler}, {orig.seconds:.2f} s" + (" (cached)" if orig.cached else ""))]
+    cand: CompileResult | None = None
+    cand_spec: Spec | None = None
+    launch_changed = False
+    if candidate is not None:
+        vetted = check_candidate(src, kernel, spec, candidate)
+        if not vetted.ok:
+            result = _early(kernel_name, "rejected", vetted.reason, started)
+            result.checks = checks + [Check("candidate rules", "fail", vetted.reason)]
+            return Prepared(result=result)
+        checks.append(Check("candidate rules", "pass", "device code only; same name and parameters"))
+        cand_spec, launch_changed = vetted.spec, vetted.launch_changed
+        cand = compile_kernel(vetted.source, ref, options.compile_options(arch, orig.compiler))
+        if not cand.ok and orig.compiler == "nvrtc":
+            cand = compile_kernel(vetted.source, ref, options.compile_options(arch, "nvcc"))
+            if cand.ok:  # time both with the same compiler's code
+                orig = compile_kernel(source, ref, options.compile_options(arch, "nvcc"))
+        if not cand.ok:
+            result = _early(kernel_name, "compile_error", f"the candidate does not compile:\n{cand.log}", started)
+            result.checks = checks + [Check("compile candidate", "fail", _first_error(cand.log))]
+            result.compile = {"original": orig, "candidate": cand}
+            return Prepared(result=result)
+        checks.append(Check("compile candidate", "pass", f"{cand.compiler}, {cand.seconds:.2f} s" + (" (cached)" if cand.cached else "")))
+    seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
+    job = EvalJob(
+        kernel=kernel_name,
+        original=orig.binary,  # type: ignore[arg-type]
+        candidate=cand.binary if cand else None,
+        sizes=build_plans(kernel, spec, cand_spec),
+        seeds_per_size=options.seeds_per_size,
+        base_seed=seed,
+        ref=dict(spec.ref),
+        timing=options.timing,
+    )
+    pre = Prepared(job=job, kernel=kernel, spec=spec, launch_changed=launch_changed)
+    pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,
+                           compile={"original": orig, **({"candidate": cand} if cand else {})})
+    return pre
+
+
+def kernel_ref(kernel: Kernel, spec: Spec) -> KernelRef:
+    subst = template_substitution(kernel, spec.template)
+    types = []
+    for p in kernel.params:
+        t = p.type_text
+        for name, value in subst.items():
+            t = re.sub(rf"\b{re.escape(name)}\b", value, t)
+        types.append(t)
+    return KernelRef(kernel.name, spec.template, tuple(types))
+
+
+def _early(kernel: str, status: str, message: str, started: float) -> EvalResult:
+    return EvalResult(kernel=kernel, status=status, message=message, seconds=time.perf_counter() - started)  # type: ignore[arg-type]
+
+
+def _first_error(log: str) -> str:
+    for line in log.splitlines():
+        if "error" in line:
+            return line.strip()
+    return log.strip().splitlines()[0] if log.strip() else "failed"

@@ -1,0 +1,214 @@
+"""The evaluator's interface: a job in, a result out, both plain data.
+
+A job carries compiled cubins and concrete launch plans, nothing that needs the source tree
+or an editor, so it can run in a local worker process today and on a remote GPU tomorrow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..spec.model import Init
+
+Status = Literal[
+    "verified",  # correct at every size and seed, timed (a candidate), or self-consistent (original)
+    "wrong",  # ran, but its outputs or its behaviour differ from the original's
+    "compile_error",
+    "rejected",  # refused before compiling: renamed, other parameters, host code, changed spec
+    "crashed",  # CUDA error or dead worker
+    "timeout",  # hung: the worker was killed
+    "oom",
+    "spec_error",  # the original kernel or its spec cannot serve as the oracle
+    "unavailable",  # no GPU, no pycuda, no torch
+    "cancelled",
+]
+CheckStatus = Literal["pass", "fail", "skip"]
+
+
+@dataclass
+class Resources:
+    """Per-kernel resource use, from ptxas -v or the loaded function's attributes."""
+
+    registers: int = 0
+    shared_bytes: int = 0  # static shared memory
+    stack_bytes: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    local_bytes: int = 0
+    max_threads_per_block: int = 0
+
+
+@dataclass
+class KernelBinary:
+    cubin: bytes
+    entry: str  # the symbol to load (mangled or lowered name)
+    compiler: str  # "nvrtc" or "nvcc"
+    arch: str
+    flags: tuple[str, ...] = ()
+
+
+@dataclass
+class CompileResult:
+    ok: bool
+    binary: KernelBinary | None
+    log: str  # the compiler's own text (errors, warnings), paths made relative
+    seconds: float
+    cached: bool = False
+    compiler: str = ""
+    resources: Resources | None = None
+
+
+@dataclass
+class LaunchPlan:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int = 0
+
+
+@dataclass
+class ArgPlan:
+    """One kernel argument at one size: a buffer to allocate or a scalar to pass."""
+
+    name: str
+    kind: Literal["buffer", "scalar"]
+    dtype: str  # numpy-style element type
+    lanes: int = 1
+    length: int = 0  # in elements of the C type (a float4 counts once)
+    direction: Literal["in", "out", "inout"] = "in"
+    init: Init | None = None
+    value: int | float | None = None
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    @property
+    def numel(self) -> int:
+        return self.length * self.lanes
+
+
+@dataclass
+class SizePlan:
+    label: str  # "n=1000"
+    role: Literal["test", "edge", "bench"]  # edge: added by fsr so that a size is not a block multiple
+    sizes: dict[str, int]
+    args: list[ArgPlan]
+    original: LaunchPlan
+    candidate: LaunchPlan
+
+
+@dataclass
+class TimingConfig:
+    warmup: int = 3
+    min_reps: int = 20
+    max_reps: int = 300
+    target_seconds: float = 0.3  # per contender, after warm-up
+    flush_l2: bool = True
+
+
+@dataclass
+class EvalJob:
+    kernel: str
+    original: KernelBinary
+    candidate: KernelBinary | None  # None: check and time the original alone
+    sizes: list[SizePlan]
+    seeds_per_size: int = 3
+    base_seed: int = 0
+    ref: dict[str, str] = field(default_factory=dict)
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    mode: Literal["full", "sanitize"] = "full"  # sanitize: run the candidate only, once per size
+
+
+@dataclass
+class GpuInfo:
+    index: int
+    name: str
+    compute_capability: str  # "9.0"
+    sm_count: int
+    l2_bytes: int
+    memory_bytes: int
+    clock_khz: int = 0
+    driver: str = ""
+
+    @property
+    def arch(self) -> str:
+        """nvcc -arch for this GPU; Hopper and newer get their arch-specific `a` targets."""
+        major, minor = self.compute_capability.split(".")
+        return f"sm_{major}{minor}" + ("a" if int(major) >= 9 else "")
+
+
+@dataclass
+class Check:
+    name: str
+    status: CheckStatus
+    detail: str = ""
+
+
+@dataclass
+class Mismatch:
+    """Where a candidate's output first differed: enough to tell a generator what to fix."""
+
+    check: str
+    size: str
+    seed: int
+    buffer: str
+    bad: int
+    total: int
+    max_abs_err: float | None
+    first_index: int
+    got: str
+    expected: str
+    unwritten: int = 0  # elements still holding the poison value
+
+    def describe(self) -> str:
+        err = f", largest error {self.max_abs_err:.3g}" if self.max_abs_err is not None else ""
+        unwritten = f" ({self.unwritten} never written)" if self.unwritten else ""
+        return (f"{self.buffer}: {self.bad} of {self.total} elements wrong{unwritten} at {self.size} "
+                f"(seed {self.seed}){err}; first at [{self.first_index}]: got {self.got}, expected {self.expected}")
+
+
+@dataclass
+class TimingStats:
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    p25_ms: float
+    p75_ms: float
+    reps: int
+
+    @property
+    def spread_pct(self) -> float:
+        """Inter-quartile range relative to the median, in percent."""
+        return 100.0 * (self.p75_ms - self.p25_ms) / self.median_ms if self.median_ms > 0 else 0.0
+
+
+@dataclass
+class EvalResult:
+    kernel: str
+    status: Status
+    message: str  # one line: why, or how fast
+    checks: list[Check] = field(default_factory=list)
+    mismatch: Mismatch | None = None
+    original_time: TimingStats | None = None
+    candidate_time: TimingStats | None = None
+    ref_time: TimingStats | None = None
+    speedup: float | None = None  # original / candidate
+    speedup_vs_ref: float | None = None  # ref / candidate (or ref / original without a candidate)
+    bench_size: str = ""
+    sizes_checked: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+    compile: dict[str, CompileResult] = field(default_factory=dict)
+    resources: dict[str, Resources] = field(default_factory=dict)  # "original"/"candidate", from the loaded cubin
+    gpu: GpuInfo | None = None
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    restart_worker: bool = False  # set by the worker when its CUDA context can no longer be trusted
+
+    @property
+    def verified(self) -> bool:
+        return self.status == "verified"
+
+    @property
+    def noise_pct(self) -> float:
+        """The larger of the two spreads: a speedup inside it is not a win."""
+        spreads = [t.spread_pct for t in (self.original_time, self.candidate_time) if t is not None]
+        return max(spreads, default=0.0)

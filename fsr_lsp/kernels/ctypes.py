@@ -1,0 +1,132 @@
+"""C parameter text -> what the evaluator needs to know about it.
+
+tree-sitter's `type` field holds only the base type, so both discovery paths hand the full
+parameter text to `parse_param`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model import Param
+
+# C spelling (qualifiers removed, words joined by one space) -> (element dtype, lanes)
+_SCALARS: dict[str, str] = {
+    "float": "float32",
+    "double": "float64",
+    "__half": "float16",
+    "half": "float16",
+    "__nv_bfloat16": "bfloat16",
+    "nv_bfloat16": "bfloat16",
+    "int": "int32",
+    "signed": "int32",
+    "signed int": "int32",
+    "int32_t": "int32",
+    "unsigned": "uint32",
+    "unsigned int": "uint32",
+    "uint32_t": "uint32",
+    "long": "int64",
+    "long int": "int64",
+    "long long": "int64",
+    "long long int": "int64",
+    "int64_t": "int64",
+    "unsigned long": "uint64",
+    "unsigned long long": "uint64",
+    "unsigned long long int": "uint64",
+    "uint64_t": "uint64",
+    "size_t": "uint64",
+    "short": "int16",
+    "int16_t": "int16",
+    "unsigned short": "uint16",
+    "uint16_t": "uint16",
+    "char": "int8",
+    "signed char": "int8",
+    "int8_t": "int8",
+    "unsigned char": "uint8",
+    "uint8_t": "uint8",
+    "bool": "bool",
+}
+
+_VECTOR_BASES = {
+    "float": "float32",
+    "double": "float64",
+    "int": "int32",
+    "uint": "uint32",
+    "longlong": "int64",
+    "ulonglong": "uint64",
+    "short": "int16",
+    "ushort": "uint16",
+    "char": "int8",
+    "uchar": "uint8",
+}
+
+_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "__grid_constant__"}
+_TOKEN = re.compile(r"[A-Za-z_]\w*|::|[*&\[\]<>,()]|\d+")
+
+
+def element_type(base: str) -> tuple[str | None, int]:
+    """(dtype, lanes) of a C base type such as `float`, `unsigned int` or `float4`."""
+    base = " ".join(base.replace("std::", "").split())
+    if base in _SCALARS:
+        return _SCALARS[base], 1
+    if base in ("__half2", "half2"):
+        return "float16", 2
+    if base in ("__nv_bfloat162", "nv_bfloat162"):
+        return "bfloat16", 2
+    m = re.fullmatch(r"([a-z]+)([1234])", base)
+    if m and m.group(1) in _VECTOR_BASES:
+        return _VECTOR_BASES[m.group(1)], int(m.group(2))
+    return None, 1
+
+
+def parse_param(text: str) -> Param:
+    """Analyse one parameter declaration such as `const float* __restrict__ x`."""
+    clean = " ".join(text.split())
+    tokens = _TOKEN.findall(clean)
+    # The name is the last identifier that is neither a qualifier nor followed by `::`.
+    name_index = -1
+    for i in range(len(tokens) - 1, -1, -1):
+        tok = tokens[i]
+        if re.fullmatch(r"[A-Za-z_]\w*", tok) and tok not in _QUALIFIERS:
+            name_index = i
+            break
+    name = tokens[name_index] if name_index >= 0 else ""
+    type_tokens = tokens[:name_index] + tokens[name_index + 1 :] if name_index >= 0 else tokens
+    # A parameter with no name (`float*`): the last identifier was the type.
+    if name and not any(re.fullmatch(r"[A-Za-z_]\w*", t) and t not in _QUALIFIERS for t in type_tokens):
+        type_tokens, name = tokens, ""
+    is_pointer = "*" in type_tokens or "[" in type_tokens
+    first_ptr = next((i for i, t in enumerate(type_tokens) if t in ("*", "[")), len(type_tokens))
+    pointee_const = is_pointer and "const" in type_tokens[:first_ptr]
+    base_words = [t for t in type_tokens[:first_ptr] if t not in _QUALIFIERS and t not in ("&",)]
+    base = _join_type(base_words)
+    dtype, lanes = element_type(base)
+    if type_tokens.count("*") + type_tokens.count("[") > 1:
+        dtype = None  # pointer to pointer: not a flat buffer we can fill
+    type_text = _join_type([t for t in type_tokens if t not in ("[", "]")]) + (" *" if "[" in type_tokens else "")
+    return Param(
+        name=name,
+        text=clean,
+        type_text=type_text,
+        base_type=base,
+        is_pointer=is_pointer,
+        pointee_const=pointee_const,
+        dtype=dtype,
+        lanes=lanes,
+    )
+
+
+def _join_type(tokens: list[str]) -> str:
+    out = ""
+    for tok in tokens:
+        if not out or tok in ("::", "<", ">", ",", "*", "&") or out.endswith(("::", "<")):
+            out += tok
+        else:
+            out += " " + tok
+    return out.replace("*", " *").replace("  ", " ").strip()
+
+
+def abi_signature(params: tuple[Param, ...]) -> tuple[tuple[str, bool], ...]:
+    """What must match between an original and a candidate: base type and pointer-ness
+    per position. Qualifiers (`const`, `__restrict__`) and names may change."""
+    return tuple((p.base_type, p.is_pointer) for p in params)

@@ -1,0 +1,158 @@
+"""Kernel discovery by scanning tokens, for what tree-sitter cannot see.
+
+A user mid-edit is the normal case: an unterminated kernel, a macro standing for
+`__global__`, or `__cluster_dims__` can push later kernels into ERROR nodes. This scanner
+works on masked bytes (no comments, strings or preprocessor lines) and only needs balanced
+brackets, so it still finds them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..source import SourceText
+from .ctypes import parse_param
+from .lexical import find_spec_comment
+from .model import Kernel
+
+_ATTRIBUTES = {b"__launch_bounds__", b"__cluster_dims__", b"__maxnreg__", b"__declspec", b"__attribute__"}
+_IDENT = re.compile(rb"[A-Za-z_]\w*")
+
+
+def scan_kernel(src: SourceText, m: bytes, start: int, pos: int, limit: int) -> Kernel | None:
+    """Parse the kernel whose marker (`__global__` or an alias) spans [start, pos); a
+    declaration or a marker with no kernel after it gives None. `limit` is the next marker."""
+    data = src.data
+    bounds_text = None
+    name = None
+    while pos < limit:
+        ident = _IDENT.match(m, _skip_ws(m, pos))
+        if ident is None:
+            return None
+        word = ident.group()
+        pos = ident.end()
+        nxt = _skip_ws(m, pos)
+        if word in _ATTRIBUTES and nxt < limit and m[nxt : nxt + 1] == b"(":
+            close = _match(m, nxt, limit, b"(", b")")
+            if word == b"__launch_bounds__":
+                bounds_text = src.slice(nxt + 1, close if close > 0 else limit).strip()
+            pos = close + 1 if close > 0 else limit
+            continue
+        if nxt < limit and m[nxt : nxt + 1] == b"(":
+            close = _match(m, nxt, limit, b"(", b")")
+            after = _IDENT.match(m, _skip_ws(m, close + 1)) if close > 0 else None
+            if after is not None and after.group() not in (b"const", b"noexcept"):
+                pos = close + 1  # `MACRO(args) name(...)`: an attribute-like macro, not the name
+                continue
+            name = (word, ident.start(), ident.end())
+            pos = nxt
+            break
+    if name is None:
+        return None
+    close = _match(m, pos, limit, b"(", b")")
+    params_end = close if close > 0 else _end_of_params(m, pos, limit)
+    params_text = src.slice(pos + 1, params_end)
+    params = tuple(parse_param(t) for t in _split_top_level(params_text) if t.strip())
+    complete = False
+    end = params_end
+    if close > 0:
+        after = _skip_ws(m, close + 1)
+        while after < limit and m[after : after + 1] not in (b"{", b";"):
+            after += 1
+        if after < limit and m[after : after + 1] == b";":
+            return None  # a declaration, not a definition
+        if after < limit:
+            body_close = _match(m, after, limit, b"{", b"}")
+            complete = body_close > 0
+            end = body_close + 1 if complete else _trim_end(m, limit)
+    definition_start = _prefix_start(data, m, start)
+    spec = find_spec_comment(src, definition_start)
+    template_params = _template_params(src, m, definition_start, start)
+    return Kernel(
+        name=name[0].decode(),
+        params=params,
+        template_params=template_params,
+        launch_bounds=bounds_text,
+        span=src.span(spec.span.start_byte if spec else definition_start, end),
+        definition_span=src.span(definition_start, end),
+        name_span=src.span(name[1], name[2]),
+        spec=spec,
+        complete=complete,
+        found_by="fallback",
+    )
+
+
+def _skip_ws(m: bytes, i: int) -> int:
+    while i < len(m) and m[i] in b" \t\r\n":
+        i += 1
+    return i
+
+
+def _match(m: bytes, i: int, limit: int, open_: bytes, close: bytes) -> int:
+    """Index of the bracket closing the one at i, or -1 before `limit`."""
+    depth = 0
+    for j in range(i, limit):
+        ch = m[j : j + 1]
+        if ch == open_:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
+def _end_of_params(m: bytes, i: int, limit: int) -> int:
+    """An unterminated parameter list ends at the first `{`, `;` or end of its line run."""
+    for j in range(i + 1, limit):
+        if m[j : j + 1] in (b"{", b";") or m[j : j + 2] == b"\n\n":
+            return j
+    return _trim_end(m, limit)
+
+
+def _trim_end(m: bytes, limit: int) -> int:
+    while limit > 0 and m[limit - 1 : limit] in (b" ", b"\n", b"\t", b"\r"):
+        limit -= 1
+    return limit
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+_PREFIX = re.compile(rb'(?:template\s*<[^;{}]*>\s*)?(?:extern\s+"C"\s*)?(?:(?:static|inline)\s+)*$')
+
+
+def _prefix_start(data: bytes, m: bytes, marker: int) -> int:
+    """Start of `template <...>` / `extern "C"` in front of the marker, if any."""
+    window_start = max(0, marker - 400)
+    # `extern "C"` needs the real quotes, which masking removed: use the original bytes.
+    hit = _PREFIX.search(data[window_start:marker])
+    if hit is None or hit.start() == hit.end():
+        return marker
+    start = window_start + hit.start()
+    return start if m[start:marker].strip() or data[start:marker].strip() else marker
+
+
+def _template_params(src: SourceText, m: bytes, definition_start: int, marker: int) -> tuple[str, ...]:
+    head = m[definition_start:marker]
+    t = re.match(rb"\s*template\s*<", head)
+    if not t:
+        return ()
+    open_ = definition_start + t.end() - 1
+    close = _match(m.replace(b">>", b"> "), open_, marker, b"<", b">")
+    if close < 0:
+        return ()
+    return tuple(p.strip() for p in _split_top_level(src.slice(open_ + 1, close)) if p.strip())

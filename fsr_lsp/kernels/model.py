@@ -1,0 +1,46 @@
+"""What discovery knows about a kernel: plain, immutable records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..source import Span
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    text: str  # the whole declaration, whitespace-normalised
+    type_text: str  # the declaration without its name
+    base_type: str  # element type as written, qualifiers removed (`float`, `T`, `float4`)
+    is_pointer: bool
+    pointee_const: bool
+    dtype: str | None  # numpy-style element type (`float32`), None when unknown (templates)
+    lanes: int = 1  # 4 for `float4`
+
+
+@dataclass(frozen=True)
+class SpecComment:
+    """The `/* @fsr ... */` block above a kernel."""
+
+    span: Span  # the whole comment
+    body: str  # the TOML between `@fsr` and `*/`
+    body_start_byte: int  # where `body` starts in the file
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    params: tuple[Param, ...]
+    template_params: tuple[str, ...]  # e.g. ("typename T", "int BLOCK")
+    launch_bounds: str | None  # the text inside __launch_bounds__(...)
+    span: Span  # the whole definition, with its spec comment and template line
+    definition_span: Span  # from `template`/`extern`/`__global__` to the closing brace
+    name_span: Span
+    spec: SpecComment | None
+    complete: bool  # False when the body is unterminated (mid-edit)
+    found_by: str  # "tree-sitter" or "fallback"
+
+    @property
+    def is_template(self) -> bool:
+        return bool(self.template_params)

@@ -1,0 +1,94 @@
+"""Kernel discovery on tree-sitter-cuda's syntax tree (the main path)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterator
+
+import tree_sitter_cuda
+from tree_sitter import Language, Node, Parser, Tree
+
+from ..source import SourceText
+from .ctypes import parse_param
+from .lexical import find_spec_comment
+from .model import Kernel
+
+_WRAPPERS = ("template_declaration", "linkage_specification")
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    return Parser(Language(tree_sitter_cuda.language()))
+
+
+def parse(data: bytes) -> Tree:
+    return _parser().parse(data)
+
+
+def kernels_from_tree(src: SourceText, tree: Tree) -> list[Kernel]:
+    return [k for node in _global_definitions(tree.root_node) if (k := _kernel(src, node)) is not None]
+
+
+def _global_definitions(node: Node) -> Iterator[Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "function_definition" and any(c.type == "__global__" for c in n.children):
+            yield n
+            continue
+        stack.extend(reversed(n.children))
+
+
+def _kernel(src: SourceText, fn: Node) -> Kernel | None:
+    declarator = _function_declarator(fn)
+    if declarator is None:
+        return None
+    name_node = declarator.child_by_field_name("declarator")
+    params_node = declarator.child_by_field_name("parameters")
+    if name_node is None or params_node is None:
+        return None
+    outer = fn
+    while outer.parent is not None and outer.parent.type in _WRAPPERS:
+        outer = outer.parent
+    template_params: tuple[str, ...] = ()
+    if fn.parent is not None and fn.parent.type == "template_declaration":
+        plist = fn.parent.child_by_field_name("parameters")
+        if plist is not None:
+            template_params = tuple(_text(src, c) for c in plist.named_children if c.type != "comment")
+    bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+    bounds_text = None
+    if bounds is not None:
+        inner = _text(src, bounds)
+        bounds_text = inner[inner.find("(") + 1 : inner.rfind(")")].strip()
+    params = tuple(
+        parse_param(_text(src, c))
+        for c in params_node.named_children
+        if c.type in ("parameter_declaration", "optional_parameter_declaration")
+    )
+    spec = find_spec_comment(src, outer.start_byte)
+    start = spec.span.start_byte if spec else outer.start_byte
+    body = fn.child_by_field_name("body")
+    complete = body is not None and not fn.has_error and _text(src, body).rstrip().endswith("}")
+    return Kernel(
+        name=_text(src, name_node),
+        params=params,
+        template_params=template_params,
+        launch_bounds=bounds_text,
+        span=src.span(start, outer.end_byte),
+        definition_span=src.span(outer.start_byte, outer.end_byte),
+        name_span=src.span(name_node.start_byte, name_node.end_byte),
+        spec=spec,
+        complete=complete,
+        found_by="tree-sitter",
+    )
+
+
+def _function_declarator(fn: Node) -> Node | None:
+    node = fn.child_by_field_name("declarator")
+    while node is not None and node.type != "function_declarator":
+        node = node.child_by_field_name("declarator")
+    return node
+
+
+def _text(src: SourceText, node: Node) -> str:
+    return src.slice(node.start_byte, node.end_byte)

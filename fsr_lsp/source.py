@@ -1,0 +1,81 @@
+"""Source text with conversions between byte offsets and LSP positions.
+
+tree-sitter speaks UTF-8 byte offsets; LSP speaks (line, UTF-16 code unit). Every range we
+report goes through here so that a kernel after a line with non-ASCII text is still found at
+the right column in the editor.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Position:
+    """An LSP position: zero-based line and UTF-16 code-unit column."""
+
+    line: int
+    character: int
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of a file, both as UTF-8 byte offsets and as LSP positions."""
+
+    start_byte: int
+    end_byte: int
+    start: Position
+    end: Position
+
+
+class SourceText:
+    """Immutable text of one file with fast offset/position lookups."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.data = text.encode("utf-8")
+        self._line_starts = [0]
+        for i, byte in enumerate(self.data):
+            if byte == 0x0A:
+                self._line_starts.append(i + 1)
+
+    def line_of(self, byte: int) -> int:
+        return bisect.bisect_right(self._line_starts, byte) - 1
+
+    def line_start(self, line: int) -> int:
+        return self._line_starts[min(line, len(self._line_starts) - 1)]
+
+    def position(self, byte: int) -> Position:
+        byte = max(0, min(byte, len(self.data)))
+        line = self.line_of(byte)
+        prefix = self.data[self._line_starts[line] : byte].decode("utf-8", errors="replace")
+        return Position(line, _utf16_len(prefix))
+
+    def span(self, start_byte: int, end_byte: int) -> Span:
+        return Span(start_byte, end_byte, self.position(start_byte), self.position(end_byte))
+
+    def slice(self, start_byte: int, end_byte: int) -> str:
+        return self.data[start_byte:end_byte].decode("utf-8", errors="replace")
+
+    def byte_of_char(self, char_index: int) -> int:
+        """Byte offset of a Python str index (used when regexes run on `text`)."""
+        return len(self.text[:char_index].encode("utf-8"))
+
+    def byte_at(self, position: Position) -> int:
+        """Byte offset of an LSP position (clamped to the line)."""
+        line = max(0, min(position.line, len(self._line_starts) - 1))
+        start = self._line_starts[line]
+        end = self._line_starts[line + 1] - 1 if line + 1 < len(self._line_starts) else len(self.data)
+        units = 0
+        offset = start
+        for ch in self.data[start:end].decode("utf-8", errors="replace"):
+            if units >= position.character:
+                break
+            units += _utf16_len(ch)
+            offset += len(ch.encode("utf-8"))
+        return offset
+
+
+def _utf16_len(s: str) -> int:
+    return len(s.encode("utf-16-le")) // 2

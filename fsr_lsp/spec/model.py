@@ -1,0 +1,114 @@
+"""The `@fsr` spec: how to run a kernel. Plain records, safe to send to a worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..source import Span
+
+Direction = Literal["in", "out", "inout"]
+Severity = Literal["error", "warning", "info"]
+SizeSet = dict[str, int]
+
+
+@dataclass(frozen=True)
+class Init:
+    """How to fill an input buffer: uniform(lo, hi), normal(), randint(lo, hi) (lo <= v < hi)."""
+
+    kind: Literal["uniform", "normal", "randint"]
+    lo: float = 0.0
+    hi: float = 1.0
+
+
+@dataclass(frozen=True)
+class BufferArg:
+    name: str
+    direction: Direction
+    length: str  # expression over size names, in elements of the C type
+    init: Init
+
+
+@dataclass(frozen=True)
+class ScalarArg:
+    name: str
+    value: str | int | float  # a number or an expression over size names
+
+
+Arg = BufferArg | ScalarArg
+
+
+@dataclass(frozen=True)
+class Spec:
+    bench: SizeSet
+    tests: tuple[SizeSet, ...]
+    grid: tuple[str | int, ...]  # 1 to 3 entries
+    block: tuple[int, ...]  # 1 to 3 entries
+    args: tuple[Arg, ...]  # in parameter order
+    smem: str | int = 0
+    rtol: float | None = None
+    atol: float | None = None
+    ref: dict[str, str] = field(default_factory=dict)
+    template: str | None = None  # template arguments used to instantiate a templated kernel
+    inferred: bool = False
+
+    def arg(self, name: str) -> Arg | None:
+        return next((a for a in self.args if a.name == name), None)
+
+    def size_names(self) -> tuple[str, ...]:
+        return tuple(self.bench)
+
+    def without_launch(self) -> dict:
+        """Everything a candidate's own spec may not change (all but grid, block, smem)."""
+        from dataclasses import asdict
+
+        d = asdict(self)
+        for key in ("grid", "block", "smem", "inferred"):
+            d.pop(key)
+        return d
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A spec problem at a place in the file."""
+
+    message: str
+    span: Span
+    severity: Severity = "error"
+    code: str = "spec"  # a stable id for quick fixes: spec-syntax, spec-missing-arg, ...
+
+
+@dataclass(frozen=True)
+class SpecResult:
+    spec: Spec | None  # None when an error makes the kernel unrunnable
+    problems: tuple[Problem, ...]
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.severity == "error")
+
+
+# Default tolerances by element type: (rtol, atol). Integers must match exactly.
+DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
+    "float64": (1e-9, 1e-12),
+    "float32": (1e-5, 1e-6),
+    "float16": (1e-2, 1e-3),
+    "bfloat16": (2e-2, 1e-2),
+}
+
+
+def tolerance(dtype: str, rtol: float | None, atol: float | None) -> tuple[float, float]:
+    base = DEFAULT_TOLERANCE.get(dtype, (0.0, 0.0))
+    return (base[0] if rtol is None else rtol, base[1] if atol is None else atol)
+
+
+def default_init(dtype: str) -> Init:
+    if dtype.startswith(("float", "bfloat")):
+        return Init("normal")
+    if dtype == "bool":
+        return Init("randint", 0, 2)
+    if dtype.startswith("uint"):
+        return Init("randint", 0, 200 if dtype != "uint8" else 256)
+    if dtype == "int8":
+        return Init("randint", -100, 100)
+    return Init("randint", -1000, 1000)

@@ -1,0 +1,407 @@
+"""Read and check the `@fsr` TOML block of a kernel; every problem gets its place in the file."""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..kernels.ctypes import element_type
+from ..kernels.model import Kernel, Param, SpecComment
+from ..source import SourceText, Span
+from .expr import ExprError, evaluate, evaluate_int
+from .model import Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, default_init
+
+KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template")
+_BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
+_INIT = re.compile(r"^(uniform|normal|randint)\s*\((.*)\)$")
+_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
+MAX_THREADS_PER_BLOCK = 1024
+_INT_RANGE = {f"{sign}int{bits}": ((0, (1 << bits) - 1) if sign else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1))
+              for sign in ("", "u") for bits in (8, 16, 32, 64)} | {"bool": (0, 1)}
+
+
+class _Invalid(Exception):
+    """A problem that makes the current key unusable (already recorded)."""
+
+
+@dataclass
+class _Ctx:
+    src: SourceText
+    kernel: Kernel
+    comment: SpecComment
+    body: str
+    problems: list[Problem] = field(default_factory=list)
+
+    def at(self, key: str | None = None, section: str | None = None) -> Span:
+        """The span of `key = ...` in the block (section-aware), or the block's first line."""
+        return locate(self.src, self.comment, self.body, key, section)
+
+    def add(self, message: str, key: str | None = None, section: str | None = None,
+            severity: Severity = "error", code: str = "spec") -> None:
+        self.problems.append(Problem(message, self.at(key, section), severity, code))
+
+    def fail(self, message: str, key: str | None = None, section: str | None = None, code: str = "spec") -> _Invalid:
+        self.add(message, key, section, code=code)
+        return _Invalid()
+
+
+def parse_spec(src: SourceText, kernel: Kernel) -> SpecResult:
+    """The kernel's spec, or an inferred one when it has no `@fsr` block."""
+    if kernel.spec is None:
+        from .infer import infer_spec
+
+        return infer_spec(src, kernel)
+    comment = kernel.spec
+    ctx = _Ctx(src, kernel, comment, _strip_stars(comment.body))
+    try:
+        data = tomllib.loads(ctx.body)
+    except tomllib.TOMLDecodeError as e:
+        return SpecResult(None, (Problem(f"@fsr spec is not valid TOML: {e}", _toml_error_span(ctx, str(e)), "error", "spec-syntax"),))
+    spec = _build(ctx, data)
+    has_error = any(p.severity == "error" for p in ctx.problems)
+    return SpecResult(None if has_error else spec, tuple(ctx.problems))
+
+
+def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
+    for key in data:
+        if key not in KNOWN_KEYS:
+            ctx.add(f"unknown key {key!r} in @fsr spec (known: {', '.join(KNOWN_KEYS)})", key, severity="warning")
+    try:
+        bench = _sizes(ctx, data.get("bench"), "bench", None)
+    except _Invalid:
+        return None
+    tests: list[SizeSet] = []
+    raw_tests = data.get("tests", [])
+    if not isinstance(raw_tests, list):
+        ctx.add("tests must be a list of size tables, e.g. [ { n = 1 }, { n = 1000 } ]", "tests")
+    else:
+        for i, entry in enumerate(raw_tests):
+            try:
+                tests.append(_sizes(ctx, entry, f"tests[{i}]", tuple(bench)))
+            except _Invalid:
+                pass
+    if "tests" not in data:
+        ctx.add("no test sizes: only the bench size will be checked (add tests = [ {...}, ... ])", "bench",
+                severity="warning", code="spec-no-tests")
+    all_sizes = [bench, *tests]
+    template = data.get("template")
+    if template is not None and not isinstance(template, str):
+        ctx.add('template must be a string of template arguments, e.g. template = "float, 256"', "template")
+        template = None
+    if ctx.kernel.is_template and template is None:
+        ctx.add(f"{ctx.kernel.name} is a template: add template = \"...\" with the arguments to instantiate it "
+                f"({', '.join(ctx.kernel.template_params)})", code="spec-template")
+    grid = _launch_dims(ctx, data.get("grid"), "grid", all_sizes, allow_expr=True)
+    block = _launch_dims(ctx, data.get("block"), "block", all_sizes, allow_expr=False)
+    if block is not None:
+        _check_block(ctx, block)
+    smem = data.get("smem", 0)
+    if not _expr_ok(ctx, smem, "smem", all_sizes, minimum=0):
+        smem = 0
+    rtol = _tolerance(ctx, data, "rtol")
+    atol = _tolerance(ctx, data, "atol")
+    args = _args(ctx, data.get("args"), all_sizes, template)
+    ref = _ref(ctx, data.get("ref"), args)
+    if grid is None or block is None or args is None:
+        return None
+    return Spec(bench=bench, tests=tuple(tests), grid=grid, block=tuple(int(b) for b in block), args=args,
+                smem=smem, rtol=rtol, atol=atol, ref=ref, template=template)
+
+
+def _sizes(ctx: _Ctx, value: Any, key: str, names: tuple[str, ...] | None) -> SizeSet:
+    top = key.split("[")[0]
+    if not isinstance(value, dict) or not value:
+        raise ctx.fail(f"{key} must be a table of sizes, e.g. {top} = {{ n = 16777216 }}", top, code="spec-sizes")
+    sizes: SizeSet = {}
+    for name, v in value.items():
+        if not name.isidentifier():
+            raise ctx.fail(f"size name {name!r} in {key} is not an identifier", top)
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ctx.fail(f"size {name} in {key} must be a positive integer, got {v!r}", top, code="spec-sizes")
+        sizes[name] = v
+    if names is not None and set(sizes) != set(names):
+        missing = sorted(set(names) - set(sizes))
+        extra = sorted(set(sizes) - set(names))
+        detail = "; ".join(filter(None, [missing and f"missing {', '.join(missing)}", extra and f"unknown {', '.join(extra)}"]))
+        raise ctx.fail(f"{key} must give the same sizes as bench ({', '.join(names)}): {detail}", top, code="spec-sizes")
+    return sizes
+
+
+def _launch_dims(ctx: _Ctx, value: Any, key: str, sizes: list[SizeSet], allow_expr: bool) -> tuple | None:
+    if value is None:
+        example = '"cdiv(n, 256)"' if allow_expr else "256"
+        ctx.add(f"missing {key} (e.g. {key} = {example})", code=f"spec-{key}")
+        return None
+    dims = value if isinstance(value, list) else [value]
+    if not 1 <= len(dims) <= 3:
+        ctx.add(f"{key} must have 1 to 3 dimensions, got {len(dims)}", key, code=f"spec-{key}")
+        return None
+    for d in dims:
+        if isinstance(d, str) and not allow_expr:
+            ctx.add(f"{key} must be integers, got {d!r}", key, code=f"spec-{key}")
+            return None
+        if not _expr_ok(ctx, d, key, sizes, minimum=1):
+            return None
+    return tuple(dims)
+
+
+def _expr_ok(ctx: _Ctx, value: Any, key: str, sizes: list[SizeSet], minimum: int) -> bool:
+    """Check that an int or expression gives an integer >= minimum at every size."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        ctx.add(f"{key} must be an integer or an expression string, got {value!r}", key, code=f"spec-{key}")
+        return False
+    for s in sizes:
+        try:
+            v = evaluate_int(value, s, key)
+        except ExprError as e:
+            ctx.add(f"{key}: {e}", key, code=f"spec-{key}")
+            return False
+        if v < minimum:
+            ctx.add(f"{key} = {value!r} gives {v} at {_fmt(s)}; it must be >= {minimum}", key, code=f"spec-{key}")
+            return False
+    return True
+
+
+def _check_block(ctx: _Ctx, block: tuple) -> None:
+    threads = 1
+    for b in block:
+        threads *= int(b)
+    if threads > MAX_THREADS_PER_BLOCK:
+        ctx.add(f"block has {threads} threads; a block may have at most {MAX_THREADS_PER_BLOCK}", "block", code="spec-block")
+    elif len(block) == 3 and int(block[2]) > 64:
+        ctx.add(f"block z = {block[2]} exceeds 64", "block", code="spec-block")
+    bounds = ctx.kernel.launch_bounds
+    if bounds:
+        first = bounds.split(",")[0].strip()
+        if first.isdigit() and threads > int(first):
+            ctx.add(f"block has {threads} threads but __launch_bounds__ allows {first}", "block", code="spec-block")
+
+
+def _tolerance(ctx: _Ctx, data: dict, key: str) -> float | None:
+    v = data.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        ctx.add(f"{key} must be a non-negative number, got {v!r}", key)
+        return None
+    return float(v)
+
+
+def _args(ctx: _Ctx, table: Any, sizes: list[SizeSet], template: str | None) -> tuple[Arg, ...] | None:
+    params = ctx.kernel.params
+    if not isinstance(table, dict):
+        names = ", ".join(p.name for p in params)
+        ctx.add(f"missing [args] table: give one entry per kernel parameter ({names})", code="spec-missing-arg")
+        return None
+    known = {p.name for p in params}
+    for name in table:
+        if name not in known:
+            ctx.add(f"[args] names {name!r}, which is not a parameter of {ctx.kernel.name} "
+                    f"(parameters: {', '.join(p.name for p in params)})", name, "args", code="spec-unknown-arg")
+    out: list[Arg] = []
+    ok = True
+    missing = [p.name for p in params if p.name not in table]
+    if missing:
+        ctx.add(f"[args] has no entry for {', '.join(missing)}", "args", code="spec-missing-arg")
+        ok = False
+    subst = template_substitution(ctx.kernel, template)
+    for p in params:
+        if p.name not in table:
+            continue
+        try:
+            out.append(_arg(ctx, p, table[p.name], sizes, subst))
+        except _Invalid:
+            ok = False
+    return tuple(out) if ok else None
+
+
+def template_substitution(kernel: Kernel, template: str | None) -> dict[str, str]:
+    """Template parameter name -> argument text, from `template = "float, 256"`."""
+    if not template or not kernel.template_params:
+        return {}
+    values = [v.strip() for v in template.split(",")]
+    names = [tp.split("=")[0].split()[-1] for tp in kernel.template_params]
+    return dict(zip(names, values))
+
+
+def param_dtype(p: Param, subst: dict[str, str]) -> tuple[str | None, int]:
+    if p.dtype is not None:
+        return p.dtype, p.lanes
+    return element_type(subst.get(p.base_type, p.base_type))
+
+
+def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str, str]) -> Arg:
+    if not p.is_pointer:
+        if isinstance(value, str) and _BUFFER.match(value):
+            raise ctx.fail(f"{p.name} is a scalar ({p.type_text}); give a number or a size expression, not {value!r}", p.name, "args")
+        if not _expr_ok_scalar(ctx, p, value, sizes):
+            raise _Invalid()
+        return ScalarArg(p.name, value)
+    if not isinstance(value, str):
+        raise ctx.fail(f'{p.name} is a pointer: give "in[len]", "out[len]" or "inout[len]" with an optional init, got {value!r}',
+                       p.name, "args", code="spec-bad-arg")
+    m = _BUFFER.match(value)
+    if not m:
+        raise ctx.fail(f"{p.name} = {value!r}: expected in|out|inout [length] [uniform(lo,hi)|normal()|randint(lo,hi)]",
+                       p.name, "args", code="spec-bad-arg")
+    direction = m.group(1)
+    dtype, _ = param_dtype(p, subst)
+    if dtype is None:
+        raise ctx.fail(f"{p.name}: element type {p.base_type!r} is not one fsr can fill "
+                       "(float, double, __half, __nv_bfloat16, integer types and their vector types)", p.name, "args")
+    if p.pointee_const and direction != "in":
+        raise ctx.fail(f"{p.name} points to const data but is declared {direction}", p.name, "args", code="spec-bad-arg")
+    length = m.group("len")
+    if length is None or not length.strip():
+        if len(sizes[0]) != 1:
+            raise ctx.fail(f"{p.name}: give a length, e.g. {direction}[{' * '.join(sizes[0])}]", p.name, "args", code="spec-bad-arg")
+        length = next(iter(sizes[0]))
+    for s in sizes:
+        try:
+            n = evaluate_int(length, s, f"length of {p.name}")
+        except ExprError as e:
+            raise ctx.fail(f"{p.name}: length {length!r} does not evaluate: {e}", p.name, "args", code="spec-bad-arg") from None
+        if n <= 0:
+            raise ctx.fail(f"{p.name}: length {length!r} gives {n} at {_fmt(s)}", p.name, "args", code="spec-bad-arg")
+    init = _init(ctx, p, m.group("init"), dtype)
+    if direction == "out" and m.group("init"):
+        ctx.add(f"{p.name} is out: its init is ignored (outputs are poisoned before each run; use inout to read them)",
+                p.name, "args", severity="warning")
+    return BufferArg(p.name, direction, length.strip(), init)
+
+
+def _expr_ok_scalar(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        ctx.add(f"{p.name} must be a number or an expression string, got {value!r}", p.name, "args", code="spec-bad-arg")
+        return False
+    is_int = p.dtype is not None and p.dtype.startswith(("int", "uint", "bool"))
+    for s in sizes:
+        try:
+            v = evaluate_int(value, s, p.name) if is_int else evaluate(value, s)
+        except ExprError as e:
+            ctx.add(f"{p.name}: {e}", p.name, "args", code="spec-bad-arg")
+            return False
+        if is_int and p.dtype in _INT_RANGE and not _INT_RANGE[p.dtype][0] <= v <= _INT_RANGE[p.dtype][1]:
+            ctx.add(f"{p.name} ({p.type_text}) cannot hold {value!r} = {v} at {_fmt(s)}", p.name, "args", code="spec-bad-arg")
+            return False
+    return True
+
+
+def _init(ctx: _Ctx, p: Param, text: str, dtype: str) -> Init:
+    if not text:
+        return default_init(dtype)
+    m = _INIT.match(text)
+    if not m:
+        raise ctx.fail(f"{p.name}: unknown init {text!r} (use uniform(lo,hi), normal() or randint(lo,hi))",
+                       p.name, "args", code="spec-bad-arg")
+    kind, inner = m.group(1), m.group(2).strip()
+    try:
+        values = [float(evaluate(a.strip(), {})) for a in inner.split(",")] if inner else []
+    except ExprError as e:
+        raise ctx.fail(f"{p.name}: {kind}(...) needs numbers: {e}", p.name, "args") from None
+    if kind == "normal":
+        if len(values) not in (0, 2):
+            raise ctx.fail(f"{p.name}: normal() takes no arguments or (mean, std)", p.name, "args")
+        mean, std = values if values else (0.0, 1.0)
+        return Init("normal", mean, std)
+    if len(values) != 2 or not values[0] < values[1]:
+        raise ctx.fail(f"{p.name}: {kind}(lo, hi) needs two numbers with lo < hi", p.name, "args")
+    if kind == "randint" and not all(v.is_integer() for v in values):
+        raise ctx.fail(f"{p.name}: randint bounds must be integers", p.name, "args")
+    if kind == "randint" and dtype.startswith("uint") and values[0] < 0:
+        raise ctx.fail(f"{p.name}: randint({values[0]:g}, ...) is negative for an unsigned type", p.name, "args")
+    return Init(kind, values[0], values[1])
+
+
+def _ref(ctx: _Ctx, table: Any, args: tuple[Arg, ...] | None) -> dict[str, str]:
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        ctx.add('ref must be a table of output = "torch expression"', "ref")
+        return {}
+    outputs = {a.name for a in args or () if isinstance(a, BufferArg) and a.direction != "in"}
+    ref: dict[str, str] = {}
+    for name, expr in table.items():
+        if args is not None and name not in outputs:
+            ctx.add(f"ref names {name!r}, which is not an out or inout buffer", "ref")
+            continue
+        if not isinstance(expr, str):
+            ctx.add(f"ref.{name} must be a string with a torch expression", "ref")
+            continue
+        try:
+            check_ref_expr(expr)
+        except ExprError as e:
+            ctx.add(f"ref.{name}: {e}", "ref")
+            continue
+        ref[name] = expr
+    return ref
+
+
+def check_ref_expr(expr: str) -> None:
+    """A `ref` is the user's own torch code; refuse what has no business in it."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as e:
+        raise ExprError(f"invalid expression: {e.msg}") from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            raise ExprError(f"attribute {node.attr!r} is not allowed")
+        if isinstance(node, ast.Name) and node.id.startswith("__"):
+            raise ExprError(f"name {node.id!r} is not allowed")
+        if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+            raise ExprError(f"{type(node).__name__} is not allowed")
+
+
+def _fmt(sizes: SizeSet) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def _strip_stars(body: str) -> str:
+    """Allow doc-comment style blocks (` * key = value`) by blanking the leading `*`."""
+    lines = body.split("\n")
+    content = [ln for ln in lines[1:] if ln.strip()]
+    if content and all(ln.lstrip().startswith("*") for ln in content):
+        lines = [lines[0]] + [re.sub(r"^(\s*)\*", r"\1 ", ln) for ln in lines[1:]]
+    return "\n".join(lines)
+
+
+def _toml_error_span(ctx: _Ctx, message: str) -> Span:
+    m = _TOML_POS.search(message)
+    if not m:
+        return ctx.at()
+    line, col = int(m.group(1)) - 1, int(m.group(2)) - 1
+    lines = ctx.body.split("\n")
+    line = min(line, len(lines) - 1)
+    prefix = "\n".join(lines[:line]) + ("\n" if line else "")
+    start = ctx.comment.body_start_byte + len(prefix.encode()) + len(lines[line][:col].encode())
+    end = ctx.comment.body_start_byte + len(prefix.encode()) + len(lines[line].encode())
+    return ctx.src.span(start, max(start, end))
+
+
+def locate(src: SourceText, comment: SpecComment, body: str, key: str | None, section: str | None) -> Span:
+    """Best place to report a problem with `key`: its `key = ...` line, else the `@fsr` line."""
+    base = comment.body_start_byte
+    if key is not None:
+        search_from = 0
+        if section is not None:
+            header = re.search(rf"^\s*\[\s*{re.escape(section)}\s*\]", body, re.M)
+            if header:
+                search_from = header.end()
+        m = re.compile(rf"^[ \t]*(?:{re.escape(section)}\.)?{re.escape(key)}[ \t]*=.*$", re.M).search(body, search_from) \
+            if section else None
+        if m is None:
+            m = re.compile(rf"^[ \t]*{re.escape(key)}[ \t]*=.*$|\[\s*{re.escape(key)}\s*\]", re.M).search(body)
+        if m is None:
+            m = re.compile(rf"\b{re.escape(key)}\b").search(body)
+        if m is not None:
+            text = m.group().rstrip()
+            lead = len(text) - len(text.lstrip())
+            text = text.split("#")[0].rstrip() or text
+            start = base + len(body[: m.start() + lead].encode())
+            return src.span(start, start + len(text.strip().encode()))
+    first = comment.span.start_byte
+    line_end = src.data.find(b"\n", first)
+    return src.span(first, line_end if line_end > 0 else comment.span.end_byte)

@@ -1,0 +1,116 @@
+"""Each defence against a wrong-but-passing rewrite, shown failing a deliberately broken kernel."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsr_lsp.evaluator import evaluate
+from fsr_lsp.evaluator.sanitizer import find_sanitizer
+
+from .conftest import QUICK, kernel_text
+
+pytestmark = pytest.mark.gpu
+VADD = kernel_text("vadd.cu")
+
+
+def run(evaluator, candidate: str | None, **kwargs):
+    return evaluate(evaluator, VADD, "vadd", kernel_text(candidate) if candidate else None, QUICK, **kwargs)
+
+
+def failed_check(result):
+    return next((c.name for c in result.checks if c.status == "fail"), None)
+
+
+def test_original_alone_is_a_valid_oracle_and_is_timed(evaluator):
+    r = run(evaluator, None)
+    assert r.status == "verified", r.message
+    assert r.original_time is not None and r.original_time.median_ms > 0
+    assert r.sizes_checked == ["n=1", "n=1000", "n=65537", "n=4194304"]
+    assert len(r.seeds) == 12 and len(set(r.seeds)) == 12
+
+
+@pytest.mark.parametrize("name", ["good_restrict.cu", "good_launch.cu"])
+def test_correct_rewrites_are_verified_and_timed(evaluator, name):
+    r = run(evaluator, name)
+    assert r.status == "verified", r.message
+    assert r.speedup is not None and r.speedup > 0.2
+    assert {c.name for c in r.checks if c.status == "pass"} >= {
+        "matches original", "every output written", "inputs unchanged", "repeatable", "timed runs verified"}
+    if name == "good_launch.cu":
+        assert any("launch configuration" in w for w in r.warnings)
+
+
+@pytest.mark.parametrize("name, check", [
+    ("wrong_math.cu", "matches original"),
+    ("skip_tail.cu", "every output written"),
+    ("reads_output.cu", "every output written"),
+    ("modifies_input.cu", "inputs unchanged"),
+    ("counts_launches.cu", "timed runs verified"),
+])
+def test_broken_rewrites_fail_the_right_check(evaluator, name, check):
+    r = run(evaluator, name)
+    assert r.status == "wrong", f"{name}: {r.status}: {r.message}"
+    assert failed_check(r) == check, r.checks
+
+
+def test_a_kernel_that_replays_cached_outputs_is_caught(evaluator):
+    r = run(evaluator, "caches_by_address.cu")
+    assert r.status == "wrong", r.message
+    assert failed_check(r) in ("matches original", "every output written", "timed runs verified")
+
+
+def test_a_context_corrupting_fault_costs_only_the_worker(evaluator):
+    r = run(evaluator, "faults.cu")
+    assert r.status == "crashed", r.message
+    assert "candidate" in r.message
+    after = run(evaluator, "good_restrict.cu")
+    assert after.status == "verified", after.message
+
+
+def test_a_hang_is_killed_and_the_next_job_runs(evaluator):
+    r = run(evaluator, "hangs.cu", timeout=15)
+    assert r.status == "timeout", r.message
+    after = run(evaluator, "good_restrict.cu")
+    assert after.status == "verified", after.message
+
+
+@pytest.mark.skipif(find_sanitizer() is None, reason="compute-sanitizer not installed")
+def test_memcheck_catches_an_out_of_bounds_read_the_values_miss(evaluator):
+    r = run(evaluator, "oob_read.cu", sanitize_winner=True)
+    assert r.status == "wrong", r.message
+    assert failed_check(r) == "sanitizer memcheck", r.checks
+
+
+@pytest.mark.skipif(find_sanitizer() is None, reason="compute-sanitizer not installed")
+def test_racecheck_catches_a_shared_memory_race(evaluator):
+    r = run(evaluator, "shared_race.cu", sanitize_winner=True)
+    assert r.status == "wrong", r.message
+    assert failed_check(r) in ("sanitizer racecheck", "repeatable", "matches original"), r.checks
+
+
+@pytest.mark.skipif(find_sanitizer() is None, reason="compute-sanitizer not installed")
+def test_sanitizers_pass_a_clean_kernel(evaluator):
+    r = run(evaluator, "good_restrict.cu", sanitize_winner=True)
+    assert r.status == "verified", r.message
+    states = {c.name: c.status for c in r.checks}
+    assert states["sanitizer memcheck"] == "pass" and states["sanitizer racecheck"] == "pass", r.checks
+
+
+def test_an_original_that_leaves_outputs_unwritten_is_a_spec_error(evaluator):
+    half = VADD.replace("if (i < n) c[i]", "if (i < n / 2) c[i]")
+    r = evaluate(evaluator, half, "vadd", None, QUICK)
+    assert r.status == "spec_error", r.message
+    assert "does not write every element of c" in r.message
+
+
+def test_ref_is_a_second_oracle_and_a_baseline(evaluator):
+    # TOML: a [ref] table after [args].
+    with_ref = VADD.replace('c = "out[n]"', 'c = "out[n]"\n[ref]\nc = "a + b"')
+    r = evaluate(evaluator, with_ref, "vadd", kernel_text("good_restrict.cu"), QUICK)
+    assert r.status == "verified", r.message
+    assert {c.name: c.status for c in r.checks}["candidate matches ref"] == "pass"
+    assert r.ref_time is not None and r.speedup_vs_ref is not None
+    wrong_ref = with_ref.replace('c = "a + b"', 'c = "a - b"')
+    r = evaluate(evaluator, wrong_ref, "vadd", kernel_text("good_restrict.cu"), QUICK)
+    assert r.status == "verified"
+    assert any("disagrees with ref.c" in w for w in r.warnings)

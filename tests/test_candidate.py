@@ -1,0 +1,81 @@
+"""What a candidate may contain, checked before compiling."""
+
+import pytest
+
+from fsr_lsp.evaluator.candidate import check_candidate, host_code
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.source import SourceText
+from fsr_lsp.spec import parse_spec
+
+from .conftest import EXAMPLES
+
+ORIGINAL = (EXAMPLES / "saxpy.cu").read_text()
+BODY = "{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a * x[i] + y[i];\n}\n"
+GOOD = "__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)\n" + BODY
+
+
+def check(text):
+    src = SourceText(ORIGINAL)
+    k = find_kernel(src, "saxpy")
+    return check_candidate(src, k, parse_spec(src, k).spec, text)
+
+
+def test_a_good_candidate_is_spliced_into_the_original_file():
+    c = check(GOOD)
+    assert c.ok, c.reason
+    assert "#include <cuda_runtime.h>" in c.source and "/* @fsr" in c.source  # the rest of the file stays
+    assert c.source.count("__global__ void saxpy") == 1 and "__restrict__ y" in c.source
+    assert not c.launch_changed
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("", "defines no __global__ kernel"),
+    (GOOD.replace("saxpy", "saxpy2"), "renames the kernel"),
+    (GOOD.replace("float a,", "double a,"), "changes the parameter list"),
+    (GOOD.replace("int n,", ""), "changes the parameter list"),
+    (GOOD + GOOD.replace("saxpy", "helper"), "exactly one"),
+    ("int main() { return 0; }\n" + GOOD, "host function main"),
+    ("void launch() {}\n" + GOOD, "host function launch"),
+    ("float table[4];\n" + GOOD, "host variable table"),
+    ("#include <iostream>\n" + GOOD, "#include <iostream> is not a device header"),
+    (GOOD[:-3], "incomplete"),
+])
+def test_rejections(text, reason):
+    c = check(text)
+    assert not c.ok and reason in c.reason, c.reason
+
+
+def test_device_code_of_every_kind_is_allowed():
+    text = """#include <cuda_fp16.h>
+#include <cooperative_groups.h>
+#define UNROLL 4
+constexpr int kTile = 256;
+static const int kOther = 3;
+__constant__ float coef[4];
+__device__ int counter;
+struct Pair { float a, b; };
+typedef float real;
+namespace detail {
+template <int N> __device__ __forceinline__ float times(float v) { return v * N; }
+__host__ __device__ inline float twice(float v) { return 2 * v; }
+}
+""" + GOOD
+    assert host_code(SourceText(text)) == ""
+    assert check(text).ok
+
+
+def test_the_original_files_own_includes_are_allowed():
+    assert check("#include <cuda_runtime.h>\n" + GOOD).ok
+
+
+def test_a_candidate_spec_may_change_only_the_launch():
+    spec = ORIGINAL[ORIGINAL.index("/* @fsr"):ORIGINAL.index("*/") + 2]
+    launch = spec.replace('grid  = "cdiv(n, 256)"', 'grid  = "cdiv(n, 512)"').replace("block = 256", "block = 512")
+    c = check(launch + "\n" + GOOD)
+    assert c.ok and c.launch_changed and c.spec.block == (512,) and c.spec.grid == ("cdiv(n, 512)",)
+    assert "@fsr" not in c.source.split("__global__")[-1]
+    sizes = spec.replace("bench = { n = 16777216 }", "bench = { n = 1024 }")
+    c = check(sizes + "\n" + GOOD)
+    assert not c.ok and "changes bench" in c.reason
+    args = spec.replace("a = 2.0", "a = 0.0")
+    assert "changes args" in check(args + "\n" + GOOD).reason

@@ -1,0 +1,71 @@
+"""nvcc compilation, entry lookup, errors and the cubin cache (nvcc needs no GPU)."""
+
+import pytest
+
+from fsr_lsp.evaluator.compiler import CompileOptions, KernelRef, compile_kernel
+
+from .conftest import EXAMPLES, read
+
+pytestmark = pytest.mark.nvcc
+SAXPY = (EXAMPLES / "saxpy.cu").read_text()
+
+
+def opts(cache_dir, **kw):
+    return CompileOptions(arch="sm_90a", cache_dir=cache_dir, compiler="nvcc", **kw)
+
+
+def test_compiles_finds_the_entry_and_reads_resources(cache_dir):
+    r = compile_kernel(SAXPY, KernelRef("saxpy"), opts(cache_dir))
+    assert r.ok and r.compiler == "nvcc" and not r.cached
+    assert r.binary.entry == "_Z5saxpyifPKfPf" and r.binary.cubin[:4] == b"\x7fELF"
+    assert r.resources is not None and 4 <= r.resources.registers <= 64 and r.resources.spill_stores == 0
+
+
+def test_cache_hits_on_the_same_input_and_misses_on_any_change(cache_dir):
+    first = compile_kernel(SAXPY, KernelRef("saxpy"), opts(cache_dir))
+    again = compile_kernel(SAXPY, KernelRef("saxpy"), opts(cache_dir))
+    assert again.cached and again.binary.cubin == first.binary.cubin and again.resources == first.resources
+    flags = compile_kernel(SAXPY, KernelRef("saxpy"), opts(cache_dir, flags=("-use_fast_math",)))
+    assert not flags.cached
+    edited = compile_kernel(SAXPY.replace("a * x[i]", "x[i] * a"), KernelRef("saxpy"), opts(cache_dir))
+    assert not edited.cached
+
+
+def test_a_changed_header_misses_the_cache(cache_dir, tmp_path):
+    header = tmp_path / "scale.cuh"
+    header.write_text("#define SCALE 2.0f\n")
+    src = '#include "scale.cuh"\n__global__ void k(float* x) { x[threadIdx.x] *= SCALE; }\n'
+    o = opts(cache_dir, include_dirs=(str(tmp_path),))
+    assert compile_kernel(src, KernelRef("k"), o).ok
+    assert compile_kernel(src, KernelRef("k"), o).cached
+    header.write_text("#define SCALE 3.0f\n")
+    assert not compile_kernel(src, KernelRef("k"), o).cached
+
+
+def test_errors_come_back_with_the_compilers_text(cache_dir):
+    r = compile_kernel(SAXPY.replace("y[i] =", "y[i] = zz +"), KernelRef("saxpy"), opts(cache_dir))
+    assert not r.ok and r.binary is None
+    assert 'kernel.cu(18): error: identifier "zz" is undefined' in r.log
+    assert "/tmp" not in r.log
+
+
+def test_templates_are_instantiated_from_the_spec_arguments(cache_dir):
+    text = read("several.cu")
+    ref = KernelRef("transpose", "float, 32", ("int", "int", "const float *", "float *"))
+    r = compile_kernel(text, ref, opts(cache_dir))
+    assert r.ok, r.log
+    assert r.binary.entry.startswith("_Z9transposeIfLi32EE")
+    assert r.resources.shared_bytes == 32 * 33 * 4
+
+
+def test_extern_c_and_missing_kernels(cache_dir):
+    text = read("several.cu")
+    assert compile_kernel(text, KernelRef("c_linkage"), opts(cache_dir)).binary.entry == "c_linkage"
+    missing = compile_kernel(text, KernelRef("nope"), opts(cache_dir))
+    assert not missing.ok and "kernel nope not found" in missing.log
+
+
+def test_auto_falls_back_to_nvcc_without_nvrtc(cache_dir, monkeypatch):
+    monkeypatch.setenv("FSR_NO_NVRTC", "1")
+    r = compile_kernel(SAXPY, KernelRef("saxpy"), CompileOptions(arch="sm_90a", cache_dir=cache_dir))
+    assert r.ok and r.compiler == "nvcc"

@@ -1,0 +1,96 @@
+from fsr_lsp.kernels import discover_kernels, find_kernel, kernel_at, parse_param
+from fsr_lsp.source import SourceText
+
+from .conftest import read
+
+
+def names(text):
+    return [k.name for k in discover_kernels(text)]
+
+
+def test_every_kernel_of_a_realistic_file():
+    assert names(read("several.cu")) == ["square", "transpose", "c_linkage", "in_namespace"]
+
+
+def test_declarations_strings_comments_and_macro_bodies_are_not_kernels():
+    text = read("several.cu")
+    assert "prototype_only" not in names(text)
+    assert names(read("macros.cu")) == ["via_macro", "clustered", "bounded_by_macro"]
+
+
+def test_parameters_carry_pointer_const_and_element_type():
+    k = find_kernel(read("several.cu"), "c_linkage")
+    got = [(p.name, p.is_pointer, p.pointee_const, p.dtype) for p in k.params]
+    assert got == [("n", False, False, "uint32"), ("h", True, False, "float16"),
+                   ("d", True, True, "float64"), ("idx", True, False, "int64")]
+    square = find_kernel(read("several.cu"), "square")
+    assert square.params[1].text == "const float* __restrict__ x"
+    assert square.params[1].type_text == "const float * __restrict__"
+
+
+def test_template_parameters_and_launch_bounds():
+    k = find_kernel(read("several.cu"), "transpose")
+    assert k.template_params == ("typename T", "int TILE = 32")
+    assert k.launch_bounds == "1024"
+    assert k.params[2].dtype is None and k.params[2].base_type == "T"
+    assert SourceText(read("several.cu")).slice(k.span.start_byte, k.span.end_byte).startswith("template <typename T")
+
+
+def test_spec_comment_is_part_of_the_range_and_positions_are_lsp():
+    text = read("several.cu")
+    src = SourceText(text)
+    k = find_kernel(src, "square")
+    assert k.spec is not None and "bench = { n = 1048576 }" in k.spec.body
+    assert src.slice(k.span.start_byte, k.span.end_byte).startswith("/* @fsr")
+    assert src.slice(k.span.start_byte, k.span.end_byte).rstrip().endswith("}")
+    assert k.span.start.line == 8 and k.span.end.line == 22
+    assert k.name_span.start.line == 18
+    line = text.splitlines()[18]
+    assert line[k.name_span.start.character:k.name_span.end.character] == "square"
+
+
+def test_vector_types_and_namespaces():
+    k = find_kernel(read("several.cu"), "in_namespace")
+    assert (k.params[0].dtype, k.params[0].lanes) == ("float32", 4)
+
+
+def test_a_kernel_mid_edit_does_not_hide_the_next_one():
+    kernels = discover_kernels(read("midedit.cu"))
+    assert [k.name for k in kernels] == ["first", "typing_now", "after_the_break"]
+    typing = kernels[1]
+    assert not typing.complete and [p.name for p in typing.params] == ["a", "n"]
+    after = kernels[2]
+    assert after.complete and after.spec is not None and [p.name for p in after.params] == ["n", "y"]
+
+
+def test_macro_kernels_and_attribute_macros_use_the_fallback():
+    kernels = {k.name: k for k in discover_kernels(read("macros.cu"))}
+    assert kernels["via_macro"].found_by == "fallback"
+    assert [p.name for p in kernels["bounded_by_macro"].params] == ["n", "z"]
+    assert [p.name for p in kernels["clustered"].params] == ["n", "a", "b"]
+
+
+def test_unterminated_file_end():
+    text = "__global__ void k(float* x, int n) {\n  x[0] = n;\n"
+    (k,) = discover_kernels(text)
+    assert k.name == "k" and not k.complete and k.span.end_byte <= len(text)
+
+
+def test_kernel_at_finds_the_kernel_around_a_cursor():
+    text = read("several.cu")
+    src = SourceText(text)
+    inside = text.index("y[i] = sq(x[i])")
+    assert kernel_at(src, src.byte_of_char(inside)).name == "square"
+    assert kernel_at(src, 0) is None
+
+
+def test_parse_param_variants():
+    p = parse_param("const float4 * __restrict__ v")
+    assert (p.name, p.dtype, p.lanes, p.pointee_const) == ("v", "float32", 4, True)
+    q = parse_param("float * const out")
+    assert q.is_pointer and not q.pointee_const
+    r = parse_param("unsigned long long int count")
+    assert (r.dtype, r.is_pointer) == ("uint64", False)
+    assert parse_param("float** table").dtype is None
+    assert parse_param("float x[]").is_pointer
+    assert parse_param("__nv_bfloat16* b").dtype == "bfloat16"

@@ -1,0 +1,96 @@
+"""The worker supervision: crashes, hangs, restarts and cancellation never reach the caller."""
+
+import threading
+import time
+
+import pytest
+
+from fsr_lsp.evaluator.pool import Evaluator, EvaluatorUnavailable
+from fsr_lsp.evaluator.records import EvalJob, KernelBinary, LaunchPlan, SizePlan
+
+from . import fake_workers
+
+
+def job(kernel):
+    launch = LaunchPlan((1, 1, 1), (1, 1, 1))
+    return EvalJob(kernel=kernel, original=KernelBinary(b"", "k", "nvcc", "sm_90a"), candidate=None,
+                   sizes=[SizePlan("n=1", "bench", {"n": 1}, [], launch, launch)])
+
+
+@pytest.fixture
+def evaluator():
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.scripted)
+    yield ev
+    ev.close()
+
+
+def pid(result):
+    return int(result.message.split()[-1])
+
+
+def test_jobs_reuse_one_worker_and_report_stages(evaluator):
+    stages = []
+    first = evaluator.run(job("a"), on_stage=stages.append)
+    second = evaluator.run(job("b"))
+    assert first.status == second.status == "verified"
+    assert pid(first) == pid(second) and stages == ["checking a"]
+    assert first.gpu.name == "Scripted GPU" and evaluator.restarts == 0
+
+
+@pytest.mark.parametrize("kernel, words", [("exit", "exit code 3"), ("segv", "killed by SIGSEGV")])
+def test_a_dying_worker_is_a_result_and_is_replaced(evaluator, kernel, words):
+    before = evaluator.run(job("a"))
+    r = evaluator.run(job(kernel))
+    assert r.status == "crashed" and words in r.message and f"checking {kernel}" in r.message
+    after = evaluator.run(job("a"))
+    assert after.status == "verified" and pid(after) != pid(before) and evaluator.restarts == 1
+
+
+def test_a_hang_is_killed_at_the_timeout(evaluator):
+    started = time.monotonic()
+    r = evaluator.run(job("hang"), timeout=1.5)
+    assert r.status == "timeout" and "checking hang" in r.message
+    assert time.monotonic() - started < 10
+    assert evaluator.run(job("a")).status == "verified"
+
+
+def test_a_worker_asking_for_restart_is_replaced(evaluator):
+    first = evaluator.run(job("poisoned"))
+    assert first.status == "crashed"
+    assert pid(evaluator.run(job("a"))) != pid(first)
+
+
+def test_cancel_from_another_thread(evaluator):
+    evaluator.start()
+    timer = threading.Timer(0.5, evaluator.cancel)
+    timer.start()
+    r = evaluator.run(job("hang"), timeout=30)
+    assert r.status == "cancelled"
+    assert evaluator.run(job("a")).status == "verified"
+
+
+def test_unavailable_gpu_is_one_clear_line():
+    ev = Evaluator(target=fake_workers.unavailable)
+    with pytest.raises(EvaluatorUnavailable, match="no CUDA GPU is visible"):
+        ev.start()
+    r = ev.run(job("a"))
+    assert r.status == "unavailable" and r.message == "no CUDA GPU is visible"
+
+
+def test_a_worker_dying_at_start_up():
+    ev = Evaluator(target=fake_workers.dies_at_start, start_timeout=30)
+    with pytest.raises(EvaluatorUnavailable, match="exit code 7"):
+        ev.start()
+
+
+def test_the_real_worker_without_torch_or_gpu_says_why():
+    pytest.importorskip("fsr_lsp")
+    ev = Evaluator(start_timeout=120)
+    try:
+        ev.start()
+    except EvaluatorUnavailable as e:
+        assert "\n" not in str(e) and any(w in str(e) for w in ("torch", "pycuda", "GPU", "driver"))
+    else:
+        pytest.skip("a GPU is available here")
+    finally:
+        ev.close()

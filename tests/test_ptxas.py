@@ -1,0 +1,30 @@
+from fsr_lsp.evaluator.ptxas import entry_functions, match_entry, parse_resources
+
+LOG = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_Z5saxpyifPKfPf' for 'sm_90a'
+ptxas info    : Function properties for _Z5saxpyifPKfPf
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 10 registers, used 0 barriers, 380 bytes cmem[0]
+ptxas info    : Compiling entry function '_ZN2ns6reduceEPKfPfi' for 'sm_90a'
+ptxas info    : Function properties for _ZN2ns6reduceEPKfPfi
+    24 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 8192 bytes smem, 380 bytes cmem[0]
+"""
+
+
+def test_resources_per_entry():
+    res = parse_resources(LOG)
+    assert res["_Z5saxpyifPKfPf"].registers == 10 and res["_Z5saxpyifPKfPf"].shared_bytes == 0
+    r = res["_ZN2ns6reduceEPKfPfi"]
+    assert (r.registers, r.shared_bytes, r.stack_bytes, r.spill_stores, r.spill_loads) == (255, 8192, 24, 8, 12)
+
+
+def test_entries_are_matched_by_name_through_mangling():
+    entries = entry_functions(LOG)
+    assert entries == ["_Z5saxpyifPKfPf", "_ZN2ns6reduceEPKfPfi"]
+    assert match_entry(entries, "saxpy") == "_Z5saxpyifPKfPf"
+    assert match_entry(entries, "reduce") == "_ZN2ns6reduceEPKfPfi"
+    assert match_entry(entries, "sax") is None
+    assert match_entry(["k", "_Z1kPf"], "k") == "k"  # extern "C" wins
+    assert match_entry(["_Z1kPf", "_Z1kPd"], "k") is None  # overloads: ambiguous
+    assert match_entry(["_Z2k1IfLi256EEviPKT_PS0_"], "k1") == "_Z2k1IfLi256EEviPKT_PS0_"

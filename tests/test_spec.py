@@ -1,0 +1,140 @@
+"""The @fsr spec: valid blocks, and every kind of error reported at its place in the file."""
+
+import pytest
+
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.source import SourceText
+from fsr_lsp.spec import BufferArg, Init, ScalarArg, parse_spec, render_spec
+
+KERNEL = "__global__ void saxpy(int n, float a, const float* x, float* y) { }\n"
+GOOD = """/* @fsr
+bench = { n = 16777216 }                            # sizes used for timing
+tests = [ { n = 1 }, { n = 1000 }, { n = 65537 } ]  # extra sizes
+grid  = "cdiv(n, 256)"
+block = 256
+smem  = 0
+rtol  = 1e-5
+atol  = 1e-6
+[args]
+x = "in[n]"
+y = "inout[n] normal()"
+a = 2.0
+n = "n"
+*/
+"""
+
+
+def parse(text, name="saxpy"):
+    src = SourceText(text)
+    return src, parse_spec(src, find_kernel(src, name))
+
+
+def problem(text, name="saxpy"):
+    src, result = parse(text, name)
+    assert result.problems, "expected a problem"
+    p = result.problems[0]
+    line = src.text.splitlines()[p.span.start.line]
+    return p, line
+
+
+def test_the_documented_example_parses():
+    _, r = parse(GOOD + KERNEL)
+    assert r.problems == ()
+    s = r.spec
+    assert s.bench == {"n": 16777216} and len(s.tests) == 3
+    assert s.grid == ("cdiv(n, 256)",) and s.block == (256,) and (s.rtol, s.atol) == (1e-5, 1e-6)
+    assert s.args == (ScalarArg("n", "n"), ScalarArg("a", 2.0), BufferArg("x", "in", "n", Init("normal")),
+                      BufferArg("y", "inout", "n", Init("normal", 0.0, 1.0)))
+
+
+def test_attributes_and_template_lines_may_sit_between_spec_and_kernel():
+    text = GOOD.replace('n = "n"', 'n = "n"') + 'extern "C"\n' + KERNEL
+    _, r = parse(text)
+    assert r.spec is not None
+
+
+def test_doc_comment_stars_are_allowed():
+    text = "/* @fsr\n * bench = { n = 64 }\n * grid = 1\n * block = 64\n * [args]\n * x = \"in[n]\"\n" \
+           " * y = \"out[n]\"\n * a = 1.0\n * n = \"n\"\n */\n" + KERNEL
+    _, r = parse(text)
+    assert r.spec is not None, r.problems
+
+
+def test_toml_syntax_error_points_at_the_line():
+    p, line = problem(GOOD.replace("block = 256", "block = = 256") + KERNEL)
+    assert p.code == "spec-syntax" and "not valid TOML" in p.message
+    assert line.startswith("block = = 256")
+
+
+@pytest.mark.parametrize("edit, needle, at", [
+    (('a = 2.0', 'a = 2.0\nz = 1'), "'z', which is not a parameter", "z = 1"),
+    (('a = 2.0\n', ''), "no entry for a", "[args]"),
+    (('grid  = "cdiv(n, 256)"', 'grid = "cdiv(n, 256"'), "grid", 'grid = "cdiv(n, 256"'),
+    (('grid  = "cdiv(n, 256)"', 'grid = "cdiv(m, 256)"'), "unknown size name 'm'", 'grid = "cdiv(m, 256)"'),
+    (('x = "in[n]"', 'x = "in[n * q]"'), "length 'n * q' does not evaluate", 'x = "in[n * q]"'),
+    (('x = "in[n]"', 'x = "in[n - 1]"'), "gives 0", 'x = "in[n - 1]"'),
+    (('x = "in[n]"', 'x = 3'), "x is a pointer", "x = 3"),
+    (('x = "in[n]"', 'x = "out[n]"'), "points to const data but is declared out", 'x = "out[n]"'),
+    (('y = "inout[n] normal()"', 'y = "inout[n] gauss()"'), "unknown init", 'y = "inout[n] gauss()"'),
+    (('y = "inout[n] normal()"', 'y = "inout[n] uniform(2, 1)"'), "lo < hi", 'y = "inout[n] uniform(2, 1)"'),
+    (('block = 256', 'block = 2048'), "at most 1024", "block = 2048"),
+    (('block = 256', 'block = [32, 32, 2]'), "2048 threads", "block = [32, 32, 2]"),
+    (('block = 256', 'block = "n"'), "must be integers", 'block = "n"'),
+    (('block = 256\n', ''), "missing block", "/* @fsr"),
+    (('tests = [ { n = 1 }, { n = 1000 }, { n = 65537 } ]', 'tests = [ { m = 1 } ]'), "same sizes as bench", "tests = [ { m = 1 } ]"),
+    (('bench = { n = 16777216 }', 'bench = { n = -5 }'), "positive integer", "bench = { n = -5 }"),
+    (('n = "n"', 'n = "n * 1000000"'), "cannot hold", 'n = "n * 1000000"'),
+    (('a = 2.0', 'a = "in[n]"'), "a is a scalar", 'a = "in[n]"'),
+    (('rtol  = 1e-5', 'rtol = -1'), "non-negative", "rtol = -1"),
+])
+def test_each_error_is_located(edit, needle, at):
+    p, line = problem(GOOD.replace(*edit) + KERNEL)
+    assert p.severity == "error"
+    assert needle in p.message, p.message
+    assert line.strip().startswith(at.split("\n")[-1] if "\n" in at else at), (line, p.message)
+
+
+def test_unknown_key_is_a_warning_and_the_spec_still_works():
+    src, r = parse(GOOD.replace("smem  = 0", "smem = 0\nblocks = 128") + KERNEL)
+    assert r.spec is not None
+    (p,) = r.problems
+    assert p.severity == "warning" and "unknown key 'blocks'" in p.message
+    assert src.text.splitlines()[p.span.start.line] == "blocks = 128"
+
+
+def test_missing_tests_warns():
+    start = GOOD.index("tests")
+    text = GOOD[:start] + GOOD[GOOD.index("\n", start) + 1:]
+    _, r = parse(text + KERNEL)
+    assert r.spec is not None and r.problems[0].code == "spec-no-tests"
+
+
+def test_a_length_may_be_omitted_with_one_size_name():
+    _, r = parse(GOOD.replace('x = "in[n]"', 'x = "in"') + KERNEL)
+    assert r.spec.arg("x").length == "n"
+
+
+def test_templates_need_their_arguments_and_get_their_types_from_them():
+    kernel = "template <typename T, int B>\n__global__ void k(int n, const T* x, T* y) {}\n"
+    spec = '/* @fsr\nbench = { n = 64 }\ngrid = 1\nblock = 64\n[args]\nn = "n"\nx = "in[n]"\ny = "out[n]"\n*/\n'
+    _, r = parse(spec + kernel, "k")
+    assert any("is a template" in p.message for p in r.problems)
+    _, r = parse(spec.replace("block = 64", 'block = 64\ntemplate = "double, 64"') + kernel, "k")
+    assert r.spec is not None and r.spec.template == "double, 64"
+
+
+def test_ref_is_checked_for_names_and_safety():
+    base = GOOD.replace("*/", '[ref]\ny = "a * x + y"\n*/')
+    _, r = parse(base + KERNEL)
+    assert r.spec.ref == {"y": "a * x + y"}
+    _, r = parse(base.replace('y = "a * x + y"', 'x = "a"') + KERNEL)
+    assert "not an out or inout buffer" in r.problems[0].message
+    _, r = parse(base.replace('"a * x + y"', '"x.__class__"') + KERNEL)
+    assert "not allowed" in r.problems[0].message
+
+
+def test_render_round_trips():
+    src, r = parse(GOOD + KERNEL)
+    text = render_spec(r.spec) + KERNEL
+    _, again = parse(text)
+    assert again.spec == r.spec
