@@ -226,20 +226,30 @@ def _compile_nvrtc(source: str, kernel: KernelRef, options: CompileOptions) -> C
                 *includes, *(_nvrtc_flags(options.flags) or [])]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        buf = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, buf)
-        log = buf.rstrip(b"\x00 ").decode(errors="replace")
+        log = _read_out(nvrtc.nvrtcGetProgramLog, prog, size).rstrip(b"\x00 ").decode(errors="replace")
         seconds = time.perf_counter() - started
         if err != ok:
             return CompileResult(False, None, log, seconds, compiler="nvrtc")
         _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * size
-        nvrtc.nvrtcGetCUBIN(prog, cubin)
+        cubin = _read_out(nvrtc.nvrtcGetCUBIN, prog, size)
         err, lowered = nvrtc.nvrtcGetLoweredName(prog, expr)
         entry = lowered.decode() if err == ok else kernel.name
         return _finish(cubin, log, kernel, options, "nvrtc", time.perf_counter() - started, [entry])
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _read_out(getter, prog, size: int) -> bytes:
+    """Fill a fresh, writable buffer. Never `b" " * size`: for size 1 that is Python's interned
+    one-byte object, and NVRTC writing its NUL into it corrupts every later b" " in the process."""
+    try:
+        buf = bytearray(max(size, 1))
+        getter(prog, buf)
+        return bytes(buf)
+    except TypeError:  # a binding that takes only bytes: a fresh object of 2+ bytes is never shared
+        out = bytes(max(size, 2))
+        getter(prog, out)
+        return out[:size]
 
 
 @lru_cache(maxsize=1)

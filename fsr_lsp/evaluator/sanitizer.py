@@ -20,7 +20,8 @@ from .serde import to_json
 
 TOOLS = ("memcheck", "racecheck")
 _EXIT_ON_ERROR = 86
-_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+# memcheck: "ERROR SUMMARY: 2 errors"; racecheck: "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?")
 
 
 def find_sanitizer() -> str | None:
@@ -44,8 +45,8 @@ def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS
         path = Path(tmp) / "job.json"
         path.write_text(to_json(small))
         for tool in tools:
+            # No kernel filter: besides the candidate only torch's input fills run in that child.
             cmd = [tool_path, "--tool", tool, "--error-exitcode", str(_EXIT_ON_ERROR), "--print-limit", "10",
-                   "--kernel-name", f"kns={job.kernel}",
                    sys.executable, "-m", "fsr_lsp.evaluator.sanitize_main", str(path), str(device_index)]
             checks.append(_run_tool(tool, cmd, timeout, job.sizes[0].label))
     return checks
@@ -59,7 +60,7 @@ def _run_tool(tool: str, cmd: list[str], timeout: float, size: str) -> Check:
         return Check(name, "skip", f"did not finish within {timeout:.0f} s")
     out = proc.stdout + proc.stderr
     summary = _SUMMARY.search(out)
-    errors = int(summary.group(1)) if summary else None
+    errors = int(summary.group(1) or summary.group(2)) if summary else None
     if proc.returncode == _EXIT_ON_ERROR or (errors or 0) > 0:
         return Check(name, "fail", _first_report(out))
     if proc.returncode != 0:

@@ -67,6 +67,9 @@ def test_nvrtc_is_the_fast_path_and_nvcc_only_names_still_compile(evaluator, tmp
     vadd = kernel_text("vadd.cu")
     fast = compile_kernel(vadd, KernelRef("vadd"), opts)
     assert fast.ok and fast.compiler == "nvrtc", fast.log
+    quiet = compile_kernel("__global__ void k(float* x) { x[0] = 1.0f; }", KernelRef("k"), opts)
+    assert quiet.ok and quiet.compiler == "nvrtc"
+    assert bytes([32])[0] == 32 and b" "[0] == 32  # NVRTC never wrote into Python's interned b" "
     inf = compile_kernel(TYPES, KernelRef("clamp_inf"), opts)
     assert inf.ok, inf.log
     r = evaluate(evaluator, TYPES, "clamp_inf", None, EvalOptions(timing=QUICK.timing, cache_dir=str(tmp_path)))
