@@ -54,6 +54,12 @@ def test_a_hang_is_killed_at_the_timeout(evaluator):
     assert evaluator.run(job("a")).status == "verified"
 
 
+def test_an_evaluator_bug_is_a_crashed_result_not_an_exception(evaluator):
+    r = evaluator.run(job("bug"))
+    assert r.status == "crashed" and "internal evaluator error: ValueError: an evaluator bug" in r.message
+    assert evaluator.run(job("a")).status == "verified"
+
+
 def test_a_worker_asking_for_restart_is_replaced(evaluator):
     first = evaluator.run(job("poisoned"))
     assert first.status == "crashed"

@@ -13,25 +13,32 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from typing import Any
+from typing import Any, Callable
 
-from .records import EvalJob, EvalResult
+from .records import EvalJob, EvalResult, GpuInfo
 from .serde import from_data, to_data
+
+Handler = Callable[[EvalJob, Callable[[str], None]], EvalResult]
 
 
 def worker_main(conn: Any, device_index: int) -> None:
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
+    from .gpu.session import GpuSession, Unavailable
+
     try:
-        from .gpu.session import GpuSession, Unavailable
+        session = GpuSession(device_index)
+    except Unavailable as e:
+        conn.send(("unavailable", str(e)))
+        return
+    from .gpu.run import run_job
 
-        try:
-            session = GpuSession(device_index)
-        except Unavailable as e:
-            conn.send(("unavailable", str(e)))
-            return
-        conn.send(("ready", to_data(session.info)))
-        from .gpu.run import run_job
+    serve(conn, session.info, lambda job, report: run_job(session, job, report))
 
+
+def serve(conn: Any, gpu: GpuInfo, handle: Handler) -> None:
+    """Announce the GPU, then answer jobs until told to stop or the parent goes away."""
+    try:
+        conn.send(("ready", to_data(gpu)))
         while True:
             try:
                 message = conn.recv()
@@ -41,12 +48,11 @@ def worker_main(conn: Any, device_index: int) -> None:
                 return
             job = from_data(EvalJob, message[1])
             try:
-                result = run_job(session, job, lambda text: conn.send(("stage", text)))
+                result = handle(job, lambda text: conn.send(("stage", text)))
             except Exception as e:  # a bug of ours: report it as such, then restart clean
-                result = EvalResult(kernel=job.kernel, status="crashed",
-                                    message=f"internal evaluator error: {type(e).__name__}: {e}",
-                                    restart_worker=True)
                 traceback.print_exc(file=sys.stderr)
+                result = EvalResult(kernel=job.kernel, status="crashed",
+                                    message=f"internal evaluator error: {type(e).__name__}: {e}", restart_worker=True)
             conn.send(("result", to_data(result)))
             if result.restart_worker:
                 conn.close()

@@ -74,3 +74,11 @@ def test_nvrtc_is_the_fast_path_and_nvcc_only_names_still_compile(evaluator, tmp
     assert inf.ok, inf.log
     r = evaluate(evaluator, TYPES, "clamp_inf", None, EvalOptions(timing=QUICK.timing, cache_dir=str(tmp_path)))
     assert r.status == "verified", r.message
+
+
+def test_an_edge_size_the_original_cannot_do_is_skipped_and_said(evaluator):
+    r = evaluate(evaluator, TYPES, "scale4", None, QUICK)
+    assert r.status == "verified", r.message
+    assert any("edge size n=257 skipped" in w and "does not write every element of y" in w for w in r.warnings), r.warnings
+    assert {c.name: c.status for c in r.checks}["non-multiple size"] == "skip"
+    assert "n=257" not in r.sizes_checked

@@ -83,3 +83,23 @@ __global__ void too_big(long long n, float* x)
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i < n) x[i] *= 2.0f;
 }
+
+/* @fsr
+bench = { n = 1048576 }
+tests = [ { n = 256 }, { n = 4096 } ]
+grid = "cdiv(n, 1024)"
+block = 256
+[args]
+n = "n"
+x = "in[n]"
+y = "out[n]"
+*/
+__global__ void scale4(int n, const float* x, float* y)
+{
+    // Only for n a multiple of 4: the tail of any other n is never written.
+    int i = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (i + 3 < n) {
+        float4 v = *reinterpret_cast<const float4*>(x + i);
+        *reinterpret_cast<float4*>(y + i) = make_float4(2 * v.x, 2 * v.y, 2 * v.z, 2 * v.w);
+    }
+}
