@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import eval_cmd
+from . import eval_cmd, history_cmd, optimize_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fsr", description="Find, verify and time faster CUDA kernels.")
     sub = parser.add_subparsers(dest="command", required=True)
     eval_cmd.add_parser(sub)
+    optimize_cmd.add_parser(sub)
+    history_cmd.add_parser(sub)
     return parser
 
 

@@ -4,7 +4,7 @@ Plain data in (source text or an EvalJob), an EvalResult out. It knows nothing o
 or language models.
 """
 
-from .api import evaluate
+from .api import evaluate, run_prepared
 from .compiler import CompileOptions, KernelRef, compile_kernel, find_nvcc
 from .pool import Evaluator, EvaluatorUnavailable
 from .prepare import EvalOptions, Prepared, prepare
@@ -14,5 +14,5 @@ from .records import (Check, CompileResult, EvalJob, EvalResult, GpuInfo, Kernel
 __all__ = [
     "Check", "CompileOptions", "CompileResult", "EvalJob", "EvalOptions", "EvalResult", "Evaluator",
     "EvaluatorUnavailable", "GpuInfo", "KernelBinary", "KernelRef", "Mismatch", "Prepared", "Resources",
-    "TimingConfig", "TimingStats", "compile_kernel", "evaluate", "find_nvcc", "prepare",
+    "TimingConfig", "TimingStats", "compile_kernel", "evaluate", "find_nvcc", "prepare", "run_prepared",
 ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from .pool import Evaluator, EvaluatorUnavailable, StageCallback
-from .prepare import EvalOptions, prepare
-from .records import EvalResult
+from .prepare import EvalOptions, Prepared, prepare
+from .records import CompileResult, EvalResult
 from .sanitizer import sanitize
 
 
@@ -21,15 +21,22 @@ def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | No
     except EvaluatorUnavailable as e:
         return EvalResult(kernel=kernel, status="unavailable", message=str(e))
     prepared = prepare(source, kernel, candidate, gpu.arch, options)
+    return run_prepared(evaluator, prepared, sanitize_winner=sanitize_winner, timeout=timeout, on_stage=on_stage)
+
+
+def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: bool = False,
+                 timeout: float | None = None, on_stage: StageCallback | None = None) -> EvalResult:
+    """The GPU half: run a prepared job (if any) and merge the CPU-side checks into its result.
+    Callers that compile many candidates in parallel call `prepare` themselves, then this."""
     base = prepared.result
     assert base is not None
-    base.gpu = gpu
+    base.gpu = evaluator.gpu
     if prepared.job is None:
-        base.compile = {k: dataclasses.replace(c, binary=None) for k, c in base.compile.items()}
+        base.compile = _without_binaries(base.compile)
         return base
     result = evaluator.run(prepared.job, timeout=timeout, on_stage=on_stage)
     result.checks = base.checks + result.checks
-    result.compile = {k: dataclasses.replace(c, binary=None) for k, c in base.compile.items()}  # no cubins in records
+    result.compile = _without_binaries(base.compile)
     result.warnings = base.warnings + result.warnings
     if prepared.launch_changed:
         result.warnings.append("the candidate changes the launch configuration (grid, block or smem)")
@@ -43,3 +50,8 @@ def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | No
             result.status = "wrong"
             result.message = f"{failed[0].name} found errors: {failed[0].detail}"
     return result
+
+
+def _without_binaries(compiled: dict[str, CompileResult]) -> dict[str, CompileResult]:
+    """Result records carry no cubins: they are stored and sent as they are."""
+    return {k: dataclasses.replace(c, binary=None) for k, c in compiled.items()}

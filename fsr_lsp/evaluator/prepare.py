@@ -21,6 +21,7 @@ from .records import Check, CompileResult, EvalJob, EvalResult, TimingConfig
 @dataclass(frozen=True)
 class EvalOptions:
     flags: tuple[str, ...] = ()
+    candidate_flags: tuple[str, ...] = ()  # added for the candidate only (e.g. -use_fast_math)
     include_dirs: tuple[str, ...] = ()
     compiler: str = "auto"
     nvcc: str | None = None
@@ -29,8 +30,9 @@ class EvalOptions:
     base_seed: int | None = None  # None: fresh seeds every evaluation
     timing: TimingConfig = field(default_factory=TimingConfig)
 
-    def compile_options(self, arch: str, compiler: str | None = None) -> CompileOptions:
-        return CompileOptions(arch=arch, flags=self.flags, include_dirs=self.include_dirs,
+    def compile_options(self, arch: str, compiler: str | None = None, candidate: bool = False) -> CompileOptions:
+        flags = self.flags + (self.candidate_flags if candidate else ())
+        return CompileOptions(arch=arch, flags=flags, include_dirs=self.include_dirs,
                               compiler=compiler or self.compiler, nvcc=self.nvcc, cache_dir=self.cache_dir)  # type: ignore[arg-type]
 
 
@@ -81,9 +83,9 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
             return Prepared(result=result)
         checks.append(Check("candidate rules", "pass", "device code only; same name and parameters"))
         cand_spec, launch_changed = vetted.spec, vetted.launch_changed
-        cand = compile_kernel(vetted.source, ref, options.compile_options(arch, orig.compiler))
+        cand = compile_kernel(vetted.source, ref, options.compile_options(arch, orig.compiler, candidate=True))
         if not cand.ok and orig.compiler == "nvrtc":
-            cand = compile_kernel(vetted.source, ref, options.compile_options(arch, "nvcc"))
+            cand = compile_kernel(vetted.source, ref, options.compile_options(arch, "nvcc", candidate=True))
             if cand.ok:  # time both with the same compiler's code
                 orig = compile_kernel(source, ref, options.compile_options(arch, "nvcc"))
         if not cand.ok:

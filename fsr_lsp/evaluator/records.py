@@ -128,6 +128,9 @@ class GpuInfo:
     memory_bytes: int
     clock_khz: int = 0
     driver: str = ""
+    bandwidth_gbps: float = 0.0  # measured: a large device-to-device copy, bytes read + written
+    smem_per_block_bytes: int = 0  # the opt-in maximum
+    smem_per_sm_bytes: int = 0
 
     @property
     def arch(self) -> str:

@@ -57,6 +57,8 @@ class GpuSession:
             memory_bytes=int(props.total_memory),
             clock_khz=int(device.get_attribute(cuda.device_attribute.CLOCK_RATE)),
             driver=".".join(str(x) for x in divmod(cuda.get_driver_version(), 1000)),
+            smem_per_block_bytes=int(device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)),
+            smem_per_sm_bytes=int(device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)),
         )
         self.device = torch.device("cuda", index)
         # Reading twice the L2 evicts whatever the previous run left there. Reading, not writing:
@@ -65,6 +67,25 @@ class GpuSession:
         self._flush = torch.ones(max(2 * l2, 1 << 24) // 4, dtype=torch.int32, device=self.device)
         self._flush_sink = torch.empty((), dtype=torch.int32, device=self.device)
         self._modules: dict[str, Any] = {}
+        self.info.bandwidth_gbps = self._measure_bandwidth()
+
+    def _measure_bandwidth(self, nbytes: int = 1 << 30) -> float:
+        """GB/s of a device-to-device copy (read + write), the ceiling for memory-bound kernels."""
+        torch = self.torch
+        src = torch.empty(nbytes // 4, dtype=torch.int32, device=self.device).fill_(1)
+        dst = torch.empty_like(src)
+        for _ in range(2):
+            dst.copy_(src)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            dst.copy_(src)
+        end.record()
+        torch.cuda.synchronize()
+        seconds = start.elapsed_time(end) / 1000 / 5
+        del src, dst
+        torch.cuda.empty_cache()
+        return 2 * nbytes / seconds / 1e9
 
     def flush_l2(self) -> None:
         self.torch.amax(self._flush, dim=0, out=self._flush_sink)

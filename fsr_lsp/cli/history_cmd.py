@@ -1,0 +1,42 @@
+"""`fsr history FILE.cu --kernel NAME`: the stored candidates of a kernel."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..search import HistoryStore
+from .workspace import workspace_of
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("history", help="list the stored candidates of a kernel")
+    p.add_argument("file", type=Path)
+    p.add_argument("--kernel", "-k", required=True)
+    p.add_argument("--workspace", type=Path)
+    p.add_argument("--source", action="store_true", help="print each candidate's code too")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = HistoryStore(workspace_of(args.file, args.workspace))
+    rows = store.history(str(args.file), args.kernel)
+    console = Console()
+    if not rows:
+        console.print(f"no stored candidates for {args.kernel} in {args.file}")
+        return 0
+    table = Table("when", "round", "generator", "verdict", "ms", "speedup", "detail", box=None, pad_edge=False)
+    for r in rows:
+        table.add_row(time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created)), str(r.round + 1), r.generator[:40],
+                      r.status, f"{r.time_ms:.4g}" if r.time_ms else "", f"{r.speedup:.2f}x" if r.speedup else "",
+                      r.message.splitlines()[0][:70] if r.message else "")
+    console.print(table)
+    if args.source:
+        for r in rows:
+            console.rule(f"round {r.round + 1}: {r.generator} ({r.status})")
+            console.print(r.source, markup=False, highlight=False)
+    return 0

@@ -1,0 +1,153 @@
+"""`fsr optimize FILE.cu --kernel NAME`: the search, with a progress bar, a table, a report."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..evaluator import EvalOptions, Evaluator
+from ..kernels import find_kernel
+from ..search import HistoryStore, LLMConfig, SearchConfig, SearchOutcome, run_search
+from ..search.apply import ApplyError, rewrite_if_unchanged
+from ..search.generators.builtin import BuiltinGenerator
+from ..search.generators.llm import LLMGenerator
+from ..search.gpu_bench import GpuBench
+from ..search.report import write_report
+from .workspace import workspace_of
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("optimize", help="search for a faster verified rewrite of a kernel",
+                       description="Run the FSR search on one kernel: rounds of candidates from the LLM endpoint "
+                                   "(or the built-in generator), each verified against the original and timed.")
+    p.add_argument("file", type=Path)
+    p.add_argument("--kernel", "-k", required=True)
+    p.add_argument("--rounds", type=int, default=4, help="search depth (default 4)")
+    p.add_argument("--candidates", type=int, default=8, help="candidates per round; 1 = staged refinement (default 8)")
+    p.add_argument("--time-budget", type=float, default=300.0, help="seconds for the whole search (default 300)")
+    p.add_argument("--target-speedup", type=float, help="stop once a verified candidate is this much faster")
+    p.add_argument("--fix-attempts", type=int, default=1, help="times a failed candidate is sent back to be fixed")
+    p.add_argument("--apply", action="store_true", help="write the fastest verified rewrite into FILE")
+    p.add_argument("--llm-base-url", default=os.environ.get("FSR_LLM_BASE_URL", ""),
+                   help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (default: $FSR_LLM_BASE_URL; "
+                        "none: the built-in generator)")
+    p.add_argument("--llm-model", default=os.environ.get("FSR_LLM_MODEL", ""))
+    p.add_argument("--llm-key-env", default=os.environ.get("FSR_LLM_KEY_ENV", "OPENAI_API_KEY"),
+                   help="name of the environment variable holding the API key (default OPENAI_API_KEY)")
+    p.add_argument("--llm-temperature", type=float, default=0.7)
+    p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
+    p.add_argument("--workspace", type=Path, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
+    p.add_argument("--gpu", type=int, default=0)
+    p.add_argument("--no-sanitize", action="store_true")
+    p.add_argument("--flag", action="append", default=[], dest="flags", metavar="FLAG")
+    p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console(stderr=True)
+    try:
+        source = args.file.read_text(encoding="utf-8")
+    except OSError as e:
+        return _fail(f"cannot read {e.filename}: {e.strerror}", 2)
+    if find_kernel(source, args.kernel) is None:
+        return _fail(f"no kernel named {args.kernel} in {args.file}", 2)
+    missing = [m for m in ("pycuda", "torch") if importlib.util.find_spec(m) is None]
+    if missing:
+        return _fail(f"{' and '.join(missing)} not installed: the search needs pip install 'fsr-lsp[gpu]' on a machine "
+                     "with a CUDA GPU and toolkit", 3)
+    llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model, api_key_env=args.llm_key_env,
+                    temperature=args.llm_temperature)
+    config = SearchConfig(rounds=args.rounds, candidates=args.candidates, time_budget=args.time_budget,
+                          target_speedup=args.target_speedup, fix_attempts=args.fix_attempts,
+                          sanitize_winner=not args.no_sanitize, llm=llm)
+    generator = LLMGenerator(llm) if llm.configured else BuiltinGenerator()
+    workspace = workspace_of(args.file, args.workspace)
+    store = HistoryStore(workspace, secrets=[os.environ.get(llm.api_key_env, "")])
+    options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(args.file.parent.resolve()), *args.include_dirs))
+    cancel = threading.Event()
+    with Evaluator(args.gpu) as evaluator:
+        bench = GpuBench(evaluator, source, args.kernel, options, cancel=cancel)
+        outcome = _run_with_progress(console, source, args, config, bench, generator, store, cancel, evaluator)
+    if outcome.status == "failed" and outcome.baseline is not None and outcome.baseline.status == "unavailable":
+        return _fail(outcome.baseline.message, 3)
+    _print_outcome(outcome, args.kernel)
+    report = args.report or workspace / ".fsr" / "reports" / f"{args.kernel}-{time.strftime('%Y%m%d-%H%M%S')}.html"
+    if outcome.tried:
+        print(f"report: {write_report(outcome, args.kernel, report)}")
+    if args.apply and outcome.best is not None:
+        return _apply(args.file, args.kernel, outcome, source)
+    return {"improved": 0, "no_win": 0, "cancelled": 130}.get(outcome.status, 1)
+
+
+def _run_with_progress(console, source, args, config, bench, generator, store, cancel, evaluator) -> SearchOutcome:
+    total = config.rounds * config.candidates
+    result: dict[str, SearchOutcome] = {}
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console, transient=False) as bar:
+        task = bar.add_task("starting", total=total, best="")
+
+        def progress(p) -> None:
+            best = f"best {p.best_speedup:.2f}x" if p.best_speedup else ""
+            bar.update(task, description=f"round {p.round}/{p.rounds}: {p.message}", completed=min(p.tried, total),
+                       best=best)
+
+        def work() -> None:
+            result["outcome"] = run_search(source, str(args.file), args.kernel, config, bench, generator, store,
+                                           progress, cancel)
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        try:
+            while thread.is_alive():
+                thread.join(0.2)
+        except KeyboardInterrupt:
+            cancel.set()
+            evaluator.cancel()
+            bar.update(task, description="cancelling: keeping what was found")
+            thread.join()
+    return result["outcome"]
+
+
+def _print_outcome(outcome: SearchOutcome, kernel: str) -> None:
+    console = Console()
+    if outcome.tried:
+        table = Table("round", "candidate", "verdict", "ms", "speedup", box=None, pad_edge=False)
+        for t in outcome.tried:
+            table.add_row(str(t.proposal.round + 1), (t.proposal.note or t.proposal.generator)[:60],
+                          t.result.status + (" (stored)" if t.reused else ""),
+                          f"{t.time_ms:.4g}" if t.time_ms else "", f"{t.result.speedup:.2f}x" if t.result.speedup else "")
+        console.print(table)
+    style = {"improved": "green", "no_win": "yellow"}.get(outcome.status, "bold red")
+    console.print(f"[{style}]{kernel}: {outcome.status.replace('_', ' ')}[/]: {outcome.message}", highlight=False)
+
+
+def _apply(file: Path, kernel: str, outcome: SearchOutcome, searched: str) -> int:
+    """Write the winner into the file as it is now, only if its kernel is still the one that
+    was searched (the rest of the file may have changed meanwhile)."""
+    assert outcome.best is not None
+    current = file.read_text(encoding="utf-8")
+    try:
+        rewrite = rewrite_if_unchanged(current, searched, kernel, outcome.best.proposal.source)
+    except ApplyError as e:
+        return _fail(f"not applied: {e}", 1)
+    tmp = file.with_name(f".{file.name}.fsr-tmp")
+    tmp.write_text(rewrite.text, encoding="utf-8")
+    os.chmod(tmp, file.stat().st_mode)
+    os.replace(tmp, file)
+    print(f"applied to {file}" + (" (launch configuration changed in the @fsr block)" if rewrite.launch_changed else ""))
+    return 0
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"fsr: {message}", file=sys.stderr)
+    return code

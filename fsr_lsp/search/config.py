@@ -1,0 +1,41 @@
+"""What the user sets for a search: budgets, mode, and the LLM endpoint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama, ... The key itself never lives
+    here, only the name of the environment variable that holds it."""
+
+    base_url: str = ""  # empty: use the built-in generator
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.7
+    timeout: float = 120.0
+    max_retries: int = 4
+    max_tokens: int = 4096
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    rounds: int = 4  # the depth D
+    candidates: int = 8  # N per round; 1 means staged refinement of one evolving kernel
+    time_budget: float = 300.0  # seconds of wall clock for the whole search
+    target_speedup: float | None = None  # stop early once a verified candidate reaches it
+    fix_attempts: int = 1  # times a failed candidate goes back to its generator to be fixed
+    seeds: int = 3  # how many of the fastest verified candidates seed the next round
+    compile_workers: int = 0  # 0: one per CPU core
+    sanitize_winner: bool = True
+    llm: LLMConfig = field(default_factory=LLMConfig)
+
+    @property
+    def mode(self) -> Literal["fsr", "staged"]:
+        return "staged" if self.candidates == 1 else "fsr"

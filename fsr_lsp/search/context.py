@@ -1,0 +1,36 @@
+"""What a generator sees in a round: the kernel, the GPU, the baseline and the history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..evaluator.records import EvalResult, GpuInfo, SizePlan
+from ..kernels import Kernel
+from ..spec import Spec
+from .proposal import Tried
+from .workload import Workload
+
+
+@dataclass
+class RoundContext:
+    kernel: Kernel
+    kernel_text: str  # the kernel's definition with its @fsr block, as in the file
+    spec: Spec
+    spec_text: str  # the @fsr block as the user wrote (or fsr inferred) it
+    bench: SizePlan  # the bench size, concretely
+    gpu: GpuInfo
+    baseline: EvalResult
+    workload: Workload
+    round: int
+    rounds: int
+    mode: str  # "fsr" or "staged"
+    history: list[Tried] = field(default_factory=list)  # every candidate so far, oldest first
+    seeds: list[Tried] = field(default_factory=list)  # the fastest verified so far, fastest first
+
+    @property
+    def baseline_ms(self) -> float:
+        t = self.baseline.original_time
+        return t.median_ms if t else 0.0
+
+    def best_source(self) -> str:
+        return self.seeds[0].proposal.source if self.seeds else self.kernel_text

@@ -1,0 +1,277 @@
+"""Feature Search and Reinforcement: rounds of proposals, verified and timed, the fastest
+seeding the next round, failures sent back to be fixed.
+
+FSR (N > 1 candidates a round) and staged refinement of one evolving kernel (N = 1) are the
+same loop; the generator reads `ctx.mode`. The loop only sees the evaluator through `Bench`
+(the GPU one compiles in parallel and times one at a time; tests use a scripted one).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Literal, Protocol
+
+from ..evaluator.plan import build_plans
+from ..evaluator.records import EvalResult, GpuInfo, SizePlan
+from ..kernels import find_kernel
+from ..source import SourceText
+from ..spec import parse_spec, render_spec
+from .config import SearchConfig
+from .context import RoundContext
+from .generators.base import Generator, GeneratorError
+from .proposal import Proposal, Tried
+from .store import HistoryStore, search_key
+from .workload import classify
+
+FIXABLE = ("wrong", "compile_error", "rejected", "crashed", "timeout")
+MIN_WIN = 0.01  # a speedup below 1% is never called a win, whatever the spread
+BANDWIDTH_SLACK = 0.8  # faster than 1/0.8 of the measured copy bandwidth allows is suspicious
+
+
+class Bench(Protocol):
+    gpu: GpuInfo
+    flags: tuple[str, ...]  # compile flags of both kernels: part of the search's identity
+
+    def baseline(self) -> EvalResult: ...
+
+    def evaluate(self, proposals: list[Proposal]) -> list[EvalResult]: ...
+
+    def confirm(self, proposal: Proposal) -> EvalResult:
+        """Stricter verification of a winner: more seeds, and the sanitizers."""
+        ...
+
+
+@dataclass
+class Progress:
+    round: int
+    rounds: int
+    tried: int
+    verified: int
+    best_speedup: float | None
+    message: str
+
+
+@dataclass
+class SearchOutcome:
+    status: Literal["improved", "no_win", "cancelled", "failed"]
+    message: str
+    baseline: EvalResult | None = None
+    best: Tried | None = None  # the verified win, when there is one
+    best_tried: Tried | None = None  # the fastest verified candidate, win or not
+    tried: list[Tried] = field(default_factory=list)  # this search's candidates (fixes included)
+    rounds: int = 0
+    seconds: float = 0.0
+    stopped: str = ""  # rounds, time, target, cancelled, exhausted, generator
+    search_key: str = ""
+    spec_changed_launch: bool = False
+
+
+def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
+               store: HistoryStore | None = None, on_progress: Callable[[Progress], None] | None = None,
+               cancel: threading.Event | None = None) -> SearchOutcome:
+    started = time.monotonic()
+    cancel = cancel or threading.Event()
+    report = on_progress or (lambda _: None)
+    src = SourceText(source)
+    kernel = find_kernel(src, kernel_name)
+    if kernel is None:
+        return SearchOutcome("failed", f"no kernel named {kernel_name}")
+    spec_result = parse_spec(src, kernel)
+    if spec_result.spec is None:
+        why = "; ".join(p.message for p in spec_result.problems) or "no spec"
+        return SearchOutcome("failed", f"{kernel_name} cannot be searched: {why}")
+    spec = spec_result.spec
+    kernel_text = src.slice(kernel.span.start_byte, kernel.span.end_byte)
+    bench_plan = build_plans(kernel, spec)[-1]
+    report(Progress(0, config.rounds, 0, 0, None, "measuring the original"))
+    baseline = bench.baseline()
+    if not baseline.verified:
+        return SearchOutcome("failed", f"the original cannot be the oracle: {baseline.message}", baseline=baseline,
+                             seconds=time.monotonic() - started)
+    gpu = bench.gpu
+    key = search_key(kernel_text, gpu.name, bench.flags)
+    history = store.load(key) if store else []
+    search_id = store.start_search(key, os.path.abspath(file), kernel_name, gpu.name, _config_record(config)) if store else None
+    spec_text = src.slice(kernel.spec.span.start_byte, kernel.spec.span.end_byte) if kernel.spec else render_spec(spec)
+    outcome = SearchOutcome("no_win", "", baseline=baseline, search_key=key)
+
+    def context(round_: int) -> RoundContext:
+        return RoundContext(kernel=kernel, kernel_text=kernel_text, spec=spec, spec_text=spec_text, bench=bench_plan,
+                            gpu=gpu, baseline=baseline, workload=classify(kernel_text, bench_plan), round=round_,
+                            rounds=config.rounds, mode=config.mode, history=list(history),
+                            seeds=ranked(history)[: config.seeds])
+
+    def evaluate(proposals: list[Proposal]) -> list[Tried]:
+        tried: list[Tried] = []
+        fresh = []
+        for p in proposals:
+            stored = store.lookup(key, p) if store else None
+            tried.append(Tried(p, stored, reused=True) if stored else None)  # type: ignore[arg-type]
+            if stored is None:
+                fresh.append(p)
+        results = iter(bench.evaluate(fresh)) if fresh else iter(())
+        tried = [t if t is not None else Tried(p, next(results)) for p, t in zip(proposals, tried)]
+        for t in tried:
+            if store and not t.reused:
+                store.record(key, search_id, os.path.abspath(file), kernel_name, t)
+        return tried
+
+    stopped = "rounds"
+    for round_ in range(config.rounds):
+        if cancel.is_set():
+            stopped = "cancelled"
+            break
+        if time.monotonic() - started > config.time_budget:
+            stopped = "time"
+            break
+        outcome.rounds = round_ + 1
+        ctx = context(round_)
+        report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
+                        _best_speedup(history), f"round {round_ + 1}: generating"))
+        try:
+            proposals = [_stamp(p, round_) for p in generator.propose(ctx, config.candidates)]
+        except GeneratorError as e:
+            outcome.message = f"the generator failed: {e}"
+            stopped = "generator"
+            break
+        if not proposals:
+            stopped = "exhausted"
+            break
+        report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
+                        _best_speedup(history), f"round {round_ + 1}: evaluating {len(proposals)} candidates"))
+        batch = evaluate(proposals)
+        batch += _fixes(batch, ctx, generator, config, evaluate, cancel, started)
+        history += batch
+        outcome.tried += batch
+        best = _best_speedup(history)
+        report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried), best,
+                        f"round {round_ + 1} done"))
+        if config.target_speedup and best and best >= config.target_speedup:
+            stopped = "target"
+            break
+    if cancel.is_set():
+        stopped = "cancelled"
+    outcome.stopped = stopped
+    _choose_winner(outcome, history, bench, bench_plan, config, cancel)
+    outcome.seconds = time.monotonic() - started
+    if store and search_id is not None:
+        store.finish_search(search_id, {"status": outcome.status, "message": outcome.message, "stopped": stopped,
+                                        "best": outcome.best.proposal.key if outcome.best else None})
+    return outcome
+
+
+def ranked(tried: list[Tried]) -> list[Tried]:
+    """Verified candidates, fastest first (by speedup over the original each was timed against)."""
+    return sorted((t for t in tried if t.verified and t.result.speedup), key=lambda t: -(t.result.speedup or 0))
+
+
+def _stamp(p: Proposal, round_: int) -> Proposal:
+    from dataclasses import replace
+
+    return p if p.round == round_ else replace(p, round=round_)
+
+
+def _fixes(batch: list[Tried], ctx: RoundContext, generator: Generator, config: SearchConfig,
+           evaluate: Callable[[list[Proposal]], list[Tried]], cancel: threading.Event, started: float) -> list[Tried]:
+    """Send failures back to the generator, a bounded number of times each."""
+    fixed: list[Tried] = []
+    pending = [t for t in batch if t.result.status in FIXABLE]
+    for _ in range(config.fix_attempts):
+        proposals = []
+        for t in pending:
+            if cancel.is_set() or time.monotonic() - started > config.time_budget:
+                return fixed
+            try:
+                p = generator.fix(ctx, t)
+            except GeneratorError:
+                return fixed
+            if p is not None:
+                proposals.append(_stamp(p, ctx.round))
+        if not proposals:
+            break
+        results = evaluate(proposals)
+        fixed += results
+        pending = [t for t in results if t.result.status in FIXABLE]
+    return fixed
+
+
+def _choose_winner(outcome: SearchOutcome, history: list[Tried], bench: Bench, plan: SizePlan, config: SearchConfig,
+                   cancel: threading.Event) -> None:
+    candidates = ranked(history)
+    outcome.best_tried = candidates[0] if candidates else None
+    for t in candidates:
+        speedup = t.result.speedup or 0.0
+        noise = max(t.result.noise_pct / 100.0, MIN_WIN)
+        if speedup <= 1.0 + noise:
+            break  # sorted: nothing after this is a win either
+        if cancel.is_set():
+            break
+        suspicious = _beyond_bandwidth(t, plan, bench.gpu)
+        if suspicious or config.sanitize_winner:
+            confirmed = bench.confirm(t.proposal)
+            if not confirmed.verified:
+                t.result.warnings.append(f"failed stricter verification: {confirmed.message}")
+                continue
+            t.result.checks += [c for c in confirmed.checks if c.name.startswith("sanitizer")]
+            if suspicious:
+                t.result.warnings.append(suspicious + "; confirmed by a stricter verification")
+        outcome.best = t
+        break
+    outcome.status = "cancelled" if outcome.stopped == "cancelled" and outcome.best is None else \
+        ("improved" if outcome.best else "no_win")
+    outcome.message = outcome.message or _summary(outcome)
+
+
+def _beyond_bandwidth(t: Tried, plan: SizePlan, gpu: GpuInfo) -> str:
+    """A time below what the buffers' bytes allow at the measured bandwidth: worth a second look."""
+    if not gpu.bandwidth_gbps or t.time_ms is None:
+        return ""
+    nbytes = 0
+    for a in plan.args:
+        if a.kind == "buffer":
+            size = a.numel * _itemsize(a.dtype)
+            nbytes += size * (2 if a.direction == "inout" else 1)
+    floor_ms = nbytes / (gpu.bandwidth_gbps * 1e9) * 1e3
+    if t.time_ms < BANDWIDTH_SLACK * floor_ms:
+        return (f"{t.time_ms:.4g} ms is below the {floor_ms:.4g} ms that moving {nbytes / 1e6:.1f} MB at the "
+                f"measured {gpu.bandwidth_gbps:.0f} GB/s takes")
+    return ""
+
+
+def _itemsize(dtype: str) -> int:
+    return {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4,
+            "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2}.get(dtype, 1)
+
+
+def _summary(outcome: SearchOutcome) -> str:
+    base = outcome.baseline.original_time.median_ms if outcome.baseline and outcome.baseline.original_time else 0
+    gpu = outcome.baseline.gpu.name if outcome.baseline and outcome.baseline.gpu else "the GPU"
+    if outcome.best:
+        r = outcome.best.result
+        sizes = len(r.sizes_checked)
+        seeds = len(r.seeds) // max(sizes, 1)
+        return (f"{r.speedup:.2f}x faster ({r.original_time.median_ms:.4g} ms -> {r.candidate_time.median_ms:.4g} ms "
+                f"on {gpu}; verified at {sizes} sizes x {seeds} seeds)")
+    failures = Counter(t.result.status for t in outcome.tried if not t.verified)
+    why = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in failures.most_common())
+    best = outcome.best_tried
+    best_text = f"best verified {best.result.speedup:.3f}x ({best.proposal.note or best.proposal.generator}), " \
+                f"within the noise" if best and best.result.speedup else "no candidate verified"
+    return f"no faster verified rewrite of the {base:.4g} ms original: {best_text}" + (f"; {why}" if why else "")
+
+
+def _verified(tried: list[Tried]) -> int:
+    return sum(t.verified for t in tried)
+
+
+def _best_speedup(tried: list[Tried]) -> float | None:
+    r = ranked(tried)
+    return r[0].result.speedup if r else None
+
+
+def _config_record(config: SearchConfig) -> dict:
+    return asdict(config)  # names the key's environment variable, never holds the key

@@ -1,0 +1,133 @@
+"""Prompts from the templates in prompts/: what the model is told about the kernel, the GPU,
+the measurements and the history of candidates."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib.resources import files
+from string import Template
+
+from ..evaluator.records import EvalResult, GpuInfo, SizePlan
+from .context import RoundContext
+from .proposal import Tried
+
+MAX_HISTORY_LINES = 12
+MAX_ERROR_LINES = 30
+
+
+@lru_cache(maxsize=None)
+def template(name: str) -> Template:
+    return Template(files("fsr_lsp.search").joinpath("prompts", name).read_text(encoding="utf-8"))
+
+
+def system_prompt() -> str:
+    return template("system.md").template.strip()
+
+
+def propose_prompt(ctx: RoundContext, index: int, count: int) -> str:
+    if ctx.mode == "staged":
+        task = template("task_staged.md").substitute(round=ctx.round + 1, rounds=ctx.rounds,
+                                                     guide=template(f"staged/{ctx.workload}.md").template.strip())
+    else:
+        task = template("task_fsr.md").substitute(index=index + 1, count=count, round=ctx.round + 1, rounds=ctx.rounds)
+    # Staged refinement starts from the code alone; profiler feedback joins after the first rounds.
+    show_resources = ctx.mode == "fsr" or ctx.round >= 2
+    return template("propose.md").substitute(
+        kernel=ctx.kernel_text.strip(), workload=ctx.workload, buffers=describe_buffers(ctx.bench),
+        gpu=describe_gpu(ctx.gpu), baseline_ms=f"{ctx.baseline_ms:.4g}", bench_size=ctx.bench.label,
+        resources=describe_resources(ctx) if show_resources else "", history=history_section(ctx),
+        task=task.strip()).strip()
+
+
+def fix_prompt(failed: Tried) -> str:
+    r = failed.result
+    return template("fix.md").substitute(status=r.status.replace("_", " "), candidate=failed.proposal.source.strip(),
+                                         error=error_text(r)).strip()
+
+
+def describe_gpu(gpu: GpuInfo) -> str:
+    parts = [f"{gpu.name}, compute capability {gpu.compute_capability} (compile target {gpu.arch})",
+             f"{gpu.sm_count} SMs", f"L2 {gpu.l2_bytes / 2**20:.0f} MiB", f"{gpu.memory_bytes / 2**30:.0f} GiB memory"]
+    if gpu.smem_per_block_bytes:
+        parts.append(f"shared memory up to {gpu.smem_per_block_bytes // 1024} KiB per block "
+                     f"({gpu.smem_per_sm_bytes // 1024} KiB per SM)")
+    if gpu.bandwidth_gbps:
+        parts.append(f"measured memory bandwidth {gpu.bandwidth_gbps:.0f} GB/s (device-to-device copy)")
+    return "; ".join(parts) + "."
+
+
+def describe_buffers(bench: SizePlan) -> str:
+    items = []
+    for a in bench.args:
+        if a.kind == "buffer":
+            items.append(f"{a.name}: {a.direction} {a.dtype}[{a.numel}]")
+        else:
+            items.append(f"{a.name} = {a.value}")
+    return ", ".join(items)
+
+
+def describe_resources(ctx: RoundContext) -> str:
+    best = ctx.seeds[0] if ctx.seeds else None
+    result = best.result if best else ctx.baseline
+    which = "candidate" if best else "original"
+    res = result.resources.get(which) or result.resources.get("original")
+    compiled = result.compile.get(which)
+    ptxas = compiled.resources if compiled and compiled.resources else None
+    if res is None and ptxas is None:
+        return ""
+    regs = ptxas.registers if ptxas else res.registers
+    smem = ptxas.shared_bytes if ptxas else res.shared_bytes
+    spill = f", {ptxas.spill_stores} bytes spill stores, {ptxas.spill_loads} bytes spill loads" if ptxas else ""
+    label = "the fastest version so far" if best else "the original"
+    return f"Resource use of {label}: {regs} registers per thread, {smem} bytes static shared memory{spill}."
+
+
+def history_section(ctx: RoundContext) -> str:
+    """Earlier candidates with their measured times; the fastest and the slowest verified ones
+    shown side by side so the model can contrast what helped and what hurt."""
+    if not ctx.history:
+        return "No candidates have been tried yet."
+    lines = ["## Candidates so far (speedup over the original; higher is better)", ""]
+    for t in ctx.history[-MAX_HISTORY_LINES:]:
+        what = t.proposal.note or t.proposal.generator
+        if t.verified and t.result.speedup:
+            lines.append(f"- {what}: verified, {t.result.speedup:.2f}x ({t.time_ms:.4g} ms)")
+        else:
+            lines.append(f"- {what}: {t.result.status.replace('_', ' ')}: {_first_line(t.result.message)}")
+    verified = [t for t in ctx.history if t.verified and t.result.speedup]
+    if verified:
+        fastest = max(verified, key=lambda t: t.result.speedup or 0)
+        slowest = min(verified, key=lambda t: t.result.speedup or 0)
+        lines += ["", f"### Fastest so far: {fastest.result.speedup:.2f}x", "```cuda", fastest.proposal.source.strip(), "```"]
+        if slowest is not fastest:
+            lines += ["", f"### Slowest verified: {slowest.result.speedup:.2f}x", "```cuda",
+                      slowest.proposal.source.strip(), "```"]
+    return "\n".join(lines)
+
+
+def error_text(result: EvalResult) -> str:
+    """What a generator needs to fix a failure: the compiler's errors (trimmed to the lines that
+    matter), or which size, output and elements were wrong, or why it was rejected."""
+    if result.status == "compile_error":
+        return _trim_compiler(result.message)
+    if result.mismatch is not None:
+        m = result.mismatch
+        return (f"check '{m.check}' failed at size {m.size}: output {m.buffer} has {m.bad} of {m.total} elements "
+                f"wrong" + (f" ({m.unwritten} never written)" if m.unwritten else "") +
+                (f", largest error {m.max_abs_err:.3g}" if m.max_abs_err is not None else "") +
+                f"; first wrong element [{m.first_index}]: got {m.got}, expected {m.expected}")
+    return result.message
+
+
+def _trim_compiler(log: str) -> str:
+    lines = log.splitlines()
+    keep: list[str] = []
+    for i, line in enumerate(lines):
+        if "error" in line or "warning" in line and "#" in line:
+            keep.extend(lines[i: i + 3])
+    keep = keep or lines
+    return "\n".join(keep[:MAX_ERROR_LINES])
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:200] if text.strip() else ""

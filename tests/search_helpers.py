@@ -1,0 +1,37 @@
+"""Building search contexts and proposals for tests, without a GPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsr_lsp.evaluator.plan import build_plans
+from fsr_lsp.evaluator.records import EvalResult, GpuInfo, TimingStats
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.search.context import RoundContext
+from fsr_lsp.search.workload import classify
+from fsr_lsp.source import SourceText
+from fsr_lsp.spec import parse_spec, render_spec
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+GPU = GpuInfo(0, "Scripted GPU", "9.0", 132, 60 << 20, 140 << 30, bandwidth_gbps=4300.0)
+
+
+def baseline(ms: float = 1.0) -> EvalResult:
+    return EvalResult(kernel="k", status="verified", message="ok", gpu=GPU,
+                      original_time=TimingStats(ms, ms, ms, ms, ms, 10))
+
+
+def context(source: str, name: str, round_: int = 0, history=None, seeds=None, mode="fsr") -> RoundContext:
+    src = SourceText(source)
+    kernel = find_kernel(src, name)
+    spec = parse_spec(src, kernel).spec
+    text = src.slice(kernel.span.start_byte, kernel.span.end_byte)
+    bench = build_plans(kernel, spec)[-1]
+    spec_text = src.slice(kernel.spec.span.start_byte, kernel.spec.span.end_byte) if kernel.spec else render_spec(spec)
+    return RoundContext(kernel=kernel, kernel_text=text, spec=spec, spec_text=spec_text, bench=bench, gpu=GPU,
+                        baseline=baseline(), workload=classify(text, bench), round=round_, rounds=4, mode=mode,
+                        history=list(history or []), seeds=list(seeds or []))
+
+
+def example(name: str) -> str:
+    return (EXAMPLES / name).read_text()
