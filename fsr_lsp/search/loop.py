@@ -208,9 +208,14 @@ def _choose_winner(outcome: SearchOutcome, history: list[Tried], bench: Bench, p
         noise = max(t.result.noise_pct / 100.0, MIN_WIN)
         if speedup <= 1.0 + noise:
             break  # sorted: nothing after this is a win either
-        if cancel.is_set():
-            break
         suspicious = _beyond_bandwidth(t, plan, bench.gpu)
+        if cancel.is_set():  # keep what was found, but never an unconfirmed suspicious speedup
+            if suspicious:
+                continue
+            if config.sanitize_winner:
+                t.result.warnings.append("not run under compute-sanitizer: the search was cancelled")
+            outcome.best = t
+            break
         if suspicious or config.sanitize_winner:
             confirmed = bench.confirm(t.proposal)
             if not confirmed.verified:
@@ -221,8 +226,14 @@ def _choose_winner(outcome: SearchOutcome, history: list[Tried], bench: Bench, p
                 t.result.warnings.append(suspicious + "; confirmed by a stricter verification")
         outcome.best = t
         break
-    outcome.status = "cancelled" if outcome.stopped == "cancelled" and outcome.best is None else \
-        ("improved" if outcome.best else "no_win")
+    if outcome.best:
+        outcome.status = "improved"
+    elif outcome.stopped == "cancelled":
+        outcome.status = "cancelled"
+    elif outcome.stopped == "generator" and not outcome.tried:
+        outcome.status = "failed"
+    else:
+        outcome.status = "no_win"
     outcome.message = outcome.message or _summary(outcome)
 
 

@@ -3,6 +3,7 @@ the measurements and the history of candidates."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from importlib.resources import files
 from string import Template
@@ -13,6 +14,7 @@ from .proposal import Tried
 
 MAX_HISTORY_LINES = 12
 MAX_ERROR_LINES = 30
+_DIAGNOSTIC = re.compile(r"\berror\s*:|fatal error|\bwarning\s*#|ptxas (error|fatal)")
 
 
 @lru_cache(maxsize=None)
@@ -123,8 +125,8 @@ def _trim_compiler(log: str) -> str:
     lines = log.splitlines()
     keep: list[str] = []
     for i, line in enumerate(lines):
-        if "error" in line or "warning" in line and "#" in line:
-            keep.extend(lines[i: i + 3])
+        if _DIAGNOSTIC.search(line):
+            keep.extend(lines[i: i + 3])  # the message, the source line, the caret
     keep = keep or lines
     return "\n".join(keep[:MAX_ERROR_LINES])
 

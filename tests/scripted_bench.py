@@ -1,0 +1,69 @@
+"""The evaluator stand-in for search tests: scripted verdicts, no GPU.
+
+A candidate's verdict comes from a marker comment in its source:
+  // verdict: verified 1.8     verified, 1.8x faster
+  // verdict: wrong            wrong output (a mismatch the fix prompt must describe)
+  // verdict: compile_error    with a compiler message
+  // verdict: unconfirmed 3.0  verified at first, fails the stricter confirmation
+Anything without a marker is rejected as the real evaluator would reject a non-kernel.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fsr_lsp.evaluator.records import Check, EvalResult, Mismatch, TimingStats
+
+from .search_helpers import GPU
+
+_MARK = re.compile(r"//\s*verdict:\s*(\w+)(?:\s+([\d.]+))?")
+BASE_MS = 2.0
+
+
+def stats(ms: float, spread: float = 0.01) -> TimingStats:
+    return TimingStats(ms, ms * (1 - spread), ms * (1 + spread), ms * (1 - spread / 2), ms * (1 + spread / 2), 50)
+
+
+class ScriptedBench:
+    flags: tuple[str, ...] = ()
+
+    def __init__(self, spread: float = 0.01) -> None:
+        self.gpu = GPU
+        self.evaluated: list[str] = []
+        self.confirmed: list[str] = []
+        self.spread = spread
+
+    def baseline(self) -> EvalResult:
+        return EvalResult(kernel="k", status="verified", message="original", gpu=GPU, original_time=stats(BASE_MS))
+
+    def evaluate(self, proposals):
+        return [self._verdict(p.source) for p in proposals]
+
+    def confirm(self, proposal):
+        self.confirmed.append(proposal.source)
+        r = self._verdict(proposal.source)
+        if "unconfirmed" in proposal.source:
+            return EvalResult(kernel="k", status="wrong", message="failed with 8 seeds")
+        r.checks.append(Check("sanitizer memcheck", "pass", "0 errors"))
+        return r
+
+    def _verdict(self, source: str) -> EvalResult:
+        self.evaluated.append(source)
+        m = _MARK.search(source)
+        if "__global__" not in source or m is None:
+            return EvalResult(kernel="k", status="rejected", message="the candidate defines no __global__ kernel", gpu=GPU)
+        kind, value = m.group(1), float(m.group(2) or 1.0)
+        if kind in ("verified", "unconfirmed"):
+            ms = BASE_MS / value
+            return EvalResult(kernel="k", status="verified", message=f"{value}x", gpu=GPU,
+                              original_time=stats(BASE_MS, self.spread), candidate_time=stats(ms, self.spread),
+                              speedup=value, sizes_checked=["n=1", "n=1000"], seeds=[1, 2, 3, 4, 5, 6])
+        if kind == "wrong":
+            return EvalResult(kernel="k", status="wrong", message="the candidate's output differs", gpu=GPU,
+                              mismatch=Mismatch("matches original", "n=1000", 7, "y", 12, 1000, 0.5, 999, "nan", "1.5",
+                                                unwritten=12))
+        if kind == "compile_error":
+            return EvalResult(kernel="k", status="compile_error", gpu=GPU,
+                              message='the candidate does not compile:\nkernel.cu(7): error: identifier "q" is undefined\n'
+                                      "      y[i] = q;\n             ^\n\n1 error detected")
+        return EvalResult(kernel="k", status=kind, message=f"scripted {kind}", gpu=GPU)  # type: ignore[arg-type]

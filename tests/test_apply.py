@@ -1,0 +1,61 @@
+"""Applying a rewrite touches only the kernel and, for a launch change, its spec's launch lines."""
+
+import pytest
+
+from fsr_lsp.search.apply import ApplyError, rewrite_file, rewrite_if_unchanged
+
+from .search_helpers import example
+
+SAXPY = example("saxpy.cu")
+BODY = """__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def spec_with(grid: str, block: str) -> str:
+    spec = SAXPY[SAXPY.index("/* @fsr"):SAXPY.index("*/") + 2]
+    return spec.replace('grid  = "cdiv(n, 256)"', f"grid  = {grid}").replace("block = 256", f"block = {block}")
+
+
+def test_only_the_definition_changes_and_the_spec_comment_stays():
+    r = rewrite_file(SAXPY, "saxpy", BODY)
+    head = SAXPY[:SAXPY.index("__global__")]
+    assert r.text.startswith(head) and r.text.endswith(BODY.rstrip("\n") + "\n")
+    assert not r.launch_changed and "# sizes used for timing" in r.text
+
+
+def test_a_launch_change_edits_only_the_grid_and_block_lines():
+    r = rewrite_file(SAXPY, "saxpy", spec_with('"min(cdiv(n, 512), 1056)"', "512") + "\n" + BODY)
+    assert r.launch_changed
+    assert 'grid  = "min(cdiv(n, 512), 1056)"' in r.text and "block = 512" in r.text
+    assert "# sizes used for timing" in r.text and r.text.count("/* @fsr") == 1
+    before, after = SAXPY.splitlines(), r.text.splitlines()
+    changed = [a for a, b in zip(before, after) if a != b]
+    assert all(line.startswith(("grid", "block", "__global__", "{", "    ", "}")) for line in changed)
+
+
+def test_an_inferred_spec_is_written_out_with_the_new_launch():
+    text = "// keep me\n__global__ void saxpy(int n, float a, const float* x, float* y)\n{\n    y[0] = a;\n}\n// and me\n"
+    from fsr_lsp.spec import render_spec
+    from fsr_lsp.kernels import find_kernel
+    from fsr_lsp.source import SourceText
+    from fsr_lsp.spec import parse_spec
+    import dataclasses
+
+    spec = parse_spec(SourceText(text), find_kernel(text, "saxpy")).spec
+    cand = render_spec(dataclasses.replace(spec, block=(128,), grid=("cdiv(n, 128)",))) + BODY
+    r = rewrite_file(text, "saxpy", cand)
+    assert r.text.startswith("// keep me\n/* @fsr") and r.text.rstrip().endswith("// and me")
+    assert "block = 128" in r.text
+
+
+def test_edits_elsewhere_are_kept_but_a_changed_kernel_is_refused():
+    edited = "// a new comment at the top\n" + SAXPY + "\n__device__ int later;\n"
+    r = rewrite_if_unchanged(edited, SAXPY, "saxpy", BODY)
+    assert r.text.startswith("// a new comment at the top") and r.text.endswith("__device__ int later;\n")
+    with pytest.raises(ApplyError, match="changed since the search started"):
+        rewrite_if_unchanged(SAXPY.replace("a * x[i]", "x[i] * a"), SAXPY, "saxpy", BODY)
+    with pytest.raises(ApplyError, match="no longer in the file"):
+        rewrite_if_unchanged("int x;\n", SAXPY, "saxpy", BODY)

@@ -1,0 +1,185 @@
+"""The FSR loop with the LLM generator on a local endpoint and the scripted evaluator stand-in."""
+
+import sqlite3
+import threading
+
+import pytest
+
+from fsr_lsp.search import HistoryStore, LLMConfig, SearchConfig, run_search
+from fsr_lsp.search.generators.builtin import BuiltinGenerator
+from fsr_lsp.search.generators.llm import LLMGenerator
+
+from .fake_llm import FakeLLM, answer, status
+from .scripted_bench import ScriptedBench
+from .search_helpers import example
+
+SAXPY = example("saxpy.cu")
+SECRET = "sk-loop-secret-987654321"
+
+
+def kernel(verdict: str, tag: str = "") -> str:
+    return answer(f"""```cuda
+__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  // {tag}
+    if (i < n) y[i] = a * x[i] + y[i];  // verdict: {verdict}
+}}
+```
+{tag}""")
+
+
+@pytest.fixture
+def env(monkeypatch):
+    monkeypatch.setenv("FSR_LOOP_KEY", SECRET)
+
+
+def search(llm, bench=None, store=None, cancel=None, progress=None, **config):
+    cfg = SearchConfig(llm=LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_LOOP_KEY", max_retries=1),
+                       sanitize_winner=config.pop("sanitize_winner", False), **config)
+    generator = LLMGenerator(cfg.llm, sleep=lambda s: None, parallel=1)
+    bench = bench or ScriptedBench()
+    return run_search(SAXPY, "examples/saxpy.cu", "saxpy", cfg, bench, generator, store, progress, cancel), bench
+
+
+def test_the_fastest_verified_candidate_wins_and_bad_ones_are_rejected(env):
+    steps = [kernel("verified 1.5", "a"), kernel("wrong", "b"), kernel("verified 2.2", "c"), kernel("compile_error", "d"),
+             answer("no code, sorry"),
+             # fixes, in the order the failures came
+             kernel("verified 1.1", "b-fixed"), kernel("compile_error", "d-again"), kernel("verified 1.3", "e-fixed")]
+    with FakeLLM(steps) as llm:
+        outcome, bench = search(llm, rounds=1, candidates=5)
+    assert outcome.status == "improved"
+    assert outcome.best.result.speedup == 2.2 and "// c" in outcome.best.proposal.source
+    assert outcome.message.startswith("2.20x faster (2 ms -> 0.9091 ms on Scripted GPU")
+    statuses = sorted(t.result.status for t in outcome.tried)
+    assert statuses == ["compile_error", "compile_error", "rejected", "verified", "verified", "verified", "verified", "wrong"]
+    fixes = llm.prompts()[5:]
+    assert "output y has 12 of 1000" in fixes[0]
+    assert 'identifier "q" is undefined' in fixes[1]
+    assert "defines no __global__ kernel" in fixes[2]
+    assert outcome.tried[5].proposal.parent == outcome.tried[1].proposal.key
+
+
+def test_the_fastest_seed_the_next_round_and_history_is_in_the_prompt(env):
+    steps = [kernel("verified 1.4", "first"), kernel("verified 0.8", "slow"), kernel("verified 1.9", "second"),
+             kernel("verified 1.0", "meh")]
+    with FakeLLM(steps) as llm:
+        outcome, _ = search(llm, rounds=2, candidates=2, fix_attempts=0)
+    round2 = llm.prompts()[2]
+    assert "Fastest so far: 1.40x" in round2 and "// first" in round2
+    assert "Slowest verified: 0.80x" in round2 and "// slow" in round2
+    assert "round 2 of 2" in round2
+    assert outcome.best.result.speedup == 1.9 and outcome.rounds == 2
+
+
+def test_target_speedup_stops_early(env):
+    with FakeLLM([kernel("verified 3.0")], default=kernel("verified 1.1")) as llm:
+        outcome, _ = search(llm, rounds=5, candidates=1, target_speedup=2.5)
+    assert outcome.stopped == "target" and outcome.rounds == 1
+
+
+def test_a_speedup_inside_the_spread_is_not_a_win(env):
+    with FakeLLM([kernel("verified 1.03")]) as llm:
+        outcome, _ = search(llm, ScriptedBench(spread=0.10), rounds=1, candidates=1)
+    assert outcome.status == "no_win" and outcome.best is None
+    assert "within the noise" in outcome.message and outcome.best_tried.result.speedup == 1.03
+
+
+def test_a_winner_that_fails_stricter_checks_gives_way(env):
+    with FakeLLM([kernel("unconfirmed 3.0"), kernel("verified 1.5")]) as llm:
+        outcome, bench = search(llm, rounds=1, candidates=2, sanitize_winner=True)
+    assert outcome.best.result.speedup == 1.5 and len(bench.confirmed) == 2
+    assert {c.name for c in outcome.best.result.checks} >= {"sanitizer memcheck"}
+
+
+def test_a_speedup_beyond_the_bandwidth_gets_a_second_verification(env):
+    with FakeLLM([kernel("verified 400")]) as llm:
+        outcome, bench = search(llm, rounds=1, candidates=1, sanitize_winner=False)
+    assert len(bench.confirmed) == 1  # even with sanitizers off
+    assert any("below the" in w and "GB/s" in w for w in outcome.best.result.warnings)
+
+
+def test_an_endpoint_that_is_down_fails_cleanly(env):
+    with FakeLLM(default=status(503)) as llm:
+        outcome, _ = search(llm, rounds=2, candidates=2)
+    assert outcome.status == "failed" and "the generator failed" in outcome.message and "HTTP 503" in outcome.message
+
+
+def test_cancel_stops_promptly_and_keeps_what_was_found(env):
+    cancel = threading.Event()
+
+    def progress(p):
+        if p.message.endswith("done"):
+            cancel.set()
+
+    with FakeLLM(default=kernel("verified 1.6")) as llm:
+        outcome, _ = search(llm, rounds=5, candidates=1, cancel=cancel, progress=progress)
+    assert outcome.stopped == "cancelled" and outcome.rounds == 1
+    assert outcome.status == "improved" and outcome.best.result.speedup == 1.6
+
+
+def test_staged_mode_uses_the_workload_guide(env):
+    with FakeLLM(default=kernel("verified 1.2")) as llm:
+        search(llm, rounds=1, candidates=1)
+    (prompt,) = llm.prompts()
+    assert "stage 1 of 1" in prompt and "elementwise kernel the limit is memory bandwidth" in prompt
+
+
+def test_resume_after_a_kill_reuses_stored_verdicts_and_stores_no_key(env, tmp_path):
+    class Killed(Exception):
+        pass
+
+    class DyingBench(ScriptedBench):
+        def evaluate(self, proposals):
+            if any("second-round" in p.source for p in proposals):
+                raise Killed
+            return super().evaluate(proposals)
+
+    steps = [kernel("verified 1.3", "one"), kernel("wrong", "two"), kernel("verified 1.4", "second-round")]
+    with FakeLLM(steps, default=kernel("verified 1.4", "second-round")) as llm:
+        with pytest.raises(Killed):
+            search(llm, DyingBench(), HistoryStore(tmp_path, secrets=[SECRET]), rounds=2, candidates=2, fix_attempts=0)
+    store = HistoryStore(tmp_path, secrets=[SECRET])
+    assert len(store.load(next(iter(_keys(tmp_path))))) == 2  # nothing evaluated was lost
+    steps = [kernel("verified 1.3", "one"), kernel("wrong", "two"), kernel("verified 1.4", "second-round"),
+             kernel("verified 1.2", "other")]
+    with FakeLLM(steps) as llm:
+        outcome, bench = search(llm, store=store, rounds=2, candidates=2, fix_attempts=0)
+    reused = [t for t in outcome.tried if t.reused]
+    assert len(reused) == 2 and not any("// one" in s or "// two" in s for s in bench.evaluated)
+    assert outcome.best.result.speedup == 1.4
+    raw = (tmp_path / ".fsr" / "history.sqlite").read_bytes()
+    for name in ("history.sqlite-wal",):
+        if (tmp_path / ".fsr" / name).exists():
+            raw += (tmp_path / ".fsr" / name).read_bytes()
+    assert SECRET.encode() not in raw
+    rows = store.history("examples/saxpy.cu", "saxpy")
+    assert len(rows) == 4 and {r.status for r in rows} == {"verified", "wrong"}
+
+
+def _keys(tmp_path):
+    db = sqlite3.connect(tmp_path / ".fsr" / "history.sqlite")
+    return {row[0] for row in db.execute("SELECT DISTINCT search_key FROM candidates")}
+
+
+class BuiltinBench(ScriptedBench):
+    """Verdicts from what the built-in rewrites changed: __restrict__ 1.1x, block 128 1.2x."""
+
+    def _verdict(self, source):
+        speedup = 1.0
+        if "__restrict__" in source:
+            speedup *= 1.1
+        if "block = 128" in source:
+            speedup *= 1.2
+        if "block = 1024" in source:
+            speedup *= 0.7
+        return super()._verdict(f"__global__ void k() {{}} // verdict: verified {speedup}")
+
+
+def test_the_builtin_generator_composes_what_won():
+    config = SearchConfig(rounds=2, candidates=9, sanitize_winner=False, fix_attempts=0)
+    outcome = run_search(SAXPY, "examples/saxpy.cu", "saxpy", config, BuiltinBench(), BuiltinGenerator())
+    assert outcome.status == "improved"
+    best = outcome.best.proposal
+    assert "__restrict__" in best.note and "block 128" in best.note
+    assert abs(outcome.best.result.speedup - 1.32) < 1e-9
