@@ -19,7 +19,8 @@ from ...spec import Spec, render_spec
 from ..context import RoundContext
 from ..proposal import Proposal, Tried
 
-BLOCKS_1D = (128, 512, 1024, 64, 256)
+BLOCKS_1D = (128, 512, 1024, 64, 32, 256)  # 32 and 64: row-wise kernels with few rows need more blocks
+LOSER = 0.9  # a change measured this much slower on its own is not combined with others
 BLOCKS_2D = ((32, 8), (32, 4), (16, 16), (32, 16), (64, 4), (32, 32), (16, 8), (64, 8))
 WAVES = (4, 8)
 _GLOBAL_INDEX = re.compile(
@@ -86,15 +87,20 @@ class BuiltinGenerator:
         if ctx.round == 0 or not ctx.seeds:
             yield from singles
             return
+        measured = {self._variants.get(t.proposal.key): t.result.speedup or 0.0 for t in ctx.history if t.verified}
+        untried = [v for v in singles if v not in measured]
+        # Compose onto the fastest: changes not measured yet first, then the ones that helped most
+        # on their own; clear losers are left out.
+        helpful = sorted((v for v in singles if measured.get(v, 0.0) >= LOSER), key=lambda v: -measured[v])
         for seed in ctx.seeds:
             base = self._variants.get(seed.proposal.key)
             if base is None:
                 continue
-            for single in singles:
+            for single in untried + helpful:
                 combined = _combine(base, single)
                 if combined is not None and combined != base:
                     yield combined
-        yield from singles  # anything left untried
+        yield from untried
 
     def _singles(self, ctx: RoundContext):
         body = _body(_definition(ctx))
