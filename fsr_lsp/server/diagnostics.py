@@ -1,0 +1,98 @@
+"""Diagnostics for a CUDA document: compiler messages, per-kernel resources, spec problems,
+and search results, each at the right place (UTF-16 positions)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ..evaluator.records import Resources
+from ..kernels import Kernel, discover_kernels
+from ..source import Position, SourceText, Span
+from ..spec import parse_spec
+from .check import CheckResult
+from .nvcc_output import Message
+
+SOURCE = "fsr"
+
+
+def compiler_diagnostics(src: SourceText, name: str, result: CheckResult, kernels: list[Kernel]) -> list[types.Diagnostic]:
+    lines = src.text.splitlines()
+    out = []
+    by_name = {k.name: k for k in kernels}
+    for m in result.messages:
+        severity = types.DiagnosticSeverity.Error if m.severity == "error" else types.DiagnosticSeverity.Warning
+        if m.kernel and m.kernel in by_name:
+            rng = lsp_range(by_name[m.kernel].name_span)
+            text = m.text
+        elif m.file and m.file != name:  # an included file: report on the line including it, if any
+            rng = _include_range(src, m.file)
+            text = f"{m.file}:{m.line + 1}: {m.text}"
+        else:
+            rng = _message_range(lines, m)
+            text = m.text
+        out.append(types.Diagnostic(range=rng, message=text, severity=severity, source="nvcc" if not m.kernel else "ptxas",
+                                    code=m.code or None))
+    return out
+
+
+def resource_diagnostics(kernels: list[Kernel], resources: dict[str, Resources]) -> list[types.Diagnostic]:
+    out = []
+    for k in kernels:
+        res = resources.get(k.name)
+        if res is None:
+            continue
+        spills = res.spill_stores or res.spill_loads
+        text = (f"{k.name}: {res.registers} registers, {res.shared_bytes} B shared memory, {res.stack_bytes} B stack"
+                + (f", {res.spill_stores} B spill stores, {res.spill_loads} B spill loads" if spills else ", no spills"))
+        out.append(types.Diagnostic(range=lsp_range(k.name_span), message=text, source=SOURCE, code="resources",
+                                    severity=types.DiagnosticSeverity.Warning if spills else types.DiagnosticSeverity.Information))
+    return out
+
+
+def spec_diagnostics(src: SourceText, kernels: list[Kernel]) -> list[types.Diagnostic]:
+    out = []
+    for k in kernels:
+        if not k.complete:
+            continue
+        for p in parse_spec(src, k).problems:
+            severity = types.DiagnosticSeverity.Information if p.severity == "info" else types.DiagnosticSeverity.Warning
+            out.append(types.Diagnostic(range=lsp_range(p.span), message=p.message, severity=severity, source=SOURCE,
+                                        code=p.code, data={"kernel": k.name}))
+    return out
+
+
+def lsp_range(span: Span) -> types.Range:
+    return types.Range(start=_pos(span.start), end=_pos(span.end))
+
+
+def _pos(p: Position) -> types.Position:
+    return types.Position(line=p.line, character=p.character)
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _message_range(lines: list[str], m: Message) -> types.Range:
+    line = max(0, min(m.line, len(lines) - 1)) if lines else 0
+    text = lines[line] if lines else ""
+    if m.column >= 0:
+        start = _utf16(text[: m.column])
+        rest = text[m.column:]
+        word = len(rest) - len(rest.lstrip("_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"))
+        end = start + max(1, _utf16(rest[: word or 1]))
+    else:
+        start = _utf16(text[: len(text) - len(text.lstrip())])
+        end = _utf16(text)
+    return types.Range(start=types.Position(line=line, character=start), end=types.Position(line=line, character=end))
+
+
+def _include_range(src: SourceText, file: str) -> types.Range:
+    for i, line in enumerate(src.text.splitlines()):
+        if line.lstrip().startswith("#") and "include" in line and file.split("/")[-1] in line:
+            return types.Range(start=types.Position(line=i, character=0), end=types.Position(line=i, character=_utf16(line)))
+    return types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+
+
+def kernels_of(src: SourceText) -> list[Kernel]:
+    return discover_kernels(src)

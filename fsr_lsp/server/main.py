@@ -1,0 +1,29 @@
+"""`fsr-lsp`: the language server over stdio (default) or TCP (for debugging)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fsr-lsp", description="CUDA kernel language server with verified FSR search")
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)")
+    parser.add_argument("--log-file", help="write the server's log here")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    target = {"filename": args.log_file} if args.log_file else {"stream": sys.stderr}
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", **target)
+    from .server import server
+
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

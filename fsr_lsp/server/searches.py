@@ -1,0 +1,122 @@
+"""Background searches started from the editor: one thread each (never pygls's pool), progress
+reported back onto the event loop, cancellable from the client."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..evaluator import EvalOptions, Evaluator
+from ..search import HistoryStore, Progress, SearchOutcome, run_search
+from ..search.generators.builtin import BuiltinGenerator
+from ..search.generators.llm import LLMGenerator
+from ..search.gpu_bench import GpuBench
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from .server import FsrServer
+
+STAND_IN = "FSR_LSP_BENCH"  # "module:factory" of an evaluator stand-in (tests only)
+
+
+@dataclass
+class SearchJob:
+    uri: str
+    kernel: str
+    searched_text: str  # the document when the search started: an edit applies only if its kernel is unchanged
+    token: str
+    cancel: threading.Event = field(default_factory=threading.Event)
+    outcome: SearchOutcome | None = None
+    thread: threading.Thread | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.uri, self.kernel
+
+
+class Searches:
+    def __init__(self, server: "FsrServer") -> None:
+        self.server = server
+        self.running: dict[tuple[str, str], SearchJob] = {}
+        self.finished: dict[tuple[str, str], SearchJob] = {}
+        self._evaluator: Evaluator | None = None
+        self._evaluator_lock = threading.Lock()
+
+    def unavailable(self) -> str:
+        """Why searches cannot run here, or ''."""
+        if os.environ.get(STAND_IN):
+            return ""
+        missing = [m for m in ("pycuda", "torch") if importlib.util.find_spec(m) is None]
+        if missing:
+            return (f"fsr: {' and '.join(missing)} not installed: searches need pip install 'fsr-lsp[gpu]' on a "
+                    "machine with a CUDA GPU and toolkit")
+        return ""
+
+    def start(self, uri: str, kernel: str, text: str, path: Path, workspace: Path, settings: Settings,
+              on_progress: Callable[[SearchJob, Progress], None], on_done: Callable[[SearchJob], None]) -> SearchJob:
+        job = SearchJob(uri, kernel, text, token=f"fsr-{uuid.uuid4().hex}")
+        self.running[job.key] = job
+        loop = asyncio.get_running_loop()
+
+        def work() -> None:
+            try:
+                job.outcome = self._search(job, path, workspace, settings,
+                                           lambda p: loop.call_soon_threadsafe(on_progress, job, p))
+            except Exception as e:  # a bug of ours must not take the server down
+                job.outcome = SearchOutcome("failed", f"internal error: {type(e).__name__}: {e}")
+            loop.call_soon_threadsafe(self._done, job, on_done)
+
+        job.thread = threading.Thread(target=work, name=f"fsr-search-{kernel}", daemon=True)
+        job.thread.start()
+        return job
+
+    def cancel(self, uri: str, kernel: str) -> bool:
+        job = self.running.get((uri, kernel))
+        if job is None:
+            return False
+        job.cancel.set()
+        if self._evaluator is not None:
+            self._evaluator.cancel()
+        return True
+
+    def shutdown(self) -> None:
+        for job in list(self.running.values()):
+            job.cancel.set()
+        if self._evaluator is not None:
+            self._evaluator.cancel()
+            self._evaluator.close()
+
+    def _done(self, job: SearchJob, on_done: Callable[[SearchJob], None]) -> None:
+        self.running.pop(job.key, None)
+        self.finished[job.key] = job
+        on_done(job)
+
+    def _search(self, job: SearchJob, path: Path, workspace: Path, settings: Settings,
+                report: Callable[[Progress], None]) -> SearchOutcome:
+        config = settings.search_config()
+        generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
+        store = HistoryStore(workspace, secrets=[os.environ.get(config.llm.api_key_env, "")])
+        try:
+            return run_search(job.searched_text, str(path), job.kernel, config, self._bench(job, path, settings),
+                              generator, store, report, job.cancel)
+        finally:
+            store.close()
+
+    def _bench(self, job: SearchJob, path: Path, settings: Settings) -> Any:
+        stand_in = os.environ.get(STAND_IN)
+        if stand_in:
+            module, _, name = stand_in.partition(":")
+            return getattr(importlib.import_module(module), name)()
+        with self._evaluator_lock:
+            if self._evaluator is None or self._evaluator.device_index != settings.gpu:
+                self._evaluator = Evaluator(settings.gpu)
+        options = EvalOptions(flags=settings.compiler_flags, include_dirs=(str(path.parent), *settings.include_paths),
+                              nvcc=settings.compiler_nvcc or None)
+        return GpuBench(self._evaluator, job.searched_text, job.kernel, options, cancel=job.cancel)

@@ -1,0 +1,404 @@
+"""The fsr language server: LSP features only. Compilation runs as an asyncio subprocess, GPU
+work in the evaluator's worker process, searches in their own threads; no handler blocks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from ..kernels import Kernel, discover_kernels
+from ..search import Progress
+from ..search.apply import ApplyError, rewrite_if_unchanged
+from ..search.store import HistoryStore
+from ..source import Position, SourceText
+from ..spec import spec_template
+from .check import CheckResult, check_source
+from .diagnostics import SOURCE, compiler_diagnostics, lsp_range, resource_diagnostics, spec_diagnostics
+from .searches import SearchJob, Searches
+from .settings import Settings, load_settings
+
+log = logging.getLogger("fsr_lsp")
+CUDA_SUFFIXES = (".cu", ".cuh")
+OPTIMIZE, CANCEL = "fsr.optimize", "fsr.cancel"
+APPLY_KIND = types.CodeActionKind.RefactorRewrite
+
+
+class FsrServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("fsr-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.settings = Settings()
+        self.checks: dict[str, CheckResult] = {}
+        self.check_tasks: dict[str, asyncio.Task] = {}
+        self.searches = Searches(self)
+        self.shown: set[str] = set()  # messages shown once
+
+    # ------------------------------------------------------------ helpers
+
+    def show_once(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+        if message not in self.shown:
+            self.shown.add(message)
+            self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def apply_settings(self, options: Any) -> None:
+        loaded = load_settings(options, None)
+        self.settings = loaded.settings
+        for problem in loaded.problems:
+            self.show_once(problem, types.MessageType.Warning)
+
+    def workspace_root(self, path: Path) -> Path:
+        root = self.workspace.root_path
+        return Path(root) if root else path.parent
+
+    def publish(self, uri: str) -> None:
+        doc = self.workspace.get_text_document(uri)
+        src = SourceText(doc.source)
+        kernels = discover_kernels(src)
+        check = self.checks.get(uri, CheckResult())
+        diagnostics = (compiler_diagnostics(src, Path(doc.path).name, check, kernels)
+                       + resource_diagnostics(kernels, check.resources)
+                       + spec_diagnostics(src, kernels)
+                       + self.search_diagnostics(uri, kernels))
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=doc.version, diagnostics=diagnostics))
+
+    def search_diagnostics(self, uri: str, kernels: list[Kernel]) -> list[types.Diagnostic]:
+        out = []
+        for k in kernels:
+            job = self.searches.finished.get((uri, k.name))
+            if job is None or job.outcome is None or job.outcome.best is None:
+                continue
+            best = job.outcome.best
+            launch = " (changes the launch configuration)" if "@fsr" in best.proposal.source else ""
+            out.append(types.Diagnostic(range=lsp_range(k.name_span), message=f"FSR: {job.outcome.message}{launch}",
+                                        severity=types.DiagnosticSeverity.Information, source=SOURCE, code="fsr-win",
+                                        data={"kernel": k.name}))
+        return out
+
+    def schedule_check(self, uri: str) -> None:
+        previous = self.check_tasks.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        self.check_tasks[uri] = asyncio.ensure_future(self._check(uri))
+
+    async def _check(self, uri: str) -> None:
+        doc = self.workspace.get_text_document(uri)
+        result = await check_source(doc.source, Path(doc.path), self.settings)
+        if result.problem:
+            self.show_once(f"fsr: {result.problem}", types.MessageType.Warning)
+        self.checks[uri] = result
+        self.publish(uri)
+
+    # ------------------------------------------------------------ searches
+
+    async def optimize(self, uri: str, kernel: str) -> str:
+        if (uri, kernel) in self.searches.running:
+            message = f"{kernel} is already being optimized"
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
+            return message
+        why = self.searches.unavailable()
+        if why:
+            self.show_once(why)
+            return why
+        doc = self.workspace.get_text_document(uri)
+        path = Path(doc.path)
+        job = self.searches.start(uri, kernel, doc.source, path, self.workspace_root(path), self.settings,
+                                  self._progress, self._finished)
+        if self._supports_progress():
+            try:
+                await self.work_done_progress.create_async(job.token)
+            except Exception:  # a client that refuses a token still gets the result
+                log.warning("client refused progress token")
+            self.work_done_progress.begin(job.token, types.WorkDoneProgressBegin(
+                title=f"FSR: optimizing {kernel}", cancellable=True, message="starting", percentage=0))
+            future = self.work_done_progress.tokens.get(job.token)
+            if future is not None:
+                future.add_done_callback(lambda f: self.searches.cancel(uri, kernel) if f.cancelled() else None)
+        return f"optimizing {kernel}"
+
+    def _supports_progress(self) -> bool:
+        caps = self.client_capabilities
+        return bool(caps and caps.window and caps.window.work_done_progress)
+
+    def _progress(self, job: SearchJob, p: Progress) -> None:
+        if not self._supports_progress() or job.key not in self.searches.running:
+            return
+        total = max(p.rounds, 1)
+        best = f", best {p.best_speedup:.2f}x" if p.best_speedup else ""
+        self.work_done_progress.report(job.token, types.WorkDoneProgressReport(
+            message=f"round {p.round}/{p.rounds}: {p.tried} tried{best}", percentage=min(99, int(100 * p.round / total)),
+            cancellable=True))
+
+    def _finished(self, job: SearchJob) -> None:
+        outcome = job.outcome
+        assert outcome is not None
+        if self._supports_progress():
+            self.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=outcome.message[:200]))
+        if outcome.status == "improved":
+            if self.settings.auto_apply:
+                asyncio.ensure_future(self._auto_apply(job))
+        elif outcome.status in ("no_win", "cancelled"):
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Info, message=f"FSR {job.kernel}: {outcome.message}"))
+        else:
+            self.show_once(f"FSR {job.kernel}: {outcome.message}")
+        if job.uri in self.workspace.text_documents:
+            self.publish(job.uri)
+
+    async def _auto_apply(self, job: SearchJob) -> None:
+        edit, _ = self.rewrite_edit(job)
+        if edit is not None:
+            await self.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
+                edit=edit, label=f"FSR rewrite of {job.kernel}"))
+
+    def rewrite_edit(self, job: SearchJob) -> tuple[types.WorkspaceEdit | None, str]:
+        """The verified rewrite as a versioned edit of the document as it is now, or why not."""
+        assert job.outcome is not None and job.outcome.best is not None
+        doc = self.workspace.get_text_document(job.uri)
+        try:
+            rewrite = rewrite_if_unchanged(doc.source, job.searched_text, job.kernel, job.outcome.best.proposal.source)
+        except ApplyError as e:
+            return None, str(e)
+        src = SourceText(doc.source)
+        annotate = self._supports_annotations()
+        annotation_id = "fsr-rewrite"
+        edits: list[types.TextEdit | types.AnnotatedTextEdit] = []
+        for start, end, new in rewrite.edits:
+            rng = types.Range(start=_pos(src.position(start)), end=_pos(src.position(end)))
+            edits.append(types.AnnotatedTextEdit(range=rng, new_text=new, annotation_id=annotation_id) if annotate
+                         else types.TextEdit(range=rng, new_text=new))
+        document_edit = types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=job.uri, version=doc.version), edits=edits)
+        r = job.outcome.best.result
+        label = f"FSR rewrite of {job.kernel} ({r.speedup:.2f}x, verified)"
+        annotations = {annotation_id: types.ChangeAnnotation(label=label, needs_confirmation=True,
+                                                             description=job.outcome.message)} if annotate else None
+        return types.WorkspaceEdit(document_changes=[document_edit], change_annotations=annotations), ""
+
+    def _supports_annotations(self) -> bool:
+        caps = self.client_capabilities
+        ws = caps.workspace if caps else None
+        edit = ws.workspace_edit if ws else None
+        return bool(edit and edit.change_annotation_support)
+
+
+server = FsrServer()
+
+
+def _pos(p: Position) -> types.Position:
+    return types.Position(line=p.line, character=p.character)
+
+
+def _is_cuda(uri: str) -> bool:
+    return uri.lower().endswith(CUDA_SUFFIXES)
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: FsrServer, params: types.InitializeParams) -> None:
+    options = params.initialization_options
+    if isinstance(options, dict) and "fsr" in options:
+        options = options["fsr"]
+    ls.apply_settings(options)
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: FsrServer, params: types.InitializedParams) -> None:
+    await _pull_configuration(ls)
+
+
+async def _pull_configuration(ls: FsrServer) -> None:
+    caps = ls.client_capabilities
+    if caps and caps.workspace and caps.workspace.configuration:
+        try:
+            (section,) = await ls.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section="fsr")]))
+        except Exception as e:  # a client that fails the request keeps the options it gave
+            log.warning("workspace/configuration failed: %s", e)
+            return
+        if section:
+            ls.apply_settings(section)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: FsrServer, params: types.DidChangeConfigurationParams) -> None:
+    settings = params.settings
+    if isinstance(settings, dict) and isinstance(settings.get("fsr"), dict):
+        ls.apply_settings(settings["fsr"])
+    else:
+        await _pull_configuration(ls)
+    for uri in list(ls.workspace.text_documents):
+        if _is_cuda(uri):
+            ls.schedule_check(uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: FsrServer, params: types.DidOpenTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if _is_cuda(uri):
+        ls.publish(uri)
+        if ls.settings.diagnostics_on_open:
+            ls.schedule_check(uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: FsrServer, params: types.DidSaveTextDocumentParams) -> None:
+    if _is_cuda(params.text_document.uri):
+        ls.schedule_check(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: FsrServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.checks.pop(uri, None)
+    task = ls.check_tasks.pop(uri, None)
+    if task is not None:
+        task.cancel()
+    if _is_cuda(uri):
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: FsrServer, params: types.HoverParams) -> types.Hover | None:
+    uri = params.text_document.uri
+    if not _is_cuda(uri):
+        return None
+    doc = ls.workspace.get_text_document(uri)
+    src = SourceText(doc.source)
+    kernel = _kernel_at(src, params.position)
+    if kernel is None:
+        return None
+    lines = [f"**`{kernel.name}`** ({len(kernel.params)} parameters)"]
+    res = ls.checks.get(uri, CheckResult()).resources.get(kernel.name)
+    if res is not None:
+        lines.append(f"- {res.registers} registers, {res.shared_bytes} B shared, {res.stack_bytes} B stack, "
+                     f"{res.spill_stores} B spill stores, {res.spill_loads} B spill loads")
+    job = ls.searches.finished.get((uri, kernel.name))
+    if job is not None and job.outcome is not None:
+        lines.append(f"- last search: {job.outcome.message}")
+    elif (uri, kernel.name) in ls.searches.running:
+        lines.append("- a search is running")
+    else:
+        best = _stored_best(ls, Path(doc.path), kernel.name)
+        if best:
+            lines.append(f"- {best}")
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines)),
+                       range=lsp_range(kernel.name_span))
+
+
+def _stored_best(ls: FsrServer, path: Path, kernel: str) -> str:
+    store_file = ls.workspace_root(path) / ".fsr" / "history.sqlite"
+    if not store_file.exists():
+        return ""
+    store = HistoryStore(ls.workspace_root(path))
+    try:
+        rows = store.history(str(path), kernel)
+    finally:
+        store.close()
+    timed = [r for r in rows if r.status == "verified" and r.speedup]
+    if not timed:
+        return f"{len(rows)} stored candidates, none verified" if rows else ""
+    best = max(timed, key=lambda r: r.speedup or 0)
+    return f"best stored candidate: {best.speedup:.2f}x ({best.time_ms:.4g} ms), {len(rows)} candidates in the history"
+
+
+def _kernel_at(src: SourceText, position: types.Position) -> Kernel | None:
+    byte = src.byte_at(Position(position.line, position.character))
+    return next((k for k in discover_kernels(src) if k.span.start_byte <= byte <= k.span.end_byte), None)
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, APPLY_KIND,
+                                                           types.CodeActionKind.Refactor],
+                                        resolve_provider=True))
+def code_action(ls: FsrServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    if not _is_cuda(uri):
+        return []
+    doc = ls.workspace.get_text_document(uri)
+    src = SourceText(doc.source)
+    kernel = _kernel_at(src, params.range.start)
+    actions: list[types.CodeAction] = []
+    if kernel is not None:
+        actions += _kernel_actions(ls, uri, src, kernel)
+    for d in params.context.diagnostics:
+        if d.source == SOURCE and d.code in ("spec-missing", "spec-inferred") and isinstance(d.data, dict):
+            k = next((k for k in discover_kernels(src) if k.name == d.data.get("kernel")), None)
+            if k is not None and k.spec is None and not any(a.title.startswith("Insert @fsr") for a in actions):
+                action = _insert_spec(uri, k)
+                action.diagnostics = [d]
+                action.kind = types.CodeActionKind.QuickFix
+                actions.append(action)
+    return actions
+
+
+def _kernel_actions(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) -> list[types.CodeAction]:
+    actions = []
+    running = (uri, kernel.name) in ls.searches.running
+    actions.append(types.CodeAction(
+        title=f"Optimize `{kernel.name}` with FSR" if not running else f"Cancel the FSR search of `{kernel.name}`",
+        kind=types.CodeActionKind.Refactor,
+        command=types.Command(title="FSR", command=CANCEL if running else OPTIMIZE, arguments=[uri, kernel.name])))
+    if kernel.spec is None:
+        actions.append(_insert_spec(uri, kernel))
+    job = ls.searches.finished.get((uri, kernel.name))
+    if job is not None and job.outcome is not None and job.outcome.best is not None:
+        r = job.outcome.best.result
+        launch = ", changes the launch" if "@fsr" in job.outcome.best.proposal.source else ""
+        actions.append(types.CodeAction(title=f"Apply FSR rewrite ({r.speedup:.2f}x{launch})", kind=APPLY_KIND,
+                                        data={"uri": uri, "kernel": kernel.name}))
+    return actions
+
+
+def _insert_spec(uri: str, kernel: Kernel) -> types.CodeAction:
+    at = _pos(kernel.definition_span.start)
+    edit = types.TextEdit(range=types.Range(start=at, end=at), new_text=spec_template(kernel))
+    return types.CodeAction(title=f"Insert @fsr spec for `{kernel.name}`", kind=types.CodeActionKind.QuickFix,
+                            edit=types.WorkspaceEdit(changes={uri: [edit]}))
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+def resolve_code_action(ls: FsrServer, action: types.CodeAction) -> types.CodeAction:
+    data = action.data if isinstance(action.data, dict) else {}
+    job = ls.searches.finished.get((data.get("uri", ""), data.get("kernel", "")))
+    if job is None or job.outcome is None or job.outcome.best is None:
+        action.disabled = types.CodeActionDisabled(reason="no verified rewrite is available any more")
+        return action
+    edit, why = ls.rewrite_edit(job)
+    if edit is None:
+        action.disabled = types.CodeActionDisabled(reason=why)
+    else:
+        action.edit = edit
+    return action
+
+
+@server.command(OPTIMIZE)
+async def optimize_command(ls: FsrServer, *args: Any) -> str:
+    uri, kernel = _command_args(args)
+    return await ls.optimize(uri, kernel)
+
+
+@server.command(CANCEL)
+def cancel_command(ls: FsrServer, *args: Any) -> str:
+    uri, kernel = _command_args(args)
+    return "cancelling" if ls.searches.cancel(uri, kernel) else f"no search of {kernel} is running"
+
+
+def _command_args(args: tuple) -> tuple[str, str]:
+    if len(args) == 1 and isinstance(args[0], list):  # some clients wrap the arguments once more
+        args = tuple(args[0])
+    return str(args[0]), str(args[1])
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: FsrServer, *args: Any) -> None:
+    ls.searches.shutdown()
+
+
+def path_of(uri: str) -> Path:
+    return Path(to_fs_path(uri) or uri)

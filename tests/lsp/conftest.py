@@ -1,0 +1,85 @@
+"""An fsr-lsp server over stdio per test, driven by pytest-lsp with real clients' capabilities.
+
+Searches run against the scripted local chat-completions endpoint and the evaluator stand-in
+(tests/scripted_bench.py, loaded by the server through FSR_LSP_BENCH)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import make_test_lsp_client
+
+from ..fake_llm import FakeLLM, answer
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKSPACE = Path(tempfile.mkdtemp(prefix="fsr-lsp-tests-"))
+LLM = FakeLLM(default=answer("no scripted answer"))
+LLM.thread.start()
+
+
+def make_client() -> LanguageClient:
+    client = make_test_lsp_client()
+    client.applied_edits = []  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        client.applied_edits.append(params)  # type: ignore[attr-defined]
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    return client
+
+
+def server_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["FSR_LSP_BENCH"] = "tests.scripted_bench:ScriptedBench"
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["FSR_TEST_LLM_KEY"] = "sk-lsp-test-secret"
+    return env
+
+
+def init_options() -> dict:
+    return {"fsr": {"llm": {"baseUrl": LLM.base_url, "model": "scripted", "apiKeyEnv": "FSR_TEST_LLM_KEY"},
+                    "search": {"rounds": 1, "candidates": 2, "fixAttempts": 0, "sanitize": False}}}
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"], server_env=server_env(),
+                              client_factory=make_client),
+    params=["visual_studio_code", "neovim"],
+)
+async def client(request, lsp_client: LanguageClient):
+    WORKSPACE.mkdir(parents=True, exist_ok=True)
+    params = types.InitializeParams(capabilities=client_capabilities(request.param),
+                                    root_uri=WORKSPACE.as_uri(), initialization_options=init_options())
+    lsp_client.client_name = request.param  # type: ignore[attr-defined]
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def wait_until(predicate, timeout: float = 60.0, interval: float = 0.05):
+    async def poll():
+        while True:
+            value = predicate()
+            if value:
+                return value
+            await asyncio.sleep(interval)
+
+    return await asyncio.wait_for(poll(), timeout)
+
+
+def open_file(client: LanguageClient, name: str, text: str, version: int = 1) -> str:
+    path = WORKSPACE / name
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="cuda-cpp", version=version, text=text)))
+    return uri

@@ -1,0 +1,148 @@
+"""End to end over stdio: diagnostics, code actions, progress, cancellation, the versioned
+edit and its rebuild, configuration, responsiveness."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from ..fake_llm import answer, stall
+from ..search_helpers import example
+from .conftest import LLM, open_file, wait_until
+
+SAXPY = example("saxpy.cu")
+
+
+def candidate(verdict: str, tag: str) -> object:
+    return answer(f"""```cuda
+__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  // {tag}
+    if (i < n) y[i] = a * x[i] + y[i];  // verdict: {verdict}
+}}
+```""")
+
+
+def diagnostics(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
+    return list(client.diagnostics.get(uri, []))
+
+
+def name(client: LanguageClient, base: str) -> str:
+    return f"{client.client_name}-{base}"  # type: ignore[attr-defined]
+
+
+def nvcc_ran(client, uri):
+    return any(d.source in ("nvcc", "fsr") and d.code == "resources" or d.source == "nvcc" for d in diagnostics(client, uri))
+
+
+@pytest.mark.nvcc
+async def test_compiler_errors_warnings_and_resources(client: LanguageClient):
+    broken = SAXPY.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + zz;").replace(
+        "int i =", "int unused = 0;\n    int i =")
+    uri = open_file(client, name(client, "broken.cu"), broken)
+    diags = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.source == "nvcc"])
+    error = next(d for d in diags if d.severity == types.DiagnosticSeverity.Error)
+    line = broken.splitlines()[error.range.start.line]
+    assert 'identifier "zz" is undefined' in error.message
+    assert line[error.range.start.character:error.range.end.character] == "zz"
+    good = open_file(client, name(client, "good.cu"), SAXPY)
+    res = await wait_until(lambda: [d for d in diagnostics(client, good) if d.code == "resources"])
+    assert res[0].severity == types.DiagnosticSeverity.Information and "registers" in res[0].message
+    assert SAXPY.splitlines()[res[0].range.start.line][res[0].range.start.character:res[0].range.end.character] == "saxpy"
+
+
+@pytest.mark.nvcc
+async def test_warnings_and_ptxas_errors(client: LanguageClient):
+    warn = "__global__ void w(int n, float* x)\n{\n    int unused = 3;\n    if (threadIdx.x < n) x[0] = 1;\n}\n"
+    uri = open_file(client, name(client, "warn.cu"), warn)
+    d = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.source == "nvcc"])
+    assert d[0].severity == types.DiagnosticSeverity.Warning and "unused" in d[0].message and d[0].range.start.line == 2
+    big = "__global__ void hog(float* x)\n{\n    __shared__ float s[100000];\n    s[threadIdx.x] = 1; x[0] = s[5];\n}\n"
+    uri = open_file(client, name(client, "hog.cu"), big)
+    d = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.source == "ptxas"])
+    assert "'hog'" in d[0].message and "shared" in d[0].message and d[0].range.start.line == 0
+
+
+async def test_spec_problems_and_the_insert_spec_quick_fix(client: LanguageClient):
+    text = "__global__ void mm(int M, int N, const float* A, float* C)\n{\n    C[0] = A[0];\n}\n"
+    uri = open_file(client, name(client, "nospec.cu"), text)
+    warning = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.code == "spec-missing"])
+    assert warning[0].severity == types.DiagnosticSeverity.Warning
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=warning[0].range,
+        context=types.CodeActionContext(diagnostics=warning)))
+    titles = [a.title for a in actions]
+    assert "Optimize `mm` with FSR" in titles and "Insert @fsr spec for `mm`" in titles
+    insert = next(a for a in actions if a.title.startswith("Insert"))
+    (edit,) = insert.edit.changes[uri]
+    assert edit.range.start.line == 0 and edit.new_text.startswith("/* @fsr") and "[args]" in edit.new_text
+
+
+async def test_optimize_reports_progress_and_the_win_applies_as_a_versioned_edit(client: LanguageClient):
+    LLM.steps[:] = [candidate("verified 1.5", "a"), candidate("verified 2.2", "b")]
+    uri = open_file(client, name(client, "win.cu"), SAXPY)
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.optimize", arguments=[uri, "saxpy"]))
+    assert result == "optimizing saxpy"
+    win = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.code == "fsr-win"])
+    assert win[0].message.startswith("FSR: 2.20x faster") and win[0].severity == types.DiagnosticSeverity.Information
+    (reports,) = [r for t, r in client.progress_reports.items() if str(t).startswith("fsr-")][-1:]
+    kinds = [type(r).__name__ for r in reports]
+    assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd" and "WorkDoneProgressReport" in kinds
+    # A concurrent edit elsewhere in the file: the edit is rebuilt against version 2.
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+            text="// edited while searching\n")]))
+    position = types.Position(line=SAXPY.splitlines().index("__global__ void saxpy(int n, float a, const float* x, float* y)") + 1, character=20)
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=types.Range(start=position, end=position),
+        context=types.CodeActionContext(diagnostics=[])))
+    apply = next(a for a in actions if a.title.startswith("Apply FSR rewrite (2.20x"))
+    assert apply.edit is None  # computed lazily
+    resolved = await client.code_action_resolve_async(apply)
+    (doc_edit,) = resolved.edit.document_changes
+    assert doc_edit.text_document.version == 2
+    (edit,) = doc_edit.edits
+    assert "// b" in edit.new_text and edit.range.start.line == 15  # one line lower than before the change
+    if client.client_name == "visual_studio_code":  # type: ignore[attr-defined]
+        assert resolved.edit.change_annotations["fsr-rewrite"].needs_confirmation
+    # Now change the kernel itself: the rewrite no longer applies, and the action says why.
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=SAXPY.replace("a * x[i]", "x[i] * a"))]))
+    again = await client.code_action_resolve_async(apply)
+    assert again.edit is None and "changed since the search started" in again.disabled.reason
+
+
+async def test_a_second_request_for_the_same_kernel_says_so_and_cancel_ends_it(client: LanguageClient):
+    LLM.steps[:] = [stall(8), stall(8)]
+    uri = open_file(client, name(client, "busy.cu"), SAXPY)
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.optimize", arguments=[uri, "saxpy"]))
+    again = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.optimize", arguments=[uri, "saxpy"]))
+    assert again == "saxpy is already being optimized"
+    # Responsiveness while it runs: a hover and the code actions come back well under 100 ms.
+    started = time.perf_counter()
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=14, character=18)))
+    elapsed = time.perf_counter() - started
+    assert hover is not None and "a search is running" in hover.contents.value
+    assert elapsed < 0.1, elapsed
+    token = next(t for t in client.progress_reports if str(t).startswith("fsr-") and
+                 not any(isinstance(r, types.WorkDoneProgressEnd) for r in client.progress_reports[t]))
+    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    await wait_until(lambda: any(isinstance(r, types.WorkDoneProgressEnd) for r in client.progress_reports[token]), 30)
+
+
+async def test_settings_from_configuration_and_unknown_keys(client: LanguageClient):
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"fsr": {"search": {"rounds": 2}, "apiKey": "sk-should-not-be-here", "nonsense": 1}}))
+    messages = await wait_until(lambda: [m.message for m in client.messages if "fsr." in m.message])
+    assert any("secrets are never read from settings" in m for m in messages)
+    assert any("fsr.nonsense: unknown setting" in m for m in messages)
+    assert not any("sk-should-not-be-here" in m for m in messages)
