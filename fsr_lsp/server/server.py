@@ -23,6 +23,7 @@ from .check import CheckResult, check_source
 from .diagnostics import SOURCE, compiler_diagnostics, lsp_range, resource_diagnostics, spec_diagnostics
 from .searches import SearchJob, Searches
 from .settings import Settings, load_settings
+from .watch import WorkspaceWatcher, affects
 
 log = logging.getLogger("fsr_lsp")
 CUDA_SUFFIXES = (".cu", ".cuh")
@@ -38,6 +39,8 @@ class FsrServer(LanguageServer):
         self.check_tasks: dict[str, asyncio.Task] = {}
         self.searches = Searches(self)
         self.shown: set[str] = set()  # messages shown once
+        self.watcher: WorkspaceWatcher | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     # ------------------------------------------------------------ helpers
 
@@ -94,6 +97,18 @@ class FsrServer(LanguageServer):
             self.show_once(f"fsr: {result.problem}", types.MessageType.Warning)
         self.checks[uri] = result
         self.publish(uri)
+
+    def watch(self) -> None:
+        root = self.workspace.root_path
+        if root and self.watcher is None and Path(root).is_dir():
+            self.loop = asyncio.get_running_loop()
+            self.watcher = WorkspaceWatcher(Path(root), lambda path: self.loop.call_soon_threadsafe(self.file_changed, path))
+            self.watcher.start()
+
+    def file_changed(self, path: Path) -> None:
+        for uri, doc in list(self.workspace.text_documents.items()):
+            if _is_cuda(uri) and affects(doc.source, Path(doc.path), path):
+                self.schedule_check(uri)
 
     # ------------------------------------------------------------ searches
 
@@ -209,6 +224,7 @@ def initialize(ls: FsrServer, params: types.InitializeParams) -> None:
 
 @server.feature(types.INITIALIZED)
 async def initialized(ls: FsrServer, params: types.InitializedParams) -> None:
+    ls.watch()
     await _pull_configuration(ls)
 
 
@@ -398,6 +414,8 @@ def _command_args(args: tuple) -> tuple[str, str]:
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: FsrServer, *args: Any) -> None:
     ls.searches.shutdown()
+    if ls.watcher is not None:
+        ls.watcher.stop()
 
 
 def path_of(uri: str) -> Path:

@@ -146,3 +146,18 @@ async def test_settings_from_configuration_and_unknown_keys(client: LanguageClie
     assert any("secrets are never read from settings" in m for m in messages)
     assert any("fsr.nonsense: unknown setting" in m for m in messages)
     assert not any("sk-should-not-be-here" in m for m in messages)
+
+
+@pytest.mark.nvcc
+async def test_a_header_changed_on_disk_refreshes_the_files_including_it(client: LanguageClient):
+    from .conftest import WORKSPACE
+
+    header = WORKSPACE / name(client, "scale.cuh")
+    header.write_text("#define SCALE 2.0f\n")
+    text = f'#include "{header.name}"\n__global__ void k(float* x) {{ x[threadIdx.x] *= SCALE; }}\n'
+    uri = open_file(client, name(client, "uses_header.cu"), text)
+    await wait_until(lambda: [d for d in diagnostics(client, uri) if d.code == "resources"])
+    assert not [d for d in diagnostics(client, uri) if d.severity == types.DiagnosticSeverity.Error]
+    header.write_text("#define SCALE 2.0f +\n")  # broken, outside the editor
+    errors = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.severity == types.DiagnosticSeverity.Error])
+    assert errors[0].range.start.line in (0, 1)
