@@ -46,13 +46,15 @@ class SourceText:
     def line_start(self, line: int) -> int:
         return self._line_starts[min(line, len(self._line_starts) - 1)]
 
-    def position(self, byte: int) -> Position:
+    def position(self, byte: int, encoding: str = "utf-16") -> Position:
+        """The LSP position of a byte offset, in the negotiated position encoding."""
         byte = max(0, min(byte, len(self.data)))
         line = self.line_of(byte)
         prefix = self.data[self._line_starts[line] : byte].decode("utf-8", errors="replace")
-        return Position(line, _utf16_len(prefix))
+        return Position(line, units(prefix, encoding))
 
     def span(self, start_byte: int, end_byte: int) -> Span:
+        """A span with UTF-16 positions (the LSP default); servers re-derive others from bytes."""
         return Span(start_byte, end_byte, self.position(start_byte), self.position(end_byte))
 
     def slice(self, start_byte: int, end_byte: int) -> str:
@@ -62,20 +64,25 @@ class SourceText:
         """Byte offset of a Python str index (used when regexes run on `text`)."""
         return len(self.text[:char_index].encode("utf-8"))
 
-    def byte_at(self, position: Position) -> int:
+    def byte_at(self, position: Position, encoding: str = "utf-16") -> int:
         """Byte offset of an LSP position (clamped to the line)."""
         line = max(0, min(position.line, len(self._line_starts) - 1))
         start = self._line_starts[line]
         end = self._line_starts[line + 1] - 1 if line + 1 < len(self._line_starts) else len(self.data)
-        units = 0
+        counted = 0
         offset = start
         for ch in self.data[start:end].decode("utf-8", errors="replace"):
-            if units >= position.character:
+            if counted >= position.character:
                 break
-            units += _utf16_len(ch)
+            counted += units(ch, encoding)
             offset += len(ch.encode("utf-8"))
         return offset
 
 
-def _utf16_len(s: str) -> int:
+def units(s: str, encoding: str = "utf-16") -> int:
+    """Length of `s` in LSP position units: UTF-16 code units (the default), bytes, or code points."""
+    if encoding == "utf-8":
+        return len(s.encode("utf-8"))
+    if encoding == "utf-32":
+        return len(s)
     return len(s.encode("utf-16-le")) // 2

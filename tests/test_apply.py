@@ -59,3 +59,43 @@ def test_edits_elsewhere_are_kept_but_a_changed_kernel_is_refused():
         rewrite_if_unchanged(SAXPY.replace("a * x[i]", "x[i] * a"), SAXPY, "saxpy", BODY)
     with pytest.raises(ApplyError, match="no longer in the file"):
         rewrite_if_unchanged("int x;\n", SAXPY, "saxpy", BODY)
+
+
+HOST = """
+int main() {
+    int n = 1 << 20;
+    saxpy<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y);
+    saxpy<<<(n + 256 - 1) / 256, 256, 0, stream>>>(n, 2.0f, x, y);
+    saxpy<<<cdiv(n, 256), dim3(256)>>>(n, 2.0f, x, y);
+    saxpy<<<blocks, threads>>>(n, 2.0f, x, y);
+    saxpy<<<n / 256, 256>>>(n, 2.0f, x, y);
+    // saxpy<<<(n + 255) / 256, 256>>> in a comment stays as it is
+    return 0;
+}
+"""
+
+
+def test_a_block_size_change_updates_safe_launches_and_lists_the_others():
+    r = rewrite_file(SAXPY + HOST, "saxpy", spec_with('"cdiv(n, 512)"', "512") + "\n" + BODY)
+    assert "saxpy<<<(n + 511) / 512, 512>>>(n, 2.0f, x, y);" in r.text
+    assert "saxpy<<<(n + 511) / 512, 512, 0, stream>>>" in r.text
+    assert "saxpy<<<cdiv(n, 512), dim3(512)>>>" in r.text
+    assert "saxpy<<<blocks, threads>>>" in r.text  # variables: not ours to change
+    assert "saxpy<<<n / 256, 256>>>" in r.text  # not a ceil division: never guessed
+    assert "// saxpy<<<(n + 255) / 256, 256>>> in a comment" in r.text
+    assert len(r.notes) == 2 and all("grid cdiv(n, 512), block 512" in n for n in r.notes)
+
+
+def test_two_dimensional_launches():
+    text = example("transpose.cu") + "\nvoid host(int rows, int cols) {\n    transpose<<<dim3((cols + 31) / 32, (rows + 7) / 8), dim3(32, 8)>>>(rows, cols, a, b);\n}\n"
+    spec = text[text.index("/* @fsr"):text.index("*/") + 2]
+    new = spec.replace('grid  = ["cdiv(cols, 32)", "cdiv(rows, 8)"]', 'grid  = ["cdiv(cols, 16)", "cdiv(rows, 16)"]').replace(
+        "block = [32, 8]", "block = [16, 16]")
+    body = text[text.index("__global__"):text.index("void host")]
+    r = rewrite_file(text, "transpose", new + "\n" + body)
+    assert "transpose<<<dim3((cols + 15) / 16, (rows + 15) / 16), dim3(16, 16)>>>" in r.text, r.text[-300:]
+
+
+def test_a_grid_stride_cap_is_never_guessed_into_host_code():
+    r = rewrite_file(SAXPY + HOST, "saxpy", spec_with('"min(cdiv(n, 256), 1056)"', "256") + "\n" + BODY)
+    assert "saxpy<<<(n + 255) / 256, 256>>>" in r.text and len(r.notes) == 5

@@ -21,3 +21,13 @@ def test_positions_are_clamped():
     src = SourceText("ab\ncd")
     assert src.position(10**6) == Position(1, 2)
     assert src.byte_at(Position(7, 0)) == len(b"ab\n")
+
+
+def test_every_lsp_position_encoding():
+    src = SourceText("a é🚀 b\n")
+    byte = len("a é🚀 ".encode())
+    assert src.position(byte, "utf-16") == Position(0, 6)  # a, space, é, 🚀 (2 units), space
+    assert src.position(byte, "utf-8") == Position(0, byte)
+    assert src.position(byte, "utf-32") == Position(0, 5)
+    for enc in ("utf-8", "utf-16", "utf-32"):
+        assert src.byte_at(src.position(byte, enc), enc) == byte

@@ -145,6 +145,8 @@ def _apply(file: Path, kernel: str, outcome: SearchOutcome, searched: str) -> in
     os.chmod(tmp, file.stat().st_mode)
     os.replace(tmp, file)
     print(f"applied to {file}" + (" (launch configuration changed in the @fsr block)" if rewrite.launch_changed else ""))
+    for note in rewrite.notes:
+        print(f"  {note}")
     return 0
 
 

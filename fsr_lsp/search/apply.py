@@ -7,8 +7,9 @@ import re
 from dataclasses import dataclass
 
 from ..kernels import Kernel, find_kernel
+from ..kernels.lexical import mask
 from ..source import SourceText
-from ..spec import parse_spec, render_spec
+from ..spec import Spec, parse_spec, render_spec
 
 
 class ApplyError(RuntimeError):
@@ -20,6 +21,7 @@ class Rewrite:
     text: str  # the whole new file
     edits: tuple[tuple[int, int, str], ...]  # (start byte, end byte, new text) in the old file, in order
     launch_changed: bool
+    notes: tuple[str, ...] = ()  # launches in the file that could not be updated safely
 
 
 def rewrite_file(text: str, kernel_name: str, candidate: str) -> Rewrite:
@@ -40,12 +42,15 @@ def rewrite_file(text: str, kernel_name: str, candidate: str) -> Rewrite:
         body = cand_src.slice(0, cand.spec.span.start_byte) + cand_src.slice(cand.spec.span.end_byte, len(cand_src.data))
     body = body.strip("\n")
     edits = []
+    notes: list[str] = []
     launch_changed = False
     if cand.spec is not None:
         spec_edit = _spec_edit(src, kernel, cand_src, cand)
         if spec_edit is not None:
             edits.append(spec_edit)
             launch_changed = True
+            launches, notes = launch_edits(src, kernel_name, parse_spec(src, kernel).spec, parse_spec(cand_src, cand).spec)
+            edits += launches
     d = kernel.definition_span
     edits.append((d.start_byte, d.end_byte, body))
     edits.sort()
@@ -55,7 +60,124 @@ def rewrite_file(text: str, kernel_name: str, candidate: str) -> Rewrite:
         out += src.data[at:start] + new.encode()
         at = end
     out += src.data[at:]
-    return Rewrite(out.decode(), tuple(edits), launch_changed)
+    return Rewrite(out.decode(), tuple(edits), launch_changed, tuple(notes))
+
+
+def launch_edits(src: SourceText, kernel_name: str, old: Spec, new: Spec) -> tuple[list[tuple[int, int, str]], list[str]]:
+    """Update `kernel<<<grid, block>>>` launches in the file when that is safe: the new launch
+    differs from the old only by its block size, and the launch spells the old block size as
+    literals that appear in both its grid and block arguments. Other launches are listed."""
+    masked = mask(src.data)
+    pattern = re.compile(rb"\b" + re.escape(kernel_name.encode()) + rb"\s*(?:<[^<>;]*>)?\s*<<<(.*?)>>>", re.S)
+    edits, notes = [], []
+    for m in pattern.finditer(masked):
+        start, end = m.span(1)
+        args = src.slice(start, end)
+        new_args = _relaunch(args, old, new)
+        line = src.position(m.start()).line + 1
+        if new_args is None:
+            notes.append(f"line {line}: the launch of {kernel_name} was not changed; use grid {_describe(new.grid)}, "
+                         f"block {_describe(new.block)}" + (f", {new.smem} bytes of dynamic shared memory" if new.smem else ""))
+        elif new_args != args:
+            edits.append((start, end, new_args))
+    return edits, notes
+
+
+def _relaunch(args: str, old: Spec, new: Spec) -> str | None:
+    if old.smem != new.smem or len(old.block) != len(new.block):
+        return None
+    changes = dict(zip(old.block, new.block))
+    expected = tuple(old.grid)
+    for o, n in changes.items():
+        expected = tuple(_swap(g, o, n) if isinstance(g, str) else g for g in expected)
+    if expected != tuple(new.grid) or len(changes) != len(old.block):
+        return None  # more than a block-size change (a grid-stride cap, a new tiling): not ours to guess
+    parts = _split(args)
+    if len(parts) < 2:
+        return None
+    grid = _dims(parts[0])
+    block = _dims(parts[1])
+    if grid is None or block is None or len(block) != len(old.block) or len(grid) != len(old.block):
+        return None
+    new_block = []
+    for text, o in zip(block, old.block):
+        if text.strip() != str(o):
+            return None  # the block is a variable or another number: leave the launch alone
+        new_block.append(text.replace(str(o), str(changes[o])))
+    new_grid = []
+    for text, o in zip(grid, old.block):
+        regridded = _regrid(text, o, changes[o])
+        if regridded is None:
+            return None
+        new_grid.append(regridded)
+    return ",".join([_join_dims(parts[0], new_grid), _join_dims(parts[1], new_block), *parts[2:]])
+
+
+def _regrid(expr: str, old: int, new: int) -> str | None:
+    """`(E + B - 1) / B`, `(E + (B - 1)) / B`, `(E + 255) / 256` or `*div*(E, B)` for block B,
+    rewritten for the new block size; None for anything else."""
+    if old == new:
+        return expr
+    b, b1 = str(old), str(old - 1)
+    idioms = [
+        rf"\(\s*(?P<e>.+?)\s*\+\s*(?:{b}\s*-\s*1|\(\s*{b}\s*-\s*1\s*\)|{b1})\s*\)\s*/\s*{b}",
+        rf"(?P<f>\w*[dD][iI][vV]\w*)\s*\(\s*(?P<e>.+?)\s*,\s*{b}\s*\)",
+    ]
+    for idiom in idioms:
+        m = re.fullmatch(rf"\s*{idiom}\s*", expr)
+        if m and "f" not in m.groupdict():
+            return f"{_lead(expr)}({m.group('e')} + {new - 1}) / {new}{_trail(expr)}"
+        if m:
+            return f"{_lead(expr)}{m.group('f')}({m.group('e')}, {new}){_trail(expr)}"
+    return None
+
+
+def _dims(arg: str) -> list[str] | None:
+    """The components of a launch argument: `dim3(a, b)` or a single expression."""
+    m = re.fullmatch(r"\s*dim3\s*\((.*)\)\s*", arg, re.S)
+    if m:
+        dims = _split(m.group(1))
+        while len(dims) > 1 and dims[-1].strip() == "1":
+            dims.pop()  # dim3(x, y, 1) is dim3(x, y)
+        return dims
+    return [arg]
+
+
+def _join_dims(original: str, dims: list[str]) -> str:
+    m = re.fullmatch(r"(\s*dim3\s*\()(.*)(\)\s*)", original, re.S)
+    if m:
+        rest = _split(m.group(2))[len(dims):]
+        return m.group(1) + ",".join(dims + rest) + m.group(3)
+    return dims[0]
+
+
+def _lead(text: str) -> str:
+    return text[: len(text) - len(text.lstrip())]
+
+
+def _trail(text: str) -> str:
+    return text[len(text.rstrip()):]
+
+
+def _swap(text: str, old: int, new: int) -> str:
+    return re.sub(rf"(?<![\w.]){old}(?![\w.])", str(new), text)
+
+
+def _split(args: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in args:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+def _describe(dims: tuple) -> str:
+    return " x ".join(str(d) for d in dims)
 
 
 def rewrite_if_unchanged(current: str, searched: str, kernel_name: str, candidate: str) -> Rewrite:

@@ -67,7 +67,7 @@ class SearchOutcome:
     seconds: float = 0.0
     stopped: str = ""  # rounds, time, target, cancelled, exhausted, generator
     search_key: str = ""
-    spec_changed_launch: bool = False
+    problem: str = ""  # what stopped the search early (the generator failing), for the user
 
 
 def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
@@ -135,7 +135,7 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
         try:
             proposals = [_stamp(p, round_) for p in generator.propose(ctx, config.candidates)]
         except GeneratorError as e:
-            outcome.message = f"the generator failed: {e}"
+            outcome.problem = f"the generator failed: {e}"
             stopped = "generator"
             break
         if not proposals:
@@ -234,7 +234,11 @@ def _choose_winner(outcome: SearchOutcome, history: list[Tried], bench: Bench, p
         outcome.status = "failed"
     else:
         outcome.status = "no_win"
-    outcome.message = outcome.message or _summary(outcome)
+    summary = _summary(outcome)
+    if outcome.status == "failed":
+        outcome.message = outcome.problem
+    else:
+        outcome.message = summary if not outcome.problem else f"{summary} (stopped early: {outcome.problem})"
 
 
 def _beyond_bandwidth(t: Tried, plan: SizePlan, gpu: GpuInfo) -> str:

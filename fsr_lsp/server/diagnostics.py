@@ -7,7 +7,7 @@ from lsprotocol import types
 
 from ..evaluator.records import Resources
 from ..kernels import Kernel, discover_kernels
-from ..source import Position, SourceText, Span
+from ..source import SourceText, Span, units
 from ..spec import parse_spec
 from .check import CheckResult
 from .nvcc_output import Message
@@ -15,27 +15,29 @@ from .nvcc_output import Message
 SOURCE = "fsr"
 
 
-def compiler_diagnostics(src: SourceText, name: str, result: CheckResult, kernels: list[Kernel]) -> list[types.Diagnostic]:
+def compiler_diagnostics(src: SourceText, name: str, result: CheckResult, kernels: list[Kernel],
+                         encoding: str = "utf-16") -> list[types.Diagnostic]:
     lines = src.text.splitlines()
     out = []
     by_name = {k.name: k for k in kernels}
     for m in result.messages:
         severity = types.DiagnosticSeverity.Error if m.severity == "error" else types.DiagnosticSeverity.Warning
         if m.kernel and m.kernel in by_name:
-            rng = lsp_range(by_name[m.kernel].name_span)
+            rng = lsp_range(src, by_name[m.kernel].name_span, encoding)
             text = m.text
         elif m.file and m.file != name:  # an included file: report on the line including it, if any
-            rng = _include_range(src, m.file)
+            rng = _include_range(src, m.file, encoding)
             text = f"{m.file}:{m.line + 1}: {m.text}"
         else:
-            rng = _message_range(lines, m)
+            rng = _message_range(lines, m, encoding)
             text = m.text
         out.append(types.Diagnostic(range=rng, message=text, severity=severity, source="nvcc" if not m.kernel else "ptxas",
                                     code=m.code or None))
     return out
 
 
-def resource_diagnostics(kernels: list[Kernel], resources: dict[str, Resources]) -> list[types.Diagnostic]:
+def resource_diagnostics(src: SourceText, kernels: list[Kernel], resources: dict[str, Resources],
+                         encoding: str = "utf-16") -> list[types.Diagnostic]:
     out = []
     for k in kernels:
         res = resources.get(k.name)
@@ -44,36 +46,37 @@ def resource_diagnostics(kernels: list[Kernel], resources: dict[str, Resources])
         spills = res.spill_stores or res.spill_loads
         text = (f"{k.name}: {res.registers} registers, {res.shared_bytes} B shared memory, {res.stack_bytes} B stack"
                 + (f", {res.spill_stores} B spill stores, {res.spill_loads} B spill loads" if spills else ", no spills"))
-        out.append(types.Diagnostic(range=lsp_range(k.name_span), message=text, source=SOURCE, code="resources",
+        out.append(types.Diagnostic(range=lsp_range(src, k.name_span, encoding), message=text, source=SOURCE, code="resources",
                                     severity=types.DiagnosticSeverity.Warning if spills else types.DiagnosticSeverity.Information))
     return out
 
 
-def spec_diagnostics(src: SourceText, kernels: list[Kernel]) -> list[types.Diagnostic]:
+def spec_diagnostics(src: SourceText, kernels: list[Kernel], encoding: str = "utf-16") -> list[types.Diagnostic]:
     out = []
     for k in kernels:
         if not k.complete:
             continue
         for p in parse_spec(src, k).problems:
             severity = types.DiagnosticSeverity.Information if p.severity == "info" else types.DiagnosticSeverity.Warning
-            out.append(types.Diagnostic(range=lsp_range(p.span), message=p.message, severity=severity, source=SOURCE,
+            out.append(types.Diagnostic(range=lsp_range(src, p.span, encoding), message=p.message, severity=severity, source=SOURCE,
                                         code=p.code, data={"kernel": k.name}))
     return out
 
 
-def lsp_range(span: Span) -> types.Range:
-    return types.Range(start=_pos(span.start), end=_pos(span.end))
+def lsp_range(src: SourceText, span: Span, encoding: str = "utf-16") -> types.Range:
+    """A span as an LSP range in the negotiated encoding (recomputed from its bytes)."""
+    return types.Range(start=lsp_position(src, span.start_byte, encoding), end=lsp_position(src, span.end_byte, encoding))
 
 
-def _pos(p: Position) -> types.Position:
+def lsp_position(src: SourceText, byte: int, encoding: str = "utf-16") -> types.Position:
+    p = src.position(byte, encoding)
     return types.Position(line=p.line, character=p.character)
 
 
-def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
+def _message_range(lines: list[str], m: Message, encoding: str) -> types.Range:
+    def _utf16(text: str) -> int:
+        return units(text, encoding)
 
-
-def _message_range(lines: list[str], m: Message) -> types.Range:
     line = max(0, min(m.line, len(lines) - 1)) if lines else 0
     text = lines[line] if lines else ""
     if m.column >= 0:
@@ -87,10 +90,11 @@ def _message_range(lines: list[str], m: Message) -> types.Range:
     return types.Range(start=types.Position(line=line, character=start), end=types.Position(line=line, character=end))
 
 
-def _include_range(src: SourceText, file: str) -> types.Range:
+def _include_range(src: SourceText, file: str, encoding: str) -> types.Range:
     for i, line in enumerate(src.text.splitlines()):
         if line.lstrip().startswith("#") and "include" in line and file.split("/")[-1] in line:
-            return types.Range(start=types.Position(line=i, character=0), end=types.Position(line=i, character=_utf16(line)))
+            return types.Range(start=types.Position(line=i, character=0),
+                               end=types.Position(line=i, character=units(line, encoding)))
     return types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
 
 

@@ -68,14 +68,16 @@ def _parse_line(raw: str, following: list[str], source_lines: list[str]) -> Mess
 
 
 def _caret_column(following: list[str], source_lines: list[str], line: int) -> int:
-    """nvcc echoes the source line with its own indent, then a caret under the spot."""
+    """nvcc echoes the *preprocessed* source line (comments and macros may be gone) and puts a
+    caret under the spot; find the same spot in the real line by what stands at the caret."""
     if len(following) < 2 or "^" not in following[1] or not (0 <= line < len(source_lines)):
         return -1
-    echoed, caret = following[0], following[1]
+    echoed, caret = following[0], following[1].index("^")
     original = source_lines[line]
-    content = original.strip()
-    if not content or content not in echoed:
-        return -1
-    shift = echoed.index(content) - original.index(content)
-    column = caret.index("^") - shift
-    return column if 0 <= column <= len(original) else -1
+    rest = echoed[caret:].rstrip()
+    if rest and original.count(rest) == 1:
+        return original.index(rest)
+    token = re.match(r"\w+|\S", echoed[caret:])
+    if token and len(re.findall(rf"(?<!\w){re.escape(token.group())}(?!\w)", original)) == 1:
+        return re.search(rf"(?<!\w){re.escape(token.group())}(?!\w)", original).start()
+    return -1

@@ -20,7 +20,8 @@ from ..search.store import HistoryStore
 from ..source import Position, SourceText
 from ..spec import spec_template
 from .check import CheckResult, check_source
-from .diagnostics import SOURCE, compiler_diagnostics, lsp_range, resource_diagnostics, spec_diagnostics
+from .diagnostics import (SOURCE, compiler_diagnostics, lsp_position, lsp_range, resource_diagnostics,
+                          spec_diagnostics)
 from .searches import SearchJob, Searches
 from .settings import Settings, load_settings
 from .watch import WorkspaceWatcher, affects
@@ -55,6 +56,12 @@ class FsrServer(LanguageServer):
         for problem in loaded.problems:
             self.show_once(problem, types.MessageType.Warning)
 
+    @property
+    def encoding(self) -> str:
+        """The position encoding negotiated with the client (pygls takes the client's first choice)."""
+        kind = self.workspace.position_encoding
+        return str(getattr(kind, "value", kind) or "utf-16")
+
     def workspace_root(self, path: Path) -> Path:
         root = self.workspace.root_path
         return Path(root) if root else path.parent
@@ -64,14 +71,15 @@ class FsrServer(LanguageServer):
         src = SourceText(doc.source)
         kernels = discover_kernels(src)
         check = self.checks.get(uri, CheckResult())
-        diagnostics = (compiler_diagnostics(src, Path(doc.path).name, check, kernels)
-                       + resource_diagnostics(kernels, check.resources)
-                       + spec_diagnostics(src, kernels)
-                       + self.search_diagnostics(uri, kernels))
+        enc = self.encoding
+        diagnostics = (compiler_diagnostics(src, Path(doc.path).name, check, kernels, enc)
+                       + resource_diagnostics(src, kernels, check.resources, enc)
+                       + spec_diagnostics(src, kernels, enc)
+                       + self.search_diagnostics(uri, src, kernels))
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=doc.version, diagnostics=diagnostics))
 
-    def search_diagnostics(self, uri: str, kernels: list[Kernel]) -> list[types.Diagnostic]:
+    def search_diagnostics(self, uri: str, src: SourceText, kernels: list[Kernel]) -> list[types.Diagnostic]:
         out = []
         for k in kernels:
             job = self.searches.finished.get((uri, k.name))
@@ -79,7 +87,8 @@ class FsrServer(LanguageServer):
                 continue
             best = job.outcome.best
             launch = " (changes the launch configuration)" if "@fsr" in best.proposal.source else ""
-            out.append(types.Diagnostic(range=lsp_range(k.name_span), message=f"FSR: {job.outcome.message}{launch}",
+            out.append(types.Diagnostic(range=lsp_range(src, k.name_span, self.encoding),
+                                        message=f"FSR: {job.outcome.message}{launch}",
                                         severity=types.DiagnosticSeverity.Information, source=SOURCE, code="fsr-win",
                                         data={"kernel": k.name}))
         return out
@@ -155,13 +164,15 @@ class FsrServer(LanguageServer):
         assert outcome is not None
         if self._supports_progress():
             self.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=outcome.message[:200]))
+        if outcome.problem:
+            self.show_once(f"FSR {job.kernel}: {outcome.problem}")
         if outcome.status == "improved":
             if self.settings.auto_apply:
                 asyncio.ensure_future(self._auto_apply(job))
         elif outcome.status in ("no_win", "cancelled"):
             self.window_show_message(types.ShowMessageParams(
                 type=types.MessageType.Info, message=f"FSR {job.kernel}: {outcome.message}"))
-        else:
+        elif not outcome.problem:
             self.show_once(f"FSR {job.kernel}: {outcome.message}")
         if job.uri in self.workspace.text_documents:
             self.publish(job.uri)
@@ -185,15 +196,19 @@ class FsrServer(LanguageServer):
         annotation_id = "fsr-rewrite"
         edits: list[types.TextEdit | types.AnnotatedTextEdit] = []
         for start, end, new in rewrite.edits:
-            rng = types.Range(start=_pos(src.position(start)), end=_pos(src.position(end)))
+            rng = types.Range(start=lsp_position(src, start, self.encoding), end=lsp_position(src, end, self.encoding))
             edits.append(types.AnnotatedTextEdit(range=rng, new_text=new, annotation_id=annotation_id) if annotate
                          else types.TextEdit(range=rng, new_text=new))
         document_edit = types.TextDocumentEdit(
             text_document=types.OptionalVersionedTextDocumentIdentifier(uri=job.uri, version=doc.version), edits=edits)
         r = job.outcome.best.result
         label = f"FSR rewrite of {job.kernel} ({r.speedup:.2f}x, verified)"
+        description = " ".join([job.outcome.message, *rewrite.notes])
         annotations = {annotation_id: types.ChangeAnnotation(label=label, needs_confirmation=True,
-                                                             description=job.outcome.message)} if annotate else None
+                                                             description=description)} if annotate else None
+        if rewrite.notes:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                             message=f"FSR {job.kernel}: " + "; ".join(rewrite.notes)))
         return types.WorkspaceEdit(document_changes=[document_edit], change_annotations=annotations), ""
 
     def _supports_annotations(self) -> bool:
@@ -204,10 +219,6 @@ class FsrServer(LanguageServer):
 
 
 server = FsrServer()
-
-
-def _pos(p: Position) -> types.Position:
-    return types.Position(line=p.line, character=p.character)
 
 
 def _is_cuda(uri: str) -> bool:
@@ -286,7 +297,7 @@ def hover(ls: FsrServer, params: types.HoverParams) -> types.Hover | None:
         return None
     doc = ls.workspace.get_text_document(uri)
     src = SourceText(doc.source)
-    kernel = _kernel_at(src, params.position)
+    kernel = _kernel_at(src, params.position, ls.encoding)
     if kernel is None:
         return None
     lines = [f"**`{kernel.name}`** ({len(kernel.params)} parameters)"]
@@ -304,7 +315,7 @@ def hover(ls: FsrServer, params: types.HoverParams) -> types.Hover | None:
         if best:
             lines.append(f"- {best}")
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines)),
-                       range=lsp_range(kernel.name_span))
+                       range=lsp_range(src, kernel.name_span, ls.encoding))
 
 
 def _stored_best(ls: FsrServer, path: Path, kernel: str) -> str:
@@ -323,8 +334,8 @@ def _stored_best(ls: FsrServer, path: Path, kernel: str) -> str:
     return f"best stored candidate: {best.speedup:.2f}x ({best.time_ms:.4g} ms), {len(rows)} candidates in the history"
 
 
-def _kernel_at(src: SourceText, position: types.Position) -> Kernel | None:
-    byte = src.byte_at(Position(position.line, position.character))
+def _kernel_at(src: SourceText, position: types.Position, encoding: str) -> Kernel | None:
+    byte = src.byte_at(Position(position.line, position.character), encoding)
     return next((k for k in discover_kernels(src) if k.span.start_byte <= byte <= k.span.end_byte), None)
 
 
@@ -338,7 +349,7 @@ def code_action(ls: FsrServer, params: types.CodeActionParams) -> list[types.Cod
         return []
     doc = ls.workspace.get_text_document(uri)
     src = SourceText(doc.source)
-    kernel = _kernel_at(src, params.range.start)
+    kernel = _kernel_at(src, params.range.start, ls.encoding)
     actions: list[types.CodeAction] = []
     if kernel is not None:
         actions += _kernel_actions(ls, uri, src, kernel)
@@ -346,7 +357,7 @@ def code_action(ls: FsrServer, params: types.CodeActionParams) -> list[types.Cod
         if d.source == SOURCE and d.code in ("spec-missing", "spec-inferred") and isinstance(d.data, dict):
             k = next((k for k in discover_kernels(src) if k.name == d.data.get("kernel")), None)
             if k is not None and k.spec is None and not any(a.title.startswith("Insert @fsr") for a in actions):
-                action = _insert_spec(uri, k)
+                action = _insert_spec(uri, src, k, ls.encoding)
                 action.diagnostics = [d]
                 action.kind = types.CodeActionKind.QuickFix
                 actions.append(action)
@@ -361,7 +372,7 @@ def _kernel_actions(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) ->
         kind=types.CodeActionKind.Refactor,
         command=types.Command(title="FSR", command=CANCEL if running else OPTIMIZE, arguments=[uri, kernel.name])))
     if kernel.spec is None:
-        actions.append(_insert_spec(uri, kernel))
+        actions.append(_insert_spec(uri, src, kernel, ls.encoding))
     job = ls.searches.finished.get((uri, kernel.name))
     if job is not None and job.outcome is not None and job.outcome.best is not None:
         r = job.outcome.best.result
@@ -371,8 +382,8 @@ def _kernel_actions(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) ->
     return actions
 
 
-def _insert_spec(uri: str, kernel: Kernel) -> types.CodeAction:
-    at = _pos(kernel.definition_span.start)
+def _insert_spec(uri: str, src: SourceText, kernel: Kernel, encoding: str) -> types.CodeAction:
+    at = lsp_position(src, kernel.definition_span.start_byte, encoding)
     edit = types.TextEdit(range=types.Range(start=at, end=at), new_text=spec_template(kernel))
     return types.CodeAction(title=f"Insert @fsr spec for `{kernel.name}`", kind=types.CodeActionKind.QuickFix,
                             edit=types.WorkspaceEdit(changes={uri: [edit]}))

@@ -20,7 +20,7 @@ from pytest_lsp.client import make_test_lsp_client
 from ..fake_llm import FakeLLM, answer
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKSPACE = Path(tempfile.mkdtemp(prefix="fsr-lsp-tests-"))
+WORKSPACE = Path(tempfile.mkdtemp(prefix="fsr-lsp-tests-"))  # parent of each test's own workspace
 LLM = FakeLLM(default=answer("no scripted answer"))
 LLM.thread.start()
 
@@ -56,9 +56,10 @@ def init_options() -> dict:
     params=["visual_studio_code", "neovim"],
 )
 async def client(request, lsp_client: LanguageClient):
-    WORKSPACE.mkdir(parents=True, exist_ok=True)
+    workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))  # its own .fsr history: no test sees another's
+    lsp_client.workspace_dir = workspace  # type: ignore[attr-defined]
     params = types.InitializeParams(capabilities=client_capabilities(request.param),
-                                    root_uri=WORKSPACE.as_uri(), initialization_options=init_options())
+                                    root_uri=workspace.as_uri(), initialization_options=init_options())
     lsp_client.client_name = request.param  # type: ignore[attr-defined]
     await lsp_client.initialize_session(params)
     yield
@@ -77,7 +78,7 @@ async def wait_until(predicate, timeout: float = 60.0, interval: float = 0.05):
 
 
 def open_file(client: LanguageClient, name: str, text: str, version: int = 1) -> str:
-    path = WORKSPACE / name
+    path = getattr(client, "workspace_dir", WORKSPACE) / name
     path.write_text(text)
     uri = path.as_uri()
     client.text_document_did_open(types.DidOpenTextDocumentParams(

@@ -150,9 +150,7 @@ async def test_settings_from_configuration_and_unknown_keys(client: LanguageClie
 
 @pytest.mark.nvcc
 async def test_a_header_changed_on_disk_refreshes_the_files_including_it(client: LanguageClient):
-    from .conftest import WORKSPACE
-
-    header = WORKSPACE / name(client, "scale.cuh")
+    header = client.workspace_dir / name(client, "scale.cuh")  # type: ignore[attr-defined]
     header.write_text("#define SCALE 2.0f\n")
     text = f'#include "{header.name}"\n__global__ void k(float* x) {{ x[threadIdx.x] *= SCALE; }}\n'
     uri = open_file(client, name(client, "uses_header.cu"), text)
@@ -161,3 +159,56 @@ async def test_a_header_changed_on_disk_refreshes_the_files_including_it(client:
     header.write_text("#define SCALE 2.0f +\n")  # broken, outside the editor
     errors = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.severity == types.DiagnosticSeverity.Error])
     assert errors[0].range.start.line in (0, 1)
+
+
+@pytest.mark.nvcc
+async def test_missing_include_is_reported_on_its_line(client: LanguageClient):
+    text = '#include "not_there.cuh"\n__global__ void k(float* x) { x[0] = 1; }\n'
+    uri = open_file(client, name(client, "include.cu"), text)
+    d = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.severity == types.DiagnosticSeverity.Error])
+    assert d[0].range.start.line == 0 and "not_there.cuh" in d[0].message
+
+
+async def test_auto_apply_sends_the_edit_and_hover_shows_the_result(client: LanguageClient):
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"fsr": {
+        "autoApply": True, "llm": {"baseUrl": LLM.base_url, "model": "scripted", "apiKeyEnv": "FSR_TEST_LLM_KEY"},
+        "search": {"rounds": 1, "candidates": 1, "fixAttempts": 0, "sanitize": False}}}))
+    LLM.steps[:] = [candidate("verified 1.7", "auto")]
+    uri = open_file(client, name(client, "auto.cu"), SAXPY)
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.optimize", arguments=[uri, "saxpy"]))
+    (applied,) = await wait_until(lambda: client.applied_edits)  # type: ignore[attr-defined]
+    (doc_edit,) = applied.edit.document_changes
+    assert doc_edit.text_document.uri == uri and "// auto" in doc_edit.edits[0].new_text
+    line = SAXPY.splitlines().index("__global__ void saxpy(int n, float a, const float* x, float* y)")
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=18)))
+    assert "last search: 1.70x faster" in hover.contents.value
+
+
+async def test_an_endpoint_that_is_down_is_one_clear_message(client: LanguageClient):
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"fsr": {
+        "llm": {"baseUrl": "http://127.0.0.1:9/v1", "model": "m", "apiKeyEnv": "FSR_TEST_LLM_KEY"},
+        "search": {"rounds": 1, "candidates": 1}}}))
+    uri = open_file(client, name(client, "down.cu"), SAXPY)
+    for _ in range(2):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.optimize",
+                                                                                arguments=[uri, "saxpy"]))
+        await wait_until(lambda: (uri, "saxpy") and any("cannot connect" in m.message for m in client.messages), 60)
+        await wait_until(lambda: all(isinstance(r[-1], types.WorkDoneProgressEnd)
+                                     for t, r in client.progress_reports.items() if str(t).startswith("fsr-") and r), 60)
+    down = [m for m in client.messages if "cannot connect" in m.message]
+    assert len(down) == 1 and down[0].type == types.MessageType.Error
+    assert "sk-lsp-test-secret" not in down[0].message
+
+
+@pytest.mark.nvcc
+async def test_columns_follow_the_negotiated_position_encoding(client: LanguageClient):
+    text = "__global__ void k(float* y)\n{\n    /* é🚀 */ y[0] = zz;\n}\n"
+    uri = open_file(client, name(client, "encoding.cu"), text)
+    (error,) = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.source == "nvcc"])
+    line = text.splitlines()[2]
+    prefix = line[: line.index("zz")]
+    # pygls takes the client's first choice: Neovim offers utf-8 first; VS Code offers none, so utf-16.
+    encoding = "utf-8" if client.client_name == "neovim" else "utf-16"  # type: ignore[attr-defined]
+    expected = len(prefix.encode("utf-8")) if encoding == "utf-8" else len(prefix.encode("utf-16-le")) // 2
+    assert error.range.start.character == expected and error.range.start.line == 2
