@@ -354,13 +354,20 @@ def code_action(ls: FsrServer, params: types.CodeActionParams) -> list[types.Cod
     if kernel is not None:
         actions += _kernel_actions(ls, uri, src, kernel)
     for d in params.context.diagnostics:
-        if d.source == SOURCE and d.code in ("spec-missing", "spec-inferred") and isinstance(d.data, dict):
-            k = next((k for k in discover_kernels(src) if k.name == d.data.get("kernel")), None)
-            if k is not None and k.spec is None and not any(a.title.startswith("Insert @fsr") for a in actions):
-                action = _insert_spec(uri, src, k, ls.encoding)
-                action.diagnostics = [d]
-                action.kind = types.CodeActionKind.QuickFix
-                actions.append(action)
+        if d.source != SOURCE or not str(d.code or "").startswith("spec") or not isinstance(d.data, dict):
+            continue
+        k = next((k for k in discover_kernels(src) if k.name == d.data.get("kernel")), None)
+        if k is None:
+            continue
+        if k.spec is None:
+            if not any(a.title.startswith("Insert @fsr") for a in actions):
+                fix = _insert_spec(uri, src, k, ls.encoding)
+                fix.diagnostics = [d]
+                actions.append(fix)
+            continue
+        if d.code == "spec-block":
+            actions.append(_set_block(uri, src, k, d, ls.encoding))
+        actions.append(_reset_spec(uri, src, k, d, ls.encoding))
     return actions
 
 
@@ -387,6 +394,23 @@ def _insert_spec(uri: str, src: SourceText, kernel: Kernel, encoding: str) -> ty
     edit = types.TextEdit(range=types.Range(start=at, end=at), new_text=spec_template(kernel))
     return types.CodeAction(title=f"Insert @fsr spec for `{kernel.name}`", kind=types.CodeActionKind.QuickFix,
                             edit=types.WorkspaceEdit(changes={uri: [edit]}))
+
+
+def _reset_spec(uri: str, src: SourceText, kernel: Kernel, d: types.Diagnostic, encoding: str) -> types.CodeAction:
+    assert kernel.spec is not None
+    rng = lsp_range(src, kernel.spec.span, encoding)
+    edit = types.TextEdit(range=rng, new_text=spec_template(kernel).rstrip("\n"))
+    return types.CodeAction(title=f"Replace the @fsr spec of `{kernel.name}` with a filled-in template",
+                            kind=types.CodeActionKind.QuickFix, diagnostics=[d],
+                            edit=types.WorkspaceEdit(changes={uri: [edit]}))
+
+
+def _set_block(uri: str, src: SourceText, kernel: Kernel, d: types.Diagnostic, encoding: str) -> types.CodeAction:
+    bound = (kernel.launch_bounds or "").split(",")[0].strip()
+    threads = min(256, int(bound)) if bound.isdigit() else 256
+    edit = types.TextEdit(range=d.range, new_text=f"block = {threads}")
+    return types.CodeAction(title=f"Set block = {threads}", kind=types.CodeActionKind.QuickFix, diagnostics=[d],
+                            is_preferred=True, edit=types.WorkspaceEdit(changes={uri: [edit]}))
 
 
 @server.feature(types.CODE_ACTION_RESOLVE)

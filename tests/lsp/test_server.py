@@ -212,3 +212,17 @@ async def test_columns_follow_the_negotiated_position_encoding(client: LanguageC
     encoding = "utf-8" if client.client_name == "neovim" else "utf-16"  # type: ignore[attr-defined]
     expected = len(prefix.encode("utf-8")) if encoding == "utf-8" else len(prefix.encode("utf-16-le")) // 2
     assert error.range.start.character == expected and error.range.start.line == 2
+
+
+async def test_spec_errors_have_quick_fixes(client: LanguageClient):
+    text = SAXPY.replace("block = 256", "block = 4096")
+    uri = open_file(client, name(client, "badblock.cu"), text)
+    (problem,) = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.code == "spec-block"])
+    assert problem.severity == types.DiagnosticSeverity.Warning and "at most 1024" in problem.message
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=problem.range,
+        context=types.CodeActionContext(diagnostics=[problem])))
+    fix = next(a for a in actions if a.title == "Set block = 256")
+    (edit,) = fix.edit.changes[uri]
+    assert text.splitlines()[edit.range.start.line].startswith("block = 4096") and edit.new_text == "block = 256"
+    assert any(a.title.startswith("Replace the @fsr spec of `saxpy`") for a in actions)
