@@ -29,6 +29,8 @@ from .watch import WorkspaceWatcher, affects
 log = logging.getLogger("fsr_lsp")
 CUDA_SUFFIXES = (".cu", ".cuh")
 OPTIMIZE, CANCEL = "fsr.optimize", "fsr.cancel"
+OPTIMIZE_AT, SEARCHES, HISTORY_AT = "fsr.optimizeAt", "fsr.searches", "fsr.historyAt"
+PROGRESS_NOTIFICATION = "fsr/searchProgress"  # for editor extensions: {uri, kernel, message, percentage, done}
 APPLY_KIND = types.CodeActionKind.RefactorRewrite
 
 
@@ -134,6 +136,7 @@ class FsrServer(LanguageServer):
         path = Path(doc.path)
         job = self.searches.start(uri, kernel, doc.source, path, self.workspace_root(path), self.settings,
                                   self._progress, self._finished)
+        self.notify_progress(job, "starting", 0, done=False)
         if self._supports_progress():
             try:
                 await self.work_done_progress.create_async(job.token)
@@ -151,17 +154,25 @@ class FsrServer(LanguageServer):
         return bool(caps and caps.window and caps.window.work_done_progress)
 
     def _progress(self, job: SearchJob, p: Progress) -> None:
-        if not self._supports_progress() or job.key not in self.searches.running:
+        if job.key not in self.searches.running:
             return
         total = max(p.rounds, 1)
         best = f", best {p.best_speedup:.2f}x" if p.best_speedup else ""
-        self.work_done_progress.report(job.token, types.WorkDoneProgressReport(
-            message=f"round {p.round}/{p.rounds}: {p.tried} tried{best}", percentage=min(99, int(100 * p.round / total)),
-            cancellable=True))
+        message = f"round {p.round}/{p.rounds}: {p.tried} tried{best}"
+        percentage = min(99, int(100 * p.round / total))
+        self.notify_progress(job, message, percentage, done=False)
+        if self._supports_progress():
+            self.work_done_progress.report(job.token, types.WorkDoneProgressReport(
+                message=message, percentage=percentage, cancellable=True))
+
+    def notify_progress(self, job: SearchJob, message: str, percentage: int, done: bool) -> None:
+        self.protocol.notify(PROGRESS_NOTIFICATION, {"uri": job.uri, "kernel": job.kernel, "message": message,
+                                                     "percentage": percentage, "done": done})
 
     def _finished(self, job: SearchJob) -> None:
         outcome = job.outcome
         assert outcome is not None
+        self.notify_progress(job, outcome.message[:200], 100, done=True)
         if self._supports_progress():
             self.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=outcome.message[:200]))
         if outcome.problem:
@@ -438,6 +449,45 @@ async def optimize_command(ls: FsrServer, *args: Any) -> str:
 def cancel_command(ls: FsrServer, *args: Any) -> str:
     uri, kernel = _command_args(args)
     return "cancelling" if ls.searches.cancel(uri, kernel) else f"no search of {kernel} is running"
+
+
+@server.command(OPTIMIZE_AT)
+async def optimize_at_command(ls: FsrServer, *args: Any) -> str:
+    kernel = _kernel_from_position(ls, args)
+    if kernel is None:
+        return "no kernel at the cursor"
+    return await ls.optimize(str(_flat(args)[0]), kernel.name)
+
+
+@server.command(SEARCHES)
+def searches_command(ls: FsrServer, *args: Any) -> list[dict]:
+    return [{"uri": uri, "kernel": kernel} for uri, kernel in ls.searches.running]
+
+
+@server.command(HISTORY_AT)
+def history_at_command(ls: FsrServer, *args: Any) -> dict:
+    kernel = _kernel_from_position(ls, args)
+    if kernel is None:
+        return {"kernel": None, "rows": []}
+    path = Path(ls.workspace.get_text_document(str(_flat(args)[0])).path)
+    store = HistoryStore(ls.workspace_root(path))
+    try:
+        rows = store.history(str(path), kernel.name)
+    finally:
+        store.close()
+    return {"kernel": kernel.name, "rows": [{"round": r.round + 1, "generator": r.generator, "status": r.status,
+                                             "speedup": r.speedup, "time_ms": r.time_ms, "message": r.message[:200]}
+                                            for r in rows]}
+
+
+def _flat(args: tuple) -> tuple:
+    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args
+
+
+def _kernel_from_position(ls: FsrServer, args: tuple) -> Kernel | None:
+    uri, line, character = _flat(args)[:3]
+    src = SourceText(ls.workspace.get_text_document(str(uri)).source)
+    return _kernel_at(src, types.Position(line=int(line), character=int(character)), ls.encoding)
 
 
 def _command_args(args: tuple) -> tuple[str, str]:

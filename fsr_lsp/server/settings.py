@@ -54,6 +54,10 @@ KEYS: dict[str, str] = {
 }
 
 
+# Read by the editor extension itself (how to start the server), not by the server.
+CLIENT_SIDE = {"server.command", "server.python"}
+
+
 @dataclass
 class Loaded:
     settings: Settings
@@ -69,6 +73,8 @@ def load_settings(options: Any, base: Settings | None = None) -> Loaded:
     types = {f.name: type(getattr(Settings(), f.name)) for f in fields(Settings)}
     problems = []
     for key, value in flat.items():
+        if key in CLIENT_SIDE:
+            continue
         name = KEYS.get(key)
         if name is None:
             if "secret" in key.lower() or key.lower().endswith("key"):

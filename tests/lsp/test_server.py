@@ -226,3 +226,24 @@ async def test_spec_errors_have_quick_fixes(client: LanguageClient):
     (edit,) = fix.edit.changes[uri]
     assert text.splitlines()[edit.range.start.line].startswith("block = 4096") and edit.new_text == "block = 256"
     assert any(a.title.startswith("Replace the @fsr spec of `saxpy`") for a in actions)
+
+
+async def test_editor_extension_commands(client: LanguageClient):
+    notes = []
+    client.feature("fsr/searchProgress")(lambda params: notes.append(params))
+    LLM.steps[:] = [candidate("verified 1.4", "ext"), candidate("verified 1.1", "ext2")]
+    uri = open_file(client, name(client, "ext.cu"), SAXPY)
+    line = SAXPY.splitlines().index("__global__ void saxpy(int n, float a, const float* x, float* y)") + 2
+    nothing = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.optimizeAt", arguments=[uri, 0, 0]))
+    assert nothing == "no kernel at the cursor"
+    started = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.optimizeAt", arguments=[uri, line, 4]))
+    assert started == "optimizing saxpy"
+    await wait_until(lambda: any(getattr(n, "done", None) or (isinstance(n, dict) and n.get("done")) for n in notes))
+    first = notes[0]
+    assert (first["kernel"] if isinstance(first, dict) else first.kernel) == "saxpy"
+    history = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.historyAt", arguments=[uri, line, 4]))
+    assert history["kernel"] == "saxpy" and {r["status"] for r in history["rows"]} == {"verified"}
+    assert await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.searches")) == []

@@ -1,0 +1,163 @@
+// The FSR extension: starts fsr-lsp, forwards the fsr.* settings, shows search progress as a
+// cancellable notification and running searches in the status bar. The server does the work.
+import * as vscode from "vscode";
+import { ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
+import {
+  HistoryRow, SearchProgress, historyMarkdown, initializationOptions, needsRestart, serverLaunch, statusText,
+} from "./settings";
+
+let client: LanguageClient | undefined;
+let output: vscode.OutputChannel;
+let status: vscode.StatusBarItem;
+const searches = new Map<string, { kernel: string; report: (p: SearchProgress) => void; finish: () => void }>();
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("FSR");
+  status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 100);
+  status.command = "fsr.cancelSearch";
+  status.tooltip = "FSR searches running (click to cancel one)";
+  context.subscriptions.push(
+    output,
+    status,
+    vscode.commands.registerCommand("fsr.optimizeAtCursor", optimizeAtCursor),
+    vscode.commands.registerCommand("fsr.cancelSearch", cancelSearch),
+    vscode.commands.registerCommand("fsr.showHistory", showHistory),
+    vscode.commands.registerCommand("fsr.restartServer", restart),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (needsRestart((section) => e.affectsConfiguration(section))) void restart();
+    }),
+  );
+  await start();
+}
+
+export async function deactivate(): Promise<void> {
+  await client?.stop();
+}
+
+async function start(): Promise<void> {
+  const config = vscode.workspace.getConfiguration("fsr");
+  const launch = serverLaunch(config.get("server.command"), config.get("server.python"));
+  output.appendLine(`starting ${launch.command} ${launch.args.join(" ")}`);
+  const serverOptions: ServerOptions = { command: launch.command, args: launch.args, options: { env: process.env } };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { scheme: "file", language: "cuda-cpp" },
+      { scheme: "file", pattern: "**/*.{cu,cuh}" },
+    ],
+    initializationOptions: initializationOptions((key) => config.get(key)),
+    synchronize: { configurationSection: "fsr" },
+    outputChannel: output,
+  };
+  client = new LanguageClient("fsr", "FSR", serverOptions, clientOptions);
+  client.onNotification("fsr/searchProgress", onProgress);
+  try {
+    await client.start();
+  } catch (e) {
+    void vscode.window.showErrorMessage(`FSR: the server did not start (${launch.command}): ${e}. ` +
+      "Set fsr.server.python to an interpreter with fsr-lsp installed, or fsr.server.command.");
+  }
+}
+
+async function restart(): Promise<void> {
+  for (const search of searches.values()) search.finish();
+  searches.clear();
+  updateStatus();
+  if (client) {
+    await client.stop().catch(() => undefined);
+    client = undefined;
+  }
+  await start();
+}
+
+function onProgress(p: SearchProgress): void {
+  const key = `${p.uri}#${p.kernel}`;
+  let search = searches.get(key);
+  if (!search && !p.done) {
+    // The search may end before VS Code runs the progress callback: resolve through a promise
+    // made now, and hold the latest report until the callback gives us a reporter.
+    let resolveDone: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (resolveDone = resolve));
+    let reporter: ((q: SearchProgress) => void) | undefined;
+    let pending: SearchProgress | undefined;
+    let last = 0;
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `FSR: optimizing ${p.kernel}`, cancellable: true },
+      (progress, token) => {
+        token.onCancellationRequested(() => void execute("fsr.cancel", [p.uri, p.kernel]));
+        reporter = (q) => {
+          progress.report({ message: q.message, increment: Math.max(0, q.percentage - last) });
+          last = Math.max(last, q.percentage);
+        };
+        if (pending) reporter(pending);
+        return done;
+      },
+    );
+    search = {
+      kernel: p.kernel,
+      report: (q) => (reporter ? reporter(q) : (pending = q)),
+      finish: () => resolveDone(),
+    };
+    searches.set(key, search);
+  }
+  if (!search) return;
+  search.report(p);
+  if (p.done) {
+    search.finish();
+    searches.delete(key);
+    output.appendLine(`FSR ${p.kernel}: ${p.message}`);
+    void vscode.window.showInformationMessage(`FSR ${p.kernel}: ${p.message}`);
+  }
+  updateStatus();
+}
+
+function updateStatus(): void {
+  const text = statusText([...searches.values()].map((s) => s.kernel));
+  if (text) {
+    status.text = text;
+    status.show();
+  } else {
+    status.hide();
+  }
+}
+
+async function execute(command: string, args: unknown[]): Promise<unknown> {
+  if (!client) {
+    void vscode.window.showErrorMessage("FSR: the server is not running (FSR: Restart server).");
+    return undefined;
+  }
+  return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+}
+
+async function optimizeAtCursor(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) return;
+  const at = editor.selection.active;
+  const result = await execute("fsr.optimizeAt", [editor.document.uri.toString(), at.line, at.character]);
+  if (typeof result === "string" && !result.startsWith("optimizing")) void vscode.window.showInformationMessage(`FSR: ${result}`);
+}
+
+async function cancelSearch(): Promise<void> {
+  const running = (await execute("fsr.searches", [])) as { uri: string; kernel: string }[] | undefined;
+  if (!running || running.length === 0) {
+    void vscode.window.showInformationMessage("FSR: no search is running");
+    return;
+  }
+  const pick = running.length === 1 ? running[0] : await vscode.window.showQuickPick(
+    running.map((r) => ({ label: r.kernel, description: vscode.Uri.parse(r.uri).fsPath, r })), { title: "Cancel which search?" },
+  ).then((item) => item?.r);
+  if (pick) await execute("fsr.cancel", [pick.uri, pick.kernel]);
+}
+
+async function showHistory(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) return;
+  const at = editor.selection.active;
+  const history = (await execute("fsr.historyAt", [editor.document.uri.toString(), at.line, at.character])) as
+    { kernel: string | null; rows: HistoryRow[] } | undefined;
+  if (!history || !history.kernel) {
+    void vscode.window.showInformationMessage("FSR: put the cursor inside a kernel");
+    return;
+  }
+  const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: historyMarkdown(history.kernel, history.rows) });
+  await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
+}
