@@ -10,6 +10,7 @@ from pathlib import Path
 from ..evaluator import EvalOptions, Evaluator, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import to_json
+from .common import add_gpu_options
 from .render import render_result
 
 EXIT = {"verified": 0, "spec_error": 2, "unavailable": 3}
@@ -23,15 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", "-k", required=True, help="kernel name")
     p.add_argument("--candidate", "-c", type=Path, help="a file with the rewritten kernel (device code only)")
     p.add_argument("--json", action="store_true", help="print the full result record as JSON")
-    p.add_argument("--gpu", type=int, default=0, help="GPU index (default 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung kernel is killed")
     p.add_argument("--seeds", type=int, default=3, help="random input sets per size (default 3)")
     p.add_argument("--seed", type=int, help="base seed (default: fresh every run)")
     p.add_argument("--reps", type=int, default=300, help="most timed runs per kernel (default 300)")
-    p.add_argument("--no-sanitize", action="store_true", help="skip compute-sanitizer on a verified candidate")
-    p.add_argument("--flag", action="append", default=[], dest="flags", metavar="FLAG",
-                   help="extra nvcc flag, e.g. --flag=-use_fast_math (repeatable)")
-    p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR", help="include directory")
+    add_gpu_options(p)
     p.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
     p.set_defaults(run=run)
 

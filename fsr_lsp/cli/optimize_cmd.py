@@ -22,6 +22,7 @@ from ..search.generators.builtin import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
 from ..search.gpu_bench import GpuBench
 from ..search.report import write_report
+from .common import add_gpu_options
 from .workspace import workspace_of
 
 
@@ -46,10 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--llm-temperature", type=float, default=0.7)
     p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
     p.add_argument("--workspace", type=Path, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
-    p.add_argument("--gpu", type=int, default=0)
-    p.add_argument("--no-sanitize", action="store_true")
-    p.add_argument("--flag", action="append", default=[], dest="flags", metavar="FLAG")
-    p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR")
+    add_gpu_options(p)
     p.set_defaults(run=run)
 
 

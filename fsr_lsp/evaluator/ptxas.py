@@ -44,11 +44,11 @@ def match_entry(entries: list[str], kernel: str) -> str | None:
     whose last source name (after any namespaces) is `kernel`."""
     if kernel in entries:
         return kernel
-    hits = [e for e in entries if _mangled_name(e) == kernel]
+    hits = [e for e in entries if mangled_name(e) == kernel]
     return hits[0] if len(hits) == 1 else None
 
 
-def _mangled_name(symbol: str) -> str | None:
+def mangled_name(symbol: str) -> str | None:
     """`_Z5saxpyifPKfPf` -> saxpy; `_ZN2ns6kernelEPf` -> kernel; `_Z2k1IfLi256EEviPKT_PS0_` -> k1."""
     if not symbol.startswith("_Z"):
         return None

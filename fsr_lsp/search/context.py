@@ -31,6 +31,3 @@ class RoundContext:
     def baseline_ms(self) -> float:
         t = self.baseline.original_time
         return t.median_ms if t else 0.0
-
-    def best_source(self) -> str:
-        return self.seeds[0].proposal.source if self.seeds else self.kernel_text

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..evaluator.compiler import find_nvcc
-from ..evaluator.ptxas import _mangled_name, parse_resources
+from ..evaluator.ptxas import mangled_name, parse_resources
 from ..evaluator.records import Resources
 from .nvcc_output import Message, parse_messages
 from .settings import Settings
@@ -45,5 +45,5 @@ async def check_source(text: str, path: Path, settings: Settings) -> CheckResult
             raise
         log = (out + err).decode(errors="replace").replace(str(src), path.name).replace(tmp + "/", "")
     messages = parse_messages(log, text.splitlines())
-    resources = {(_mangled_name(name) or name): res for name, res in parse_resources(log).items()}
+    resources = {(mangled_name(name) or name): res for name, res in parse_resources(log).items()}
     return CheckResult(messages=messages, resources=resources)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from ..evaluator.records import Resources
-from ..kernels import Kernel, discover_kernels
+from ..kernels import Kernel
 from ..source import SourceText, Span, units
 from ..spec import parse_spec
 from .check import CheckResult
@@ -96,7 +96,3 @@ def _include_range(src: SourceText, file: str, encoding: str) -> types.Range:
             return types.Range(start=types.Position(line=i, character=0),
                                end=types.Position(line=i, character=units(line, encoding)))
     return types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
-
-
-def kernels_of(src: SourceText) -> list[Kernel]:
-    return discover_kernels(src)

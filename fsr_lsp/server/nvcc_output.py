@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..evaluator.ptxas import _mangled_name
+from ..evaluator.ptxas import mangled_name
 
 _NVCC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<sev>error|warning|remark)(?: #(?P<code>[\w-]+))?: (?P<msg>.*)$")
 _GCC = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning): (?P<msg>.*)$")
@@ -59,7 +59,7 @@ def _parse_line(raw: str, following: list[str], source_lines: list[str]) -> Mess
         entry = _ENTRY.search(m.group("msg"))
         kernel = ""
         if entry:
-            kernel = _mangled_name(entry.group(1)) or entry.group(1)
+            kernel = mangled_name(entry.group(1)) or entry.group(1)
         text = m.group("msg").strip()
         if entry and kernel:
             text = text.replace(entry.group(0), f"'{kernel}'")

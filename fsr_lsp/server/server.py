@@ -10,10 +10,9 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..kernels import Kernel, discover_kernels
+from ..kernels import Kernel, discover_kernels, kernel_at
 from ..search import Progress
 from ..search.apply import ApplyError, rewrite_if_unchanged
 from ..search.store import HistoryStore
@@ -346,8 +345,7 @@ def _stored_best(ls: FsrServer, path: Path, kernel: str) -> str:
 
 
 def _kernel_at(src: SourceText, position: types.Position, encoding: str) -> Kernel | None:
-    byte = src.byte_at(Position(position.line, position.character), encoding)
-    return next((k for k in discover_kernels(src) if k.span.start_byte <= byte <= k.span.end_byte), None)
+    return kernel_at(src, src.byte_at(Position(position.line, position.character), encoding))
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
@@ -502,6 +500,3 @@ def shutdown(ls: FsrServer, *args: Any) -> None:
     if ls.watcher is not None:
         ls.watcher.stop()
 
-
-def path_of(uri: str) -> Path:
-    return Path(to_fs_path(uri) or uri)

@@ -17,23 +17,21 @@ const browser = await chromium.launch({
     "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
 });
 const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
-const command = async (title) => {
-  await page.keyboard.press("F1");
+// Open the quick input with `keys`, type `text`, wait for a row showing it, take it.
+const pick = async (keys, text) => {
+  await page.keyboard.press(keys);
   await page.locator(".quick-input-widget input").waitFor({ timeout: 30000 });
-  await page.keyboard.type(title, { delay: 10 });
-  await page.locator(".quick-input-list .monaco-list-row").filter({ hasText: title }).first().waitFor({ timeout: 30000 });
+  await page.keyboard.type(text, { delay: 10 });
+  await page.locator(".quick-input-list .monaco-list-row").filter({ hasText: text }).first().waitFor({ timeout: 30000 });
   await page.keyboard.press("Enter");
 };
+const command = (title) => pick("F1", title);
 try {
   await page.goto(config.url, { waitUntil: "domcontentloaded" });
   await page.locator(".monaco-workbench").waitFor({ timeout: 120000 });
   step("workbench loaded");
 
-  await page.keyboard.press("Control+P");
-  await page.locator(".quick-input-widget input").waitFor({ timeout: 30000 });
-  await page.keyboard.type(config.file, { delay: 10 });
-  await page.locator(".quick-input-list .monaco-list-row").filter({ hasText: config.file }).first().waitFor({ timeout: 30000 });
-  await page.keyboard.press("Enter");
+  await pick("Control+P", config.file);
   await page.locator(".monaco-editor .view-lines").first().waitFor({ timeout: 30000 });
   step("file opened");
 
@@ -69,7 +67,6 @@ try {
   // sees it; tick the file, then apply.
   const row = page.locator(".part.panel .monaco-list-row").filter({ hasText: config.file }).first();
   await row.waitFor({ timeout: 30000 });
-  if (process.env.FSR_E2E_DEBUG) console.log((await row.evaluate((e) => e.outerHTML)).slice(0, 1500));
   const box = row.locator('input[type="checkbox"], [role="checkbox"], .monaco-custom-toggle').first();
   await box.waitFor({ timeout: 30000 });
   await box.click();

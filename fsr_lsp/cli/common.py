@@ -1,0 +1,13 @@
+"""Options that every GPU command takes."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_gpu_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", type=int, default=0, help="GPU index (default 0)")
+    p.add_argument("--no-sanitize", action="store_true", help="skip compute-sanitizer on a verified winner")
+    p.add_argument("--flag", action="append", default=[], dest="flags", metavar="FLAG",
+                   help="extra nvcc flag, e.g. --flag=-use_fast_math (repeatable)")
+    p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR", help="include directory")
