@@ -3,7 +3,6 @@ import sys
 
 from fsr_lsp.search.report import render
 
-from .scripted_bench import ScriptedBench
 from .search_helpers import EXAMPLES
 
 

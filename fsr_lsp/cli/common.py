@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
+
+
+def fail(message: str, code: int) -> int:
+    """One line on stderr, no traceback; the exit status to return."""
+    print(f"fsr: {message}", file=sys.stderr)
+    return code
 
 
 def add_gpu_options(p: argparse.ArgumentParser) -> None:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 
 from ..evaluator import EvalOptions, Evaluator, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import to_json
-from .common import add_gpu_options
+from ..evaluator.support import gpu_support_missing
+from .common import add_gpu_options, fail
 from .render import render_result
 
 EXIT = {"verified": 0, "spec_error": 2, "unavailable": 3}
@@ -38,11 +38,10 @@ def run(args: argparse.Namespace) -> int:
         source = args.file.read_text(encoding="utf-8")
         candidate = args.candidate.read_text(encoding="utf-8") if args.candidate else None
     except OSError as e:
-        return _fail(f"cannot read {e.filename}: {e.strerror}", 2)
-    missing = [m for m in ("pycuda", "torch") if importlib.util.find_spec(m) is None]
+        return fail(f"cannot read {e.filename}: {e.strerror}", 2)
+    missing = gpu_support_missing("GPU evaluation needs")
     if missing:
-        return _fail(f"{' and '.join(missing)} not installed: GPU evaluation needs pip install 'fsr-lsp[gpu]' "
-                     "on a machine with a CUDA GPU and toolkit", 3)
+        return fail(missing, 3)
     options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(args.file.parent), *args.include_dirs),
                           compiler=args.compiler, seeds_per_size=args.seeds, base_seed=args.seed,
                           timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)))
@@ -50,17 +49,12 @@ def run(args: argparse.Namespace) -> int:
         result = evaluate(evaluator, source, args.kernel, candidate, options,
                           sanitize_winner=not args.no_sanitize, on_stage=status.update)
     if result.status == "unavailable":
-        return _fail(result.message, 3)
+        return fail(result.message, 3)
     if args.json:
         print(to_json(result, indent=2))
     else:
         render_result(result, args.file, args.candidate)
     return EXIT.get(result.status, 1)
-
-
-def _fail(message: str, code: int) -> int:
-    print(f"fsr: {message}", file=sys.stderr)
-    return code
 
 
 class _Status:

@@ -23,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = HistoryStore(workspace_of(args.file, args.workspace))
-    rows = store.history(str(args.file), args.kernel)
+    with HistoryStore(workspace_of(args.file, args.workspace)) as store:
+        rows = store.history(str(args.file), args.kernel)
     console = Console()
     if not rows:
         console.print(f"no stored candidates for {args.kernel} in {args.file}")

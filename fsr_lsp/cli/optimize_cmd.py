@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,6 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..evaluator import EvalOptions, Evaluator
+from ..evaluator.support import gpu_support_missing
 from ..kernels import find_kernel
 from ..search import HistoryStore, LLMConfig, SearchConfig, SearchOutcome, run_search
 from ..search.apply import ApplyError, rewrite_if_unchanged
@@ -22,7 +21,7 @@ from ..search.generators.builtin import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
 from ..search.gpu_bench import GpuBench
 from ..search.report import write_report
-from .common import add_gpu_options
+from .common import add_gpu_options, fail
 from .workspace import workspace_of
 
 
@@ -56,13 +55,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         source = args.file.read_text(encoding="utf-8")
     except OSError as e:
-        return _fail(f"cannot read {e.filename}: {e.strerror}", 2)
+        return fail(f"cannot read {e.filename}: {e.strerror}", 2)
     if find_kernel(source, args.kernel) is None:
-        return _fail(f"no kernel named {args.kernel} in {args.file}", 2)
-    missing = [m for m in ("pycuda", "torch") if importlib.util.find_spec(m) is None]
+        return fail(f"no kernel named {args.kernel} in {args.file}", 2)
+    missing = gpu_support_missing("the search needs")
     if missing:
-        return _fail(f"{' and '.join(missing)} not installed: the search needs pip install 'fsr-lsp[gpu]' on a machine "
-                     "with a CUDA GPU and toolkit", 3)
+        return fail(missing, 3)
     llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model, api_key_env=args.llm_key_env,
                     temperature=args.llm_temperature)
     config = SearchConfig(rounds=args.rounds, candidates=args.candidates, time_budget=args.time_budget,
@@ -70,14 +68,14 @@ def run(args: argparse.Namespace) -> int:
                           sanitize_winner=not args.no_sanitize, llm=llm)
     generator = LLMGenerator(llm) if llm.configured else BuiltinGenerator()
     workspace = workspace_of(args.file, args.workspace)
-    store = HistoryStore(workspace, secrets=[os.environ.get(llm.api_key_env, "")])
     options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(args.file.parent.resolve()), *args.include_dirs))
     cancel = threading.Event()
-    with Evaluator(args.gpu) as evaluator:
+    secrets = [os.environ.get(llm.api_key_env, "")]
+    with Evaluator(args.gpu) as evaluator, HistoryStore(workspace, secrets=secrets) as store:
         bench = GpuBench(evaluator, source, args.kernel, options, cancel=cancel)
         outcome = _run_with_progress(console, source, args, config, bench, generator, store, cancel, evaluator)
     if outcome.status == "failed" and outcome.baseline is not None and outcome.baseline.status == "unavailable":
-        return _fail(outcome.baseline.message, 3)
+        return fail(outcome.baseline.message, 3)
     _print_outcome(outcome, args.kernel)
     report = args.report or workspace / ".fsr" / "reports" / f"{args.kernel}-{time.strftime('%Y%m%d-%H%M%S')}.html"
     if outcome.tried:
@@ -137,7 +135,7 @@ def _apply(file: Path, kernel: str, outcome: SearchOutcome, searched: str) -> in
     try:
         rewrite = rewrite_if_unchanged(current, searched, kernel, outcome.best.proposal.source)
     except ApplyError as e:
-        return _fail(f"not applied: {e}", 1)
+        return fail(f"not applied: {e}", 1)
     tmp = file.with_name(f".{file.name}.fsr-tmp")
     tmp.write_text(rewrite.text, encoding="utf-8")
     os.chmod(tmp, file.stat().st_mode)
@@ -146,8 +144,3 @@ def _apply(file: Path, kernel: str, outcome: SearchOutcome, searched: str) -> in
     for note in rewrite.notes:
         print(f"  {note}")
     return 0
-
-
-def _fail(message: str, code: int) -> int:
-    print(f"fsr: {message}", file=sys.stderr)
-    return code

@@ -10,6 +10,7 @@ from ..kernels import Kernel, find_kernel
 from ..kernels.lexical import mask
 from ..source import SourceText
 from ..spec import Spec, parse_spec, render_spec
+from ..spec.expr import replace_literal
 
 
 class ApplyError(RuntimeError):
@@ -89,7 +90,7 @@ def _relaunch(args: str, old: Spec, new: Spec) -> str | None:
     changes = dict(zip(old.block, new.block))
     expected = tuple(old.grid)
     for o, n in changes.items():
-        expected = tuple(_swap(g, o, n) if isinstance(g, str) else g for g in expected)
+        expected = tuple(replace_literal(g, o, n) for g in expected)
     if expected != tuple(new.grid) or len(changes) != len(old.block):
         return None  # more than a block-size change (a grid-stride cap, a new tiling): not ours to guess
     parts = _split(args)
@@ -157,10 +158,6 @@ def _lead(text: str) -> str:
 
 def _trail(text: str) -> str:
     return text[len(text.rstrip()):]
-
-
-def _swap(text: str, old: int, new: int) -> str:
-    return re.sub(rf"(?<![\w.]){old}(?![\w.])", str(new), text)
 
 
 def _split(args: str) -> list[str]:

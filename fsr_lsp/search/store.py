@@ -97,6 +97,12 @@ class HistoryStore:
         with self._lock:
             self._db.close()
 
+    def __enter__(self) -> "HistoryStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def redact(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")

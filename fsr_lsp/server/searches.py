@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import importlib.util
 import os
 import threading
 import uuid
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..evaluator import EvalOptions, Evaluator
+from ..evaluator.support import gpu_support_missing
 from ..search import HistoryStore, Progress, SearchOutcome, run_search
 from ..search.generators.builtin import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
@@ -53,11 +53,8 @@ class Searches:
         """Why searches cannot run here, or ''."""
         if os.environ.get(STAND_IN):
             return ""
-        missing = [m for m in ("pycuda", "torch") if importlib.util.find_spec(m) is None]
-        if missing:
-            return (f"fsr: {' and '.join(missing)} not installed: searches need pip install 'fsr-lsp[gpu]' on a "
-                    "machine with a CUDA GPU and toolkit")
-        return ""
+        missing = gpu_support_missing("searches need")
+        return f"fsr: {missing}" if missing else ""
 
     def start(self, uri: str, kernel: str, text: str, path: Path, workspace: Path, settings: Settings,
               on_progress: Callable[[SearchJob, Progress], None], on_done: Callable[[SearchJob], None]) -> SearchJob:
@@ -102,12 +99,9 @@ class Searches:
                 report: Callable[[Progress], None]) -> SearchOutcome:
         config = settings.search_config()
         generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
-        store = HistoryStore(workspace, secrets=[os.environ.get(config.llm.api_key_env, "")])
-        try:
+        with HistoryStore(workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
             return run_search(job.searched_text, str(path), job.kernel, config, self._bench(job, path, settings),
                               generator, store, report, job.cancel)
-        finally:
-            store.close()
 
     def _bench(self, job: SearchJob, path: Path, settings: Settings) -> Any:
         stand_in = os.environ.get(STAND_IN)

@@ -332,11 +332,8 @@ def _stored_best(ls: FsrServer, path: Path, kernel: str) -> str:
     store_file = ls.workspace_root(path) / ".fsr" / "history.sqlite"
     if not store_file.exists():
         return ""
-    store = HistoryStore(ls.workspace_root(path))
-    try:
+    with HistoryStore(ls.workspace_root(path)) as store:
         rows = store.history(str(path), kernel)
-    finally:
-        store.close()
     timed = [r for r in rows if r.status == "verified" and r.speedup]
     if not timed:
         return f"{len(rows)} stored candidates, none verified" if rows else ""
@@ -468,11 +465,8 @@ def history_at_command(ls: FsrServer, *args: Any) -> dict:
     if kernel is None:
         return {"kernel": None, "rows": []}
     path = Path(ls.workspace.get_text_document(str(_flat(args)[0])).path)
-    store = HistoryStore(ls.workspace_root(path))
-    try:
+    with HistoryStore(ls.workspace_root(path)) as store:
         rows = store.history(str(path), kernel.name)
-    finally:
-        store.close()
     return {"kernel": kernel.name, "rows": [{"round": r.round + 1, "generator": r.generator, "status": r.status,
                                              "speedup": r.speedup, "time_ms": r.time_ms, "message": r.message[:200]}
                                             for r in rows]}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from typing import Callable, Mapping
 
 Number = int | float
@@ -74,6 +75,20 @@ _BINOPS: dict[type, Callable[[Number, Number], Number]] = {
 }
 
 _MAX_MAGNITUDE = 1 << 62
+
+
+def _literal(n: int) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.]){n}(?![\w.])")
+
+
+def has_literal(text: str | int, n: int) -> bool:
+    """Whether an expression (or C text) spells the whole number `n` (not as part of 2560 or x1)."""
+    return isinstance(text, str) and _literal(n).search(text) is not None
+
+
+def replace_literal(text: str | int, old: int, new: int) -> str | int:
+    """`text` with every whole-number `old` replaced by `new`; plain numbers pass through."""
+    return _literal(old).sub(str(new), text) if isinstance(text, str) else text
 
 
 def parse_expr(text: str) -> ast.expr:

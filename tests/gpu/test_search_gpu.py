@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from fsr_lsp.evaluator import EvalOptions
 from fsr_lsp.search import LLMConfig, SearchConfig, run_search
 from fsr_lsp.search.generators.builtin import BuiltinGenerator
 from fsr_lsp.search.generators.llm import LLMGenerator

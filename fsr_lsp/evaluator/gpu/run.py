@@ -44,7 +44,6 @@ class _Kernels:
 
 @dataclass
 class _Counts:
-    runs: int = 0
     sizes: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     ref_compared: int = 0
@@ -114,7 +113,6 @@ def _verify(session: GpuSession, job: EvalJob, kernels: _Kernels, result: EvalRe
                     counts.ref_compared += 1
             if kernels.candidate is not None:
                 _check_candidate(session, kernels.candidate, plan, inputs, expected, reference, seed, report)
-            counts.runs += 1
             counts.seeds.append(seed)
         if usable:
             counts.sizes.append(plan.label)

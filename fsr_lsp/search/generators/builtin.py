@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ...kernels import Kernel
 from ...spec import Spec, render_spec
+from ...spec.expr import has_literal, replace_literal
 from ..context import RoundContext
 from ..proposal import Proposal, Tried
 
@@ -118,13 +119,13 @@ class BuiltinGenerator:
 
     def _blocks(self, spec: Spec, body: str):
         current = tuple(int(b) for b in spec.block)
-        if any(re.search(rf"(?<![\w.]){b}(?![\w.])", body) for b in current if b > 8):
+        if any(has_literal(body, b) for b in current if b > 8):
             return  # the body hard-codes the block size (shared arrays, strides): leave it alone
         if len(current) == 1:
-            if len(spec.grid) == 1 and _uses(spec.grid[0], current[0]):
+            if len(spec.grid) == 1 and has_literal(spec.grid[0], current[0]):
                 yield from ((b,) for b in BLOCKS_1D if b != current[0])
         elif len(current) == 2 and len(spec.grid) == 2:
-            if _uses(spec.grid[0], current[0]) and _uses(spec.grid[1], current[1]):
+            if has_literal(spec.grid[0], current[0]) and has_literal(spec.grid[1], current[1]):
                 yield from (b for b in BLOCKS_2D if b != current)
 
     # ------------------------------------------------------------ rendering a variant
@@ -135,7 +136,7 @@ class BuiltinGenerator:
         block = v.block or tuple(int(b) for b in spec.block)
         grid = list(spec.grid)
         if v.block:
-            grid = [_swap_literal(g, old, new) for g, old, new in zip(grid, spec.block, v.block)]
+            grid = [replace_literal(g, old, new) for g, old, new in zip(grid, spec.block, v.block)]
         if v.restrict:
             text = _add_restrict(text, ctx.kernel)
         if v.grid_stride_waves:
@@ -181,16 +182,6 @@ def _definition(ctx: RoundContext) -> str:
 def _body(definition: str) -> str:
     """From the opening brace of a definition (one without its spec comment)."""
     return definition[definition.find("{"):]
-
-
-def _uses(expr: str | int, literal: int) -> bool:
-    return isinstance(expr, str) and re.search(rf"(?<![\w.]){literal}(?![\w.])", expr) is not None
-
-
-def _swap_literal(expr: str | int, old: int, new: int) -> str | int:
-    if isinstance(expr, int):
-        return expr
-    return re.sub(rf"(?<![\w.]){old}(?![\w.])", str(new), expr)
 
 
 def _add_restrict(text: str, kernel: Kernel) -> str:
