@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fsr_lsp.evaluator.plan import build_plans
 from fsr_lsp.evaluator.records import EvalResult, GpuInfo, TimingStats
-from fsr_lsp.kernels import find_kernel
+from fsr_lsp.kernels import find_kernel, kernel_source
 from fsr_lsp.search.context import RoundContext
 from fsr_lsp.search.workload import classify
 from fsr_lsp.source import SourceText
@@ -25,12 +25,14 @@ def context(source: str, name: str, round_: int = 0, history=None, seeds=None, m
     src = SourceText(source)
     kernel = find_kernel(src, name)
     spec = parse_spec(src, kernel).spec
-    text = src.slice(kernel.span.start_byte, kernel.span.end_byte)
+    texts = kernel_source(src, kernel)
+    text = texts.unit
     bench = build_plans(kernel, spec)[-1]
-    spec_text = src.slice(kernel.spec.span.start_byte, kernel.spec.span.end_byte) if kernel.spec else render_spec(spec)
+    spec_text = texts.spec or render_spec(spec)
     return RoundContext(kernel=kernel, kernel_text=text, spec=spec, spec_text=spec_text, bench=bench, gpu=GPU,
                         baseline=baseline(), workload=classify(text, bench), round=round_, rounds=4, mode=mode,
-                        history=list(history or []), seeds=list(seeds or []))
+                        history=list(history or []), seeds=list(seeds or []), definition_text=texts.definition,
+                        declarations=texts.declarations)
 
 
 def example(name: str) -> str:

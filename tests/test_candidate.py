@@ -79,3 +79,44 @@ def test_a_candidate_spec_may_change_only_the_launch():
     assert not c.ok and "changes bench" in c.reason
     args = spec.replace("a = 2.0", "a = 0.0")
     assert "changes args" in check(args + "\n" + GOOD).reason
+
+
+SPEC_TEXT = ORIGINAL[ORIGINAL.index("/* @fsr"):ORIGINAL.index("*/") + 2]
+LAUNCH_512 = SPEC_TEXT.replace('grid  = "cdiv(n, 256)"', 'grid  = "cdiv(n, 512)"').replace("block = 256", "block = 512")
+HELPER = "#define SCALE 1\n__device__ __forceinline__ float fma1(float a, float x, float y) { return a * x + y; }\n" \
+         "struct Tile { float v[4]; };\nconstexpr int kVec = 4;\n"
+
+
+@pytest.mark.parametrize("layout", ["above_helpers", "below_kernel", "between_helpers", "inside_body"])
+def test_a_candidates_block_sets_its_launch_wherever_it_stands(layout):
+    text = {
+        "above_helpers": LAUNCH_512 + "\n" + HELPER + GOOD,
+        "below_kernel": HELPER + GOOD + "\n" + LAUNCH_512 + "\n",
+        "between_helpers": "#define SCALE 1\n" + LAUNCH_512 + "\n" + HELPER.split("\n", 1)[1] + GOOD,
+        "inside_body": GOOD.replace("{\n", "{\n" + LAUNCH_512 + "\n", 1),
+    }[layout]
+    c = check(text)
+    assert c.ok, c.reason
+    assert c.launch_changed and c.spec.block == (512,) and c.spec.grid == ("cdiv(n, 512)",)
+    assert "@fsr" not in c.source[c.source.index("__global__"):]
+
+
+def test_a_candidate_with_two_blocks_or_an_unusable_block_fails_with_the_reason():
+    c = check(LAUNCH_512 + "\n" + HELPER + GOOD + "\n" + SPEC_TEXT + "\n")
+    assert not c.ok and "2 @fsr blocks" in c.reason
+    broken = LAUNCH_512.replace("block = 512", "block = [512")
+    c = check(HELPER + broken + "\n" + GOOD)
+    assert not c.ok and "@fsr block is invalid" in c.reason and "TOML" in c.reason
+
+
+def test_a_pragma_before_an_unbraced_body_is_a_complete_candidate():
+    text = """__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
+{
+    int base = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    for (int u = 0; u < 4; ++u)
+#pragma unroll
+        if (base + u < n) y[base + u] = a * x[base + u] + y[base + u];
+}
+"""
+    c = check(LAUNCH_512.replace('"cdiv(n, 512)"', '"cdiv(n, 2048)"') + "\n" + text)
+    assert c.ok, c.reason

@@ -46,3 +46,15 @@ def test_verdicts_that_need_no_gpu(cache_dir):
     assert bad_spec.status == "spec_error" and "line 8" in bad_spec.message and "at most 1024" in bad_spec.message
     bad_original = prepare(SAXPY.replace("y[i] =", "y[i] = w +"), "saxpy", None, "sm_90a", o).result
     assert bad_original.status == "spec_error" and "does not compile" in bad_original.message
+
+
+def test_a_block_that_attaches_to_no_kernel_is_said(cache_dir):
+    spec = SAXPY[SAXPY.index("/* @fsr"):SAXPY.index("*/") + 2]
+    separated = SAXPY.replace(spec, spec + "\nfloat host_scale = 2.0f;\n")
+    r = prepare(separated, "saxpy", None, "sm_90a", options(cache_dir))
+    # saxpy's signature is unambiguous, so a spec is inferred; the user hears why theirs was not used
+    assert r.job is not None
+    assert any("attaches to no kernel" in w and "host code `float host_scale = 2.0f;`" in w for w in r.result.warnings)
+    no_inference = separated.replace("int n,", "int n, int m,").replace('n = "n"', 'n = "n"\nm = "n"')
+    r = prepare(no_inference, "saxpy", None, "sm_90a", options(cache_dir))
+    assert r.result.status == "spec_error" and "attaches to no kernel" in r.result.message

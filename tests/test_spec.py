@@ -138,3 +138,42 @@ def test_render_round_trips():
     text = render_spec(r.spec) + KERNEL
     _, again = parse(text)
     assert again.spec == r.spec
+
+
+HIST = "__global__ void hist(int n, const int* keys, unsigned int* bins, float* total) { }\n"
+HIST_SPEC = """/* @fsr
+bench = {{ n = 1048576 }}
+tests = [ {{ n = 1 }}, {{ n = 1000 }} ]
+grid = "cdiv(n, 256)"
+block = 256
+[args]
+n = "n"
+keys = "in[n] randint(0, 64)"
+bins = "inout[64] {bins}"
+total = "inout[1] {total}"
+*/
+"""
+
+
+def test_zeros_and_fill_state_an_accumulators_start():
+    _, r = parse(HIST_SPEC.format(bins="zeros()", total="fill(2.5)") + HIST, "hist")
+    assert r.problems == ()
+    args = {a.name: a for a in r.spec.args}
+    assert args["bins"].init == Init("fill", 0.0, 0.0) and args["total"].init == Init("fill", 2.5, 2.5)
+    again = parse(render_spec(r.spec) + HIST, "hist")[1]
+    assert again.spec == r.spec and "zeros()" in render_spec(r.spec) and "fill(2.5)" in render_spec(r.spec)
+
+
+@pytest.mark.parametrize("bins, total, needle", [
+    ("uniform(0, 0)", "zeros()", "holds no value; for a constant start (an accumulator, histogram bins) use fill(0) or zeros()"),
+    ("zeros()", "uniform(3, 3)", "use fill(3)"),
+    ("fill(1.5)", "zeros()", "fill(1.5) is not an integer"),
+    ("fill(-1)", "zeros()", "does not fit uint32"),
+    ("zeros(1)", "zeros()", "zeros() takes no arguments"),
+    ("fill()", "zeros()", "fill(v) takes one number"),
+    ("ones()", "zeros()", "zeros() or fill(v)"),
+])
+def test_constant_initialisers_are_checked(bins, total, needle):
+    p, line = problem(HIST_SPEC.format(bins=bins, total=total) + HIST, "hist")
+    assert needle in p.message, p.message
+    assert line.startswith(("bins", "total"))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ..kernels import Kernel, abi_signature, discover_kernels
+from ..kernels import Kernel, abi_signature, discover
 from ..kernels.treesitter import parse
 from ..source import SourceText
 from ..spec import Spec, parse_spec
@@ -45,13 +45,22 @@ class CandidateCheck:
 
 def check_candidate(original_src: SourceText, original: Kernel, original_spec: Spec, text: str) -> CandidateCheck:
     src = SourceText(text)
-    kernels = discover_kernels(src)
+    found = discover(src)
+    kernels = found.kernels
     if not kernels:
         return CandidateCheck(False, "the candidate defines no __global__ kernel")
     if len(kernels) > 1:
         names = ", ".join(k.name for k in kernels)
         return CandidateCheck(False, f"the candidate defines {len(kernels)} kernels ({names}); it must define exactly one")
     kernel = kernels[0]
+    # One kernel: its @fsr block is the candidate's launch wherever it stands in the text.
+    blocks = [o.comment for o in found.orphan_specs] + ([kernel.spec] if kernel.spec else [])
+    if len(blocks) > 1:
+        lines = ", ".join(str(b.span.start.line + 1) for b in sorted(blocks, key=lambda b: b.span.start_byte))
+        return CandidateCheck(False, f"the candidate has {len(blocks)} @fsr blocks (lines {lines}); it may have one, "
+                                     "which sets its launch")
+    if blocks and kernel.spec is None:
+        kernel = dataclasses.replace(kernel, spec=blocks[0])
     if kernel.name != original.name:
         return CandidateCheck(False, f"the candidate renames the kernel to {kernel.name!r}; it must stay {original.name!r}")
     if abi_signature(kernel.params) != abi_signature(original.params):
@@ -60,7 +69,7 @@ def check_candidate(original_src: SourceText, original: Kernel, original_spec: S
         return CandidateCheck(False, f"the candidate changes the parameter list to ({got}); it must stay ({want}) "
                                      "(adding const or __restrict__ is fine)")
     if not kernel.complete:
-        return CandidateCheck(False, "the candidate kernel is incomplete (unbalanced braces)")
+        return CandidateCheck(False, "the candidate kernel is incomplete: its braces do not balance")
     host = host_code(src, original_src)
     if host:
         return CandidateCheck(False, f"the candidate contains host code: {host}; only device code is allowed")

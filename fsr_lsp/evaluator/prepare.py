@@ -8,7 +8,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from ..kernels import Kernel, discover_kernels
+from ..kernels import Kernel, discover
 from ..source import SourceText
 from ..spec import Spec, parse_spec
 from ..spec.parse import template_substitution
@@ -50,19 +50,22 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     uncompilable candidate)."""
     started = time.perf_counter()
     src = SourceText(source)
-    kernels = discover_kernels(src)
+    found = discover(src)
+    kernels = found.kernels
     kernel = next((k for k in kernels if k.name == kernel_name), None)
     if kernel is None:
         names = ", ".join(k.name for k in kernels) or "none"
         return Prepared(result=_early(kernel_name, "spec_error", f"no kernel named {kernel_name} (kernels in the file: {names})", started))
+    orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
+               for o in found.orphan_specs]
     spec_result = parse_spec(src, kernel)
     if spec_result.spec is None:
-        problems = "; ".join(f"line {p.span.start.line + 1}: {p.message}" for p in spec_result.problems
-                             if p.severity != "info") or "no spec"
+        problems = "; ".join([f"line {p.span.start.line + 1}: {p.message}" for p in spec_result.problems
+                              if p.severity != "info"] + orphans) or "no spec"
         return Prepared(result=_early(kernel_name, "spec_error", f"the spec of {kernel_name} is unusable: {problems}", started))
     spec = spec_result.spec
     ref = kernel_ref(kernel, spec)
-    warnings = [p.message for p in spec_result.problems if p.severity == "warning"]
+    warnings = [p.message for p in spec_result.problems if p.severity == "warning"] + orphans
     try:
         orig = compile_kernel(source, ref, options.compile_options(arch))
     except CompilerMissing as e:

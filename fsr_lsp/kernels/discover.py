@@ -1,37 +1,64 @@
-"""Find every `__global__` kernel in a CUDA source text."""
+"""Find every `__global__` kernel in a CUDA source text, and the `@fsr` block of each."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..source import SourceText
+from .attach import OrphanSpec, attach_specs
 from .fallback import scan_kernel
-from .lexical import macro_aliases, mask
+from .lexical import lex, macro_aliases, spec_blocks
 from .model import Kernel
 from .treesitter import kernels_from_tree, parse
 
 
-def discover_kernels(source: str | SourceText) -> list[Kernel]:
-    """All kernels in file order: tree-sitter's, plus those only the token scanner finds
-    (macro-declared kernels, kernels hidden in ERROR nodes by an edit in progress)."""
+@dataclass(frozen=True)
+class Discovery:
+    kernels: list[Kernel]  # in file order, each with its attached spec block (if any)
+    orphan_specs: list[OrphanSpec]  # `@fsr` blocks that attach to no kernel, with the reason
+
+
+def discover(source: str | SourceText) -> Discovery:
+    """Kernels from tree-sitter, plus those only the token scanner finds (macro-declared
+    kernels, kernels hidden in ERROR nodes by an edit in progress). A definition whose parse
+    has an error node (a pragma before an unbraced body, `#if` in a parameter list, an
+    attribute macro) is measured by the scanner: it is complete when its braces balance."""
     src = source if isinstance(source, SourceText) else SourceText(source)
-    masked = mask(src.data)
+    lexed = lex(src.data)
+    masked = lexed.masked
     words = [b"__global__", *sorted(macro_aliases(src.data))]
     pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(w) for w in words) + rb")\b")
     markers = [(m.start(), m.end()) for m in pattern.finditer(masked)]
-    # A definition that swallowed another kernel's marker was mis-parsed around an edit in
-    # progress: leave both to the scanner.
-    found = [k for k in kernels_from_tree(src, parse(src.data))
-             if sum(k.definition_span.start_byte <= m < k.definition_span.end_byte for m, _ in markers) <= 1]
-    for i, (start, end) in enumerate(markers):
+
+    def scanned(i: int) -> Kernel | None:
+        start, end = markers[i]
+        limit = markers[i + 1][0] if i + 1 < len(markers) else len(masked)
+        return scan_kernel(src, masked, start, end, limit)
+
+    found: list[Kernel] = []
+    for k in kernels_from_tree(src, parse(src.data)):
+        inside = [i for i, (m, _) in enumerate(markers) if k.definition_span.start_byte <= m < k.definition_span.end_byte]
+        if len(inside) > 1:
+            continue  # swallowed another kernel's marker: mis-parsed around an edit in progress
+        if not k.complete and inside:
+            again = scanned(inside[0])
+            if again is not None and again.complete and again.name == k.name:
+                k = again
+        found.append(k)
+    for i, (start, _) in enumerate(markers):
         if any(k.definition_span.start_byte <= start < k.definition_span.end_byte for k in found):
             continue
-        limit = markers[i + 1][0] if i + 1 < len(markers) else len(masked)
-        kernel = scan_kernel(src, masked, start, end, limit)
+        kernel = scanned(i)
         if kernel is not None:
             found.append(kernel)
-    found.sort(key=lambda k: k.span.start_byte)
-    return found
+    found.sort(key=lambda k: k.definition_span.start_byte)
+    kernels, orphans = attach_specs(src, masked, found, spec_blocks(src, lexed))
+    return Discovery(kernels, orphans)
+
+
+def discover_kernels(source: str | SourceText) -> list[Kernel]:
+    return discover(source).kernels
 
 
 def find_kernel(source: str | SourceText, name: str) -> Kernel | None:
@@ -41,3 +68,26 @@ def find_kernel(source: str | SourceText, name: str) -> Kernel | None:
 def kernel_at(source: str | SourceText, byte: int) -> Kernel | None:
     """The kernel whose definition (or spec comment) contains a byte offset."""
     return next((k for k in discover_kernels(source) if k.span.start_byte <= byte <= k.span.end_byte), None)
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """The texts of a kernel a rewrite works with."""
+
+    definition: str  # from `template`/`extern "C"`/`__global__` to the closing brace
+    spec: str  # its `@fsr` block as written ('' when it has none)
+    declarations: str  # device-side declarations between the block and the kernel ('' usually)
+
+    @property
+    def unit(self) -> str:
+        """What a rewrite replaces and a model is shown: the block right above the definition."""
+        return f"{self.spec}\n{self.definition}" if self.spec else self.definition
+
+
+def kernel_source(src: SourceText, kernel: Kernel) -> KernelSource:
+    d = kernel.definition_span
+    definition = src.slice(d.start_byte, d.end_byte)
+    if kernel.spec is None:
+        return KernelSource(definition, "", "")
+    s = kernel.spec.span
+    return KernelSource(definition, src.slice(s.start_byte, s.end_byte), src.slice(s.end_byte, d.start_byte).strip())

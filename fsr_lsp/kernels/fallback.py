@@ -12,7 +12,7 @@ import re
 
 from ..source import SourceText
 from .ctypes import parse_param
-from .lexical import find_spec_comment
+from .lexical import active_text, defined_macros, mask
 from .model import Kernel
 
 _ATTRIBUTES = {b"__launch_bounds__", b"__cluster_dims__", b"__maxnreg__", b"__declspec", b"__attribute__"}
@@ -52,6 +52,8 @@ def scan_kernel(src: SourceText, m: bytes, start: int, pos: int, limit: int) -> 
     close = _match(m, pos, limit, b"(", b")")
     params_end = close if close > 0 else _end_of_params(m, pos, limit)
     params_text = src.slice(pos + 1, params_end)
+    if "#" in params_text or "/" in params_text:  # `#ifdef` lines or comments inside the list
+        params_text = mask(active_text(params_text, defined_macros(data)).encode()).decode()
     params = tuple(parse_param(t) for t in _split_top_level(params_text) if t.strip())
     complete = False
     end = params_end
@@ -66,17 +68,16 @@ def scan_kernel(src: SourceText, m: bytes, start: int, pos: int, limit: int) -> 
             complete = body_close > 0
             end = body_close + 1 if complete else _trim_end(m, limit)
     definition_start = _prefix_start(data, m, start)
-    spec = find_spec_comment(src, definition_start)
     template_params = _template_params(src, m, definition_start, start)
     return Kernel(
         name=name[0].decode(),
         params=params,
         template_params=template_params,
         launch_bounds=bounds_text,
-        span=src.span(spec.span.start_byte if spec else definition_start, end),
+        span=src.span(definition_start, end),
         definition_span=src.span(definition_start, end),
         name_span=src.span(name[1], name[2]),
-        spec=spec,
+        spec=None,
         complete=complete,
         found_by="fallback",
     )

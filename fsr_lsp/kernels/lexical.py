@@ -1,24 +1,30 @@
-"""Byte-level helpers shared by both discovery paths: masking and the spec comment."""
+"""Byte-level helpers shared by both discovery paths: masking, block comments, the spec blocks."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..source import SourceText
 from .model import SpecComment
 
 _SPEC_OPEN = re.compile(rb"/\*\s*@fsr\b")
-# What may stand between a spec comment and its kernel: attributes, macros, `extern "C"`.
-_MAX_GAP_LINES = 3
 
 
-def mask(data: bytes) -> bytes:
-    """Blank comments, string/char literals and preprocessor lines, keeping offsets.
+@dataclass(frozen=True)
+class Lexed:
+    """A file with comments, string/char literals and preprocessor lines blanked (offsets kept),
+    and where its block comments are."""
 
-    A scanner that looks for `__global__`, braces and parentheses must not see them inside
-    a comment, a string or a `#define`.
-    """
+    masked: bytes
+    block_comments: tuple[tuple[int, int], ...]  # (start, end) of each `/* ... */`
+
+
+def lex(data: bytes) -> Lexed:
+    """One pass over the bytes: a scanner that looks for `__global__`, braces and parentheses
+    must not see them inside a comment, a string or a `#define`."""
     out = bytearray(data)
+    comments: list[tuple[int, int]] = []
     i, n = 0, len(data)
     line_start = True
     while i < n:
@@ -42,6 +48,7 @@ def mask(data: bytes) -> bytes:
         elif data.startswith(b"/*", i):
             j = data.find(b"*/", i + 2)
             j = n if j < 0 else j + 2
+            comments.append((i, j))
             _blank(out, i, j)
             i = j
         elif c in (ord('"'), ord("'")):
@@ -53,7 +60,12 @@ def mask(data: bytes) -> bytes:
             i = j
         else:
             i += 1
-    return bytes(out)
+    return Lexed(bytes(out), tuple(comments))
+
+
+def mask(data: bytes) -> bytes:
+    """Blank comments, string/char literals and preprocessor lines, keeping offsets."""
+    return lex(data).masked
 
 
 def _blank(buf: bytearray, start: int, end: int) -> None:
@@ -62,26 +74,86 @@ def _blank(buf: bytearray, start: int, end: int) -> None:
             buf[k] = 0x20
 
 
-def find_spec_comment(src: SourceText, definition_start: int) -> SpecComment | None:
-    """The `/* @fsr ... */` comment directly above a definition, if there is one."""
+def spec_blocks(src: SourceText, lexed: Lexed) -> list[SpecComment]:
+    """Every `/* @fsr ... */` block comment of the file, in order (attached to a kernel or not)."""
     data = src.data
-    close = data.rfind(b"*/", 0, definition_start)
-    if close < 0:
-        return None
-    gap = data[close + 2 : definition_start]
-    if any(tok in gap for tok in (b";", b"{", b"}", b"/*", b"//")) or gap.count(b"\n") > _MAX_GAP_LINES:
-        return None
-    open_ = data.rfind(b"/*", 0, close)
-    if open_ < 0:
-        return None
-    m = _SPEC_OPEN.match(data, open_)
-    if not m:
-        return None
-    body_start = m.end()
-    body = data[body_start:close].decode("utf-8", errors="replace")
-    return SpecComment(span=src.span(open_, close + 2), body=body, body_start_byte=body_start)
+    blocks = []
+    for start, end in lexed.block_comments:
+        m = _SPEC_OPEN.match(data, start)
+        if m is None or not data.endswith(b"*/", 0, end):
+            continue
+        body = data[m.end() : end - 2].decode("utf-8", errors="replace")
+        blocks.append(SpecComment(span=src.span(start, end), body=body, body_start_byte=m.end()))
+    return blocks
+
+
+def braces_balance(masked: bytes) -> bool:
+    """Whether every `{` closes and no `}` closes nothing, in already-masked text."""
+    depth = 0
+    for ch in masked:
+        if ch == 0x7B:
+            depth += 1
+        elif ch == 0x7D:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 def macro_aliases(data: bytes) -> set[bytes]:
     """Object-like macros whose body contains `__global__` (`#define KERNEL __global__`)."""
     return set(re.findall(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+[^\n]*\b__global__\b", data, re.M))
+
+
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
+
+
+def defined_macros(data: bytes) -> set[str]:
+    return {m.decode() for m in _DEFINE.findall(data)}
+
+
+def active_text(text: str, defined: set[str]) -> str:
+    """`text` with the lines of preprocessor branches that are off blanked (line count kept).
+
+    Only what a file decides by itself is decided: `#if 0`/`#if 1`, `#ifdef`/`#ifndef` and
+    `defined(X)` against the file's own `#define`s. Anything else takes its first branch, as a
+    best guess of the parameters a kernel has (nvcc, with the real flags, has the last word).
+    """
+    out = []
+    stack: list[tuple[bool, bool]] = []  # (this branch is on, some branch of this #if was taken)
+    for line in text.split("\n"):
+        m = _DIRECTIVE.match(line)
+        on = all(s[0] for s in stack)
+        if m is None:
+            out.append(line if on else "")
+            continue
+        kind, rest = m.group(1), m.group(2).strip()
+        if kind in ("if", "ifdef", "ifndef"):
+            value = _condition(kind, rest, defined)
+            stack.append((value, value))
+        elif kind == "elif" and stack:
+            taken = stack[-1][1]
+            value = not taken and _condition("if", rest, defined)
+            stack[-1] = (value, taken or value)
+        elif kind == "else" and stack:
+            stack[-1] = (not stack[-1][1], True)
+        elif kind == "endif" and stack:
+            stack.pop()
+        out.append("")
+    return "\n".join(out)
+
+
+def _condition(kind: str, rest: str, defined: set[str]) -> bool:
+    name = re.match(r"\(?\s*(\w+)", rest)
+    if kind == "ifdef":
+        return bool(name) and name.group(1) in defined
+    if kind == "ifndef":
+        return not (bool(name) and name.group(1) in defined)
+    text = re.sub(r"//.*|/\*.*?\*/", "", rest).strip()
+    if re.fullmatch(r"\d+", text):
+        return int(text) != 0
+    m = re.fullmatch(r"(!\s*)?defined\s*\(?\s*(\w+)\s*\)?", text)
+    if m:
+        return (m.group(2) in defined) != bool(m.group(1))
+    return True

@@ -10,7 +10,6 @@ from tree_sitter import Language, Node, Parser, Tree
 
 from ..source import SourceText
 from .ctypes import parse_param
-from .lexical import find_spec_comment
 from .model import Kernel
 
 _WRAPPERS = ("template_declaration", "linkage_specification")
@@ -65,8 +64,6 @@ def _kernel(src: SourceText, fn: Node) -> Kernel | None:
         for c in params_node.named_children
         if c.type in ("parameter_declaration", "optional_parameter_declaration")
     )
-    spec = find_spec_comment(src, outer.start_byte)
-    start = spec.span.start_byte if spec else outer.start_byte
     body = fn.child_by_field_name("body")
     complete = body is not None and not fn.has_error and _text(src, body).rstrip().endswith("}")
     return Kernel(
@@ -74,10 +71,10 @@ def _kernel(src: SourceText, fn: Node) -> Kernel | None:
         params=params,
         template_params=template_params,
         launch_bounds=bounds_text,
-        span=src.span(start, outer.end_byte),
+        span=src.span(outer.start_byte, outer.end_byte),
         definition_span=src.span(outer.start_byte, outer.end_byte),
         name_span=src.span(name_node.start_byte, name_node.end_byte),
-        spec=spec,
+        spec=None,
         complete=complete,
         found_by="tree-sitter",
     )

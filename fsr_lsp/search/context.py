@@ -14,7 +14,7 @@ from .workload import Workload
 @dataclass
 class RoundContext:
     kernel: Kernel
-    kernel_text: str  # the kernel's definition with its @fsr block, as in the file
+    kernel_text: str  # the kernel's definition with its @fsr block right above it
     spec: Spec
     spec_text: str  # the @fsr block as the user wrote (or fsr inferred) it
     bench: SizePlan  # the bench size, concretely
@@ -26,6 +26,12 @@ class RoundContext:
     mode: str  # "fsr" or "staged"
     history: list[Tried] = field(default_factory=list)  # every candidate so far, oldest first
     seeds: list[Tried] = field(default_factory=list)  # the fastest verified so far, fastest first
+    definition_text: str = ""  # the definition alone ('' : kernel_text has no spec block)
+    declarations: str = ""  # device-side declarations between the @fsr block and the kernel in the file
+
+    @property
+    def definition(self) -> str:
+        return self.definition_text or self.kernel_text
 
     @property
     def baseline_ms(self) -> float:

@@ -17,7 +17,7 @@ from typing import Callable, Literal, Protocol
 
 from ..evaluator.plan import build_plans
 from ..evaluator.records import EvalResult, GpuInfo, SizePlan
-from ..kernels import find_kernel
+from ..kernels import find_kernel, kernel_source
 from ..source import SourceText
 from ..spec import parse_spec, render_spec
 from .config import SearchConfig
@@ -85,7 +85,8 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
         why = "; ".join(p.message for p in spec_result.problems) or "no spec"
         return SearchOutcome("failed", f"{kernel_name} cannot be searched: {why}")
     spec = spec_result.spec
-    kernel_text = src.slice(kernel.span.start_byte, kernel.span.end_byte)
+    texts = kernel_source(src, kernel)
+    kernel_text = texts.unit
     bench_plan = build_plans(kernel, spec)[-1]
     report(Progress(0, config.rounds, 0, 0, None, "measuring the original"))
     baseline = bench.baseline()
@@ -96,14 +97,15 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
     key = search_key(kernel_text, gpu.name, bench.flags)
     history = store.load(key) if store else []
     search_id = store.start_search(key, os.path.abspath(file), kernel_name, gpu.name, _config_record(config)) if store else None
-    spec_text = src.slice(kernel.spec.span.start_byte, kernel.spec.span.end_byte) if kernel.spec else render_spec(spec)
+    spec_text = texts.spec or render_spec(spec)
     outcome = SearchOutcome("no_win", "", baseline=baseline, search_key=key)
 
     def context(round_: int) -> RoundContext:
         return RoundContext(kernel=kernel, kernel_text=kernel_text, spec=spec, spec_text=spec_text, bench=bench_plan,
                             gpu=gpu, baseline=baseline, workload=classify(kernel_text, bench_plan), round=round_,
                             rounds=config.rounds, mode=config.mode, history=list(history),
-                            seeds=ranked(history)[: config.seeds])
+                            seeds=ranked(history)[: config.seeds], definition_text=texts.definition,
+                            declarations=texts.declarations)
 
     def evaluate(proposals: list[Proposal]) -> list[Tried]:
         tried: list[Tried] = []

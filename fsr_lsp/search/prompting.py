@@ -35,7 +35,7 @@ def propose_prompt(ctx: RoundContext, index: int, count: int) -> str:
     # Staged refinement starts from the code alone; profiler feedback joins after the first rounds.
     show_resources = ctx.mode == "fsr" or ctx.round >= 2
     return template("propose.md").substitute(
-        kernel=ctx.kernel_text.strip(), workload=ctx.workload, buffers=describe_buffers(ctx.bench),
+        kernel=ctx.kernel_text.strip(), declarations=describe_declarations(ctx), workload=ctx.workload, buffers=describe_buffers(ctx.bench),
         gpu=describe_gpu(ctx.gpu), baseline_ms=f"{ctx.baseline_ms:.4g}", bench_size=ctx.bench.label,
         resources=describe_resources(ctx) if show_resources else "", history=history_section(ctx),
         task=task.strip()).strip()
@@ -45,6 +45,15 @@ def fix_prompt(failed: Tried) -> str:
     r = failed.result
     return template("fix.md").substitute(status=r.status.replace("_", " "), candidate=failed.proposal.source.strip(),
                                          error=error_text(r)).strip()
+
+
+def describe_declarations(ctx: RoundContext) -> str:
+    """Helpers that stand between the spec block and the kernel in the file: the rewrite can use
+    them, and must not define them again."""
+    if not ctx.declarations:
+        return ""
+    return ("\nDeclared above the kernel in the same file (your rewrite may use these; do not repeat them):\n\n"
+            f"```cuda\n{ctx.declarations}\n```\n")
 
 
 def describe_gpu(gpu: GpuInfo) -> str:

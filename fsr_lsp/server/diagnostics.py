@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from ..evaluator.records import Resources
-from ..kernels import Kernel
+from ..kernels import Kernel, OrphanSpec
 from ..source import SourceText, Span, units
 from ..spec import parse_spec
 from .check import CheckResult
@@ -60,6 +60,19 @@ def spec_diagnostics(src: SourceText, kernels: list[Kernel], encoding: str = "ut
             severity = types.DiagnosticSeverity.Information if p.severity == "info" else types.DiagnosticSeverity.Warning
             out.append(types.Diagnostic(range=lsp_range(src, p.span, encoding), message=p.message, severity=severity, source=SOURCE,
                                         code=p.code, data={"kernel": k.name}))
+    return out
+
+
+def orphan_spec_diagnostics(src: SourceText, orphans: list[OrphanSpec], encoding: str = "utf-16") -> list[types.Diagnostic]:
+    """A Warning on the first line of each @fsr block that attaches to no kernel."""
+    out = []
+    for o in orphans:
+        start = o.comment.span.start_byte
+        line_end = src.data.find(b"\n", start)
+        end = line_end if 0 <= line_end < o.comment.span.end_byte else o.comment.span.end_byte
+        out.append(types.Diagnostic(range=lsp_range(src, src.span(start, end), encoding),
+                                    message=f"this @fsr block attaches to no kernel: {o.reason}",
+                                    severity=types.DiagnosticSeverity.Warning, source=SOURCE, code="spec-orphan"))
     return out
 
 

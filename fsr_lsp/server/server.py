@@ -12,15 +12,15 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..kernels import Kernel, discover_kernels, kernel_at
+from ..kernels import Kernel, discover, discover_kernels, kernel_at
 from ..search import Progress
 from ..search.apply import ApplyError, rewrite_if_unchanged
 from ..search.store import HistoryStore
 from ..source import Position, SourceText
 from ..spec import spec_template
 from .check import CheckResult, check_source
-from .diagnostics import (SOURCE, compiler_diagnostics, lsp_position, lsp_range, resource_diagnostics,
-                          spec_diagnostics)
+from .diagnostics import (SOURCE, compiler_diagnostics, lsp_position, lsp_range, orphan_spec_diagnostics,
+                          resource_diagnostics, spec_diagnostics)
 from .searches import SearchJob, Searches
 from .settings import Settings, load_settings
 from .watch import WorkspaceWatcher, affects
@@ -70,12 +70,14 @@ class FsrServer(LanguageServer):
     def publish(self, uri: str) -> None:
         doc = self.workspace.get_text_document(uri)
         src = SourceText(doc.source)
-        kernels = discover_kernels(src)
+        found = discover(src)
+        kernels = found.kernels
         check = self.checks.get(uri, CheckResult())
         enc = self.encoding
         diagnostics = (compiler_diagnostics(src, Path(doc.path).name, check, kernels, enc)
                        + resource_diagnostics(src, kernels, check.resources, enc)
                        + spec_diagnostics(src, kernels, enc)
+                       + orphan_spec_diagnostics(src, found.orphan_specs, enc)
                        + self.search_diagnostics(uri, src, kernels))
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=doc.version, diagnostics=diagnostics))

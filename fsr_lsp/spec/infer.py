@@ -111,6 +111,15 @@ def spec_template(kernel: Kernel) -> str:
     return "\n".join(lines) + "\n"
 
 
+def init_spelling(init) -> str:
+    """An Init as the spec writes it."""
+    if init.kind == "fill":
+        return "zeros()" if init.lo == 0 else f"fill({init.lo:g})"
+    if init.kind == "normal" and (init.lo, init.hi) == (0.0, 1.0):
+        return "normal()"
+    return f"{init.kind}({init.lo:g}, {init.hi:g})"
+
+
 def render_spec(spec: Spec) -> str:
     """The TOML text of a spec inside a `/* @fsr ... */` comment."""
 
@@ -141,8 +150,7 @@ def render_spec(spec: Spec) -> str:
     for a in spec.args:
         if isinstance(a, BufferArg):
             init = a.init
-            init_text = "normal()" if init.kind == "normal" and (init.lo, init.hi) == (0.0, 1.0) else \
-                f"{init.kind}({init.lo:g}, {init.hi:g})"
+            init_text = init_spelling(init)
             lines.append(f'{a.name} = "{a.direction}[{a.length}] {init_text}"' if a.direction != "out"
                          else f'{a.name} = "out[{a.length}]"')
         else:

@@ -14,9 +14,10 @@ SizeSet = dict[str, int]
 
 @dataclass(frozen=True)
 class Init:
-    """How to fill an input buffer: uniform(lo, hi), normal(), randint(lo, hi) (lo <= v < hi)."""
+    """How to fill an input buffer: uniform(lo, hi), normal() (lo = mean, hi = std),
+    randint(lo, hi) (lo <= v < hi), or fill (every element lo; `zeros()` is fill(0))."""
 
-    kind: Literal["uniform", "normal", "randint"]
+    kind: Literal["uniform", "normal", "randint", "fill"]
     lo: float = 0.0
     hi: float = 1.0
 

@@ -16,7 +16,8 @@ from .model import Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, 
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template")
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
-_INIT = re.compile(r"^(uniform|normal|randint)\s*\((.*)\)$")
+_INIT = re.compile(r"^(uniform|normal|randint|zeros|fill)\s*\((.*)\)$")
+INIT_FORMS = "uniform(lo,hi), normal(), randint(lo,hi), zeros() or fill(v)"
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 MAX_THREADS_PER_BLOCK = 1024
 _INT_RANGE = {f"{sign}int{bits}": ((0, (1 << bits) - 1) if sign else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1))
@@ -245,7 +246,7 @@ def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str,
                        p.name, "args", code="spec-bad-arg")
     m = _BUFFER.match(value)
     if not m:
-        raise ctx.fail(f"{p.name} = {value!r}: expected in|out|inout [length] [uniform(lo,hi)|normal()|randint(lo,hi)]",
+        raise ctx.fail(f"{p.name} = {value!r}: expected in|out|inout [length] [{INIT_FORMS.replace(' or ', ', ')}]",
                        p.name, "args", code="spec-bad-arg")
     direction = m.group(1)
     dtype, _ = param_dtype(p, subst)
@@ -295,7 +296,7 @@ def _init(ctx: _Ctx, p: Param, text: str, dtype: str) -> Init:
         return default_init(dtype)
     m = _INIT.match(text)
     if not m:
-        raise ctx.fail(f"{p.name}: unknown init {text!r} (use uniform(lo,hi), normal() or randint(lo,hi))",
+        raise ctx.fail(f"{p.name}: unknown init {text!r} (use {INIT_FORMS})",
                        p.name, "args", code="spec-bad-arg")
     kind, inner = m.group(1), m.group(2).strip()
     try:
@@ -307,6 +308,12 @@ def _init(ctx: _Ctx, p: Param, text: str, dtype: str) -> Init:
             raise ctx.fail(f"{p.name}: normal() takes no arguments or (mean, std)", p.name, "args")
         mean, std = values if values else (0.0, 1.0)
         return Init("normal", mean, std)
+    if kind in ("zeros", "fill"):
+        return _fill(ctx, p, kind, values, dtype)
+    if len(values) == 2 and values[0] == values[1]:
+        raise ctx.fail(f"{p.name}: {kind}({values[0]:g}, {values[1]:g}) holds no value; for a constant start "
+                       f"(an accumulator, histogram bins) use fill({values[0]:g})"
+                       + (" or zeros()" if values[0] == 0 else ""), p.name, "args", code="spec-bad-arg")
     if len(values) != 2 or not values[0] < values[1]:
         raise ctx.fail(f"{p.name}: {kind}(lo, hi) needs two numbers with lo < hi", p.name, "args")
     if kind == "randint" and not all(v.is_integer() for v in values):
@@ -314,6 +321,26 @@ def _init(ctx: _Ctx, p: Param, text: str, dtype: str) -> Init:
     if kind == "randint" and dtype.startswith("uint") and values[0] < 0:
         raise ctx.fail(f"{p.name}: randint({values[0]:g}, ...) is negative for an unsigned type", p.name, "args")
     return Init(kind, values[0], values[1])
+
+
+def _fill(ctx: _Ctx, p: Param, kind: str, values: list[float], dtype: str) -> Init:
+    """zeros() and fill(v): a constant start, for accumulators (atomicAdd into out[0], histogram
+    bins) that must be declared inout and start from a known value."""
+    if kind == "zeros":
+        if values:
+            raise ctx.fail(f"{p.name}: zeros() takes no arguments", p.name, "args", code="spec-bad-arg")
+        return Init("fill", 0.0, 0.0)
+    if len(values) != 1:
+        raise ctx.fail(f"{p.name}: fill(v) takes one number", p.name, "args", code="spec-bad-arg")
+    v = values[0]
+    if not dtype.startswith(("float", "bfloat")):
+        if not v.is_integer():
+            raise ctx.fail(f"{p.name}: fill({v:g}) is not an integer, and {p.name} holds {dtype}", p.name, "args",
+                           code="spec-bad-arg")
+        lo, hi = _INT_RANGE.get(dtype, (-(1 << 63), (1 << 64) - 1))
+        if not lo <= v <= hi:
+            raise ctx.fail(f"{p.name}: fill({v:g}) does not fit {dtype}", p.name, "args", code="spec-bad-arg")
+    return Init("fill", v, v)
 
 
 def _ref(ctx: _Ctx, table: Any, args: tuple[Arg, ...] | None) -> dict[str, str]:

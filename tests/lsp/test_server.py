@@ -247,3 +247,14 @@ async def test_editor_extension_commands(client: LanguageClient):
         command="fsr.historyAt", arguments=[uri, line, 4]))
     assert history["kernel"] == "saxpy" and {r["status"] for r in history["rows"]} == {"verified"}
     assert await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.searches")) == []
+
+
+async def test_a_block_that_attaches_to_no_kernel_is_a_warning_on_the_block(client: LanguageClient):
+    spec_start = SAXPY.index("/* @fsr")
+    spec = SAXPY[spec_start:SAXPY.index("*/") + 2]
+    text = SAXPY.replace(spec, spec + "\nint host_counter = 0;\n")
+    uri = open_file(client, name(client, "orphan.cu"), text)
+    (warning,) = await wait_until(lambda: [d for d in diagnostics(client, uri) if d.code == "spec-orphan"])
+    assert warning.severity == types.DiagnosticSeverity.Warning
+    assert warning.range.start.line == SAXPY[:spec_start].count("\n")
+    assert "attaches to no kernel" in warning.message and "host code `int host_counter = 0;`" in warning.message

@@ -23,13 +23,17 @@ def storage_dtype(torch: Any, dtype: str) -> Any:
 
 
 def generate(torch: Any, device: Any, arg: ArgPlan, generator: Any) -> Any:
-    """Fresh random contents for an input buffer; never zeros."""
+    """Fresh random contents for an input buffer; never zeros unless the spec says `zeros()`
+    (an accumulator's start)."""
     assert arg.init is not None
     n = arg.numel
     init = arg.init
     real = torch.float64 if arg.dtype == "float64" else torch.float32
     if init.kind == "normal":
         values = torch.randn(n, generator=generator, device=device, dtype=real) * init.hi + init.lo
+    elif init.kind == "fill":
+        kind = real if arg.dtype in FLOATS else torch.int64
+        values = torch.full((n,), init.lo if arg.dtype in FLOATS else int(init.lo), device=device, dtype=kind)
     elif init.kind == "uniform":
         values = torch.rand(n, generator=generator, device=device, dtype=real) * (init.hi - init.lo) + init.lo
     else:

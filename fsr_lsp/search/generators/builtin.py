@@ -174,9 +174,7 @@ def _combine(a: Variant, b: Variant) -> Variant | None:
 
 def _definition(ctx: RoundContext) -> str:
     """The kernel's definition without its spec comment."""
-    k = ctx.kernel
-    start = k.definition_span.start_byte - k.span.start_byte
-    return ctx.kernel_text.encode()[start:].decode()
+    return ctx.definition
 
 
 def _body(definition: str) -> str:
