@@ -15,6 +15,14 @@ def read(name: str) -> str:
     return (DATA / name).read_text(encoding="utf-8")
 
 
+def pytest_configure(config):
+    if os.environ.get("FSR_REQUIRE_TORCH") == "1":
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise pytest.UsageError("FSR_REQUIRE_TORCH=1 but torch is not installed") from None
+
+
 def pytest_collection_modifyitems(config, items):
     if find_nvcc() is None and os.environ.get("FSR_REQUIRE_NVCC") == "1":
         raise pytest.UsageError("FSR_REQUIRE_NVCC=1 but nvcc was not found")

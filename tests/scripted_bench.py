@@ -5,6 +5,7 @@ A candidate's verdict comes from a marker comment in its source:
   // verdict: wrong            wrong output (a mismatch the fix prompt must describe)
   // verdict: compile_error    with a compiler message
   // verdict: unconfirmed 3.0  verified at first, fails the stricter confirmation
+  // verdict: verified 1.05 ci 1.01 1.09   with the speedup's interval from the run
 Anything without a marker is rejected as the real evaluator would reject a non-kernel.
 """
 
@@ -16,7 +17,7 @@ from fsr_lsp.evaluator.records import Check, EvalResult, Mismatch, TimingStats
 
 from .search_helpers import GPU
 
-_MARK = re.compile(r"//\s*verdict:\s*(\w+)(?:\s+([\d.]+))?")
+_MARK = re.compile(r"//\s*verdict:\s*(\w+)(?:\s+([\d.]+))?(?:\s+ci\s+([\d.]+)\s+([\d.]+))?")
 BASE_MS = 2.0
 
 
@@ -57,7 +58,8 @@ class ScriptedBench:
             ms = BASE_MS / value
             return EvalResult(kernel="k", status="verified", message=f"{value}x", gpu=GPU,
                               original_time=stats(BASE_MS, self.spread), candidate_time=stats(ms, self.spread),
-                              speedup=value, sizes_checked=["n=1", "n=1000"], seeds=[1, 2, 3, 4, 5, 6])
+                              speedup=value, sizes_checked=["n=1", "n=1000"], seeds=[1, 2, 3, 4, 5, 6],
+                              speedup_ci=(float(m.group(3)), float(m.group(4))) if m.group(3) else None)
         if kind == "wrong":
             return EvalResult(kernel="k", status="wrong", message="the candidate's output differs", gpu=GPU,
                               mismatch=Mismatch("matches original", "n=1000", 7, "y", 12, 1000, 0.5, 999, "nan", "1.5",

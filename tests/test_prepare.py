@@ -58,3 +58,18 @@ def test_a_block_that_attaches_to_no_kernel_is_said(cache_dir):
     no_inference = separated.replace("int n,", "int n, int m,").replace('n = "n"', 'n = "n"\nm = "n"')
     r = prepare(no_inference, "saxpy", None, "sm_90a", options(cache_dir))
     assert r.result.status == "spec_error" and "attaches to no kernel" in r.result.message
+
+
+def test_the_originals_own_code_is_unchanged_and_not_timed(cache_dir):
+    definition = SAXPY[SAXPY.index("__global__"):]
+    same = "// a comment the model added\n" + definition.replace("    int i", "  int   i").replace(";\n", "; /* ok */\n", 1)
+    r = prepare(SAXPY, "saxpy", same, "sm_90a", options(cache_dir))
+    assert r.job is None and r.result.status == "unchanged" and "not timed" in r.result.message
+    other = definition.replace("a * x[i] + y[i]", "y[i] + a * x[i]")
+    assert prepare(SAXPY, "saxpy", other, "sm_90a", options(cache_dir)).job is not None
+    spec = SAXPY[SAXPY.index("/* @fsr"):SAXPY.index("*/") + 2]
+    relaunched = spec.replace("block = 256", "block = 128").replace("cdiv(n, 256)", "cdiv(n, 128)") + "\n" + definition
+    assert prepare(SAXPY, "saxpy", relaunched, "sm_90a", options(cache_dir)).job is not None
+    from dataclasses import replace
+    timed_anyway = replace(options(cache_dir), skip_unchanged=False)
+    assert prepare(SAXPY, "saxpy", same, "sm_90a", timed_anyway).job is not None

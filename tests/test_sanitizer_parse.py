@@ -1,43 +1,109 @@
-"""compute-sanitizer's output, as each tool prints it, turned into checks."""
+"""compute-sanitizer's output, as each tool prints it, turned into checks that name the buffer."""
 
+import json
 import subprocess
 
+import pytest
+
 from fsr_lsp.evaluator import sanitizer
+from fsr_lsp.evaluator.plan import build_plans
+from fsr_lsp.evaluator.records import EvalJob, KernelBinary
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.source import SourceText
+from fsr_lsp.spec import parse_spec
+
+from .conftest import EXAMPLES
+
+SAXPY = (EXAMPLES / "saxpy.cu").read_text()
+X_AT_65537 = 0x7F0000400000
+MAP = ("fsr-buffer x n=65537 0x7f0000400000 262148\n"
+       "fsr-buffer y n=65537 0x7f0000500000 262148\n"
+       "fsr-buffer x n=1000 0x7f0000300000 4000\n")
 
 
-def fake_run(rc, out):
+def job() -> EvalJob:
+    src = SourceText(SAXPY)
+    k = find_kernel(src, "saxpy")
+    binary = KernelBinary(cubin=b"cubin", entry="saxpy", compiler="nvcc", arch="sm_90a")
+    return EvalJob(kernel="saxpy", original=binary, candidate=binary, sizes=build_plans(k, parse_spec(src, k).spec))
+
+
+def use_tool(monkeypatch, answer):
+    """`answer(tool, original)` -> (exit code, output) for each sanitizer child."""
+    calls = []
+
     def run(cmd, capture_output, text, timeout):
+        tool = cmd[cmd.index("--tool") + 1]
+        original = json.loads(open(cmd[-2]).read())["sanitize_original"]
+        calls.append((tool, original))
+        rc, out = answer(tool, original)
         return subprocess.CompletedProcess(cmd, rc, stdout=out, stderr="")
-    return run
+
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "/usr/bin/compute-sanitizer")
+    monkeypatch.setattr(sanitizer.subprocess, "run", run)
+    monkeypatch.setattr(sanitizer, "_original_verdicts", {})
+    return calls
 
 
-def check(monkeypatch, rc, out):
-    monkeypatch.setattr(sanitizer.subprocess, "run", fake_run(rc, out))
-    return sanitizer._run_tool("racecheck", ["x"], 10, "n=1")
+def invalid(kind, width, address):
+    return (f"========= Invalid __global__ {kind} of size {width} bytes\n"
+            "=========     at saxpy(int, float, const float *, float *)+0x70\n"
+            f"=========     Address {address:#x} is out of bounds\n")
 
 
-def test_clean_racecheck_passes(monkeypatch):
-    out = "========= COMPUTE-SANITIZER\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
-    assert check(monkeypatch, 0, out).status == "pass"
+CLEAN = {"memcheck": (0, "========= ERROR SUMMARY: 0 errors\n"),
+         "racecheck": (0, "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n")}
+
+
+def test_clean_tools_pass_at_every_test_size(monkeypatch):
+    use_tool(monkeypatch, lambda tool, original: CLEAN[tool])
+    checks = sanitizer.sanitize(job())
+    assert [(c.name, c.status) for c in checks] == [("sanitizer memcheck", "pass"), ("sanitizer racecheck", "pass")]
+    assert checks[0].detail == "0 errors at n=1, n=1000, n=65537 (exact allocations); n=16777216 left out (over 64 MiB of buffers)"
+
+
+def test_a_large_bench_size_is_left_out():
+    sizes = sanitizer.sanitized_sizes(job(), max_bytes=1 << 20)
+    assert [p.label for p in sizes] == ["n=1", "n=1000", "n=65537"]
 
 
 def test_racecheck_hazard_fails(monkeypatch):
     out = ("========= Error: Race reported between Write access at vadd(int, const float *, const float *, float *)+0x90\n"
            "=========     and Read access at vadd(int, const float *, const float *, float *)+0xb0 [4 hazards]\n"
            "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n")
-    c = check(monkeypatch, 86, out)
-    assert c.status == "fail" and "Race reported" in c.detail
+    use_tool(monkeypatch, lambda tool, original: (86, out) if tool == "racecheck" else CLEAN[tool])
+    checks = {c.name: c for c in sanitizer.sanitize(job())}
+    assert checks["sanitizer racecheck"].status == "fail" and "Race reported" in checks["sanitizer racecheck"].detail
 
 
-def test_memcheck_error_fails(monkeypatch):
-    out = ("========= Invalid __global__ read of size 4 bytes\n=========     at vadd(int, const float *, const float *, float *)+0x70\n"
-           "=========     Address 0x7f0000000004 is out of bounds\n========= ERROR SUMMARY: 1 error\n")
-    c = check(monkeypatch, 86, out)
-    assert c.status == "fail" and "Invalid __global__ read" in c.detail
+def test_memcheck_names_the_buffer_the_size_and_how_far(monkeypatch):
+    out = MAP + invalid("read", 16, X_AT_65537 + 262144) + invalid("read", 16, X_AT_65537 + 262144) \
+        + invalid("read", 4, 0x7F0000300000 - 4) + "========= ERROR SUMMARY: 3 errors\n"
+    calls = use_tool(monkeypatch, lambda tool, original: CLEAN[tool] if original else (86, out) if tool == "memcheck" else CLEAN[tool])
+    checks = {c.name: c for c in sanitizer.sanitize(job())}
+    memcheck = checks["sanitizer memcheck"]
+    assert memcheck.status == "fail"
+    assert memcheck.detail == ("reads up to 12 bytes past the end of `x` at n=65537; "
+                               "reads up to 4 bytes before the start of `x` at n=1000")
+    assert ("memcheck", True) in calls  # the original was asked too, and is clean: the candidate's fault
 
 
-def test_clean_memcheck_passes_and_odd_exits_skip(monkeypatch):
-    assert check(monkeypatch, 0, "========= ERROR SUMMARY: 0 errors\n").status == "pass"
-    c = check(monkeypatch, 1, "Device not supported\n")
-    assert c.status == "skip" and "Device not supported" in c.detail
-    assert check(monkeypatch, 0, "no summary at all\n").status == "skip"
+def test_a_failure_the_original_shares_is_the_specs(monkeypatch):
+    out = MAP + invalid("write", 4, 0x7F0000500000 + 262148) + "========= ERROR SUMMARY: 1 error\n"
+    use_tool(monkeypatch, lambda tool, original: (86, out) if tool == "memcheck" else CLEAN[tool])
+    checks = {c.name: c for c in sanitizer.sanitize(job())}
+    spec = checks["sanitizer memcheck (spec)"]
+    assert spec.status == "fail" and "the original kernel fails memcheck too" in spec.detail
+    assert "writes up to 4 bytes past the end of `y` at n=65537" in spec.detail
+    assert "the spec's length for `y` is too small" in spec.detail
+
+
+@pytest.mark.parametrize("rc, out, status", [
+    (1, "Device not supported\n", "skip"),
+    (0, "no summary at all\n", "skip"),
+    (86, "========= Invalid __global__ read of size 4 bytes\n========= ERROR SUMMARY: 1 error\n", "fail"),
+])
+def test_odd_outputs(monkeypatch, rc, out, status):
+    use_tool(monkeypatch, lambda tool, original: (rc, out) if tool == "memcheck" else CLEAN[tool])
+    (memcheck, _) = sanitizer.sanitize(job())
+    assert memcheck.status == status, memcheck.detail

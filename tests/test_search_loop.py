@@ -82,7 +82,7 @@ def test_a_speedup_inside_the_spread_is_not_a_win(env):
     with FakeLLM([kernel("verified 1.03")]) as llm:
         outcome, _ = search(llm, ScriptedBench(spread=0.10), rounds=1, candidates=1)
     assert outcome.status == "no_win" and outcome.best is None
-    assert "within the noise" in outcome.message and outcome.best_tried.result.speedup == 1.03
+    assert "not beyond the noise and a 2% minimum gain" in outcome.message and outcome.best_tried.result.speedup == 1.03
 
 
 def test_a_winner_that_fails_stricter_checks_gives_way(env):
@@ -183,3 +183,32 @@ def test_the_builtin_generator_composes_what_won():
     best = outcome.best.proposal
     assert "__restrict__" in best.note and "block 128" in best.note
     assert abs(outcome.best.result.speedup - 1.32) < 1e-9
+
+
+def test_a_round_leader_that_fails_the_full_verification_is_demoted_before_anyone_sees_it(env, tmp_path):
+    steps = [kernel("unconfirmed 3.0", "cheat"), kernel("verified 1.4", "honest"), kernel("verified 1.2", "later")]
+    store = HistoryStore(tmp_path)
+    with FakeLLM(steps, default=kernel("verified 1.1", "more")) as llm:
+        outcome, bench = search(llm, store=store, rounds=2, candidates=2, fix_attempts=0, sanitize_winner=True)
+    round2 = llm.prompts()[2]
+    assert "Fastest so far: 1.40x" in round2 and "// honest" in round2
+    assert "3.00x" not in round2 and "// cheat" not in round2.split("Fastest so far")[1]
+    cheat = next(t for t in outcome.tried if "// cheat" in t.proposal.source)
+    assert cheat.result.status == "wrong" and "demoted as round 1 leader" in cheat.result.message
+    rows = {r.source.split("// ")[1].split()[0]: r for r in store.history("examples/saxpy.cu", "saxpy")}
+    assert rows["cheat"].status == "wrong" and "demoted as round 1 leader" in rows["cheat"].message
+    # each leader is confirmed once, and the winner is not confirmed a second time
+    assert sorted(bench.confirmed).count(next(s for s in bench.confirmed if "// honest" in s)) == 1
+    assert outcome.best.result.speedup == 1.4 and outcome.best.result.confirmed
+
+
+def test_a_win_needs_its_whole_interval_above_the_minimum_gain(env):
+    with FakeLLM([kernel("verified 1.05 ci 1.01 1.09")]) as llm:
+        outcome, _ = search(llm, rounds=1, candidates=1)
+    assert outcome.status == "no_win" and "(interval 1.010-1.090)" in outcome.message
+    with FakeLLM([kernel("verified 1.05 ci 1.01 1.09")]) as llm:
+        outcome, _ = search(llm, rounds=1, candidates=1, min_gain=0.0)
+    assert outcome.status == "improved"
+    with FakeLLM([kernel("verified 1.05 ci 1.03 1.07")]) as llm:
+        outcome, _ = search(llm, rounds=1, candidates=1)
+    assert outcome.status == "improved"

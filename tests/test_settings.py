@@ -20,3 +20,15 @@ def test_wrong_types_unknown_keys_and_secrets_are_reported_not_used():
     text = " | ".join(loaded.problems)
     assert "fsr.search.rounds: expected int" in text and "fsr.colour: unknown setting" in text
     assert "secrets are never read from settings" in text and "sk-123" not in text
+
+
+def test_the_vscode_extension_forwards_every_server_setting():
+    import re
+    from pathlib import Path
+
+    from fsr_lsp.server.settings import KEYS
+
+    ts = (Path(__file__).parent.parent / "vscode-client" / "src" / "settings.ts").read_text()
+    block = ts[ts.index("export const SERVER_KEYS"):]
+    block = block[:block.index("];")]
+    assert set(re.findall(r'"([\w.]+)"', block)) == set(KEYS)

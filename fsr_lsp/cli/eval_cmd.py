@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(to_json(result, indent=2))
     else:
-        render_result(result, args.file, args.candidate)
+        render_result(result, args.file, args.candidate, min_gain=args.min_gain)
     return EXIT.get(result.status, 1)
 
 

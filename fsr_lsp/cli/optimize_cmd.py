@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                     temperature=args.llm_temperature)
     config = SearchConfig(rounds=args.rounds, candidates=args.candidates, time_budget=args.time_budget,
                           target_speedup=args.target_speedup, fix_attempts=args.fix_attempts,
-                          sanitize_winner=not args.no_sanitize, llm=llm)
+                          sanitize_winner=not args.no_sanitize, min_gain=args.min_gain, llm=llm)
     generator = LLMGenerator(llm) if llm.configured else BuiltinGenerator()
     workspace = workspace_of(args.file, args.workspace)
     options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(args.file.parent.resolve()), *args.include_dirs))

@@ -12,7 +12,8 @@ from ..evaluator.records import EvalResult
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 
 
-def render_result(result: EvalResult, file: Path, candidate: Path | None, console: Console | None = None) -> None:
+def render_result(result: EvalResult, file: Path, candidate: Path | None, console: Console | None = None,
+                  min_gain: float = 0.02) -> None:
     console = console or Console()
     where = f" on {result.gpu.name} ({result.gpu.arch})" if result.gpu else ""
     against = f" vs {candidate}" if candidate else ""
@@ -30,6 +31,11 @@ def render_result(result: EvalResult, file: Path, candidate: Path | None, consol
             if t is not None:
                 table.add_row(name, f"{t.median_ms:.4f}", f"{t.spread_pct:.1f}%", f"{t.min_ms:.4f}", f"{t.max_ms:.4f}", str(t.reps))
         console.print(table)
+    if result.speedup is not None and result.speedup_ci is not None:
+        low, high = result.speedup_ci
+        verdict = (f"[green]a win[/]: the whole interval is above {1 + min_gain:.3g}x" if result.is_win(min_gain)
+                   else f"[yellow]no win[/]: the interval does not clear {1 + min_gain:.3g}x (--min-gain {min_gain:g})")
+        console.print(f"speedup {result.speedup:.3f}x, 95% interval {low:.3f}-{high:.3f}: {verdict}", highlight=False)
     if result.speedup_vs_ref is not None:
         console.print(f"against ref: {result.speedup_vs_ref:.2f}x")
     for w in result.warnings:

@@ -42,15 +42,16 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
         result.warnings.append("the candidate changes the launch configuration (grid, block or smem)")
     if sanitize_winner and result.verified and prepared.job.candidate is not None:
         if on_stage:
-            on_stage("compute-sanitizer memcheck and racecheck")
+            on_stage("compute-sanitizer memcheck and racecheck at every test size")
         checks = sanitize(prepared.job, evaluator.device_index)
         result.checks += checks
         failed = [c for c in checks if c.status == "fail"]
         if failed:
-            result.status = "wrong"
-            result.message = f"{failed[0].name} found errors: {failed[0].detail}"
-    return result
-
+            spec = failed[0].name.endswith("(spec)")
+            result.status = "spec_error" if spec else "wrong"
+            result.message = failed[0].detail if spec else f"{failed[0].name} found errors: {failed[0].detail}"
+        else:
+            result.confirmed = True
 
 def _without_binaries(compiled: dict[str, CompileResult]) -> dict[str, CompileResult]:
     """Result records carry no cubins: they are stored and sent as they are."""

@@ -9,13 +9,14 @@ import time
 from dataclasses import dataclass, field
 
 from ..kernels import Kernel, discover
+from ..kernels.lexical import code_only
 from ..source import SourceText
 from ..spec import Spec, parse_spec
 from ..spec.parse import template_substitution
 from .candidate import check_candidate
 from .compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
 from .plan import build_plans
-from .records import Check, CompileResult, EvalJob, EvalResult, TimingConfig
+from .records import Check, CompileResult, Defences, EvalJob, EvalResult, TimingConfig
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class EvalOptions:
     seeds_per_size: int = 3
     base_seed: int | None = None  # None: fresh seeds every evaluation
     timing: TimingConfig = field(default_factory=TimingConfig)
+    defences: Defences = field(default_factory=Defences)
+    skip_unchanged: bool = True  # the original's own code as a candidate is "unchanged", not timed
 
     def compile_options(self, arch: str, compiler: str | None = None, candidate: bool = False) -> CompileOptions:
         flags = self.flags + (self.candidate_flags if candidate else ())
@@ -86,6 +89,12 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
             return Prepared(result=result)
         checks.append(Check("candidate rules", "pass", "device code only; same name and parameters"))
         cand_spec, launch_changed = vetted.spec, vetted.launch_changed
+        if options.skip_unchanged and not launch_changed and not options.candidate_flags \
+                and code_only(vetted.source) == code_only(source):
+            result = _early(kernel_name, "unchanged", "no change: the candidate is the original's own code (modulo "
+                                                      "whitespace and comments) with the same launch; not timed", started)
+            result.checks = checks + [Check("changes the code", "fail", "same code and launch as the original")]
+            return Prepared(result=result)
         cand = compile_kernel(vetted.source, ref, options.compile_options(arch, orig.compiler, candidate=True))
         if not cand.ok and orig.compiler == "nvrtc":
             cand = compile_kernel(vetted.source, ref, options.compile_options(arch, "nvcc", candidate=True))
@@ -107,6 +116,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         base_seed=seed,
         ref=dict(spec.ref),
         timing=options.timing,
+        defences=options.defences,
     )
     pre = Prepared(job=job, kernel=kernel, spec=spec, launch_changed=launch_changed)
     pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,

@@ -16,6 +16,7 @@ Status = Literal[
     "wrong",  # ran, but its outputs or its behaviour differ from the original's
     "compile_error",
     "rejected",  # refused before compiling: renamed, other parameters, host code, changed spec
+    "unchanged",  # the original's own code (modulo whitespace and comments) and launch: not timed
     "crashed",  # CUDA error or dead worker
     "timeout",  # hung: the worker was killed
     "oom",
@@ -66,6 +67,10 @@ class LaunchPlan:
     smem: int = 0
 
 
+ITEMSIZE = {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4,
+            "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "bool": 1}
+
+
 @dataclass
 class ArgPlan:
     """One kernel argument at one size: a buffer to allocate or a scalar to pass."""
@@ -85,6 +90,10 @@ class ArgPlan:
     def numel(self) -> int:
         return self.length * self.lanes
 
+    @property
+    def nbytes(self) -> int:
+        return self.numel * ITEMSIZE[self.dtype]
+
 
 @dataclass
 class SizePlan:
@@ -95,6 +104,10 @@ class SizePlan:
     original: LaunchPlan
     candidate: LaunchPlan
 
+    @property
+    def buffer_bytes(self) -> int:
+        return sum(a.nbytes for a in self.args if a.kind == "buffer")
+
 
 @dataclass
 class TimingConfig:
@@ -103,6 +116,19 @@ class TimingConfig:
     max_reps: int = 100  # medians of 100 runs repeat within 0.3% (docs/benchmarks.md)
     target_seconds: float = 0.1  # of kernel time per contender, after warm-up
     flush_l2: bool = True
+    confidence: float = 0.95  # of the speedup's bootstrap interval
+
+
+@dataclass
+class Defences:
+    """Which of the checks beyond the single-launch comparison a job runs (all by default;
+    benchmarks switch them to measure their cost)."""
+
+    chained_launches: int = 3  # launches back to back on the same buffers, compared after each
+    poison_shared: bool = True  # fill every SM's shared memory with NaN/0xFF bytes before each launch
+    guard_bands: bool = True  # canary bands around every buffer, checked after every launch
+    unmapped_pages: bool = True  # each buffer once against unmapped address space, at each size
+    unmapped_max_bytes: int = 64 << 20  # sizes whose buffers hold more are left to the guard bands
 
 
 @dataclass
@@ -115,7 +141,9 @@ class EvalJob:
     base_seed: int = 0
     ref: dict[str, str] = field(default_factory=dict)
     timing: TimingConfig = field(default_factory=TimingConfig)
-    mode: Literal["full", "sanitize"] = "full"  # sanitize: run the candidate only, once per size
+    defences: Defences = field(default_factory=Defences)
+    mode: Literal["full", "sanitize"] = "full"  # sanitize: run one kernel once per size, exact allocations
+    sanitize_original: bool = False  # in sanitize mode: run the original instead of the candidate
 
 
 @dataclass
@@ -195,6 +223,7 @@ class EvalResult:
     candidate_time: TimingStats | None = None
     ref_time: TimingStats | None = None
     speedup: float | None = None  # original / candidate
+    speedup_ci: tuple[float, float] | None = None  # bootstrap interval of the speedup, from the run itself
     speedup_vs_ref: float | None = None  # ref / candidate (or ref / original without a candidate)
     bench_size: str = ""
     sizes_checked: list[str] = field(default_factory=list)
@@ -205,10 +234,18 @@ class EvalResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     restart_worker: bool = False  # set by the worker when its CUDA context can no longer be trusted
+    confirmed: bool = False  # passed the leaders' verification (more seeds, the sanitizers) too
 
     @property
     def verified(self) -> bool:
         return self.status == "verified"
+
+    def is_win(self, min_gain: float) -> bool:
+        """Faster beyond doubt: the whole interval of the speedup lies above 1 + min_gain."""
+        if not self.verified or self.speedup is None:
+            return False
+        low = self.speedup_ci[0] if self.speedup_ci else self.speedup / (1 + self.noise_pct / 100)
+        return low > 1.0 + min_gain
 
     @property
     def noise_pct(self) -> float:

@@ -18,6 +18,7 @@ class Lexed:
 
     masked: bytes
     block_comments: tuple[tuple[int, int], ...]  # (start, end) of each `/* ... */`
+    line_comments: tuple[tuple[int, int], ...]  # (start, end) of each `// ...`, without the newline
 
 
 def lex(data: bytes) -> Lexed:
@@ -25,6 +26,7 @@ def lex(data: bytes) -> Lexed:
     must not see them inside a comment, a string or a `#define`."""
     out = bytearray(data)
     comments: list[tuple[int, int]] = []
+    lines: list[tuple[int, int]] = []
     i, n = 0, len(data)
     line_start = True
     while i < n:
@@ -43,6 +45,7 @@ def lex(data: bytes) -> Lexed:
         if data.startswith(b"//", i):
             j = data.find(b"\n", i)
             j = n if j < 0 else j
+            lines.append((i, j))
             _blank(out, i, j)
             i = j
         elif data.startswith(b"/*", i):
@@ -60,12 +63,26 @@ def lex(data: bytes) -> Lexed:
             i = j
         else:
             i += 1
-    return Lexed(bytes(out), tuple(comments))
+    return Lexed(bytes(out), tuple(comments), tuple(lines))
 
 
 def mask(data: bytes) -> bytes:
     """Blank comments, string/char literals and preprocessor lines, keeping offsets."""
     return lex(data).masked
+
+
+def code_only(text: str) -> str:
+    """The text without comments and with runs of whitespace as one space: two sources equal
+    here are the same code."""
+    data = text.encode()
+    lexed = lex(data)
+    out = bytearray()
+    at = 0
+    for start, end in sorted(lexed.block_comments + lexed.line_comments):
+        out += data[at:start] + b" "
+        at = end
+    out += data[at:]
+    return " ".join(out.decode(errors="replace").split())
 
 
 def _blank(buf: bytearray, start: int, end: int) -> None:

@@ -33,7 +33,8 @@ class SearchConfig:
     fix_attempts: int = 1  # times a failed candidate goes back to its generator to be fixed
     seeds: int = 3  # how many of the fastest verified candidates seed the next round
     compile_workers: int = 0  # 0: one per CPU core
-    sanitize_winner: bool = True
+    sanitize_winner: bool = True  # each round's leaders and the winner under compute-sanitizer before they count
+    min_gain: float = 0.02  # a win's whole speedup interval must lie above 1 + min_gain
     llm: LLMConfig = field(default_factory=LLMConfig)
 
     @property

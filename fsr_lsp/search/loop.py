@@ -28,7 +28,6 @@ from .store import HistoryStore, search_key
 from .workload import classify
 
 FIXABLE = ("wrong", "compile_error", "rejected", "crashed", "timeout")
-MIN_WIN = 0.01  # a speedup below 1% is never called a win, whatever the spread
 BANDWIDTH_SLACK = 0.8  # faster than 1/0.8 of the measured copy bandwidth allows is suspicious
 
 
@@ -118,9 +117,13 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
         results = iter(bench.evaluate(fresh)) if fresh else iter(())
         tried = [t if t is not None else Tried(p, next(results)) for p, t in zip(proposals, tried)]
         for t in tried:
-            if store and not t.reused:
-                store.record(key, search_id, os.path.abspath(file), kernel_name, t)
+            if not t.reused:
+                record(t)
         return tried
+
+    def record(t: Tried) -> None:
+        if store:
+            store.record(key, search_id, os.path.abspath(file), kernel_name, t)
 
     stopped = "rounds"
     for round_ in range(config.rounds):
@@ -149,6 +152,10 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
         batch += _fixes(batch, ctx, generator, config, evaluate, cancel, started)
         history += batch
         outcome.tried += batch
+        if not cancel.is_set():
+            report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
+                            _best_speedup(history), f"round {round_ + 1}: confirming the leaders"))
+            promote(history, bench, config, round_, record)
         best = _best_speedup(history)
         report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried), best,
                         f"round {round_ + 1} done"))
@@ -201,31 +208,57 @@ def _fixes(batch: list[Tried], ctx: RoundContext, generator: Generator, config: 
     return fixed
 
 
+def promote(history: list[Tried], bench: Bench, config: SearchConfig, round_: int,
+            record: Callable[[Tried], None]) -> None:
+    """Nothing is shown to a generator as the best, or seeds a round, before the full
+    verification: the leaders (the next round's seeds) each pass it once (more seeds and, when
+    on, the sanitizers at every test size). One that fails is demoted, and the history says why."""
+    if not config.sanitize_winner:
+        return  # the regular verification is then the full one
+    while True:
+        pending = [t for t in ranked(history)[: config.seeds] if not t.result.confirmed]
+        if not pending:
+            return
+        for t in pending:
+            confirm(t, bench, f"round {round_ + 1} leader", record)
+
+
+def confirm(t: Tried, bench: Bench, role: str, record: Callable[[Tried], None]) -> bool:
+    """Run the stricter verification on a candidate once; a failure demotes it."""
+    confirmed = bench.confirm(t.proposal)
+    if confirmed.verified:
+        t.result.confirmed = True
+        t.result.checks += [c for c in confirmed.checks if c.name.startswith("sanitizer")]
+    else:
+        t.result.warnings.append(f"demoted as {role}: {confirmed.message}")
+        t.result.status = "spec_error" if confirmed.status == "spec_error" else "wrong"
+        t.result.message = f"demoted as {role} by the stricter verification: {confirmed.message}"
+        t.result.checks += [c for c in confirmed.checks if c.status == "fail"]
+        t.result.mismatch = confirmed.mismatch or t.result.mismatch
+    record(t)
+    return confirmed.verified
+
+
 def _choose_winner(outcome: SearchOutcome, history: list[Tried], bench: Bench, plan: SizePlan, config: SearchConfig,
                    cancel: threading.Event) -> None:
     candidates = ranked(history)
     outcome.best_tried = candidates[0] if candidates else None
     for t in candidates:
-        speedup = t.result.speedup or 0.0
-        noise = max(t.result.noise_pct / 100.0, MIN_WIN)
-        if speedup <= 1.0 + noise:
-            break  # sorted: nothing after this is a win either
+        if not t.result.is_win(config.min_gain):
+            continue  # inside its own interval of 1 + min_gain: a faster one with a wider interval may not win
         suspicious = _beyond_bandwidth(t, plan, bench.gpu)
-        if cancel.is_set():  # keep what was found, but never an unconfirmed suspicious speedup
+        if cancel.is_set() and not t.result.confirmed:  # keep what was found, never an unconfirmed suspicious one
             if suspicious:
                 continue
             if config.sanitize_winner:
                 t.result.warnings.append("not run under compute-sanitizer: the search was cancelled")
             outcome.best = t
             break
-        if suspicious or config.sanitize_winner:
-            confirmed = bench.confirm(t.proposal)
-            if not confirmed.verified:
-                t.result.warnings.append(f"failed stricter verification: {confirmed.message}")
+        if (suspicious or config.sanitize_winner) and not t.result.confirmed:
+            if not confirm(t, bench, "winner", lambda _: None):
                 continue
-            t.result.checks += [c for c in confirmed.checks if c.name.startswith("sanitizer")]
-            if suspicious:
-                t.result.warnings.append(suspicious + "; confirmed by a stricter verification")
+        if suspicious:
+            t.result.warnings.append(suspicious + "; confirmed by a stricter verification")
         outcome.best = t
         break
     if outcome.best:
@@ -236,7 +269,7 @@ def _choose_winner(outcome: SearchOutcome, history: list[Tried], bench: Bench, p
         outcome.status = "failed"
     else:
         outcome.status = "no_win"
-    summary = _summary(outcome)
+    summary = _summary(outcome, config)
     if outcome.status == "failed":
         outcome.message = outcome.problem
     else:
@@ -247,11 +280,7 @@ def _beyond_bandwidth(t: Tried, plan: SizePlan, gpu: GpuInfo) -> str:
     """A time below what the buffers' bytes allow at the measured bandwidth: worth a second look."""
     if not gpu.bandwidth_gbps or t.time_ms is None:
         return ""
-    nbytes = 0
-    for a in plan.args:
-        if a.kind == "buffer":
-            size = a.numel * _itemsize(a.dtype)
-            nbytes += size * (2 if a.direction == "inout" else 1)
+    nbytes = sum(a.nbytes * (2 if a.direction == "inout" else 1) for a in plan.args if a.kind == "buffer")
     floor_ms = nbytes / (gpu.bandwidth_gbps * 1e9) * 1e3
     if t.time_ms < BANDWIDTH_SLACK * floor_ms:
         return (f"{t.time_ms:.4g} ms is below the {floor_ms:.4g} ms that moving {nbytes / 1e6:.1f} MB at the "
@@ -259,12 +288,7 @@ def _beyond_bandwidth(t: Tried, plan: SizePlan, gpu: GpuInfo) -> str:
     return ""
 
 
-def _itemsize(dtype: str) -> int:
-    return {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4,
-            "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2}.get(dtype, 1)
-
-
-def _summary(outcome: SearchOutcome) -> str:
+def _summary(outcome: SearchOutcome, config: SearchConfig) -> str:
     base = outcome.baseline.original_time.median_ms if outcome.baseline and outcome.baseline.original_time else 0
     gpu = outcome.baseline.gpu.name if outcome.baseline and outcome.baseline.gpu else "the GPU"
     if outcome.best:
@@ -277,8 +301,13 @@ def _summary(outcome: SearchOutcome) -> str:
     why = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in failures.most_common())
     best = outcome.best_tried
     best_text = f"best verified {best.result.speedup:.3f}x ({best.proposal.note or best.proposal.generator}), " \
-                f"within the noise" if best and best.result.speedup else "no candidate verified"
+                f"not beyond the noise and a {config.min_gain:.0%} minimum gain{_interval(best.result)}" \
+        if best and best.result.speedup else "no candidate verified"
     return f"no faster verified rewrite of the {base:.4g} ms original: {best_text}" + (f"; {why}" if why else "")
+
+
+def _interval(result: EvalResult) -> str:
+    return f" (interval {result.speedup_ci[0]:.3f}-{result.speedup_ci[1]:.3f})" if result.speedup_ci else ""
 
 
 def _verified(tried: list[Tried]) -> int:

@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS candidates (
 );
 CREATE INDEX IF NOT EXISTS candidates_by_kernel ON candidates (file, kernel);
 """
-REUSABLE = ("verified", "wrong", "compile_error", "rejected")  # verdicts that do not depend on luck
+REUSABLE = ("verified", "wrong", "compile_error", "rejected", "unchanged", "spec_error")  # verdicts that do not depend on luck
 
 
 def search_key(kernel_text: str, gpu_name: str, flags: Iterable[str] = ()) -> str:

@@ -25,6 +25,7 @@ class Settings:
     search_target_speedup: float = 0.0  # 0: none
     search_fix_attempts: int = 1
     search_sanitize: bool = True
+    search_min_gain: float = 0.02  # a win's whole speedup interval lies above 1 + this
     compiler_nvcc: str = ""  # empty: nvcc on PATH or in CUDA_HOME
     compiler_arch: str = "sm_90a"  # for on-save checks; searches use the GPU's own
     compiler_flags: tuple[str, ...] = ()
@@ -38,7 +39,8 @@ class Settings:
                         temperature=self.llm_temperature, timeout=self.llm_timeout)
         return SearchConfig(rounds=self.search_rounds, candidates=self.search_candidates,
                             time_budget=self.search_time_budget, target_speedup=self.search_target_speedup or None,
-                            fix_attempts=self.search_fix_attempts, sanitize_winner=self.search_sanitize, llm=llm)
+                            fix_attempts=self.search_fix_attempts, sanitize_winner=self.search_sanitize,
+                            min_gain=self.search_min_gain, llm=llm)
 
 
 # setting key (as the client spells it) -> field name
@@ -48,6 +50,7 @@ KEYS: dict[str, str] = {
     "search.rounds": "search_rounds", "search.candidates": "search_candidates",
     "search.timeBudget": "search_time_budget", "search.targetSpeedup": "search_target_speedup",
     "search.fixAttempts": "search_fix_attempts", "search.sanitize": "search_sanitize",
+    "search.minGain": "search_min_gain",
     "compiler.nvcc": "compiler_nvcc", "compiler.arch": "compiler_arch", "compiler.flags": "compiler_flags",
     "includePaths": "include_paths", "gpu": "gpu", "autoApply": "auto_apply",
     "diagnostics.onOpen": "diagnostics_on_open",

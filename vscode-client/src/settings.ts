@@ -13,7 +13,7 @@ export const CLIENT_KEYS = ["server.command", "server.python"];
 export const SERVER_KEYS = [
   "llm.baseUrl", "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout",
   "search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup", "search.fixAttempts",
-  "search.sanitize", "compiler.nvcc", "compiler.arch", "compiler.flags", "includePaths", "gpu", "autoApply",
+  "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.arch", "compiler.flags", "includePaths", "gpu", "autoApply",
   "diagnostics.onOpen",
 ];
 

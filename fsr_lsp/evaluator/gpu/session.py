@@ -67,6 +67,9 @@ class GpuSession:
         self._flush = torch.ones(max(2 * l2, 1 << 24) // 4, dtype=torch.int32, device=self.device)
         self._flush_sink = torch.empty((), dtype=torch.int32, device=self.device)
         self._modules: dict[str, Any] = {}
+        self._shared_poison: Any = None
+        self._pages: Any = None
+        self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
         self.info.bandwidth_gbps = self._measure_bandwidth()
 
     def _measure_bandwidth(self, nbytes: int = 1 << 30) -> float:
@@ -97,6 +100,26 @@ class GpuSession:
         if sleep is not None:
             sleep(cycles)
 
+    def shared_poison(self) -> Any:
+        """The shared-memory poison kernel (compiled on first use)."""
+        if self._shared_poison is None:
+            from .shared import SharedPoison
+
+            self._shared_poison = SharedPoison(self)
+        return self._shared_poison
+
+    def unmapped_pages(self) -> Any:
+        """Arenas against unmapped address space (raises UnmappedUnavailable where the driver's
+        virtual memory API cannot be used)."""
+        if self._pages is None:
+            from .guards import UnmappedPages
+
+            self._pages = UnmappedPages(self.info.index)
+        return self._pages
+
+    def event(self) -> Any:
+        return self.torch.cuda.Event(enable_timing=True)
+
     def synchronize(self) -> None:
         self.cuda.Context.synchronize()
 
@@ -110,7 +133,8 @@ class GpuSession:
         _, fn = self._modules[key]
         fmt = "".join("P" if d is None else _SCALAR_FORMAT[d] for d in dtypes)
         fn.prepare(fmt)
-        return LoadedKernel(self, fn, [d for d in dtypes])
+        shared = fn.get_attribute(self.cuda.function_attribute.SHARED_SIZE_BYTES)
+        return LoadedKernel(self, fn, [d for d in dtypes], digest=key, shared_bytes=int(shared))
 
 
 @dataclass
@@ -118,6 +142,8 @@ class LoadedKernel:
     session: GpuSession
     fn: Any
     dtypes: list[str | None]
+    digest: str = ""  # of the cubin and entry: the same kernel in another job
+    shared_bytes: int = 0  # static shared memory per block
 
     def resources(self) -> Resources:
         attr = self.session.cuda.function_attribute

@@ -1,0 +1,80 @@
+"""What verification and timing share: the job's context, verdicts, seeds, inputs, launches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
+from .buffers import generate
+from .session import GpuSession, LoadedKernel
+
+Report = Callable[[str], None]
+
+
+class Failure(Exception):
+    """Ends a job early with a verdict."""
+
+    def __init__(self, status: str, message: str, check: str | None = None, mismatch: Mismatch | None = None,
+                 restart: bool = False) -> None:
+        super().__init__(message)
+        self.status, self.message, self.check, self.mismatch, self.restart = status, message, check, mismatch, restart
+
+
+@dataclass
+class JobContext:
+    session: GpuSession
+    job: EvalJob
+    original: LoadedKernel
+    candidate: LoadedKernel | None
+    result: EvalResult
+    report: Report
+
+    @property
+    def torch(self) -> Any:
+        return self.session.torch
+
+    def kernel(self, who: str) -> LoadedKernel:
+        kernel = self.original if who == "original" else self.candidate
+        assert kernel is not None
+        return kernel
+
+
+def seed_for(job: EvalJob, size_index: int, j: int) -> int:
+    return (job.base_seed + 7919 * size_index + j) % (1 << 62)
+
+
+def make_inputs(session: GpuSession, plan: SizePlan, seed: int) -> dict[str, Any]:
+    """Pristine input buffers (in and inout) for one seed."""
+    gen = session.torch.Generator(device=session.device)
+    gen.manual_seed(seed)
+    return {a.name: generate(session.torch, session.device, a, gen)
+            for a in plan.args if a.kind == "buffer" and a.direction != "out"}
+
+
+def outputs(plan: SizePlan) -> list[ArgPlan]:
+    return [a for a in plan.args if a.kind == "buffer" and a.direction != "in"]
+
+
+def inputs_only(plan: SizePlan) -> list[ArgPlan]:
+    return [a for a in plan.args if a.kind == "buffer" and a.direction == "in"]
+
+
+def buffers_of(plan: SizePlan) -> list[ArgPlan]:
+    return [a for a in plan.args if a.kind == "buffer"]
+
+
+def guarded_launch(session: GpuSession, who: str, where: str, launch: Callable[[], None], what: str | None = None,
+                   status: str | None = None, check: str | None = None) -> None:
+    """Run a launch and wait for it; a CUDA error becomes a verdict on whoever launched (the
+    original's errors are the spec's problem). The context is gone after one: restart."""
+    try:
+        launch()
+        session.synchronize()
+    except Exception as e:
+        if isinstance(e, session.torch.cuda.OutOfMemoryError):
+            raise
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        message = what or f"the {who} kernel failed at {where}"
+        raise Failure(status or ("crashed" if who == "candidate" else "spec_error"), f"{message}: {text}",
+                      check=check or f"{who} runs", restart=True) from None

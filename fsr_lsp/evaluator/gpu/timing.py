@@ -1,0 +1,170 @@
+"""Interleaved timing on inputs that are new for every repetition, and the speedup's interval.
+
+Each repetition draws fresh inputs, copies them into the contenders' buffers, and times each
+contender once with CUDA events, the L2 flushed before each. The order alternates, and so do
+the two buffer sets the kernels run on, so neither launch order nor buffer placement (DRAM
+channels, alignment within a page) favours one side: the original timed against itself reads
+1.00x, not 1.004x. The candidate's outputs are compared with the original's from the same
+repetition: a kernel that caches results by address, counts launches or skips work once timed
+gives stale outputs here. The speedup's confidence interval is a bootstrap over the paired
+repetitions of this run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..records import Check, LaunchPlan, TimingStats
+from .buffers import count_bad, generate, poison, storage_dtype
+from .common import Failure, JobContext, buffers_of, guarded_launch, inputs_only, make_inputs, outputs, seed_for
+from .ref import eval_ref
+from .session import LoadedKernel
+
+BOOTSTRAP_SAMPLES = 1000
+
+
+@dataclass
+class _Contender:
+    name: str
+    launch: Callable[[list[Any]], None] | None  # None for the ref (a torch expression)
+    times: list[tuple[Any, Any]] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+def time_job(ctx: JobContext) -> None:
+    session, job, result = ctx.session, ctx.job, ctx.result
+    torch = session.torch
+    bench = next(p for p in reversed(job.sizes) if p.role == "bench")
+    cfg = job.timing
+    ctx.report(f"timing at {bench.label}")
+    buffer_args = buffers_of(bench)
+    outs = outputs(bench)
+    pristine = make_inputs(session, bench, seed_for(job, len(job.sizes) + 1, 0))
+
+    def working() -> dict[str, Any]:
+        return {a.name: torch.empty(a.numel, dtype=storage_dtype(torch, a.dtype), device=session.device)
+                for a in buffer_args}
+
+    def kernel_launch(kernel: LoadedKernel, launch: LaunchPlan) -> Callable[[list[Any]], None]:
+        return lambda args: kernel.launch(args, launch)
+
+    sets = [working(), working()]  # the kernels swap these every other repetition
+    contenders = [_Contender("original", kernel_launch(ctx.original, bench.original))]
+    if ctx.candidate:
+        contenders.append(_Contender("candidate", kernel_launch(ctx.candidate, bench.candidate)))
+    if job.ref and not any(w.startswith("ref not used") for w in result.warnings):
+        contenders.append(_Contender("ref", None))
+    kernels = [c for c in contenders if c.launch is not None]
+    bad = {c.name: torch.zeros((), dtype=torch.int64, device=session.device) for c in contenders}
+    touched = torch.zeros((), dtype=torch.int64, device=session.device)
+    generator = torch.Generator(device=session.device)
+    generator.manual_seed(seed_for(job, len(job.sizes) + 2, 0))
+
+    def once(c: _Contender, buffers: dict[str, Any] | None, timed: bool) -> None:
+        if buffers is not None:
+            for a in buffer_args:
+                if a.direction == "out":
+                    poison(torch, buffers[a.name], a, "A")
+                else:
+                    buffers[a.name].copy_(pristine[a.name])
+        if cfg.flush_l2:
+            session.flush_l2()
+        session.hold_gpu()  # keeps the GPU busy while Python submits the launch: no host latency in the time
+        start, end = session.event(), session.event()
+        start.record()
+        if c.launch is not None and buffers is not None:
+            c.launch([buffers[a.name].data_ptr() if a.kind == "buffer" else a.value for a in bench.args])
+            c.outputs = buffers
+        else:
+            c.outputs = eval_ref(torch, job.ref, bench, pristine)
+        end.record()
+        if timed:
+            c.times.append((start, end))
+
+    def repetition(r: int, timed: bool) -> None:
+        for a in buffer_args:
+            if a.name in pristine:
+                pristine[a.name].copy_(generate(torch, session.device, a, generator))
+        swap = (r // 2) % 2
+        placed = {c.name: sets[(i + swap) % 2] for i, c in enumerate(kernels)}
+        for c in (contenders if r % 2 == 0 else list(reversed(contenders))):
+            once(c, placed.get(c.name), timed)
+        expected = contenders[0].outputs
+        for c in contenders[1:]:
+            for a in outs:
+                bad[c.name] += count_bad(torch, c.outputs[a.name], expected[a.name], a)
+        for c in kernels:
+            for a in inputs_only(bench):
+                touched.add_((placed[c.name][a.name] != pristine[a.name]).sum())
+
+    def sync(where: str) -> None:
+        guarded_launch(session, "candidate" if ctx.candidate else "original", where, lambda: None)
+
+    for r in range(cfg.warmup):
+        repetition(r, timed=False)
+    sync("warm-up")
+    repetition(0, timed=True)
+    sync("timing")
+    per_run_ms = max(max(s.elapsed_time(e) for c in contenders for s, e in c.times), 1e-3) + 0.05
+    reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_seconds * 1000.0 / per_run_ms)))
+    reps = -(-reps // 4) * 4  # whole cycles of order and buffer swaps
+    for r in range(1, reps):
+        repetition(r, timed=True)
+        if r % 32 == 31:
+            ctx.report(f"timing at {bench.label}: {r + 1}/{reps} runs")
+    sync("timing")
+    times = {c.name: [s.elapsed_time(e) for s, e in c.times] for c in contenders}
+    counts = {name: int(v.item()) for name, v in bad.items()}
+    if int(touched.item()):
+        who = "candidate" if ctx.candidate else "original"
+        raise Failure("wrong" if ctx.candidate else "spec_error",
+                      f"an in buffer was modified during the timed runs ({who})", check="inputs unchanged")
+    if ctx.candidate:
+        if counts["candidate"]:
+            raise Failure("wrong", f"{counts['candidate']} output elements of the timed runs differ from the original's "
+                                   "on the same fresh inputs: the candidate caches results across launches, skips work, "
+                                   "or depends on state left by earlier runs", check="timed runs verified")
+        result.checks.append(Check("timed runs verified", "pass",
+                                   f"{len(times['original']) + cfg.warmup} runs, each on freshly generated inputs"))
+    if counts.get("ref"):
+        result.warnings.append(f"ref disagreed with the original on {counts['ref']} elements of its timed runs")
+    result.bench_size = bench.label
+    result.original_time = stats(times["original"])
+    result.candidate_time = stats(times["candidate"]) if "candidate" in times else None
+    result.ref_time = stats(times["ref"]) if "ref" in times else None
+    if result.candidate_time:
+        result.speedup = result.original_time.median_ms / result.candidate_time.median_ms
+        result.speedup_ci = speedup_interval(times["original"], times["candidate"], cfg.confidence,
+                                             seed_for(job, len(job.sizes) + 3, 0))
+    if result.ref_time:
+        base = result.candidate_time or result.original_time
+        result.speedup_vs_ref = result.ref_time.median_ms / base.median_ms
+
+
+def stats(times: list[float]) -> TimingStats:
+    s = sorted(times)
+    n = len(s)
+
+    def q(p: float) -> float:
+        x = p * (n - 1)
+        lo = int(x)
+        hi = min(lo + 1, n - 1)
+        return s[lo] + (s[hi] - s[lo]) * (x - lo)
+
+    return TimingStats(median_ms=q(0.5), min_ms=s[0], max_ms=s[-1], p25_ms=q(0.25), p75_ms=q(0.75), reps=n)
+
+
+def speedup_interval(original: list[float], candidate: list[float], confidence: float, seed: int) -> tuple[float, float]:
+    """Bootstrap interval of median(original) / median(candidate), resampling the repetitions as
+    pairs (both were timed in the same repetition, so drift cancels within a pair)."""
+    import numpy as np
+
+    o, c = np.asarray(original), np.asarray(candidate)
+    n = min(len(o), len(c))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(BOOTSTRAP_SAMPLES, n))
+    ratios = np.median(o[:n][idx], axis=1) / np.median(c[:n][idx], axis=1)
+    tail = (1.0 - confidence) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)

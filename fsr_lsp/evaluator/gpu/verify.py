@@ -1,0 +1,304 @@
+"""Verification on the GPU: the original is the oracle, the candidate must match it.
+
+Defences against a wrong-but-passing rewrite, in the order they run, at every size:
+- outputs poisoned before every run (NaN, then a byte pattern): unwritten elements fail;
+- every buffer inside canary guard bands, checked after every launch: writes outside a buffer
+  fail, and reads outside a float buffer that feed a result bring NaN into it;
+- every SM's shared memory filled with 0xFF bytes (NaN) before every launch: a read of shared
+  memory that no thread of the block wrote changes the result;
+- `in` buffers compared bit for bit after every run: a kernel may not scribble on inputs;
+- K launches back to back on the same buffers (first seed), compared with the original's K
+  after each: a kernel that skips work it takes for done, or depends on what an earlier launch
+  left behind, differs at launch 2 or later;
+- every size and seed run twice with different poisons: races and reads of uninitialised
+  memory show up as disagreement;
+- each buffer once placed against unmapped address space (its start, and its end where the
+  alignment allows): a read or write past it faults, and the fault names the buffer;
+- an edge size that is not a multiple of the block size when the spec has none.
+The original passes the same checks first; where it cannot, the spec (not the candidate) is at
+fault and the result says so, naming the argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import Check, SizePlan
+from .buffers import describe, poisoned
+from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, make_inputs, outputs,
+                     seed_for)
+from .guards import Guarded, UnmappedUnavailable, describe_overrun, guarded, placements
+from .ref import RefError, eval_ref
+from .shared import SharedPoison
+
+NAN_HINT = ("; NaN where the original has a number: it read memory nothing wrote (shared memory is filled with "
+            "NaN before each launch, and every buffer sits between NaN canaries)")
+
+
+class OracleProblem(Exception):
+    """The original misbehaves at a size: the spec is at fault (or, at an edge size, the size)."""
+
+
+@dataclass
+class Counts:
+    sizes: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+    ref_compared: int = 0
+
+
+def verify(ctx: JobContext) -> Counts:
+    job, result = ctx.job, ctx.result
+    counts = Counts()
+    ref_usable = bool(job.ref)
+    shared = ctx.session.shared_poison() if job.defences.poison_shared else None
+    for index, plan in enumerate(job.sizes):
+        usable = True
+        for j in range(job.seeds_per_size):
+            seed = seed_for(job, index, j)
+            ctx.report(f"checking {plan.label} (seed {seed})")
+            inputs = make_inputs(ctx.session, plan, seed)
+            launches = max(1, job.defences.chained_launches) if j == 0 else 1
+            try:
+                expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
+                again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
+                problem = oracle_problem(ctx, plan, inputs, expected[0], again[0])
+            except OracleProblem as e:
+                problem = str(e)
+            if problem:
+                if plan.role == "edge":
+                    result.warnings.append(f"edge size {plan.label} skipped: the original {problem}")
+                    usable = False
+                    break
+                raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {problem}")
+            reference = None
+            if ref_usable:
+                reference, ref_problem = _reference(ctx, plan, inputs, expected[0], seed)
+                if ref_problem:
+                    result.warnings.append(ref_problem)
+                    ref_usable = False
+                    reference = None
+                else:
+                    counts.ref_compared += 1
+            if ctx.candidate is not None:
+                _check_candidate(ctx, plan, inputs, expected, reference, seed, shared)
+            counts.seeds.append(seed)
+        if usable:
+            counts.sizes.append(plan.label)
+    result.checks += _checks(ctx, counts, ref_usable, shared)
+    return counts
+
+
+def _checks(ctx: JobContext, counts: Counts, ref_usable: bool, shared: SharedPoison | None) -> list[Check]:
+    job = ctx.job
+    detail = f"{len(counts.sizes)} sizes x {job.seeds_per_size} seeds"
+    who = "candidate" if ctx.candidate else "original"
+    k = max(1, job.defences.chained_launches)
+    if shared is None:
+        shared_check = Check("shared memory poisoned", "skip", "switched off")
+    elif not shared.available:
+        shared_check = Check("shared memory poisoned", "skip", shared.why)
+    else:
+        shared_check = Check("shared memory poisoned", "pass",
+                             f"every SM's shared memory filled with 0xFF (NaN) before each launch, "
+                             f"{shared.block_bytes // 1024} KiB blocks and the kernel's own footprint")
+    out: list[Check] = []
+    if ctx.candidate:
+        out += [
+            Check("matches original", "pass", detail),
+            Check("every output written", "pass", "outputs poisoned with NaN and a byte pattern before each run"),
+            Check("inputs unchanged", "pass", "in buffers compared bit for bit after each run"),
+            Check("repeatable", "pass", "two runs per input agree (no race or uninitialised read seen)"),
+        ]
+        if k > 1:
+            out.append(Check("chained launches", "pass",
+                             f"{k} launches back to back on the same buffers at every size, each compared with the original's"))
+    else:
+        out.append(Check("original self-consistent", "pass", f"{detail}: writes every output, same result twice"))
+    out += [Check("guard bands", "pass", "canary bands before and after every buffer unchanged after every launch"),
+            shared_check]
+    if job.ref:
+        status = "pass" if ref_usable else "skip"
+        out.append(Check(f"{who} matches ref", status, f"{counts.ref_compared} runs" if ref_usable else "ref disagrees with the original"))
+    if any(p.role == "edge" for p in job.sizes):
+        edge = next(p for p in job.sizes if p.role == "edge")
+        state = "pass" if edge.label in counts.sizes else "skip"
+        out.append(Check("non-multiple size", state, edge.label))
+    return out
+
+
+def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any], which: str, launches: int,
+                shared: SharedPoison | None) -> list[dict[str, Any]]:
+    """Launch `launches` times back to back on one set of guarded buffers (copies of the inputs,
+    poisoned outputs); every buffer's contents after each launch."""
+    kernel = ctx.kernel(who)
+    launch = plan.original if who == "original" else plan.candidate
+    guards = {a.name: guarded(ctx.torch, ctx.session.device, a, which, inputs.get(a.name) if a.direction != "out" else None)
+              for a in buffers_of(plan)}
+    args = [guards[a.name].tensor.data_ptr() if a.kind == "buffer" else a.value for a in plan.args]
+    footprint = kernel.shared_bytes + launch.smem
+    snapshots = []
+    for k in range(launches):
+        if shared is not None:
+            shared(footprint)
+        guarded_launch(ctx.session, who, plan.label, lambda: kernel.launch(args, launch))
+        _check_bands(ctx, who, plan, guards)
+        last = k == launches - 1
+        snapshots.append({name: g.tensor if last else g.tensor.clone() for name, g in guards.items()})
+    return snapshots
+
+
+def _check_bands(ctx: JobContext, who: str, plan: SizePlan, guards: dict[str, Guarded]) -> None:
+    changed = ctx.torch.stack([g.violations() for g in guards.values()]).tolist()
+    for (name, g), bad in zip(guards.items(), changed):
+        if bad:
+            message = describe_overrun(who, name, plan.label, g.extent())
+            if who == "original":
+                raise OracleProblem(message.removeprefix("the original ") + f": the spec's length for `{name}` is too small")
+            raise Failure("wrong", message, check="guard bands")
+
+
+def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, second: dict) -> str | None:
+    torch = ctx.torch
+    for a in inputs_only(plan):
+        if not torch.equal(first[a.name], inputs[a.name]):
+            return f"modifies {a.name}, which the spec declares in (declare it inout)"
+    for a in outputs(plan):
+        m = describe(torch, "oracle", plan.label, 0, a, second[a.name], first[a.name], None)
+        if m is not None:
+            if a.direction == "out":
+                return (f"does not write every element of {a.name} or is not deterministic ({m.bad} of {m.total} "
+                        f"elements differ between two runs; declare {a.name} inout if the kernel updates only part of it)")
+            return f"is not deterministic: {m.bad} of {m.total} elements of {a.name} differ between two runs"
+    return None
+
+
+def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, seed: int) -> tuple[dict | None, str | None]:
+    try:
+        reference = eval_ref(ctx.torch, ctx.job.ref, plan, inputs)
+    except RefError as e:
+        return None, f"ref not used: {e}"
+    args = {a.name: a for a in plan.args}
+    for name, value in reference.items():
+        m = describe(ctx.torch, "ref", plan.label, seed, args[name], expected[name], value, None)
+        if m is not None:
+            return None, f"ref not used: the original disagrees with ref.{name} at {plan.label} ({m.describe()})"
+    return reference, None
+
+
+def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, expected: list[dict], reference: dict | None,
+                     seed: int, shared: SharedPoison | None) -> None:
+    torch = ctx.torch
+    runs = launch_runs(ctx, "candidate", plan, inputs, "A", len(expected), shared)
+    second = launch_runs(ctx, "candidate", plan, inputs, "B", 1, shared)[0]
+    _compare(ctx, plan, runs[0], second, expected[0], seed)
+    for snapshot in (runs[0], runs[-1]):
+        for a in inputs_only(plan):
+            if not torch.equal(snapshot[a.name], inputs[a.name]):
+                changed = int((snapshot[a.name] != inputs[a.name]).sum().item())
+                raise Failure("wrong", f"the candidate modifies input {a.name} ({changed} elements) at {plan.label}",
+                              check="inputs unchanged")
+    for k in range(1, len(runs)):
+        for a in outputs(plan):
+            m = describe(torch, "chained launches", plan.label, seed, a, runs[k][a.name], expected[k][a.name], None)
+            if m is not None:
+                raise Failure("wrong", f"after launch {k + 1} of {len(runs)} back to back on the same buffers, the "
+                                       "candidate's output differs from the original's: it depends on what an earlier "
+                                       f"launch left behind, or skips work it takes for done ({m.describe()})",
+                              check="chained launches", mismatch=m)
+    args = {a.name: a for a in plan.args}
+    for a in outputs(plan):
+        if describe(torch, "repeatable", plan.label, seed, a, second[a.name], runs[0][a.name], None) is not None:
+            m = describe(torch, "repeatable", plan.label, seed, a, second[a.name], expected[0][a.name], "B")
+            detail = m.describe() if m else ""
+            raise Failure("wrong", f"the candidate gives different results on the same input at {plan.label}: "
+                                   f"a race, or a read of memory nothing wrote ({detail})", check="repeatable", mismatch=m)
+    if reference is not None:
+        for name, value in reference.items():
+            m = describe(torch, "matches ref", plan.label, seed, args[name], runs[0][name], value, None)
+            if m is not None:
+                raise Failure("wrong", f"the candidate disagrees with ref.{name}: {m.describe()}", check="matches ref", mismatch=m)
+
+
+def _compare(ctx: JobContext, plan: SizePlan, first: dict, second: dict, expected: dict, seed: int) -> None:
+    """The first run (outputs poisoned with NaN) against the oracle. A NaN there is an unwritten
+    element only if the second run (byte-pattern poison) left its poison there too; otherwise
+    the kernel wrote NaN, read from memory nothing wrote."""
+    for a in outputs(plan):
+        m = describe(ctx.torch, "matches original", plan.label, seed, a, first[a.name], expected[a.name], "A")
+        if m is None:
+            continue
+        if m.unwritten:
+            again = describe(ctx.torch, "matches original", plan.label, seed, a, second[a.name], expected[a.name], "B")
+            if again is not None and again.unwritten:
+                raise Failure("wrong", f"the candidate's output differs from the original's: {again.describe()}",
+                              check="every output written" if again.unwritten == again.bad else "matches original",
+                              mismatch=again)
+            m.unwritten = 0
+        hint = NAN_HINT if m.got == "nan" and m.expected != "nan" else ""
+        raise Failure("wrong", f"the candidate's output differs from the original's: {m.describe()}{hint}",
+                      check="matches original", mismatch=m)
+
+
+# ------------------------------------------------------------------ unmapped pages
+
+
+def unmapped_layer(ctx: JobContext, who: str) -> Check:
+    """Each buffer, one launch at a time, against unmapped address space; a fault fails the
+    kernel (the original's: the spec's lengths) and names the buffer."""
+    d = ctx.job.defences
+    if not d.unmapped_pages:
+        return Check("unmapped pages", "skip", "switched off")
+    try:
+        pages = ctx.session.unmapped_pages()
+    except UnmappedUnavailable as e:
+        return Check("unmapped pages", "skip", str(e))
+    kernel = ctx.kernel(who)
+    memo = (kernel.digest, tuple((p.label, tuple(a.length for a in p.args)) for p in ctx.job.sizes))
+    ran: dict[str, list[str]] = {"start": [], "end": []}
+    left: list[str] = []
+    for index, plan in enumerate(ctx.job.sizes):
+        sizes = {a.name: a.nbytes for a in buffers_of(plan)}
+        if sum(sizes.values()) > d.unmapped_max_bytes:
+            left.append(plan.label)
+            continue
+        if memo not in ctx.session.vetted:
+            ctx.report(f"unmapped-page placements at {plan.label}")
+            inputs = make_inputs(ctx.session, plan, seed_for(ctx.job, index, 0))
+            for a in buffers_of(plan):
+                for where in placements(sizes[a.name]):
+                    _run_placed(ctx, who, plan, inputs, a.name, sizes[a.name], where, pages)
+        for where in ("start", "end"):
+            if all(where in placements(n) for n in sizes.values()):
+                ran[where].append(plan.label)
+    if who == "original":
+        ctx.session.vetted.add(memo)
+    parts = [f"every buffer starting at unmapped memory at {', '.join(ran['start'])}"]
+    if ran["end"]:
+        parts.append(f"ending there at {', '.join(ran['end'])}")
+    others = [p.label for p in ctx.job.sizes if p.label not in ran["end"] and p.label not in left]
+    if others:
+        parts.append(f"not ending there at {', '.join(others)} (lengths off the 256-byte alignment: guard bands only)")
+    if left:
+        parts.append(f"{', '.join(left)} left to the guard bands (over {d.unmapped_max_bytes >> 20} MiB)")
+    return Check("unmapped pages", "pass", "; ".join(parts))
+
+
+def _run_placed(ctx: JobContext, who: str, plan: SizePlan, inputs: dict, name: str, nbytes: int, where: str,
+                pages: Any) -> None:
+    torch, session = ctx.torch, ctx.session
+    kernel = ctx.kernel(who)
+    launch = plan.original if who == "original" else plan.candidate
+    tensors = {a.name: inputs[a.name].clone() if a.direction != "out" else poisoned(torch, session.device, a, "A")
+               for a in buffers_of(plan)}
+    ptr = pages.place(nbytes, at_end=where == "end")
+    session.cuda.memcpy_dtod(ptr, tensors[name].data_ptr(), nbytes)
+    args = [ptr if a.name == name else tensors[a.name].data_ptr() if a.kind == "buffer" else a.value for a in plan.args]
+    side = "past the end" if where == "end" else "before the start"
+    what = (f"the {who} kernel faulted with `{name}` {'ending' if where == 'end' else 'starting'} at unmapped memory at "
+            f"{plan.label}: it reads or writes {side} of `{name}`")
+    if who == "original":
+        what += f" (the spec's length for `{name}` is too small)"
+    guarded_launch(session, who, plan.label, lambda: kernel.launch(args, launch), what=what,
+                   status="wrong" if who == "candidate" else "spec_error", check="unmapped pages")
+

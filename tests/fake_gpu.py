@@ -1,0 +1,110 @@
+"""A CPU stand-in for the worker's GpuSession, so verification and timing logic runs in CI.
+
+"Kernels" are Python functions registered by name; a job's KernelBinary names one in its
+`entry`. They get what a CUDA kernel gets, raw pointers and scalars, and reach the memory
+through numpy views made from the addresses, so a kernel can write (or read) past the end of
+a buffer exactly as a real one would: into whatever lies there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from fsr_lsp.evaluator.gpu.guards import UnmappedUnavailable
+from fsr_lsp.evaluator.records import GpuInfo, KernelBinary, LaunchPlan, Resources
+
+GPU = GpuInfo(0, "CPU test double", "9.0", 4, 1 << 20, 1 << 30, bandwidth_gbps=100.0)
+KERNELS: dict[str, Callable[..., None]] = {}
+
+
+def kernel(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        KERNELS[name] = fn
+        return fn
+
+    return register
+
+
+def binary(name: str) -> KernelBinary:
+    return KernelBinary(cubin=name.encode(), entry=name, compiler="python", arch="cpu")
+
+
+def view(ptr: int, n: int, dtype: Any = np.float32) -> np.ndarray:
+    """n elements at a raw address (shares the memory)."""
+    itemsize = np.dtype(dtype).itemsize
+    raw = (ctypes.c_char * (n * itemsize)).from_address(ptr)
+    return np.frombuffer(raw, dtype=dtype)
+
+
+class _Event:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def record(self) -> None:
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, end: "_Event") -> float:
+        return max((end.t - self.t) * 1000.0, 1e-6)
+
+
+class _NoShared:
+    available = False
+    why = "no GPU (CPU test double)"
+    block_bytes = 0
+
+    def __call__(self, footprint: int) -> None:
+        pass
+
+
+@dataclass
+class FakeKernel:
+    fn: Callable[..., None]
+    digest: str
+    shared_bytes: int = 0
+    launches: int = 0
+
+    def resources(self) -> Resources:
+        return Resources()
+
+    def launch(self, args: list[Any], launch: LaunchPlan) -> None:
+        self.launches += 1
+        self.fn(*args)
+
+
+class FakeSession:
+    def __init__(self) -> None:
+        self.torch = torch
+        self.device = torch.device("cpu")
+        self.info = GPU
+        self.cuda = None
+        self.vetted: set[Any] = set()
+        self.loaded: dict[str, FakeKernel] = {}
+
+    def load(self, binary: KernelBinary, dtypes: list[str | None]) -> FakeKernel:
+        if binary.entry not in self.loaded:
+            self.loaded[binary.entry] = FakeKernel(KERNELS[binary.entry], binary.entry)
+        return self.loaded[binary.entry]
+
+    def shared_poison(self) -> _NoShared:
+        return _NoShared()
+
+    def unmapped_pages(self) -> Any:
+        raise UnmappedUnavailable("no GPU (CPU test double)")
+
+    def event(self) -> _Event:
+        return _Event()
+
+    def flush_l2(self) -> None:
+        pass
+
+    def hold_gpu(self) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass

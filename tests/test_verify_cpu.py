@@ -1,0 +1,163 @@
+"""Verification and timing logic on the CPU test double (tests/fake_gpu.py): each defence
+shown failing a deliberately broken "kernel", and a correct one passing. The same defences run
+on the GPU in tests/gpu/test_defences.py with real CUDA kernels."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fsr_lsp.evaluator.gpu.run import run_job  # noqa: E402
+from fsr_lsp.evaluator.plan import build_plans  # noqa: E402
+from fsr_lsp.evaluator.records import Defences, EvalJob, TimingConfig  # noqa: E402
+from fsr_lsp.kernels import find_kernel  # noqa: E402
+from fsr_lsp.source import SourceText  # noqa: E402
+from fsr_lsp.spec import parse_spec  # noqa: E402
+
+from .fake_gpu import FakeSession, binary, kernel, view  # noqa: E402
+
+AXPY = """/* @fsr
+bench = { n = 4096 }
+tests = [ { n = 1 }, { n = 1000 }, { n = 1003 } ]
+grid = "cdiv(n, 256)"
+block = 256
+[args]
+n = "n"
+a = 1.5
+x = "in[n]"
+y = "inout[n]"
+*/
+__global__ void axpy(int n, float a, const float* x, float* y) { }
+"""
+SHIFT = AXPY.replace('y = "inout[n]"', 'y = "out[n]"').replace("axpy", "shift")
+
+
+@kernel("axpy")
+def axpy(n, a, x, y):
+    view(y, n)[:] = a * view(x, n) + view(y, n)
+
+
+@kernel("axpy_fast")
+def axpy_fast(n, a, x, y):
+    yv = view(y, n)
+    yv *= 1.0
+    yv += a * view(x, n)
+
+
+_done: dict[int, float] = {}
+
+
+@kernel("axpy_skips_when_done")
+def axpy_skips_when_done(n, a, x, y):
+    """Returns without work when its inout buffer already holds what it wrote last time."""
+    yv = view(y, n)
+    if _done.get(y) == float(yv[-1]):
+        return
+    yv[:] = a * view(x, n) + yv
+    _done[y] = float(yv[-1])
+
+
+@kernel("axpy_writes_past_end")
+def axpy_writes_past_end(n, a, x, y):
+    yv = view(y, n + 3)
+    yv[:n] = a * view(x, n) + yv[:n]
+    yv[n:] = 0.0
+
+
+@kernel("axpy_writes_before_start")
+def axpy_writes_before_start(n, a, x, y):
+    axpy(n, a, x, y)
+    view(y - 8, 1)[0] = 1.0
+
+
+@kernel("shift")
+def shift(n, a, x, y):
+    view(y, n)[:] = view(x, n) * a
+
+
+@kernel("shift_reads_past_end")
+def shift_reads_past_end(n, a, x, y):
+    """y[i] = a * x[i], computed as the sum of two halves of a window that runs one past the end."""
+    xs = view(x, n + 1)
+    view(y, n)[:] = a * xs[:n] + 0.0 * xs[1:]
+
+
+def job(source: str, name: str, original: str, candidate: str | None, **defences) -> EvalJob:
+    src = SourceText(source)
+    k = find_kernel(src, name)
+    spec = parse_spec(src, k).spec
+    return EvalJob(kernel=name, original=binary(original), candidate=binary(candidate) if candidate else None,
+                   sizes=build_plans(k, spec), seeds_per_size=2, base_seed=7,
+                   timing=TimingConfig(warmup=1, min_reps=8, max_reps=8, target_seconds=0.0),
+                   defences=Defences(**defences))
+
+
+def run(source: str, name: str, original: str, candidate: str | None, **defences):
+    return run_job(FakeSession(), job(source, name, original, candidate, **defences))
+
+
+def states(result):
+    return {c.name: c.status for c in result.checks}
+
+
+def failed(result):
+    return next(c for c in result.checks if c.status == "fail")
+
+
+def test_a_correct_candidate_passes_every_check_and_gets_an_interval():
+    r = run(AXPY, "axpy", "axpy", "axpy_fast")
+    assert r.status == "verified", r.message
+    s = states(r)
+    for name in ("matches original", "every output written", "inputs unchanged", "repeatable", "chained launches",
+                 "guard bands", "timed runs verified"):
+        assert s[name] == "pass", (name, r.checks)
+    assert s["shared memory poisoned"] == "skip" and s["unmapped pages"] == "skip"
+    low, high = r.speedup_ci
+    assert low <= r.speedup <= high
+    assert "interval" in r.message
+
+
+def test_a_kernel_that_skips_work_it_takes_for_done_fails_the_chained_launches():
+    r = run(AXPY, "axpy", "axpy", "axpy_skips_when_done")
+    assert r.status == "wrong", r.message
+    assert failed(r).name == "chained launches"
+    assert "after launch 2 of 3 back to back on the same buffers" in r.message
+    assert r.mismatch is not None and r.mismatch.buffer == "y"
+
+
+def test_one_launch_would_not_have_caught_it():
+    r = run(AXPY, "axpy", "axpy", "axpy_skips_when_done", chained_launches=1)
+    assert r.status == "verified", r.message
+
+
+@pytest.mark.parametrize("candidate, needle", [
+    ("axpy_writes_past_end", "writes up to 12 bytes past the end of `y` at n=1"),
+    ("axpy_writes_before_start", "writes up to 8 bytes before the start of `y` at n=1"),
+])
+def test_writes_outside_a_buffer_hit_its_guard_band_and_name_it(candidate, needle):
+    r = run(AXPY, "axpy", "axpy", candidate)
+    assert r.status == "wrong", r.message
+    assert failed(r).name == "guard bands"
+    assert needle in r.message and "(guard bands)" in r.message
+
+
+def test_an_original_that_writes_past_a_buffer_is_a_spec_problem_on_that_argument():
+    r = run(AXPY, "axpy", "axpy_writes_past_end", None)
+    assert r.status == "spec_error", r.message
+    assert "writes up to 12 bytes past the end of `y`" in r.message
+    assert "the spec's length for `y` is too small" in r.message
+
+
+def test_a_read_past_a_float_buffer_that_feeds_a_result_brings_in_the_nan_canary():
+    r = run(SHIFT, "shift", "shift", "shift_reads_past_end")
+    assert r.status == "wrong", r.message
+    assert failed(r).name == "matches original"
+    assert "got nan" in r.message and "NaN canaries" in r.message
+
+
+def test_the_original_against_itself_is_verified_with_an_interval_around_one():
+    r = run(AXPY, "axpy", "axpy", "axpy")
+    assert r.status == "verified", r.message
+    low, high = r.speedup_ci
+    assert low <= 1.0 + 0.5 and high >= 1.0 - 0.5  # CPU timings are noisy; the GPU bench measures the bias
