@@ -24,7 +24,7 @@ _DEVICE_QUALIFIERS = {"__device__", "__global__", "__constant__", "constexpr", "
 _ALLOWED_TOP = {"comment", "preproc_def", "preproc_function_def", "preproc_call", "preproc_ifdef", "preproc_if",
                 "preproc_else", "preproc_elif", "struct_specifier", "class_specifier", "union_specifier",
                 "enum_specifier", "type_definition", "alias_declaration", "using_declaration",
-                "static_assert_declaration", ";", "ERROR"}
+                "static_assert_declaration", "namespace_alias_definition", ";", "ERROR"}
 _CONTAINERS = {"namespace_definition", "linkage_specification", "template_declaration", "declaration_list",
                "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"}
 _DEVICE_HEADERS = re.compile(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from fsr_lsp.evaluator import evaluate
+from fsr_lsp.evaluator.records import Defences
 from fsr_lsp.evaluator.sanitizer import find_sanitizer
 
 from .conftest import QUICK, kernel_text
@@ -30,6 +33,9 @@ def test_original_alone_is_a_valid_oracle_and_is_timed(evaluator):
     assert r.status == "verified", r.message
     assert r.original_time is not None and r.original_time.median_ms > 0
     assert r.sizes_checked == ["n=1", "n=1000", "n=65537", "n=4194304"]
+    states = {c.name: c.status for c in r.checks}
+    assert states["guard bands"] == "pass" and states["unmapped pages"] == "pass", r.checks
+    assert states["shared memory poisoned"] == "pass", r.checks
     assert len(r.seeds) == 12 and len(set(r.seeds)) == 12
 
 
@@ -39,7 +45,9 @@ def test_correct_rewrites_are_verified_and_timed(evaluator, name):
     assert r.status == "verified", r.message
     assert r.speedup is not None and r.speedup > 0.2
     assert {c.name for c in r.checks if c.status == "pass"} >= {
-        "matches original", "every output written", "inputs unchanged", "repeatable", "timed runs verified"}
+        "matches original", "every output written", "inputs unchanged", "repeatable", "timed runs verified",
+        "chained launches", "guard bands", "shared memory poisoned", "unmapped pages"}
+    assert r.speedup_ci is not None and r.speedup_ci[0] <= r.speedup <= r.speedup_ci[1]
     if name == "good_launch.cu":
         assert any("launch configuration" in w for w in r.warnings)
 
@@ -47,7 +55,7 @@ def test_correct_rewrites_are_verified_and_timed(evaluator, name):
 @pytest.mark.parametrize("name, check", [
     ("wrong_math.cu", "matches original"),
     ("skip_tail.cu", "every output written"),
-    ("reads_output.cu", "every output written"),
+    ("reads_output.cu", "matches original"),  # NaN from its NaN-poisoned output: written, but read first
     ("modifies_input.cu", "inputs unchanged"),
     ("counts_launches.cu", "timed runs verified"),
 ])
@@ -79,10 +87,16 @@ def test_a_hang_is_killed_and_the_next_job_runs(evaluator):
 
 
 @pytest.mark.skipif(find_sanitizer() is None, reason="compute-sanitizer not installed")
-def test_memcheck_catches_an_out_of_bounds_read_the_values_miss(evaluator):
+def test_an_out_of_bounds_read_the_values_miss_is_caught_by_two_layers(evaluator):
     r = run(evaluator, "oob_read.cu", sanitize_winner=True)
     assert r.status == "wrong", (r.message, details(r))
+    assert failed_check(r) == "unmapped pages", details(r)  # where the length keeps the alignment: n=4194304
+    assert "`a` ending at unmapped memory at n=4194304" in r.message
+    no_pages = dataclasses.replace(QUICK, defences=Defences(unmapped_pages=False))
+    r = evaluate(evaluator, VADD, "vadd", kernel_text("oob_read.cu"), no_pages, sanitize_winner=True)
     assert failed_check(r) == "sanitizer memcheck", details(r)
+    detail = next(c.detail for c in r.checks if c.status == "fail")
+    assert "reads up to 4 bytes past the end of `a` at n=1" in detail, detail
 
 
 @pytest.mark.skipif(find_sanitizer() is None, reason="compute-sanitizer not installed")

@@ -53,3 +53,22 @@ def test_builtin_search_on_the_gpu_returns_only_verified_wins(evaluator):
     if outcome.best:
         assert outcome.best.verified and outcome.best.result.speedup > 1.0
         assert {c.name: c.status for c in outcome.best.result.checks}.get("sanitizer memcheck") == "pass"
+
+
+@pytest.mark.skipif(__import__("fsr_lsp.evaluator.sanitizer", fromlist=["x"]).find_sanitizer() is None,
+                    reason="compute-sanitizer not installed")
+def test_a_leader_that_memcheck_rejects_never_seeds_the_next_round(evaluator, monkeypatch):
+    monkeypatch.setenv("FSR_GPU_TEST_KEY", "unused")
+    steps = [fenced("oob_read_mid.cu"), fenced("good_restrict.cu")]
+    with FakeLLM(steps, default=fenced("good_launch.cu")) as llm:
+        config = SearchConfig(rounds=2, candidates=2, fix_attempts=0, sanitize_winner=True,
+                              llm=LLMConfig(base_url=llm.base_url, model="scripted", api_key_env="FSR_GPU_TEST_KEY"))
+        outcome = run_search(VADD, "vadd.cu", "vadd", config, GpuBench(evaluator, VADD, "vadd", QUICK),
+                             LLMGenerator(config.llm, parallel=1))
+        round2 = llm.prompts()[2]
+    bad = next(t for t in outcome.tried if "oob_read_mid" in t.proposal.note)
+    assert bad.result.status == "wrong" and "demoted as round 1 leader" in bad.result.message, bad.result.message
+    assert "past the end of `a` at n=65537" in bad.result.message
+    fastest = round2.split("Fastest so far")[1] if "Fastest so far" in round2 else ""
+    assert "volatile const float* pa" not in fastest
+    assert outcome.best is None or "oob_read_mid" not in outcome.best.proposal.note
