@@ -41,3 +41,14 @@ def unavailable(conn, index):
 
 def dies_at_start(conn, index):
     os._exit(7)
+
+
+def cpu_session(conn, index):
+    """The real job runner (gpu.run.run_job) on the CPU stand-in session, Python kernels."""
+    from fsr_lsp.evaluator.gpu.run import run_job
+
+    from . import fake_kernels  # noqa: F401  (registers the kernels in this process)
+    from .fake_gpu import FakeSession
+
+    session = FakeSession()
+    serve(conn, session.info, lambda job, report: run_job(session, job, report))

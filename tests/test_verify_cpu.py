@@ -15,7 +15,8 @@ from fsr_lsp.kernels import find_kernel  # noqa: E402
 from fsr_lsp.source import SourceText  # noqa: E402
 from fsr_lsp.spec import parse_spec  # noqa: E402
 
-from .fake_gpu import FakeSession, binary, kernel, view  # noqa: E402
+from . import fake_kernels  # noqa: E402,F401  (registers the Python kernels)
+from .fake_gpu import FakeSession, binary  # noqa: E402
 
 AXPY = """/* @fsr
 bench = { n = 4096 }
@@ -31,56 +32,6 @@ y = "inout[n]"
 __global__ void axpy(int n, float a, const float* x, float* y) { }
 """
 SHIFT = AXPY.replace('y = "inout[n]"', 'y = "out[n]"').replace("axpy", "shift")
-
-
-@kernel("axpy")
-def axpy(n, a, x, y):
-    view(y, n)[:] = a * view(x, n) + view(y, n)
-
-
-@kernel("axpy_fast")
-def axpy_fast(n, a, x, y):
-    yv = view(y, n)
-    yv *= 1.0
-    yv += a * view(x, n)
-
-
-_done: dict[int, float] = {}
-
-
-@kernel("axpy_skips_when_done")
-def axpy_skips_when_done(n, a, x, y):
-    """Returns without work when its inout buffer already holds what it wrote last time."""
-    yv = view(y, n)
-    if _done.get(y) == float(yv[-1]):
-        return
-    yv[:] = a * view(x, n) + yv
-    _done[y] = float(yv[-1])
-
-
-@kernel("axpy_writes_past_end")
-def axpy_writes_past_end(n, a, x, y):
-    yv = view(y, n + 3)
-    yv[:n] = a * view(x, n) + yv[:n]
-    yv[n:] = 0.0
-
-
-@kernel("axpy_writes_before_start")
-def axpy_writes_before_start(n, a, x, y):
-    axpy(n, a, x, y)
-    view(y - 8, 1)[0] = 1.0
-
-
-@kernel("shift")
-def shift(n, a, x, y):
-    view(y, n)[:] = view(x, n) * a
-
-
-@kernel("shift_reads_past_end")
-def shift_reads_past_end(n, a, x, y):
-    """y[i] = a * x[i], computed as the sum of two halves of a window that runs one past the end."""
-    xs = view(x, n + 1)
-    view(y, n)[:] = a * xs[:n] + 0.0 * xs[1:]
 
 
 def job(source: str, name: str, original: str, candidate: str | None, **defences) -> EvalJob:
@@ -161,3 +112,19 @@ def test_the_original_against_itself_is_verified_with_an_interval_around_one():
     assert r.status == "verified", r.message
     low, high = r.speedup_ci
     assert low <= 1.0 + 0.5 and high >= 1.0 - 0.5  # CPU timings are noisy; the GPU bench measures the bias
+
+
+def test_a_job_goes_through_the_worker_process_and_back_with_every_check():
+    from fsr_lsp.evaluator import Evaluator, run_prepared
+    from fsr_lsp.evaluator.prepare import Prepared
+    from fsr_lsp.evaluator.records import EvalResult
+
+    from .fake_workers import cpu_session
+
+    with Evaluator(target=cpu_session, timeout=60) as ev:
+        ev.start()
+        for candidate, status in (("axpy_fast", "verified"), ("axpy_skips_when_done", "wrong")):
+            base = EvalResult(kernel="axpy", status="verified", message="", checks=[])
+            r = run_prepared(ev, Prepared(job=job(AXPY, "axpy", "axpy", candidate), result=base))
+            assert r is not None and r.status == status, r
+            assert r.speedup_ci is not None or status == "wrong"

@@ -52,6 +52,8 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
             result.message = failed[0].detail if spec else f"{failed[0].name} found errors: {failed[0].detail}"
         else:
             result.confirmed = True
+    return result
+
 
 def _without_binaries(compiled: dict[str, CompileResult]) -> dict[str, CompileResult]:
     """Result records carry no cubins: they are stored and sent as they are."""
