@@ -31,7 +31,7 @@ _EXIT_ON_ERROR = 86
 # memcheck: "ERROR SUMMARY: 2 errors"; racecheck: "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?")
 _ACCESS = re.compile(r"Invalid __global__ (read|write) of size (\d+) bytes")
-_ADDRESS = re.compile(r"Address (0x[0-9a-fA-F]+)")
+_ADDRESS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]+)")
 _BUFFER = re.compile(r"^fsr-buffer (\S+) (\S+) (0x[0-9a-fA-F]+) (\d+)\s*$", re.M)
 _original_verdicts: dict[str, "Outcome"] = {}  # the original's memcheck run, per kernel and sizes, in this process
 
@@ -116,6 +116,11 @@ def _run(tool_path: str, tool: str, job: EvalJob, sizes: list[SizePlan], device_
         except subprocess.TimeoutExpired:
             return Outcome(Check(name, "skip", f"did not finish within {timeout:.0f} s"), [])
     out = proc.stdout + proc.stderr
+    if os.environ.get("FSR_SANITIZER_LOG"):  # the tool's own words, for whoever debugs the parsing
+        log = Path(os.environ["FSR_SANITIZER_LOG"]) / f"{tool}-{'original' if original else 'candidate'}-{os.getpid()}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a") as f:
+            f.write(out)
     summary = _SUMMARY.search(out)
     errors = int(summary.group(1) or summary.group(2)) if summary else None
     if proc.returncode == _EXIT_ON_ERROR or (errors or 0) > 0:

@@ -45,8 +45,9 @@ def test_stale_output_reuse_fails_the_chained_launches(evaluator):
     assert "after launch 2 of 3" in r.message
     single = dataclasses.replace(QUICK, defences=Defences(chained_launches=1))
     control = evaluate(evaluator, saxpy, "saxpy", kernel_text("saxpy_stale_reuse.cu"), single)
+    # Informational: the single-launch checks see it only when an input happens to equal what a
+    # thread wrote on an earlier timed run (float coincidences over millions of elements).
     print(f"\n[control] one launch per check: {control.status}: {control.message}")
-    assert control.status == "verified", "the single-launch checks alone should not have seen it"
 
 
 def test_stale_shared_memory_fails_once_shared_memory_is_poisoned(evaluator):
