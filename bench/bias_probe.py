@@ -29,10 +29,13 @@ def main() -> None:
             base = prepare(source, name, itself, gpu.arch, options)
             job = base.job
             same = hashlib.sha256(job.original.cubin).hexdigest() == hashlib.sha256(job.candidate.cubin).hexdigest()
+            one = dataclasses.replace(job, candidate=job.original)
             variants = {
                 "as compiled": job,
-                "one binary": dataclasses.replace(job, candidate=job.original),
+                "one binary": one,
                 "swapped": dataclasses.replace(job, original=job.candidate, candidate=job.original),
+                "one, hold x4": dataclasses.replace(one, timing=dataclasses.replace(job.timing, hold_cycles=400_000)),
+                "one, no flush": dataclasses.replace(one, timing=dataclasses.replace(job.timing, flush_l2=False)),
             }
             for label, variant in variants.items():
                 for attempt in range(2):

@@ -103,7 +103,7 @@ class FakeSession:
     def flush_l2(self) -> None:
         pass
 
-    def hold_gpu(self) -> None:
+    def hold_gpu(self, cycles: int = 0) -> None:
         pass
 
     def synchronize(self) -> None:

@@ -117,6 +117,7 @@ class TimingConfig:
     target_seconds: float = 0.1  # of kernel time per contender, after warm-up
     flush_l2: bool = True
     confidence: float = 0.95  # of the speedup's bootstrap interval
+    hold_cycles: int = 100_000  # GPU spin before each timed launch, so host latency stays out of the time
 
 
 @dataclass

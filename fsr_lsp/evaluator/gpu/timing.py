@@ -72,7 +72,7 @@ def time_job(ctx: JobContext) -> None:
                     buffers[a.name].copy_(pristine[a.name])
         if cfg.flush_l2:
             session.flush_l2()
-        session.hold_gpu()  # keeps the GPU busy while Python submits the launch: no host latency in the time
+        session.hold_gpu(cfg.hold_cycles)  # keeps the GPU busy while Python submits the launch
         start, end = session.event(), session.event()
         start.record()
         if c.launch is not None and buffers is not None:
