@@ -36,6 +36,7 @@ def main() -> None:
                 "swapped": dataclasses.replace(job, original=job.candidate, candidate=job.original),
                 "one, hold x4": dataclasses.replace(one, timing=dataclasses.replace(job.timing, hold_cycles=400_000)),
                 "one, no flush": dataclasses.replace(one, timing=dataclasses.replace(job.timing, flush_l2=False)),
+                "one, flush x4": dataclasses.replace(one, timing=dataclasses.replace(job.timing, flush_factor=4)),
             }
             for label, variant in variants.items():
                 for attempt in range(2):

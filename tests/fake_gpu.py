@@ -100,7 +100,7 @@ class FakeSession:
     def event(self) -> _Event:
         return _Event()
 
-    def flush_l2(self) -> None:
+    def flush_l2(self, factor: int = 2) -> None:
         pass
 
     def hold_gpu(self, cycles: int = 0) -> None:

@@ -116,6 +116,7 @@ class TimingConfig:
     max_reps: int = 100  # medians of 100 runs repeat within 0.3% (docs/benchmarks.md)
     target_seconds: float = 0.1  # of kernel time per contender, after warm-up
     flush_l2: bool = True
+    flush_factor: int = 2  # the flush reads this many times the L2's size (1-4)
     confidence: float = 0.95  # of the speedup's bootstrap interval
     hold_cycles: int = 100_000  # GPU spin before each timed launch, so host latency stays out of the time
 
