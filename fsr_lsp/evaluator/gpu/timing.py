@@ -1,10 +1,11 @@
 """Interleaved timing on inputs that are new for every repetition, and the speedup's interval.
 
 Each repetition draws fresh inputs, copies them into the contenders' buffers, and times each
-contender once with CUDA events, the L2 flushed before each. The order alternates, and so do
-the two buffer sets the kernels run on, so neither launch order nor buffer placement (DRAM
-channels, alignment within a page) favours one side: the original timed against itself reads
-1.00x, not 1.004x. The candidate's outputs are compared with the original's from the same
+contender once with CUDA events, the L2 flushed before each. The order, and which of two buffer
+sets each kernel runs on, are drawn at random every repetition, so neither launch order, buffer
+placement, nor anything that repeats in the sequence of launches favours one side. (A strict
+alternation did: on an H100 an 18 us kernel timed against itself read 0.96x to 1.045x,
+consistently within a run; bench/bias_probe.py.) The candidate's outputs are compared with the original's from the same
 repetition: a kernel that caches results by address, counts launches or skips work once timed
 gives stale outputs here. The speedup's confidence interval is a bootstrap over the paired
 repetitions of this run.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -84,19 +86,27 @@ def time_job(ctx: JobContext) -> None:
         if timed:
             c.times.append((start, end))
 
+    shuffle = random.Random(seed_for(job, len(job.sizes) + 4, 0))
+
     def repetition(r: int, timed: bool) -> None:
         for a in buffer_args:
             if a.name in pristine:
                 pristine[a.name].copy_(generate(torch, session.device, a, generator))
-        swap = (r // 2) % 2
+        # Order and buffer sets drawn at random each repetition: any pattern that repeats in the
+        # sequence of launches (a strict alternation makes one of period four) stays out of the ratio.
+        order = contenders[:]
+        shuffle.shuffle(order)
+        swap = shuffle.randrange(2)
         placed = {c.name: sets[(i + swap) % 2] for i, c in enumerate(kernels)}
-        for c in (contenders if r % 2 == 0 else list(reversed(contenders))):
+        for c in order:
             once(c, placed.get(c.name), timed)
         expected = contenders[0].outputs
         for c in contenders[1:]:
             for a in outs:
                 bad[c.name] += count_bad(torch, c.outputs[a.name], expected[a.name], a)
-        for c in (kernels if r % 2 == 0 else kernels[::-1]):  # what these reads leave in L2 alternates too
+        for c in order:
+            if c.launch is None:
+                continue
             for a in inputs_only(bench):
                 touched.add_((placed[c.name][a.name] != pristine[a.name]).sum())
 
@@ -110,7 +120,6 @@ def time_job(ctx: JobContext) -> None:
     sync("timing")
     per_run_ms = max(max(s.elapsed_time(e) for c in contenders for s, e in c.times), 1e-3) + 0.05
     reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_seconds * 1000.0 / per_run_ms)))
-    reps = -(-reps // 4) * 4  # whole cycles of order and buffer swaps
     for r in range(1, reps):
         repetition(r, timed=True)
         if r % 32 == 31:
