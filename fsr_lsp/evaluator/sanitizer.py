@@ -110,6 +110,7 @@ def _run(tool_path: str, tool: str, job: EvalJob, sizes: list[SizePlan], device_
         path.write_text(to_json(small))
         # No kernel filter: besides the kernel only torch's input fills run in that child.
         cmd = [tool_path, "--tool", tool, "--error-exitcode", str(_EXIT_ON_ERROR), "--print-limit", "100",
+               "--show-backtrace", "no",
                sys.executable, "-m", "fsr_lsp.evaluator.sanitize_main", str(path), str(device_index)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

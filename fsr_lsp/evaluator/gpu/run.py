@@ -64,19 +64,25 @@ def _summary(job: EvalJob, result: EvalResult, counts: Counts) -> str:
     return checked
 
 
+SPACER_BYTES = 4 << 20  # freed between buffers: memcheck sees an over-read land in no allocation
+
+
 def _sanitize_runs(ctx: JobContext) -> None:
     """One launch per size on buffers of exactly the spec's length, each its own cuMemAlloc
     (256-byte aligned, as cudaMalloc): torch's caching allocator would hide an access past the
-    end inside a larger block. Every buffer stays allocated to the end, so each address names
-    one buffer at one size; the map goes to stdout for the parent to read the tool's reports."""
+    end inside a larger block. Between buffers lies freed memory (a spacer allocated, then
+    released), so an over-read lands in no allocation rather than in the next buffer, and the
+    nearest buffer is the one read past. Everything is allocated before any launch and stays
+    to the end; the map of buffers goes to stdout for the parent to read the tool's reports."""
     session, job = ctx.session, ctx.job
     who = "original" if job.sanitize_original or ctx.candidate is None else "candidate"
     kernel = ctx.kernel(who)
     cuda = session.cuda
     keep: list[Any] = []
+    spacers: list[Any] = []
+    launches = []
     for index, plan in enumerate(job.sizes):
         inputs = make_inputs(session, plan, seed_for(job, index, 0))
-        launch = plan.candidate if who == "candidate" else plan.original
         args: list[Any] = []
         for a in plan.args:
             if a.kind == "scalar":
@@ -84,12 +90,17 @@ def _sanitize_runs(ctx: JobContext) -> None:
                 continue
             source = inputs[a.name] if a.direction != "out" else poisoned(session.torch, session.device, a, "A")
             nbytes = source.numel() * source.element_size()
+            spacers.append(cuda.mem_alloc(SPACER_BYTES))
             exact = cuda.mem_alloc(nbytes)
             keep.append(exact)
             cuda.memcpy_dtod(exact, source.data_ptr(), nbytes)
             args.append(int(exact))
             print(f"fsr-buffer {a.name} {plan.label.replace(' ', '')} {int(exact):#x} {nbytes}", flush=True)
-        session.synchronize()
+        launches.append((plan, args, plan.candidate if who == "candidate" else plan.original))
+    spacers.append(cuda.mem_alloc(SPACER_BYTES))
+    session.synchronize()
+    for spacer in spacers:
+        spacer.free()
+    for plan, args, launch in launches:
         guarded_launch(session, who, plan.label, lambda: kernel.launch(args, launch))
     sys.stdout.flush()
-
