@@ -294,9 +294,9 @@ def _summary(outcome: SearchOutcome, config: SearchConfig) -> str:
     if outcome.best:
         r = outcome.best.result
         sizes = len(r.sizes_checked)
-        seeds = len(r.seeds) // max(sizes, 1)
+        seeds = len(r.seeds)
         return (f"{r.speedup:.2f}x faster ({r.original_time.median_ms:.4g} ms -> {r.candidate_time.median_ms:.4g} ms "
-                f"on {gpu}; verified at {sizes} sizes x {seeds} seeds)")
+                f"on {gpu}; verified at {sizes} sizes, {seeds} input sets)")
     failures = Counter(t.result.status for t in outcome.tried if not t.verified)
     why = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in failures.most_common())
     best = outcome.best_tried

@@ -54,7 +54,7 @@ def verify(ctx: JobContext) -> Counts:
     shared = ctx.session.shared_poison() if job.defences.poison_shared else None
     for index, plan in enumerate(job.sizes):
         usable = True
-        for j in range(job.seeds_per_size):
+        for j in range(seeds_at(job, plan)):
             seed = seed_for(job, index, j)
             ctx.report(f"checking {plan.label} (seed {seed})")
             inputs = make_inputs(ctx.session, plan, seed)
@@ -89,9 +89,19 @@ def verify(ctx: JobContext) -> Counts:
     return counts
 
 
+def seeds_at(job: Any, plan: SizePlan) -> int:
+    """Every seed at the test sizes; one at the bench size, whose outputs every timed run (each
+    on fresh inputs) checks again."""
+    return 1 if plan.role == "bench" and len(job.sizes) > 1 else job.seeds_per_size
+
+
+def checked_text(counts: Counts) -> str:
+    return f"{len(counts.sizes)} sizes, {len(counts.seeds)} input sets"
+
+
 def _checks(ctx: JobContext, counts: Counts, ref_usable: bool, shared: SharedPoison | None) -> list[Check]:
     job = ctx.job
-    detail = f"{len(counts.sizes)} sizes x {job.seeds_per_size} seeds"
+    detail = checked_text(counts)
     who = "candidate" if ctx.candidate else "original"
     k = max(1, job.defences.chained_launches)
     if shared is None:
