@@ -67,7 +67,7 @@ def main() -> None:
                             "wall_s": wall, "per_minute": 60 * len(results) / wall,
                             "best": max((r.speedup or 0) for r in results),
                             "failures": [r.message for r in results if not r.verified]})
-    table("evaluation throughput (saxpy, n=2^24; compile + verify at 4 sizes x 3 seeds + time)",
+    table("evaluation throughput (saxpy, n=2^24; compile + verify at 4 sizes, 10 input sets + time)",
           ["compiler", "candidates", "verified", "wall s", "per minute", "compile s/cand", "GPU s/cand"], rows)
     save("throughput", {"gpu": ev.gpu.name if ev.gpu else None, "runs": records})
 

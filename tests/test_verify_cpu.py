@@ -128,3 +128,17 @@ def test_a_job_goes_through_the_worker_process_and_back_with_every_check():
             r = run_prepared(ev, Prepared(job=job(AXPY, "axpy", "axpy", candidate), result=base))
             assert r is not None and r.status == status, r
             assert r.speedup_ci is not None or status == "wrong"
+
+
+def test_guard_bands_keep_the_buffer_256_byte_aligned_and_grow_with_it():
+    from fsr_lsp.evaluator.gpu.guards import ALIGN, band_bytes, guarded, placements
+    from fsr_lsp.evaluator.records import ArgPlan
+
+    assert band_bytes(4) == 4096 and band_bytes(64 << 20) == 1 << 20 and band_bytes(1 << 20) == 128 << 10
+    for n in (1, 3, 1000, 65537):
+        arg = ArgPlan("x", "buffer", "float32", length=n, direction="in")
+        g = guarded(torch, torch.device("cpu"), arg, "A", torch.ones(n))
+        offset = g.tensor.data_ptr() - g.whole.data_ptr()
+        assert offset % ALIGN == 0 and g.tensor.numel() == n and torch.equal(g.tensor, torch.ones(n))
+        assert int(g.violations()) == 0 and g.whole[g.before + g.nbytes:].view(torch.float32).isnan().all()
+    assert placements(1024) == ["start", "end"] and placements(4000) == ["start"]
