@@ -8,7 +8,7 @@ alternation did: on an H100 an 18 us kernel timed against itself read 0.96x to 1
 consistently within a run; bench/bias_probe.py.) The candidate's outputs are compared with the original's from the same
 repetition: a kernel that caches results by address, counts launches or skips work once timed
 gives stale outputs here. The speedup's confidence interval is a bootstrap over the paired
-repetitions of this run.
+repetitions of this run, of the geometric interquartile mean of the paired ratios.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def time_job(ctx: JobContext) -> None:
     result.candidate_time = stats(times["candidate"]) if "candidate" in times else None
     result.ref_time = stats(times["ref"]) if "ref" in times else None
     if result.candidate_time:
-        result.speedup = interquartile_mean(times["original"]) / interquartile_mean(times["candidate"])
+        result.speedup = paired_speedup(times["original"], times["candidate"])
         result.speedup_ci = speedup_interval(times["original"], times["candidate"], cfg.confidence,
                                              seed_for(job, len(job.sizes) + 3, 0))
     if result.ref_time:
@@ -190,16 +190,33 @@ def _iqm(sorted_rows):
     return sorted_rows[:, lo:max(hi, lo + 1)].mean(axis=1)
 
 
+def paired_speedup(original: list[float], candidate: list[float]) -> float:
+    """The speedup from the pairs: the geometric interquartile mean of original/candidate over
+    the repetitions. Both of a pair ran back to back, so a slow moment (clocks, a neighbour)
+    slows both and leaves their ratio alone; the middle half drops outliers, and averaging
+    over it keeps the event timer's ticks out."""
+    import numpy as np
+
+    return float(_paired(np.asarray(original, dtype=float), np.asarray(candidate, dtype=float))[0])
+
+
+def _paired(o, c):
+    """Geometric IQM of o/c along the last axis (rows of resampled pairs)."""
+    import numpy as np
+
+    logs = np.sort(np.log(np.atleast_2d(o)) - np.log(np.atleast_2d(c)), axis=-1)
+    return np.exp(_iqm(logs))
+
+
 def speedup_interval(original: list[float], candidate: list[float], confidence: float, seed: int) -> tuple[float, float]:
-    """Bootstrap interval of the speedup (ratio of interquartile means), resampling the
-    repetitions as pairs: both contenders were timed in the same repetition."""
+    """Bootstrap interval of the paired speedup, resampling whole repetitions."""
     import numpy as np
 
     o, c = np.asarray(original, dtype=float), np.asarray(candidate, dtype=float)
     n = min(len(o), len(c))
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(BOOTSTRAP_SAMPLES, n))
-    ratios = _iqm(np.sort(o[:n][idx], axis=1)) / _iqm(np.sort(c[:n][idx], axis=1))
+    ratios = _paired(o[:n][idx], c[:n][idx])
     tail = (1.0 - confidence) / 2 * 100
     low, high = np.percentile(ratios, [tail, 100 - tail])
     return float(low), float(high)
