@@ -65,7 +65,12 @@ def test_clean_tools_pass_at_every_test_size(monkeypatch):
 
 
 def test_a_large_bench_size_is_left_out():
-    sizes = sanitizer.sanitized_sizes(job(), max_bytes=1 << 20)
+    import dataclasses
+
+    from fsr_lsp.evaluator.records import Defences
+
+    small = dataclasses.replace(job(), defences=Defences(layered_max_bytes=1 << 20))
+    sizes = sanitizer.sanitized_sizes(small)
     assert [p.label for p in sizes] == ["n=1", "n=1000", "n=65537"]
 
 

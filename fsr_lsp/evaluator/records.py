@@ -130,7 +130,9 @@ class Defences:
     poison_shared: bool = True  # fill every SM's shared memory with NaN/0xFF bytes before each launch
     guard_bands: bool = True  # canary bands around every buffer, checked after every launch
     unmapped_pages: bool = True  # each buffer once against unmapped address space, at each size
-    unmapped_max_bytes: int = 64 << 20  # sizes whose buffers hold more are left to the guard bands
+    # The per-buffer layers (unmapped pages, the sanitizers) run at sizes whose buffers hold at
+    # most this much; larger (bench) sizes are left to the guard bands and the timed-run checks.
+    layered_max_bytes: int = 64 << 20
 
 
 @dataclass
@@ -236,7 +238,7 @@ class EvalResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     restart_worker: bool = False  # set by the worker when its CUDA context can no longer be trusted
-    confirmed: bool = False  # passed the leaders' verification (more seeds, the sanitizers) too
+    confirmed: bool = False  # passed the sanitizers too (in a search: the leaders' check, with more seeds)
 
     @property
     def verified(self) -> bool:

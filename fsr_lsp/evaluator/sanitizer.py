@@ -26,7 +26,6 @@ from .records import Check, EvalJob, SizePlan
 from .serde import to_json
 
 TOOLS = ("memcheck", "racecheck")
-MAX_BYTES = 64 << 20  # a bench size whose buffers hold more is left out (the test sizes cover the code paths)
 _EXIT_ON_ERROR = 86
 # memcheck: "ERROR SUMMARY: 2 errors"; racecheck: "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?")
@@ -63,9 +62,9 @@ def find_sanitizer() -> str | None:
     return None
 
 
-def sanitized_sizes(job: EvalJob, max_bytes: int = MAX_BYTES) -> list[SizePlan]:
+def sanitized_sizes(job: EvalJob) -> list[SizePlan]:
     """Every test and edge size; the bench size too when its buffers are small."""
-    return [p for p in job.sizes if p.role != "bench" or p.buffer_bytes <= max_bytes]
+    return [p for p in job.sizes if p.role != "bench" or p.buffer_bytes <= job.defences.layered_max_bytes]
 
 
 def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS, timeout: float = 300.0) -> list[Check]:
@@ -133,7 +132,7 @@ def _run(tool_path: str, tool: str, job: EvalJob, sizes: list[SizePlan], device_
     if errors is None:
         return Outcome(Check(name, "skip", f"no summary from the tool: {_last_line(out)}"), [])
     left = [p.label for p in job.sizes if p.label not in {q.label for q in sizes}]
-    rest = f"; {', '.join(left)} left out (over {MAX_BYTES >> 20} MiB of buffers)" if left else ""
+    rest = f"; {', '.join(left)} left out (over {job.defences.layered_max_bytes >> 20} MiB of buffers)" if left else ""
     return Outcome(Check(name, "pass", f"0 errors at {labels} (exact allocations){rest}"), [])
 
 

@@ -89,14 +89,15 @@ def guarded(torch: Any, device: Any, arg: ArgPlan, which: str, content: Any | No
     return g
 
 
-def describe_overrun(who: str, arg: str, size: str, extent: tuple[int, int]) -> str:
+def describe_overrun(arg: str, size: str, extent: tuple[int, int]) -> str:
+    """'writes up to 4 bytes past the end of `c` at n=1 (guard bands)'."""
     before, after = extent
     parts = []
     if after:
         parts.append(f"writes up to {after} bytes past the end of `{arg}`")
     if before:
         parts.append(f"writes up to {before} bytes before the start of `{arg}`")
-    return f"the {who} " + " and ".join(parts) + f" at {size} (guard bands)"
+    return " and ".join(parts) + f" at {size} (guard bands)"
 
 
 # ------------------------------------------------------------------ unmapped pages

@@ -175,16 +175,10 @@ def stats(times: list[float]) -> TimingStats:
     return TimingStats(median_ms=q(0.5), min_ms=s[0], max_ms=s[-1], p25_ms=q(0.25), p75_ms=q(0.75), reps=n)
 
 
-def interquartile_mean(times: list[float]) -> float:
-    """The mean of the middle half. CUDA events tick in about 0.5 us: on a 20 us kernel two
-    medians can sit one tick (2.5%) apart by chance and stay there under resampling; the mean
-    of the middle half averages over the ticks and still ignores the outliers."""
-    import numpy as np
-
-    return float(_iqm(np.sort(np.asarray(times, dtype=float))[None, :])[0])
-
-
 def _iqm(sorted_rows):
+    """The mean of the middle half of each sorted row. CUDA events tick in about 0.5 us: on a
+    20 us kernel medians sit on those ticks; the mean of the middle half averages over them and
+    still ignores the outliers."""
     n = sorted_rows.shape[1]
     lo, hi = n // 4, n - n // 4
     return sorted_rows[:, lo:max(hi, lo + 1)].mean(axis=1)

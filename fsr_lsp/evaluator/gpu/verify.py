@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import Check, SizePlan
+from ..records import Check, EvalJob, SizePlan
 from .buffers import describe, poisoned
 from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, make_inputs, outputs,
                      seed_for)
@@ -89,7 +89,7 @@ def verify(ctx: JobContext) -> Counts:
     return counts
 
 
-def seeds_at(job: Any, plan: SizePlan) -> int:
+def seeds_at(job: EvalJob, plan: SizePlan) -> int:
     """Every seed at the test sizes; one at the bench size, whose outputs every timed run (each
     on fresh inputs) checks again."""
     return 1 if plan.role == "bench" and len(job.sizes) > 1 else job.seeds_per_size
@@ -162,10 +162,10 @@ def _check_bands(ctx: JobContext, who: str, plan: SizePlan, guards: dict[str, Gu
     changed = ctx.torch.stack([g.violations() for g in guards.values()]).tolist()
     for (name, g), bad in zip(guards.items(), changed):
         if bad:
-            message = describe_overrun(who, name, plan.label, g.extent())
+            overrun = describe_overrun(name, plan.label, g.extent())
             if who == "original":
-                raise OracleProblem(message.removeprefix("the original ") + f": the spec's length for `{name}` is too small")
-            raise Failure("wrong", message, check="guard bands")
+                raise OracleProblem(f"{overrun}: the spec's length for `{name}` is too small")
+            raise Failure("wrong", f"the candidate {overrun}", check="guard bands")
 
 
 def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, second: dict) -> str | None:
@@ -269,7 +269,7 @@ def unmapped_layer(ctx: JobContext, who: str) -> Check:
     left: list[str] = []
     for index, plan in enumerate(ctx.job.sizes):
         sizes = {a.name: a.nbytes for a in buffers_of(plan)}
-        if sum(sizes.values()) > d.unmapped_max_bytes:
+        if sum(sizes.values()) > d.layered_max_bytes:
             left.append(plan.label)
             continue
         if memo not in ctx.session.vetted:
@@ -290,7 +290,7 @@ def unmapped_layer(ctx: JobContext, who: str) -> Check:
     if others:
         parts.append(f"not ending there at {', '.join(others)} (lengths off the 256-byte alignment: guard bands only)")
     if left:
-        parts.append(f"{', '.join(left)} left to the guard bands (over {d.unmapped_max_bytes >> 20} MiB)")
+        parts.append(f"{', '.join(left)} left to the guard bands (over {d.layered_max_bytes >> 20} MiB)")
     return Check("unmapped pages", "pass", "; ".join(parts))
 
 
