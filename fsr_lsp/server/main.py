@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
+
+from .logs import LEVELS, configure
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fsr-lsp", description="CUDA kernel language server with verified FSR search")
     parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)")
-    parser.add_argument("--log-file", help="write the server's log here")
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-file", help="write the server's log here (default: stderr)")
+    parser.add_argument("--log-level", default="info", choices=LEVELS, type=str.lower,
+                        help="info (default) logs fsr's own messages; debug adds every JSON-RPC payload, "
+                             "document text included")
     args = parser.parse_args(argv)
-    target = {"filename": args.log_file} if args.log_file else {"stream": sys.stderr}
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", **target)
+    configure(args.log_level, args.log_file)
     from .server import server
 
     if args.tcp:

@@ -10,7 +10,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.support import gpu_support_missing
@@ -19,9 +19,6 @@ from ..search.generators.builtin import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
 from ..search.gpu_bench import GpuBench
 from .settings import Settings
-
-if TYPE_CHECKING:
-    from .server import FsrServer
 
 STAND_IN = "FSR_LSP_BENCH"  # "module:factory" of an evaluator stand-in (tests only)
 
@@ -42,8 +39,9 @@ class SearchJob:
 
 
 class Searches:
-    def __init__(self, server: "FsrServer") -> None:
-        self.server = server
+    """The searches of one server; knows nothing of LSP (the server passes callbacks)."""
+
+    def __init__(self) -> None:
         self.running: dict[tuple[str, str], SearchJob] = {}
         self.finished: dict[tuple[str, str], SearchJob] = {}
         self._evaluator: Evaluator | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from ..search.store import HistoryStore
 from ..source import Position, SourceText
 from ..spec import spec_template
 from .check import CheckResult, check_source
+from .edits import EditSupport, workspace_edit
+from .logs import set_level
 from .diagnostics import (SOURCE, compiler_diagnostics, lsp_position, lsp_range, orphan_spec_diagnostics,
                           resource_diagnostics, spec_diagnostics)
 from .searches import SearchJob, Searches
@@ -39,7 +42,7 @@ class FsrServer(LanguageServer):
         self.settings = Settings()
         self.checks: dict[str, CheckResult] = {}
         self.check_tasks: dict[str, asyncio.Task] = {}
-        self.searches = Searches(self)
+        self.searches = Searches()
         self.shown: set[str] = set()  # messages shown once
         self.watcher: WorkspaceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -54,7 +57,12 @@ class FsrServer(LanguageServer):
     def apply_settings(self, options: Any) -> None:
         loaded = load_settings(options, None)
         self.settings = loaded.settings
-        for problem in loaded.problems:
+        problems = list(loaded.problems)
+        if loaded.settings.log_level:
+            problem = set_level(loaded.settings.log_level)
+            if problem:
+                problems.append(f"fsr.logLevel: {problem}")
+        for problem in problems:
             self.show_once(problem, types.MessageType.Warning)
 
     @property
@@ -204,30 +212,21 @@ class FsrServer(LanguageServer):
         except ApplyError as e:
             return None, str(e)
         src = SourceText(doc.source)
-        annotate = self._supports_annotations()
-        annotation_id = "fsr-rewrite"
-        edits: list[types.TextEdit | types.AnnotatedTextEdit] = []
-        for start, end, new in rewrite.edits:
-            rng = types.Range(start=lsp_position(src, start, self.encoding), end=lsp_position(src, end, self.encoding))
-            edits.append(types.AnnotatedTextEdit(range=rng, new_text=new, annotation_id=annotation_id) if annotate
-                         else types.TextEdit(range=rng, new_text=new))
-        document_edit = types.TextDocumentEdit(
-            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=job.uri, version=doc.version), edits=edits)
+        edits = [types.TextEdit(range=types.Range(start=lsp_position(src, start, self.encoding),
+                                                  end=lsp_position(src, end, self.encoding)), new_text=new)
+                 for start, end, new in rewrite.edits]
         r = job.outcome.best.result
-        label = f"FSR rewrite of {job.kernel} ({r.speedup:.2f}x, verified)"
-        description = " ".join([job.outcome.message, *rewrite.notes])
-        annotations = {annotation_id: types.ChangeAnnotation(label=label, needs_confirmation=True,
-                                                             description=description)} if annotate else None
+        annotation = types.ChangeAnnotation(label=f"FSR rewrite of {job.kernel} ({r.speedup:.2f}x, verified)",
+                                            needs_confirmation=True,
+                                            description=" ".join([job.outcome.message, *rewrite.notes]))
         if rewrite.notes:
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
                                                              message=f"FSR {job.kernel}: " + "; ".join(rewrite.notes)))
-        return types.WorkspaceEdit(document_changes=[document_edit], change_annotations=annotations), ""
+        return workspace_edit(self.edit_support, job.uri, doc.version, edits, annotation), ""
 
-    def _supports_annotations(self) -> bool:
-        caps = self.client_capabilities
-        ws = caps.workspace if caps else None
-        edit = ws.workspace_edit if ws else None
-        return bool(edit and edit.change_annotation_support)
+    @property
+    def edit_support(self) -> EditSupport:
+        return EditSupport.of(self.client_capabilities)
 
 
 server = FsrServer()
@@ -356,69 +355,103 @@ def code_action(ls: FsrServer, params: types.CodeActionParams) -> list[types.Cod
     if not _is_cuda(uri):
         return []
     doc = ls.workspace.get_text_document(uri)
-    src = SourceText(doc.source)
-    kernel = _kernel_at(src, params.range.start, ls.encoding)
+    at = _Document(uri, doc.version, SourceText(doc.source), ls.encoding, ls.edit_support)
+    kernel = _kernel_at(at.src, params.range.start, ls.encoding)
     actions: list[types.CodeAction] = []
     if kernel is not None:
-        actions += _kernel_actions(ls, uri, src, kernel)
+        actions += _kernel_actions(ls, at, kernel)
     for d in params.context.diagnostics:
         if d.source != SOURCE or not str(d.code or "").startswith("spec") or not isinstance(d.data, dict):
             continue
-        k = next((k for k in discover_kernels(src) if k.name == d.data.get("kernel")), None)
+        k = next((k for k in discover_kernels(at.src) if k.name == d.data.get("kernel")), None)
         if k is None:
             continue
         if k.spec is None:
             if not any(a.title.startswith("Insert @fsr") for a in actions):
-                fix = _insert_spec(uri, src, k, ls.encoding)
+                fix = _insert_spec(at, k)
                 fix.diagnostics = [d]
                 actions.append(fix)
             continue
         if d.code == "spec-block":
-            actions.append(_set_block(uri, src, k, d, ls.encoding))
-        actions.append(_reset_spec(uri, src, k, d, ls.encoding))
+            actions.append(_set_block(at, k, d))
+        actions.append(_reset_spec(at, k, d))
     return actions
 
 
-def _kernel_actions(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) -> list[types.CodeAction]:
+@dataclass(frozen=True)
+class _Document:
+    """The document a code action request is about, as it is now, and how the client edits."""
+
+    uri: str
+    version: int | None
+    src: SourceText
+    encoding: str
+    support: EditSupport
+
+    def edit(self, start: int, end: int, text: str) -> types.WorkspaceEdit:
+        rng = types.Range(start=lsp_position(self.src, start, self.encoding), end=lsp_position(self.src, end, self.encoding))
+        return workspace_edit(self.support, self.uri, self.version, [types.TextEdit(range=rng, new_text=text)])
+
+
+def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.CodeAction]:
     actions = []
+    uri = at.uri
     running = (uri, kernel.name) in ls.searches.running
     actions.append(types.CodeAction(
         title=f"Optimize `{kernel.name}` with FSR" if not running else f"Cancel the FSR search of `{kernel.name}`",
         kind=types.CodeActionKind.Refactor,
         command=types.Command(title="FSR", command=CANCEL if running else OPTIMIZE, arguments=[uri, kernel.name])))
     if kernel.spec is None:
-        actions.append(_insert_spec(uri, src, kernel, ls.encoding))
+        actions.append(_insert_spec(at, kernel))
     job = ls.searches.finished.get((uri, kernel.name))
     if job is not None and job.outcome is not None and job.outcome.best is not None:
-        r = job.outcome.best.result
-        launch = ", changes the launch" if "@fsr" in job.outcome.best.proposal.source else ""
-        actions.append(types.CodeAction(title=f"Apply FSR rewrite ({r.speedup:.2f}x{launch})", kind=APPLY_KIND,
-                                        data={"uri": uri, "kernel": kernel.name}))
+        apply = _apply_action(ls, at, job)
+        if apply is not None:
+            actions.append(apply)
     return actions
 
 
-def _insert_spec(uri: str, src: SourceText, kernel: Kernel, encoding: str) -> types.CodeAction:
-    at = lsp_position(src, kernel.definition_span.start_byte, encoding)
-    edit = types.TextEdit(range=types.Range(start=at, end=at), new_text=spec_template(kernel))
+def _apply_action(ls: FsrServer, at: _Document, job: SearchJob) -> types.CodeAction | None:
+    """Lazy (the edit is computed when chosen) for clients that resolve `edit`; for the others
+    the edit itself, computed against the document version of this request."""
+    assert job.outcome is not None and job.outcome.best is not None
+    r = job.outcome.best.result
+    launch = ", changes the launch" if "@fsr" in job.outcome.best.proposal.source else ""
+    action = types.CodeAction(title=f"Apply FSR rewrite ({r.speedup:.2f}x{launch})", kind=APPLY_KIND,
+                              data={"uri": at.uri, "kernel": job.kernel})
+    if at.support.resolve_edit:
+        return action
+    edit, why = ls.rewrite_edit(job)
+    if edit is not None:
+        action.edit = edit
+        return action
+    if at.support.disabled_actions:
+        action.disabled = types.CodeActionDisabled(reason=why)
+        return action
+    return None
+
+
+def _insert_spec(at: _Document, kernel: Kernel) -> types.CodeAction:
+    start = kernel.definition_span.start_byte
     return types.CodeAction(title=f"Insert @fsr spec for `{kernel.name}`", kind=types.CodeActionKind.QuickFix,
-                            edit=types.WorkspaceEdit(changes={uri: [edit]}))
+                            edit=at.edit(start, start, spec_template(kernel)))
 
 
-def _reset_spec(uri: str, src: SourceText, kernel: Kernel, d: types.Diagnostic, encoding: str) -> types.CodeAction:
+def _reset_spec(at: _Document, kernel: Kernel, d: types.Diagnostic) -> types.CodeAction:
     assert kernel.spec is not None
-    rng = lsp_range(src, kernel.spec.span, encoding)
-    edit = types.TextEdit(range=rng, new_text=spec_template(kernel).rstrip("\n"))
+    span = kernel.spec.span
     return types.CodeAction(title=f"Replace the @fsr spec of `{kernel.name}` with a filled-in template",
                             kind=types.CodeActionKind.QuickFix, diagnostics=[d],
-                            edit=types.WorkspaceEdit(changes={uri: [edit]}))
+                            edit=at.edit(span.start_byte, span.end_byte, spec_template(kernel).rstrip("\n")))
 
 
-def _set_block(uri: str, src: SourceText, kernel: Kernel, d: types.Diagnostic, encoding: str) -> types.CodeAction:
+def _set_block(at: _Document, kernel: Kernel, d: types.Diagnostic) -> types.CodeAction:
     bound = (kernel.launch_bounds or "").split(",")[0].strip()
     threads = min(256, int(bound)) if bound.isdigit() else 256
-    edit = types.TextEdit(range=d.range, new_text=f"block = {threads}")
+    start = at.src.byte_at(Position(d.range.start.line, d.range.start.character), at.encoding)
+    end = at.src.byte_at(Position(d.range.end.line, d.range.end.character), at.encoding)
     return types.CodeAction(title=f"Set block = {threads}", kind=types.CodeActionKind.QuickFix, diagnostics=[d],
-                            is_preferred=True, edit=types.WorkspaceEdit(changes={uri: [edit]}))
+                            is_preferred=True, edit=at.edit(start, end, f"block = {threads}"))
 
 
 @server.feature(types.CODE_ACTION_RESOLVE)

@@ -33,6 +33,7 @@ class Settings:
     gpu: int = 0
     auto_apply: bool = False  # offer the win through workspace/applyEdit as soon as it is found
     diagnostics_on_open: bool = True
+    log_level: str = ""  # empty: as the server was started (--log-level); "debug" logs JSON-RPC payloads
 
     def search_config(self) -> SearchConfig:
         llm = LLMConfig(base_url=self.llm_base_url, model=self.llm_model, api_key_env=self.llm_api_key_env,
@@ -53,7 +54,7 @@ KEYS: dict[str, str] = {
     "search.minGain": "search_min_gain",
     "compiler.nvcc": "compiler_nvcc", "compiler.arch": "compiler_arch", "compiler.flags": "compiler_flags",
     "includePaths": "include_paths", "gpu": "gpu", "autoApply": "auto_apply",
-    "diagnostics.onOpen": "diagnostics_on_open",
+    "diagnostics.onOpen": "diagnostics_on_open", "logLevel": "log_level",
 }
 
 

@@ -52,7 +52,7 @@ def init_options() -> dict:
 @pytest_lsp.fixture(
     config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"], server_env=server_env(),
                               client_factory=make_client),
-    params=["visual_studio_code", "neovim"],
+    params=["visual_studio_code", "neovim", "emacs"],
 )
 async def client(request, lsp_client: LanguageClient):
     workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))  # its own .fsr history: no test sees another's
@@ -83,3 +83,12 @@ def open_file(client: LanguageClient, name: str, text: str, version: int = 1) ->
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id="cuda-cpp", version=version, text=text)))
     return uri
+
+
+def edits_in(edit: types.WorkspaceEdit, uri: str) -> tuple[list, int | None]:
+    """A workspace edit's edits of one document, and the version they are for (None: a plain
+    `changes` map, which clients without documentChanges get)."""
+    if edit.document_changes:
+        (doc,) = [d for d in edit.document_changes if d.text_document.uri == uri]
+        return list(doc.edits), doc.text_document.version
+    return list(edit.changes[uri]), None

@@ -1,0 +1,51 @@
+"""Dependencies point one way: the server uses the search, the search uses the evaluator; the
+evaluator knows nothing of LSP or LLMs, and the server's search jobs do not import the server."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).parent.parent / "fsr_lsp"
+
+
+def imports(path: Path) -> set[str]:
+    """Absolute names of every module a file imports (relative imports resolved)."""
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module.removesuffix(".__init__")
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names}
+    return found
+
+
+RULES = [
+    ("evaluator", ("fsr_lsp.search", "fsr_lsp.server", "fsr_lsp.cli", "pygls", "lsprotocol", "openai")),
+    ("search", ("fsr_lsp.server", "fsr_lsp.cli", "pygls", "lsprotocol")),
+    ("kernels", ("fsr_lsp.evaluator", "fsr_lsp.search", "fsr_lsp.server", "pygls", "lsprotocol")),
+    ("spec", ("fsr_lsp.evaluator", "fsr_lsp.search", "fsr_lsp.server", "pygls", "lsprotocol")),
+]
+
+
+@pytest.mark.parametrize("layer, forbidden", RULES)
+def test_each_layer_imports_only_downwards(layer, forbidden):
+    for path in (PACKAGE / layer).rglob("*.py"):
+        bad = sorted(name for name in imports(path) if name.startswith(forbidden))
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+
+
+def test_the_servers_search_jobs_do_not_import_the_server():
+    for name in ("searches.py", "settings.py", "edits.py", "logs.py", "check.py", "diagnostics.py", "watch.py"):
+        found = imports(PACKAGE / "server" / name)
+        assert "fsr_lsp.server.server" not in found and "fsr_lsp.server.main" not in found, name
