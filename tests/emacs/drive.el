@@ -53,12 +53,15 @@
 
 (dolist (pair (plist-get fsr-config :env))
   (setenv (car pair) (cadr pair)))
+;; The README's set-up: a cuda-mode for .cu files, fsr-lsp as its server.
+(define-derived-mode cuda-mode c++-mode "CUDA")
+(add-to-list 'auto-mode-alist '("\\.cuh?\\'" . cuda-mode))
 (setq eglot-server-programs
-      `((c++-mode . (,@(plist-get fsr-config :cmd) :initializationOptions ,(plist-get fsr-config :init_options)))))
+      `((cuda-mode . (,@(plist-get fsr-config :cmd) :initializationOptions ,(plist-get fsr-config :init_options)))))
 (setq eglot-sync-connect t)
 
 (find-file (plist-get fsr-config :file))
-(c++-mode)
+(unless (fsr-step "cuda-mode" (eq major-mode 'cuda-mode)) (fsr-finish))
 (apply #'eglot--connect (eglot--guess-contact))
 (unless (fsr-step "connected" (eglot-current-server)) (fsr-finish))
 (unless (fsr-step "diagnostics" (fsr-wait 60 (lambda () (fsr-has "resources")))) (fsr-finish))

@@ -1,5 +1,6 @@
 -- Drives a real Neovim (0.7+) against fsr-lsp: open a .cu file, wait for diagnostics, run the
--- optimize action, wait for the verified win, resolve and apply the rewrite, write the file.
+-- optimize action, wait for the verified win, apply the rewrite from Neovim's code-action menu
+-- (Neovim resolves it), write the file.
 -- Configuration comes as JSON in $FSR_NVIM_CONFIG; the outcome goes to its "result" path.
 local config = vim.fn.json_decode(table.concat(vim.fn.readfile(os.getenv("FSR_NVIM_CONFIG")), "\n"))
 local steps = {}
@@ -66,12 +67,20 @@ for _, a in ipairs(actions()) do
   if a.title:find("Apply FSR rewrite") then apply = a end
 end
 if not step("apply action", apply ~= nil) then return finish() end
-local resolved
-for _, response in pairs(vim.lsp.buf_request_sync(buf, "codeAction/resolve", apply, 10000) or {}) do
-  resolved = response.result
+-- Choose it from Neovim's own code-action menu, as a user does: Neovim resolves the edit
+-- (the server advertises resolveProvider) and applies it.
+vim.ui.select = function(items, _, on_choice)
+  for i, item in ipairs(items) do
+    if item[2].title:find("Apply FSR rewrite", 1, true) then return on_choice(item, i) end
+  end
+  on_choice(nil)
 end
-if not step("resolved edit", resolved ~= nil and resolved.edit ~= nil) then return finish() end
-vim.lsp.util.apply_workspace_edit(resolved.edit, client.offset_encoding)
+vim.api.nvim_win_set_cursor(0, { config.kernel_line + 1, 20 })
+vim.lsp.buf.code_action()
+local function applied()
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"):find("the neovim winner", 1, true) ~= nil
+end
+if not step("applied from the menu", vim.wait(10000, applied, 50)) then return finish() end
 vim.cmd("write")
 step("written", true)
 finish()
