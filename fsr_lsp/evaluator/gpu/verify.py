@@ -28,7 +28,7 @@ from ..records import Check, EvalJob, SizePlan
 from .buffers import describe, poisoned
 from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, make_inputs, outputs,
                      seed_for)
-from .guards import Guarded, UnmappedUnavailable, describe_overrun, guarded, placements
+from .guards import Guarded, UnmappedPages, UnmappedUnavailable, describe_overrun, guarded, placements
 from .ref import RefError, eval_ref
 from .shared import SharedPoison
 
@@ -295,7 +295,7 @@ def unmapped_layer(ctx: JobContext, who: str) -> Check:
 
 
 def _run_placed(ctx: JobContext, who: str, plan: SizePlan, inputs: dict, name: str, nbytes: int, where: str,
-                pages: Any) -> None:
+                pages: UnmappedPages) -> None:
     torch, session = ctx.torch, ctx.session
     kernel = ctx.kernel(who)
     launch = plan.original if who == "original" else plan.candidate
