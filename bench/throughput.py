@@ -15,7 +15,7 @@ import itertools
 import tempfile
 import time
 
-from _common import ROOT, save, table
+from _common import ROOT, console, save, table
 
 from fsr_lsp.evaluator import EvalOptions, Evaluator, evaluate
 from fsr_lsp.evaluator.records import Defences
@@ -63,7 +63,11 @@ def main() -> None:
             label = compiler + f" ({'/'.join(sorted(used))})" + ("" if defences == Defences() else ", defences off")
             rows.append([label, len(results), verified, wall, 60 * len(results) / wall,
                          compile_s / len(results), gpu_s / len(results)])
-            records.append({"compiler": compiler, "defences": dataclasses.asdict(defences), "used": sorted(used), "candidates": len(results), "verified": verified,
+            phases = {k: sum(r.phase_seconds.get(k, 0.0) for r in results) / len(results)
+                      for k in ("load", "verify", "unmapped pages", "time")}
+            console.print(f"{compiler}: seconds per candidate in the worker: "
+                          + ", ".join(f"{k} {v:.4f}" for k, v in phases.items()))
+            records.append({"phases": phases, "compiler": compiler, "defences": dataclasses.asdict(defences), "used": sorted(used), "candidates": len(results), "verified": verified,
                             "wall_s": wall, "per_minute": 60 * len(results) / wall,
                             "best": max((r.speedup or 0) for r in results),
                             "failures": [r.message for r in results if not r.verified]})

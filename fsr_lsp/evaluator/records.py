@@ -237,6 +237,7 @@ class EvalResult:
     gpu: GpuInfo | None = None
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # worker time per phase: load, verify, ...
     restart_worker: bool = False  # set by the worker when its CUDA context can no longer be trusted
     confirmed: bool = False  # passed the sanitizers too (in a search: the leaders' check, with more seeds)
 

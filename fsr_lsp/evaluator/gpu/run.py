@@ -19,6 +19,7 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
     started = time.perf_counter()
     result = EvalResult(kernel=job.kernel, status="verified", message="", gpu=session.info)
     torch = session.torch
+    phase = _Phases(result.phase_seconds)
     try:
         dtypes = [None if a.kind == "buffer" else a.dtype for a in job.sizes[0].args]
         ctx = JobContext(session, job, session.load(job.original, dtypes),
@@ -26,16 +27,20 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
         result.resources["original"] = ctx.original.resources()
         if ctx.candidate:
             result.resources["candidate"] = ctx.candidate.resources()
+        phase("load")
         if job.mode == "sanitize":
             _sanitize_runs(ctx)
             result.message = "ran under compute-sanitizer"
         else:
             counts = verify(ctx)
             result.sizes_checked, result.seeds = counts.sizes, counts.seeds
+            phase("verify")
             if ctx.candidate is not None:
                 unmapped_layer(ctx, "original")  # once per worker and sizes: blames the spec, not the candidate
             result.checks.append(unmapped_layer(ctx, "candidate" if ctx.candidate else "original"))
+            phase("unmapped pages")
             time_job(ctx)
+            phase("time")
             result.message = _summary(job, result, counts)
     except Failure as f:
         result.status = f.status  # type: ignore[assignment]
@@ -48,6 +53,18 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
         result.status, result.message, result.restart_worker = "oom", f"out of GPU memory: {e}".splitlines()[0], True
     result.seconds = time.perf_counter() - started
     return result
+
+
+class _Phases:
+    """Wall time per phase of a job, for whoever tunes the evaluator (bench/throughput.py)."""
+
+    def __init__(self, into: dict[str, float]) -> None:
+        self.into, self.last = into, time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.into[name] = now - self.last
+        self.last = now
 
 
 def _summary(job: EvalJob, result: EvalResult, counts: Counts) -> str:
