@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..records import Check, LaunchPlan, TimingStats
-from .buffers import count_bad, generate, poison, storage_dtype
+from .buffers import count_bad, poison, refill, storage_dtype
 from .common import Failure, JobContext, buffers_of, guarded_launch, inputs_only, make_inputs, outputs, seed_for
 from .ref import eval_ref
 from .session import LoadedKernel
@@ -91,7 +91,7 @@ def time_job(ctx: JobContext) -> None:
     def repetition(r: int, timed: bool) -> None:
         for a in buffer_args:
             if a.name in pristine:
-                pristine[a.name].copy_(generate(torch, session.device, a, generator))
+                refill(torch, pristine[a.name], a, generator)
         # Order and buffer sets drawn at random each repetition: any pattern that repeats in the
         # sequence of launches (a strict alternation makes one of period four) stays out of the ratio.
         order = contenders[:]
