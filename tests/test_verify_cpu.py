@@ -142,3 +142,25 @@ def test_guard_bands_keep_the_buffer_256_byte_aligned_and_grow_with_it():
         assert offset % ALIGN == 0 and g.tensor.numel() == n and torch.equal(g.tensor, torch.ones(n))
         assert int(g.violations()) == 0 and g.whole[g.before + g.nbytes:].view(torch.float32).isnan().all()
     assert placements(1024) == ["start", "end"] and placements(4000) == ["start"]
+
+
+@pytest.mark.parametrize("dtype, init, low, high", [
+    ("uint32", ("randint", 0, 4294967296), -(1 << 31), (1 << 31) - 1),  # unsigned in signed storage: wraps
+    ("int8", ("randint", -100, 100), -100, 99),
+    ("float16", ("uniform", -2, 2), -2, 2),
+    ("int32", ("fill", 7, 7), 7, 7),
+])
+def test_timed_inputs_are_refilled_in_place_within_the_specs_range(dtype, init, low, high):
+    from fsr_lsp.evaluator.gpu.buffers import refill, storage_dtype
+    from fsr_lsp.evaluator.records import ArgPlan
+    from fsr_lsp.spec.model import Init
+
+    t = torch.empty(20000, dtype=storage_dtype(torch, dtype))
+    before = t.data_ptr()
+    gen = torch.Generator()
+    gen.manual_seed(3)
+    refill(torch, t, ArgPlan("x", "buffer", dtype, length=20000, init=Init(*init)), gen)
+    values = t.double()
+    assert t.data_ptr() == before and low <= values.min() and values.max() <= high
+    if init[0] != "fill":
+        assert values.unique().numel() > 50

@@ -49,7 +49,12 @@ def refill(torch: Any, t: Any, arg: ArgPlan, generator: Any) -> None:
     if init.kind == "fill":
         t.fill_(init.lo if arg.dtype in FLOATS else int(init.lo))
     elif arg.dtype not in FLOATS or init.kind == "randint":
-        t.random_(int(init.lo), int(init.hi), generator=generator)
+        lo, hi = int(init.lo), int(init.hi)
+        info = torch.iinfo(t.dtype) if not t.dtype.is_floating_point else None
+        if info is not None and (lo < info.min or hi - 1 > info.max):  # unsigned values in signed storage
+            t.copy_(torch.randint(lo, hi, t.shape, generator=generator, device=t.device, dtype=torch.int64).to(t.dtype))
+        else:
+            t.random_(lo, hi, generator=generator)
     elif init.kind == "normal":
         t.normal_(init.lo, init.hi, generator=generator)
     else:
