@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import eval_cmd, history_cmd, optimize_cmd
+from . import eval_cmd, history_cmd, optimize_cmd, spec_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.add_parser(sub)
     optimize_cmd.add_parser(sub)
     history_cmd.add_parser(sub)
+    spec_cmd.add_parser(sub)
     return parser
 
 

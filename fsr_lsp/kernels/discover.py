@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from ..source import SourceText
+from .aliases import type_aliases, with_aliases
 from .attach import OrphanSpec, attach_specs
 from .fallback import scan_kernel
 from .lexical import lex, macro_aliases, spec_blocks
@@ -53,6 +54,8 @@ def discover(source: str | SourceText) -> Discovery:
         if kernel is not None:
             found.append(kernel)
     found.sort(key=lambda k: k.definition_span.start_byte)
+    aliases = type_aliases(src.text)
+    found = [with_aliases(k, aliases) for k in found]
     kernels, orphans = attach_specs(src, masked, found, spec_blocks(src, lexed))
     return Discovery(kernels, orphans)
 

@@ -1,0 +1,224 @@
+"""C expressions of host code -> spec expressions over size names.
+
+`(N + threads - 1) / threads` with `int N = 1 << 20; int threads = 256;` becomes
+`(N + 256 - 1) / 256` and a size name N with bench value 1048576. A name with a literal value
+becomes a size name, unless the kernel's own code or the launch's block uses it (then the
+kernel was compiled or launched for that value, and it stays a number). Names with no value at
+the launch site (a wrapper function's parameters) become size names with a guessed value and
+say so. Anything else (a function call, a ternary) is unresolved, with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from ..evaluator.records import ITEMSIZE
+from ..kernels.ctypes import element_type
+from ..kernels.treesitter import parse
+from ..spec.expr import ExprError, evaluate
+from .host import Scope
+
+GUESSED_SIZE = 1 << 20  # bench value of a size the launch site gives no value for
+_BINARY = {"+", "-", "*", "/", "%", "<<", ">>"}
+_MIN_MAX = {"min": "min", "max": "max", "std::min": "min", "std::max": "max", "fminf": "min", "fmaxf": "max",
+            "MIN": "min", "MAX": "max"}
+_NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)([uUlLfF]*)$")
+
+
+class Unresolved(Exception):
+    """An expression the launch site does not pin down; the message says what."""
+
+
+@dataclass
+class Translator:
+    scope: Scope
+    constants: set[str] = field(default_factory=set)  # names that must stay numbers
+    sizes: dict[str, int] = field(default_factory=dict)  # size name -> bench value
+    guessed: set[str] = field(default_factory=set)  # sizes whose value was guessed
+    origins: dict[str, str] = field(default_factory=dict)  # size name -> its initialiser as written
+    frozen: int = 0  # inside a constant: every name reached stays a number
+
+    def expr(self, text: str) -> str:
+        """A spec expression for C text (raises Unresolved)."""
+        return self._node(_expression_node(text), text, 0)
+
+    def constant(self, text: str) -> int | float:
+        """The value of C text that must not depend on sizes (a block size, a template argument)."""
+        self.frozen += 1
+        try:
+            out = self.expr(text)
+        finally:
+            self.frozen -= 1
+        try:
+            return evaluate(out, {})
+        except ExprError:
+            raise Unresolved(f"`{text}` depends on sizes, but must be a number here") from None
+
+    def value_at_bench(self, spec_expr: str) -> int | float:
+        return evaluate(spec_expr, self.sizes)
+
+    # ------------------------------------------------------------ nodes
+
+    def _node(self, node: Node, text: str, depth: int) -> str:
+        if depth > 40:
+            raise Unresolved("definitions nest too deeply (a cycle?)")
+        t = node.type
+        if t == "number_literal":
+            return _number(text_of(node))
+        if t == "parenthesized_expression":
+            return f"({self._node(node.named_children[0], text, depth + 1)})"
+        if t == "binary_expression":
+            op = text_of(node.child_by_field_name("operator"))
+            if op not in _BINARY:
+                raise Unresolved(f"operator {op} in `{text}`")
+            left = self._node(node.child_by_field_name("left"), text, depth + 1)
+            right = self._node(node.child_by_field_name("right"), text, depth + 1)
+            return f"{left} {op} {right}"
+        if t == "unary_expression":
+            op = text_of(node.child_by_field_name("operator"))
+            if op not in ("-", "+"):
+                raise Unresolved(f"operator {op} in `{text}`")
+            return f"{op}{self._node(node.child_by_field_name('argument'), text, depth + 1)}"
+        if t == "cast_expression":
+            return self._node(node.child_by_field_name("value"), text, depth + 1)
+        if t == "sizeof_expression":
+            return str(self._sizeof(node))
+        if t == "identifier":
+            return self._name(text_of(node), depth)
+        if t == "field_expression":
+            return self._field(node, depth)
+        if t == "call_expression":
+            return self._call(node, text, depth)
+        raise Unresolved(f"`{text_of(node)}` ({t.replace('_', ' ')})")
+
+    def _name(self, name: str, depth: int) -> str:
+        s = self.scope
+        if name in s.values:
+            definition = s.values[name]
+            constant = name in self.constants or self.frozen > 0
+            self.frozen += constant
+            try:
+                inner = self._node(_expression_node(definition), definition, depth + 1)
+            finally:
+                self.frozen -= constant
+            try:
+                value = evaluate(inner, {})
+            except ExprError:
+                return f"({inner})"  # defined from other names: inline it
+            if constant or isinstance(value, float) or not _is_size_name(name):
+                return _number(str(value))
+            self.sizes[name] = int(value)
+            self.origins[name] = f"{name} = {definition}"
+            return name
+        if name in s.params and _is_size_name(name):
+            self.sizes.setdefault(name, GUESSED_SIZE)
+            self.guessed.add(name)
+            self.origins.setdefault(name, f"{name}: a parameter of {s.function or 'the host function'}, value guessed")
+            return name
+        raise Unresolved(f"`{name}` has no value at the launch site")
+
+    def _field(self, node: Node, depth: int) -> str:
+        arg, field_ = node.child_by_field_name("argument"), node.child_by_field_name("field")
+        name, member = text_of(arg), text_of(field_)
+        if name in self.scope.dims and member in ("x", "y", "z"):
+            parts = self.scope.dims[name]
+            index = "xyz".index(member)
+            if index >= len(parts):
+                return "1"
+            return f"({self._node(_expression_node(parts[index]), parts[index], depth + 1)})"
+        raise Unresolved(f"`{name}.{member}`")
+
+    def _call(self, node: Node, text: str, depth: int) -> str:
+        fn = text_of(node.child_by_field_name("function"))
+        args = node.child_by_field_name("arguments")
+        arg_texts = [text_of(a) for a in args.named_children] if args is not None else []
+        if fn in _MIN_MAX and len(arg_texts) == 2:
+            return f"{_MIN_MAX[fn]}({', '.join(self.expr(a) for a in arg_texts)})"
+        if fn in self.scope.macros:
+            params, body = self.scope.macros[fn]
+            if len(params) != len(arg_texts):
+                raise Unresolved(f"macro {fn} takes {len(params)} arguments")
+            expanded = body
+            for p, a in zip(params, arg_texts):
+                simple = re.fullmatch(r"[\w.]+", a.strip())
+                expanded = re.sub(rf"\b{re.escape(p)}\b", a.strip() if simple else f"({a})", expanded)
+            inner = self._node(_expression_node(expanded), expanded, depth + 1)
+            return inner if _enclosed(inner) else f"({inner})"
+        raise Unresolved(f"a call to {fn}()")
+
+    def _sizeof(self, node: Node) -> int:
+        inner = node.child_by_field_name("type")
+        if inner is None:  # `sizeof(real)` with a typedef the parser cannot know is a type
+            value = node.child_by_field_name("value")
+            name = text_of(value).strip("() \t") if value is not None else ""
+            if re.fullmatch(r"[A-Za-z_][\w:]*", name):
+                return itemsize_of(name, self.scope)
+            raise Unresolved(f"`{text_of(node)}`: the size of an expression")
+        return itemsize_of(" ".join(text_of(inner).split()), self.scope)
+
+
+def itemsize_of(type_text: str, scope: Scope) -> int:
+    """Bytes of a C type (through the file's typedefs, `using`s and `#define`s)."""
+    seen = 0
+    while type_text in scope.types and seen < 10:
+        type_text, seen = scope.types[type_text], seen + 1
+    dtype, lanes = element_type(type_text.replace("const ", "").strip())
+    if dtype is None:
+        raise Unresolved(f"sizeof({type_text})")
+    return ITEMSIZE[dtype] * lanes
+
+
+def resolve_type(type_text: str, scope: Scope) -> str:
+    seen = 0
+    while type_text in scope.types and seen < 10:
+        type_text, seen = scope.types[type_text], seen + 1
+    return type_text
+
+
+def text_of(node: Node | None) -> str:
+    return node.text.decode() if node is not None and node.text is not None else ""
+
+
+def _expression_node(text: str) -> Node:
+    """C text parsed as one expression."""
+    tree = parse(f"int __fsr_e = ({text});".encode())
+    decl = tree.root_node.named_children[0] if tree.root_node.named_children else None
+    init = decl.child_by_field_name("declarator") if decl is not None else None
+    value = init.child_by_field_name("value") if init is not None else None
+    if value is None or tree.root_node.has_error:
+        raise Unresolved(f"`{text}` is not an expression fsr can read")
+    return value.named_children[0] if value.type == "parenthesized_expression" else value
+
+
+def _number(text: str) -> str:
+    m = _NUMBER.match(text.strip())
+    if not m:
+        raise Unresolved(f"number `{text}`")
+    body = m.group(1)
+    if body.lower().startswith("0x"):
+        return str(int(body, 16))
+    if any(c in body for c in ".eE") or "f" in m.group(2).lower():
+        value = float(body)
+        return repr(value)
+    return str(int(body))
+
+
+def _enclosed(text: str) -> bool:
+    """Whether one pair of parentheses encloses the whole text."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and i < len(text) - 1:
+            return False
+    return True
+
+
+def _is_size_name(name: str) -> bool:
+    """A name the spec can use: a Python identifier that is not one of its functions."""
+    return name.isidentifier() and name not in ("min", "max", "cdiv") and not name.startswith("__")

@@ -1,0 +1,327 @@
+"""A spec drafted from a kernel's launch site.
+
+Grid, block and shared memory come from the launch's expressions, rewritten over size names;
+each pointer's length from what the argument points to (an allocation a few lines up, through
+assignments, offsets and casts); directions from the kernel's body; scalars from the call;
+template arguments from the launch. Sizes get their bench values from their initialisers and
+small test sizes (1, a non-multiple of the block, a few hundred) derived from them.
+
+A draft is never trusted as it is: the block says where it came from and the spec parser
+reads it back; the proof on the GPU (that the original kernel runs in bounds, deterministically
+and writes every output at every test size) is what makes it usable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..kernels import Kernel, Param
+from ..kernels.ctypes import element_type
+from ..kernels.discover import discover
+from ..source import SourceText
+from ..spec import evaluate_int, parse_spec
+from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
+from .host import Launch, Scope, find_launches
+from .writes import direction, index_arrays, pointer_access
+
+TEST_SIZES = (1, 17, 1000)  # each capped at the size's bench value
+SPARE_SIZES = (33, 100, 4096)  # tried when one of those makes a length or a grid empty
+TESTS_WANTED = 3
+
+
+@dataclass
+class Draft:
+    kernel: str
+    text: str | None  # the /* @fsr ... */ block, None when no usable draft could be made
+    launch: Launch | None = None
+    problems: list[str] = field(default_factory=list)  # what is guessed or missing
+    provenance: dict[str, str] = field(default_factory=dict)  # spec key or arg -> where its value came from
+    launches: int = 0  # launches of this kernel found
+
+    @property
+    def source(self) -> str:
+        return f"line {self.launch.line}" if self.launch else ""
+
+
+def draft_specs(source: str | SourceText, extra_launches: list[Launch] | None = None) -> dict[str, Draft]:
+    """A draft for every kernel of a file that has a launch (here or in `extra_launches`, e.g.
+    from the workspace's other files)."""
+    src = source if isinstance(source, SourceText) else SourceText(source)
+    launches = find_launches(src) + list(extra_launches or [])
+    return {k.name: draft_spec(src, k, launches) for k in discover(src).kernels}
+
+
+def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch]) -> Draft:
+    mine = [launch for launch in launches if launch.kernel == kernel.name]
+    if not mine:
+        return Draft(kernel.name, None, problems=[f"no launch of {kernel.name} found"])
+    counts = Counter((launch.config, launch.args, launch.template_args) for launch in mine)
+    (config, args, template), n = counts.most_common(1)[0]
+    launch = next(x for x in mine if (x.config, x.args, x.template_args) == (config, args, template))
+    draft = Draft(kernel.name, None, launch=launch, launches=len(mine))
+    if len(counts) > 1:
+        draft.problems.append(f"{len(mine)} launches differ; drafted from the most common ({n} of them, line {launch.line})")
+    definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
+    block_names = set(re.findall(r"[A-Za-z_]\w*", " ".join(config[1:2]) + " " + template))
+    # file-scope names the kernel's own code uses (a #define tile size) were compiled in: they stay numbers
+    constants = block_names | (set(re.findall(r"[A-Za-z_]\w*", definition)) & launch.scope.file_names)
+    t = Translator(launch.scope, constants=constants)
+    try:
+        lines = _spec_lines(src, kernel, launch, t, draft)
+    except Unresolved as e:
+        draft.problems.append(str(e))
+        return draft
+    text = "\n".join(lines) + "\n"
+    start = kernel.definition_span.start_byte
+    placed = SourceText(src.slice(0, start) + text + src.slice(start, len(src.data)))  # as the quick fix inserts it
+    result = parse_spec(placed, next(k for k in discover(placed).kernels if k.name == kernel.name))
+    errors = [p.message for p in result.problems if p.severity == "error"]
+    if errors:
+        draft.problems += [f"the draft does not parse: {e}" for e in errors]
+        return draft
+    draft.text = text
+    return draft
+
+
+def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, draft: Draft) -> list[str]:
+    config = launch.config
+    if len(config) < 2:
+        raise Unresolved("the launch has no block size")
+    if len(launch.args) != len(kernel.params):
+        raise Unresolved(f"the launch passes {len(launch.args)} arguments to {len(kernel.params)} parameters")
+    block = _dims(config[1], t, constant=True)
+    grid = _dims(config[0], t, constant=False)
+    smem = t.expr(config[2]) if len(config) > 2 and config[2].strip() not in ("0", "") else None
+    template = ", ".join(resolve_type(a.strip(), launch.scope) for a in _split(launch.template_args)) \
+        if launch.template_args else ""
+    if kernel.is_template and not template:
+        raise Unresolved("a template launched without explicit template arguments")
+    subst = dict(zip([tp.split("=")[0].split()[-1] for tp in kernel.template_params], _split(template)))
+    # 1. every value, in spec expressions over the size names they reach
+    grid_names = [n for n in t.sizes if any(re.search(rf"\b{n}\b", g) for g in grid)]
+    pairs = list(zip(kernel.params, launch.args))
+    lengths = {p.name: _length(p, arg, launch.scope, t, grid_names, subst) for p, arg in pairs if p.is_pointer}
+    scalars = {p.name: t.expr(arg) for p, arg in pairs if not p.is_pointer}
+    if not t.sizes:
+        raise Unresolved("no size varies: every value at the launch site is a constant")
+    if t.guessed:
+        draft.problems.append("no value at the launch site for " + ", ".join(sorted(t.guessed))
+                              + f" (a parameter of {launch.scope.function or 'the host function'}): "
+                              f"bench value {next(iter(t.sizes.values()))} guessed")
+    # 2. test sizes that keep every length, grid and integer argument positive
+    checks = [length for length, _ in lengths.values()] + list(grid)
+    checks += [v for p, v in scalars.items() if kernel_param(kernel, p).dtype not in (None, "float32", "float64")]
+    tests: list[dict[str, int]] = []
+    for s in TEST_SIZES + SPARE_SIZES:
+        entry = {k: min(s, v) for k, v in t.sizes.items()}
+        if entry not in tests and entry != t.sizes and _positive(checks, entry) and len(tests) < TESTS_WANTED:
+            tests.append(entry)
+    if not tests:
+        draft.problems.append("no test size smaller than the bench size keeps every length positive: only the bench size")
+    # 3. the arguments: directions from the body, starts from the host code
+    access = pointer_access(src, kernel)
+    indexes = index_arrays(src, kernel)
+    memset = _zeroed(src, launch)
+    arg_lines = []
+    for p, arg in pairs:
+        if not p.is_pointer:
+            draft.provenance[p.name] = f"the launch passes `{arg.strip()}`"
+            arg_lines.append(f"{p.name} = {_toml_value(scalars[p.name], p, subst)}")
+            continue
+        length, origin = lengths[p.name]
+        draft.provenance[p.name] = origin
+        d = direction(access.get(p.name) or _unknown(), p.pointee_const)
+        init = ""
+        target = indexes.get(p.name)
+        if d == "in" and target in lengths and (p.dtype or "").startswith(("int", "uint")):
+            bound = max(1, min(evaluate_int(lengths[target][0], sizes, "length") for sizes in [t.sizes, *tests]))
+            init = f" randint(0, {bound})"
+            draft.provenance[p.name] += f"; indexes {target}: values in [0, {bound})"
+        elif d == "inout" and arg.strip() in memset:
+            init, draft.provenance[p.name] = " zeros()", origin + "; zeroed by cudaMemset before the launch"
+        elif d == "inout" and access.get(p.name) and access[p.name].accumulates:
+            draft.problems.append(f"{p.name} accumulates (atomics or +=): give its start value, e.g. zeros()")
+        arg_lines.append(f'{p.name} = "{d}[{length}]{init}"')
+    where = f"drafted by fsr from the launch at line {launch.line}" + \
+        (f" in {launch.scope.function}()" if launch.scope.function else "")
+    lines = ["/* @fsr", f"# {where}; check it, then remove this line",
+             "bench = { " + ", ".join(f"{k} = {v}" for k, v in t.sizes.items()) + " }"]
+    if tests:
+        lines.append("tests = [ " + ", ".join("{ " + ", ".join(f"{k} = {v}" for k, v in e.items()) + " }"
+                                              for e in tests) + " ]")
+    lines += [f"grid = {_toml_dims(grid)}", f"block = {_toml_dims([str(b) for b in block])}"]
+    if smem:
+        lines.append(f"smem = {json.dumps(smem)}")
+    if template:
+        lines.append(f"template = {json.dumps(template)}")
+    lines += ["[args]", *arg_lines, "*/"]
+    for name, origin in t.origins.items():
+        draft.provenance.setdefault(f"size {name}", origin)
+    draft.provenance["launch"] = f"{kernel.name}<<<{', '.join(config)}>>> at line {launch.line}"
+    return lines
+
+
+def kernel_param(kernel: Kernel, name: str) -> Param:
+    return next(p for p in kernel.params if p.name == name)
+
+
+def _dims(text: str, t: Translator, constant: bool) -> list:
+    name = text.strip()
+    parts = t.scope.dims.get(name) if re.fullmatch(r"[A-Za-z_]\w*", name) else None
+    if parts is None:
+        m = re.fullmatch(r"dim3\s*[({](.*)[)}]", name, re.S)
+        parts = _split(m.group(1)) if m else [name]
+    if constant:
+        values = [t.constant(p) for p in parts]
+        if any(not isinstance(v, int) or v < 1 for v in values):
+            raise Unresolved(f"block `{text}` is not a positive integer")
+        return values
+    return [t.expr(p) for p in parts]
+
+
+def _length(p: Param, arg: str, scope: Scope, t: Translator, grid_names: list[str],
+            subst: dict[str, str]) -> tuple[str, str]:
+    """The argument's length in elements of the parameter's type, and where it came from."""
+    elem = subst.get(p.base_type, p.base_type)
+    try:
+        size = itemsize_of(resolve_type(elem, scope), scope)
+    except Unresolved:
+        size = 0
+    root, offset, seen = arg.strip(), "", 0
+    while seen < 12:
+        seen += 1
+        root = _strip(root)
+        m = re.fullmatch(r"(.+?)\s*\+\s*(.+)", root)
+        if m and not m.group(1).strip().isdigit():
+            root, offset = m.group(1), f"{offset} + {m.group(2)}" if offset else m.group(2)
+            continue
+        m = re.fullmatch(r"&\s*(\w+)\s*\[(.+)\]", root)
+        if m:
+            root, offset = m.group(1), f"{offset} + {m.group(2)}" if offset else m.group(2)
+            continue
+        m = re.fullmatch(r"(?:thrust::raw_pointer_cast\s*\()?\s*&?\s*(\w+)\s*(?:\.data\s*\(\s*\)|\[\s*0\s*\])?\s*\)?", root) \
+            or re.fullmatch(r"(\w+)\s*\.\s*(?:data_ptr|data|mutable_data_ptr)\s*(?:<[^>]*>)?\s*\(\s*\)", root)
+        if m and m.group(1) in scope.allocations:
+            alloc = scope.allocations[m.group(1)]
+            return _from_allocation(alloc, size, offset, scope, t), f"{alloc.via} of `{m.group(1)}`"
+        if m and m.group(1) in scope.aliases:
+            root = scope.aliases[m.group(1)]
+            continue
+        break
+    if grid_names:
+        guess = " * ".join(grid_names)
+        return guess, f"guessed from the grid ({guess}): no allocation of `{arg.strip()}` found"
+    raise Unresolved(f"the length of `{arg.strip()}` (passed as {p.name}): no allocation found")
+
+
+def _from_allocation(alloc, size: int, offset: str, scope: Scope, t: Translator) -> str:
+    if alloc.count:
+        count = t.expr(alloc.count)
+        if alloc.elem and size:
+            try:
+                own = itemsize_of(resolve_type(alloc.elem, scope), scope)
+            except Unresolved:
+                own = size
+            if own != size:
+                count = f"({count}) * {own} / {size}"
+    else:
+        nbytes = alloc.nbytes.strip()
+        for _ in range(8):  # `size_t bytes = N * sizeof(float); cudaMalloc(&p, bytes);`
+            if nbytes in scope.values:
+                nbytes = scope.values[nbytes].strip()
+        alloc = dataclasses.replace(alloc, nbytes=nbytes)
+        bytes_text = _drop_sizeof(alloc.nbytes, size, scope)
+        if bytes_text is not None:
+            count = t.expr(bytes_text)
+        else:
+            if not size:
+                raise Unresolved("the element size of the parameter")
+            count = f"({t.expr(alloc.nbytes)}) / {size}"
+    return f"{count} - ({t.expr(offset)})" if offset else count
+
+
+def _drop_sizeof(nbytes: str, size: int, scope: Scope) -> str | None:
+    """`N * sizeof(float)` (or `sizeof(float) * N`) -> `N`, when the parameter's elements are
+    that size."""
+    text = nbytes.strip()
+    m = re.fullmatch(r"(.+?)\s*\*\s*sizeof\s*\(\s*([^()]+?)\s*\)", text, re.S)
+    count, type_text = (m.group(1), m.group(2)) if m else (None, None)
+    if m is None:
+        m = re.fullmatch(r"sizeof\s*\(\s*([^()]+?)\s*\)\s*\*\s*(.+)", text, re.S)
+        count, type_text = (m.group(2), m.group(1)) if m else (None, None)
+    if count is None or type_text is None:
+        return None
+    try:
+        return count if itemsize_of(resolve_type(type_text, scope), scope) == size else None
+    except Unresolved:
+        return None
+
+
+def _positive(exprs: list[str], sizes: dict[str, int]) -> bool:
+    for e in exprs:
+        try:
+            if evaluate_int(e, sizes, "check") < 1:
+                return False
+        except Exception:
+            return False
+    return True
+
+
+def _zeroed(src: SourceText, launch: Launch) -> set[str]:
+    """Pointers set to zero with cudaMemset before the launch (an accumulator's start)."""
+    text = src.slice(0, launch.byte)
+    return {m.group(1) for m in re.finditer(r"cudaMemset(?:Async)?\s*\(\s*(\w+)\s*,\s*0\s*,", text)}
+
+
+def _strip(text: str) -> str:
+    text = text.strip()
+    while True:
+        m = re.fullmatch(r"\(\s*[\w:<>\s]+\*+\s*\)\s*(.+)", text, re.S) or \
+            re.fullmatch(r"(?:reinterpret_cast|static_cast)\s*<[^>]*>\s*\((.+)\)", text, re.S) or \
+            re.fullmatch(r"\((.+)\)", text, re.S)
+        if not m:
+            return text
+        text = m.group(1).strip()
+
+
+def _split(text: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _toml_dims(values: list) -> str:
+    rendered = [v if isinstance(v, int) or (isinstance(v, str) and v.isdigit()) else json.dumps(v) for v in values]
+    rendered = [str(v) for v in rendered]
+    return rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
+
+
+def _toml_value(value: str, p: Param, subst: dict[str, str]) -> str:
+    dtype, _ = element_type(subst.get(p.base_type, p.base_type)) if p.dtype is None else (p.dtype, 1)
+    if re.fullmatch(r"-?\d+", value):
+        return value if not (dtype or "").startswith(("float", "bfloat")) else f"{float(value)!r}"
+    if re.fullmatch(r"-?[\d.]+(?:e[-+]?\d+)?", value):
+        return value
+    return json.dumps(value)
+
+
+def _unknown():
+    from .writes import Access
+
+    return Access(written=True, read=True, accumulates=False)
+

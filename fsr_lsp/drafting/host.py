@@ -1,0 +1,306 @@
+"""What host code says about a kernel launch: the launches themselves, and the scope around one
+(integer values, `dim3`s, allocations, macros, type aliases), read from tree-sitter's tree.
+
+Real files launch kernels a few lines after the buffers are allocated from sizes with literal
+initialisers or `#define`s. This module collects those facts as source text; `cexpr` turns
+the texts into spec expressions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from tree_sitter import Node
+
+from ..kernels.ctypes import element_type
+from ..kernels.treesitter import parse
+from ..source import SourceText
+
+_ALLOC_BYTES = {"cudaMalloc", "cudaMallocManaged", "cudaMallocHost", "cudaMallocAsync", "cudaHostAlloc"}
+_CONTAINERS = re.compile(r"^(?:std::vector|thrust::(?:device|host|universal)_vector|std::array)\s*<\s*(.+?)\s*>$")
+_TENSOR_FACTORIES = re.compile(r"^(?:torch|at)::(?:empty|zeros|ones|randn|rand|full|empty_like)$")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One `kernel<<<grid, block[, smem[, stream]]>>>(args)` in a file."""
+
+    kernel: str
+    template_args: str  # "float, 64" ('' when none)
+    config: tuple[str, ...]  # grid, block, smem, stream as written
+    args: tuple[str, ...]  # the call's arguments as written
+    line: int  # 1-based
+    byte: int  # where the launch starts
+    scope: "Scope"
+
+
+@dataclass
+class Allocation:
+    """Where a pointer's memory came from: a count of elements of `elem` or a number of bytes."""
+
+    elem: str  # element type as written ('' when unknown, e.g. cudaMalloc of a void*)
+    count: str = ""  # element count expression
+    nbytes: str = ""  # byte count expression
+    via: str = ""  # "cudaMalloc", "new[]", "std::vector", ...
+
+
+@dataclass
+class Scope:
+    values: dict[str, str] = field(default_factory=dict)  # integer-ish names -> initialiser text
+    macros: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # function-like macros
+    dims: dict[str, list[str]] = field(default_factory=dict)  # dim3 variables -> component texts
+    allocations: dict[str, Allocation] = field(default_factory=dict)  # pointer variables
+    aliases: dict[str, str] = field(default_factory=dict)  # pointer variable -> the pointer expression it holds
+    types: dict[str, str] = field(default_factory=dict)  # typedef / using / #define of a type
+    params: set[str] = field(default_factory=set)  # the enclosing host function's parameters (no value known)
+    file_names: set[str] = field(default_factory=set)  # names of `values` defined at file scope (macros, globals)
+    function: str = ""  # the enclosing host function
+
+
+def find_launches(src: SourceText) -> list[Launch]:
+    """Every launch in the file, in order, each with the scope it sees."""
+    tree = parse(src.data)
+    file_scope = Scope()
+    _collect_file(src, tree.root_node, file_scope)
+    out = []
+    for call in _walk(tree.root_node, "call_expression"):
+        config = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+        if config is None:
+            continue
+        callee = call.children[0]
+        name, template = _callee(src, callee)
+        args_node = call.child_by_field_name("arguments")
+        args = tuple(_text(src, a) for a in args_node.named_children) if args_node is not None else ()
+        exprs = tuple(_text(src, c) for c in config.named_children)
+        scope = _scope_at(src, call, file_scope)
+        out.append(Launch(name, template, exprs, args, src.position(call.start_byte).line + 1, call.start_byte, scope))
+    return out
+
+
+def _callee(src: SourceText, node: Node) -> tuple[str, str]:
+    if node.type == "template_function":
+        name = node.child_by_field_name("name")
+        targs = node.child_by_field_name("arguments")
+        inner = _text(src, targs)[1:-1].strip() if targs is not None else ""
+        return _text(src, name).split("::")[-1], inner
+    return _text(src, node).split("::")[-1], ""
+
+
+def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
+    """File scope plus what the enclosing host function declares before the launch."""
+    scope = Scope(dict(file_scope.values), dict(file_scope.macros), dict(file_scope.dims), dict(file_scope.allocations),
+                  dict(file_scope.aliases), dict(file_scope.types), file_names=set(file_scope.values))
+    fn = call.parent
+    while fn is not None and fn.type != "function_definition":
+        fn = fn.parent
+    if fn is None:
+        return scope
+    declarator = fn.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    if declarator is not None:
+        name = declarator.child_by_field_name("declarator")
+        scope.function = _text(src, name) if name is not None else ""
+        params = declarator.child_by_field_name("parameters")
+        for p in params.named_children if params is not None else ():
+            ident = _declared_identifier(p)
+            if ident is not None:
+                scope.params.add(_text(src, ident))
+    body = fn.child_by_field_name("body")
+    for node in _walk(body, "declaration", "expression_statement", "preproc_def", "preproc_function_def",
+                      "alias_declaration", "type_definition") if body is not None else ():
+        if node.start_byte >= call.start_byte:
+            break
+        _collect_item(src, node, scope)
+    return scope
+
+
+def _collect_file(src: SourceText, root: Node, scope: Scope) -> None:
+    for node in _walk(root, "preproc_def", "preproc_function_def", "alias_declaration", "type_definition", "declaration",
+                      skip=("function_definition",)):
+        _collect_item(src, node, scope)
+
+
+def _collect_item(src: SourceText, node: Node, scope: Scope) -> None:
+    t = node.type
+    if t == "preproc_def":
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        if name is not None and value is not None:
+            text = _text(src, value).strip()
+            if element_type(text)[0] is not None or text in scope.types:
+                scope.types[_text(src, name)] = text
+            else:
+                scope.values[_text(src, name)] = text
+    elif t == "preproc_function_def":
+        name, params, value = (node.child_by_field_name(k) for k in ("name", "parameters", "value"))
+        if name is not None and params is not None and value is not None:
+            scope.macros[_text(src, name)] = ([_text(src, p) for p in params.named_children], _text(src, value).strip())
+    elif t in ("alias_declaration", "type_definition"):
+        text = " ".join(_text(src, node).split())
+        m = re.fullmatch(r"using (\w+) = (.+);", text) or None
+        if m:
+            scope.types[m.group(1)] = m.group(2)
+        m = re.fullmatch(r"typedef (.+?) (\w+);", text)
+        if m:
+            scope.types[m.group(2)] = m.group(1)
+    elif t == "declaration":
+        _collect_declaration(src, node, scope)
+    elif t == "expression_statement":
+        for call in _walk(node, "call_expression"):
+            _collect_call(src, call, scope)
+        for assign in _walk(node, "assignment_expression"):
+            _collect_assignment(src, assign, scope)
+
+
+def _collect_declaration(src: SourceText, node: Node, scope: Scope) -> None:
+    type_node = node.child_by_field_name("type")
+    type_text = " ".join(_text(src, type_node).split()) if type_node is not None else ""
+    for d in node.children_by_field_name("declarator"):
+        if d.type == "function_declarator" and _CONTAINERS.match(type_text.replace(" ", "")):
+            # `std::vector<float> h(n);` parses as a function declaration
+            name = d.child_by_field_name("declarator")
+            params = d.child_by_field_name("parameters")
+            args = _text(src, params)[1:-1] if params is not None else ""
+            elem = _CONTAINERS.match(type_text.replace(" ", "")).group(1)
+            scope.allocations[_text(src, name)] = Allocation(elem, count=_first_arg(args), via=type_text.split("<")[0])
+            continue
+        if d.type != "init_declarator":
+            continue
+        target = d.child_by_field_name("declarator")
+        value = d.child_by_field_name("value")
+        if target is None or value is None:
+            continue
+        name_node = _declared_identifier(target)
+        if name_node is None:
+            continue
+        name = _text(src, name_node)
+        value_text = _text(src, value)
+        container = _CONTAINERS.match(type_text.replace(" ", ""))
+        if container and value.type == "argument_list":
+            scope.allocations[name] = Allocation(container.group(1), count=_first_arg(value_text[1:-1]),
+                                                 via=type_text.split("<")[0])
+        elif type_text == "dim3" and value.type == "argument_list":
+            scope.dims[name] = [_text(src, a) for a in value.named_children]
+        elif type_text == "dim3":
+            scope.dims[name] = [value_text]
+        elif target.type == "pointer_declarator" or "*" in _text(src, target):
+            _collect_pointer(src, name, type_text, value, scope)
+        elif value.type == "call_expression" and _TENSOR_FACTORIES.match(_text(src, value.children[0])):
+            args = value.child_by_field_name("arguments")
+            first = args.named_children[0] if args is not None and args.named_children else None
+            dims = [_text(src, c) for c in first.named_children] if first is not None and first.type == "initializer_list" \
+                else [_text(src, first)] if first is not None else []
+            scope.allocations[name] = Allocation("", count=" * ".join(x if re.fullmatch(r"[\w.]+", x) else f"({x})"
+                                                                     for x in dims), via="torch tensor")
+        else:
+            scope.values[name] = value_text
+
+
+def _collect_pointer(src: SourceText, name: str, type_text: str, value: Node, scope: Scope) -> None:
+    inner = _strip_casts(value)
+    if inner.type == "new_expression":
+        declarator = inner.child_by_field_name("declarator")
+        size = declarator.named_children[0] if declarator is not None and declarator.named_children else None
+        elem = inner.child_by_field_name("type")
+        if size is not None:
+            scope.allocations[name] = Allocation(_text(src, elem) if elem is not None else type_text,
+                                                 count=_text(src, size), via="new[]")
+        return
+    if inner.type == "call_expression" and _text(src, inner.children[0]) in ("malloc", "std::malloc"):
+        args = inner.child_by_field_name("arguments")
+        if args is not None and args.named_children:
+            scope.allocations[name] = Allocation(type_text, nbytes=_text(src, args.named_children[0]), via="malloc")
+        return
+    scope.aliases[name] = _text(src, value)
+
+
+def _collect_call(src: SourceText, call: Node, scope: Scope) -> None:
+    fn = _text(src, call.children[0]).split("::")[-1]
+    args = call.child_by_field_name("arguments")
+    if fn not in _ALLOC_BYTES or args is None or len(args.named_children) < 2:
+        return
+    target = _strip_casts(args.named_children[0])
+    if target.type == "pointer_expression":  # &d_x
+        ident = target.child_by_field_name("argument")
+        if ident is not None and ident.type == "identifier":
+            name = _text(src, ident)
+            elem = scope.allocations[name].elem if name in scope.allocations else ""
+            scope.allocations[name] = Allocation(elem, nbytes=_text(src, args.named_children[1]), via=fn)
+
+
+def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
+    left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    op = assign.child_by_field_name("operator")
+    if left is None or right is None or left.type != "identifier":
+        return
+    name = _text(src, left)
+    if op is not None and _text(src, op) != "=":
+        scope.values.pop(name, None)  # `n += 3`: no longer the literal it started as
+        return
+    if name in scope.values:
+        scope.values[name] = _text(src, right)
+    else:
+        inner = _strip_casts(right)
+        if inner.type in ("new_expression", "call_expression"):
+            _collect_pointer(src, name, "", right, scope)
+
+
+def pointer_declared_types(src: SourceText) -> dict[str, str]:
+    """Pointer variable -> element type as declared (`float *d_x, *d_y;`), file-wide."""
+    tree = parse(src.data)
+    out = {}
+    for node in _walk(tree.root_node, "declaration", "parameter_declaration"):
+        type_node = node.child_by_field_name("type")
+        if type_node is None:
+            continue
+        for d in node.children_by_field_name("declarator"):
+            target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if target is not None and target.type == "pointer_declarator":
+                ident = _declared_identifier(target)
+                if ident is not None:
+                    out[_text(src, ident)] = " ".join(_text(src, type_node).split())
+    return out
+
+
+def _strip_casts(node: Node) -> Node:
+    while node.type in ("cast_expression", "parenthesized_expression"):
+        node = node.child_by_field_name("value") or node.named_children[-1]
+    return node
+
+
+def _declared_identifier(node: Node) -> Node | None:
+    while node is not None and node.type not in ("identifier", "field_identifier"):
+        node = node.child_by_field_name("declarator")
+    return node
+
+
+def _first_arg(text: str) -> str:
+    depth, cur = 0, []
+    for ch in text:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            break
+        cur.append(ch)
+    return "".join(cur).strip()
+
+
+def _walk(node: Node, *types: str, skip: tuple[str, ...] = ()) -> Iterator[Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in types:
+            yield n
+            continue
+        if n.type in skip:
+            continue
+        stack.extend(reversed(n.children))
+
+
+def _text(src: SourceText, node: Node) -> str:
+    return src.slice(node.start_byte, node.end_byte)
+

@@ -1,0 +1,198 @@
+"""Which pointer parameters a kernel writes and which it reads, from its body's syntax tree.
+
+Writes: an assignment or increment whose target is `p[i]`, `*(p + i)`, `p[i].x`, a store
+through a cast (`reinterpret_cast<float4*>(p)[i] = ...`), or a pointer derived from `p` in the
+body (`float* row = y + r * cols; row[c] = ...`); an atomic or store intrinsic whose first
+argument points into `p`. Reads: any other use. Read-only becomes `in`, written but never read
+`out`, both (a compound assignment, an atomic) `inout`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from ..kernels.model import Kernel
+from ..kernels.treesitter import parse
+from ..source import SourceText
+
+_WRITING_CALLS = re.compile(r"^(?:atomic\w+|__st\w*|__stcs|__stcg|__stwb|__stwt)$")
+_READ_WRITE_CALLS = re.compile(r"^atomic\w+$")
+_CAST = re.compile(r"^(?:std::)?(?:reinterpret|static|const)_cast\b")
+
+
+@dataclass(frozen=True)
+class Access:
+    written: bool
+    read: bool
+    accumulates: bool  # written by atomics or compound assignments: its start value matters
+
+
+def pointer_access(src: SourceText, kernel: Kernel) -> dict[str, Access]:
+    """Access per pointer parameter of the kernel."""
+    definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
+    tree = parse(definition.encode())
+    body = _body(tree.root_node)
+    params = {p.name for p in kernel.params if p.is_pointer and p.name}
+    if body is None:
+        return {p: Access(False, True, False) for p in params}
+    roots = {p: p for p in params}
+    alias_values = _local_aliases(body, roots)
+    written: set[str] = set()
+    accumulated: set[str] = set()
+    write_sites: set[tuple[int, int]] = set()
+    for node in _walk(body):
+        if node.type == "assignment_expression":
+            target = node.child_by_field_name("left")
+            root = _root(target, roots)
+            if root is not None:
+                written.add(root)
+                write_sites.add((target.start_byte, target.end_byte))
+                if _text(node.child_by_field_name("operator")) != "=":
+                    accumulated.add(root)
+        elif node.type == "update_expression":
+            root = _root(node.child_by_field_name("argument"), roots)
+            if root is not None:
+                written.add(root)
+                accumulated.add(root)
+        elif node.type == "call_expression":
+            fn = _text(node.child_by_field_name("function")).split("::")[-1]
+            args = node.child_by_field_name("arguments")
+            first = args.named_children[0] if args is not None and args.named_children else None
+            if first is not None and _WRITING_CALLS.match(fn):
+                root = _root(first, roots, pointer_arithmetic=True)
+                if root is not None:
+                    written.add(root)
+                    if _READ_WRITE_CALLS.match(fn):
+                        accumulated.add(root)
+    read = _reads(body, roots, write_sites | alias_values)
+    return {p: Access(p in written, p in read or p in accumulated, p in accumulated) for p in params}
+
+
+def index_arrays(src: SourceText, kernel: Kernel) -> dict[str, str]:
+    """Pointer parameters whose values index another one (`bins[keys[i]]`): keys -> bins.
+    Their random contents must be valid indices."""
+    definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
+    body = _body(parse(definition.encode()).root_node)
+    params = {p.name for p in kernel.params if p.is_pointer and p.name}
+    out: dict[str, str] = {}
+    for node in _walk(body) if body is not None else ():
+        if node.type != "subscript_expression":
+            continue
+        base = _root(node.child_by_field_name("argument"), {p: p for p in params}, pointer_arithmetic=True)
+        index = node.child_by_field_name("indices") or node.child_by_field_name("index")
+        if base is None or index is None:
+            continue
+        for inner in _walk(index):
+            if inner.type == "subscript_expression":
+                arg = inner.child_by_field_name("argument")
+                if arg is not None and arg.type == "identifier" and _text(arg) in params and _text(arg) != base:
+                    out.setdefault(_text(arg), base)
+    return out
+
+
+def direction(access: Access, pointee_const: bool) -> str:
+    if pointee_const or not access.written:
+        return "in"
+    return "inout" if access.read else "out"
+
+
+def _body(root: Node) -> Node | None:
+    for node in _walk(root):
+        if node.type == "function_definition":
+            return node.child_by_field_name("body")
+    return None
+
+
+def _local_aliases(body: Node, roots: dict[str, str]) -> set[tuple[int, int]]:
+    """`T* q = p + k;`, `auto q = reinterpret_cast<float4*>(p);`: q stores to and loads from p.
+    Returns where those initialisers are (naming p there is neither a load nor a store)."""
+    sites = set()
+    for node in _walk(body):
+        if node.type != "init_declarator":
+            continue
+        value = node.child_by_field_name("value")
+        target = node.child_by_field_name("declarator")
+        if value is None or target is None or value.type in ("subscript_expression", "argument_list"):
+            continue
+        pointer = target.type == "pointer_declarator" or value.type in ("cast_expression", "call_expression")
+        root = _root(value, roots, pointer_arithmetic=True) if pointer else None
+        if root is None:
+            continue
+        while target is not None and target.type != "identifier":
+            target = target.child_by_field_name("declarator")
+        if target is not None:
+            roots[_text(target)] = root
+            sites.add((value.start_byte, value.end_byte))
+            sites.add((target.start_byte, target.end_byte))
+    return sites
+
+
+def _root(node: Node | None, roots: dict[str, str], pointer_arithmetic: bool = False) -> str | None:
+    """The parameter a target expression stores through, if any."""
+    while node is not None:
+        t = node.type
+        if t == "identifier":
+            return roots.get(_text(node)) if pointer_arithmetic else None
+        if t == "subscript_expression":
+            node = node.child_by_field_name("argument")
+            pointer_arithmetic = True
+        elif t == "pointer_expression":
+            op = _text(node.child_by_field_name("operator"))
+            node = node.child_by_field_name("argument")
+            pointer_arithmetic = op in ("*", "&")
+        elif t == "field_expression":
+            node = node.child_by_field_name("argument")
+        elif t in ("parenthesized_expression", "cast_expression"):
+            node = node.child_by_field_name("value") or (node.named_children[-1] if node.named_children else None)
+        elif t == "call_expression" and _CAST.match(_text(node.child_by_field_name("function"))):
+            args = node.child_by_field_name("arguments")  # reinterpret_cast<float4*>(p)
+            node = args.named_children[0] if args is not None and args.named_children else None
+        elif t == "binary_expression" and pointer_arithmetic:
+            left = _root(node.child_by_field_name("left"), roots, True)
+            return left if left is not None else _root(node.child_by_field_name("right"), roots, True)
+        else:
+            return None
+    return None
+
+
+def _reads(body: Node, roots: dict[str, str], sites: set[tuple[int, int]]) -> set[str]:
+    """Parameters used anywhere but as the pointer of a plain store or in an alias's initialiser."""
+    out = set()
+    for node in _walk(body):
+        if node.type == "identifier" and _text(node) in roots and not _inside_store(node, sites):
+            out.add(roots[_text(node)])
+    return out
+
+
+def _inside_store(node: Node, sites: set[tuple[int, int]]) -> bool:
+    for start, end in sites:
+        if start <= node.start_byte and node.end_byte <= end:
+            # the index of a store (`y[x[i]] = ...` reads x) is a read unless it is the stored-to pointer
+            return _is_store_base(node, start, end)
+    return False
+
+
+def _is_store_base(node: Node, start: int, end: int) -> bool:
+    parent = node.parent
+    while parent is not None and parent.start_byte >= start and parent.end_byte <= end:
+        if parent.type == "subscript_expression":
+            index = parent.child_by_field_name("indices") or parent.child_by_field_name("index")
+            if index is not None and index.start_byte <= node.start_byte < index.end_byte:
+                return False
+        parent = parent.parent
+    return True
+
+
+def _walk(node: Node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+def _text(node: Node | None) -> str:
+    return node.text.decode() if node is not None and node.text is not None else ""
