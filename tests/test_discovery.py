@@ -94,3 +94,10 @@ def test_parse_param_variants():
     assert parse_param("float** table").dtype is None
     assert parse_param("float x[]").is_pointer
     assert parse_param("__nv_bfloat16* b").dtype == "bfloat16"
+
+
+def test_element_types_named_through_the_files_own_aliases():
+    text = ("typedef float real;\nusing floatX = __nv_bfloat16;\n#define DTYPE double\ntypedef real real2;\n"
+            "__global__ void k(const real* a, floatX* b, DTYPE* c, real2* d, Unknown* e, int n) { }\n")
+    (k,) = discover_kernels(text)
+    assert [p.dtype for p in k.params] == ["float32", "bfloat16", "float64", "float32", None, "int32"]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from ..kernels import Kernel, Param
 from ..kernels.ctypes import element_type
 from ..kernels.discover import discover
+from ..kernels.lexical import lex, spec_blocks
 from ..source import SourceText
 from ..spec import evaluate_int, parse_spec
 from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
@@ -76,9 +77,9 @@ def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch]) -> Draft
         draft.problems.append(str(e))
         return draft
     text = "\n".join(lines) + "\n"
-    start = kernel.definition_span.start_byte
-    placed = SourceText(src.slice(0, start) + text + src.slice(start, len(src.data)))  # as the quick fix inserts it
-    result = parse_spec(placed, next(k for k in discover(placed).kernels if k.name == kernel.name))
+    block = SourceText(text)  # read back by the spec parser, as the kernel's own block
+    (comment,) = spec_blocks(block, lex(block.data))
+    result = parse_spec(block, dataclasses.replace(kernel, spec=comment))
     errors = [p.message for p in result.problems if p.severity == "error"]
     if errors:
         draft.problems += [f"the draft does not parse: {e}" for e in errors]
