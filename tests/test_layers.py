@@ -35,6 +35,7 @@ RULES = [
     ("search", ("fsr_lsp.server", "fsr_lsp.cli", "pygls", "lsprotocol")),
     ("kernels", ("fsr_lsp.evaluator", "fsr_lsp.search", "fsr_lsp.server", "pygls", "lsprotocol")),
     ("spec", ("fsr_lsp.evaluator", "fsr_lsp.search", "fsr_lsp.server", "pygls", "lsprotocol")),
+    ("drafting", ("fsr_lsp.search", "fsr_lsp.server", "fsr_lsp.cli", "pygls", "lsprotocol", "openai")),
 ]
 
 
