@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ..kernels import Kernel, Param
 from ..kernels.ctypes import element_type
 from ..kernels.discover import discover
-from ..kernels.lexical import lex, spec_blocks
+from ..kernels.lexical import lex, spec_blocks, split_top_level
 from ..source import SourceText
 from ..spec import evaluate_int, parse_spec
 from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
@@ -290,20 +290,7 @@ def _strip(text: str) -> str:
 
 
 def _split(text: str) -> list[str]:
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
+    return [part.strip() for part in split_top_level(text) if part.strip()]
 
 
 def _toml_dims(values: list) -> str:

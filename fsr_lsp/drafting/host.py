@@ -15,6 +15,7 @@ from typing import Iterator
 from tree_sitter import Node
 
 from ..kernels.ctypes import element_type
+from ..kernels.lexical import split_top_level
 from ..kernels.treesitter import parse
 from ..source import SourceText
 
@@ -277,16 +278,7 @@ def _declared_identifier(node: Node) -> Node | None:
 
 
 def _first_arg(text: str) -> str:
-    depth, cur = 0, []
-    for ch in text:
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        if ch == "," and depth == 0:
-            break
-        cur.append(ch)
-    return "".join(cur).strip()
+    return split_top_level(text)[0].strip()
 
 
 def _walk(node: Node, *types: str, skip: tuple[str, ...] = ()) -> Iterator[Node]:

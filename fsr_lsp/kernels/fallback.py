@@ -12,7 +12,7 @@ import re
 
 from ..source import SourceText
 from .ctypes import parse_param
-from .lexical import active_text, defined_macros, mask
+from .lexical import active_text, defined_macros, mask, split_top_level
 from .model import Kernel
 
 _ATTRIBUTES = {b"__launch_bounds__", b"__cluster_dims__", b"__maxnreg__", b"__declspec", b"__attribute__"}
@@ -54,7 +54,7 @@ def scan_kernel(src: SourceText, m: bytes, start: int, pos: int, limit: int) -> 
     params_text = src.slice(pos + 1, params_end)
     if "#" in params_text or "/" in params_text:  # `#ifdef` lines or comments inside the list
         params_text = mask(active_text(params_text, defined_macros(data)).encode()).decode()
-    params = tuple(parse_param(t) for t in _split_top_level(params_text) if t.strip())
+    params = tuple(parse_param(t) for t in split_top_level(params_text) if t.strip())
     complete = False
     end = params_end
     if close > 0:
@@ -117,22 +117,6 @@ def _trim_end(m: bytes, limit: int) -> int:
     return limit
 
 
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "(<[":
-            depth += 1
-        elif ch in ")>]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return parts
-
-
 _PREFIX = re.compile(rb'(?:template\s*<[^;{}]*>\s*)?(?:extern\s+"C"\s*)?(?:(?:static|inline)\s+)*$')
 
 
@@ -156,4 +140,4 @@ def _template_params(src: SourceText, m: bytes, definition_start: int, marker: i
     close = _match(m.replace(b">>", b"> "), open_, marker, b"<", b">")
     if close < 0:
         return ()
-    return tuple(p.strip() for p in _split_top_level(src.slice(open_ + 1, close)) if p.strip())
+    return tuple(p.strip() for p in split_top_level(src.slice(open_ + 1, close)) if p.strip())

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..kernels import Kernel, find_kernel
-from ..kernels.lexical import mask
+from ..kernels.lexical import mask, split_top_level
 from ..source import SourceText
 from ..spec import Spec, parse_spec, render_spec
 from ..spec.expr import replace_literal
@@ -93,7 +93,7 @@ def _relaunch(args: str, old: Spec, new: Spec) -> str | None:
         expected = tuple(replace_literal(g, o, n) for g in expected)
     if expected != tuple(new.grid) or len(changes) != len(old.block):
         return None  # more than a block-size change (a grid-stride cap, a new tiling): not ours to guess
-    parts = _split(args)
+    parts = split_top_level(args, angles=False)
     if len(parts) < 2:
         return None
     grid = _dims(parts[0])
@@ -137,7 +137,7 @@ def _dims(arg: str) -> list[str] | None:
     """The components of a launch argument: `dim3(a, b)` or a single expression."""
     m = re.fullmatch(r"\s*dim3\s*\((.*)\)\s*", arg, re.S)
     if m:
-        dims = _split(m.group(1))
+        dims = split_top_level(m.group(1), angles=False)
         while len(dims) > 1 and dims[-1].strip() == "1":
             dims.pop()  # dim3(x, y, 1) is dim3(x, y)
         return dims
@@ -147,7 +147,7 @@ def _dims(arg: str) -> list[str] | None:
 def _join_dims(original: str, dims: list[str]) -> str:
     m = re.fullmatch(r"(\s*dim3\s*\()(.*)(\)\s*)", original, re.S)
     if m:
-        rest = _split(m.group(2))[len(dims):]
+        rest = split_top_level(m.group(2), angles=False)[len(dims):]
         return m.group(1) + ",".join(dims + rest) + m.group(3)
     return dims[0]
 
@@ -158,19 +158,6 @@ def _lead(text: str) -> str:
 
 def _trail(text: str) -> str:
     return text[len(text.rstrip()):]
-
-
-def _split(args: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in args:
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur]
 
 
 def _describe(dims: tuple) -> str:
