@@ -57,9 +57,6 @@ class Translator:
         except ExprError:
             raise Unresolved(f"`{text}` depends on sizes, but must be a number here") from None
 
-    def value_at_bench(self, spec_expr: str) -> int | float:
-        return evaluate(spec_expr, self.sizes)
-
     # ------------------------------------------------------------ nodes
 
     def _node(self, node: Node, text: str, depth: int) -> str:

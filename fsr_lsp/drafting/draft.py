@@ -27,7 +27,7 @@ from ..source import SourceText
 from ..spec import evaluate_int, parse_spec
 from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
 from .host import Launch, Scope, find_launches
-from .writes import direction, index_arrays, pointer_access
+from .writes import Access, direction, index_arrays, pointer_access
 
 TEST_SIZES = (1, 17, 1000)  # each capped at the size's bench value
 SPARE_SIZES = (33, 100, 4096)  # tried when one of those makes a length or a grid empty
@@ -42,10 +42,6 @@ class Draft:
     problems: list[str] = field(default_factory=list)  # what is guessed or missing
     provenance: dict[str, str] = field(default_factory=dict)  # spec key or arg -> where its value came from
     launches: int = 0  # launches of this kernel found
-
-    @property
-    def source(self) -> str:
-        return f"line {self.launch.line}" if self.launch else ""
 
 
 def draft_specs(source: str | SourceText, extra_launches: list[Launch] | None = None) -> dict[str, Draft]:
@@ -115,7 +111,7 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
                               f"bench value {next(iter(t.sizes.values()))} guessed")
     # 2. test sizes that keep every length, grid and integer argument positive
     checks = [length for length, _ in lengths.values()] + list(grid)
-    checks += [v for p, v in scalars.items() if kernel_param(kernel, p).dtype not in (None, "float32", "float64")]
+    checks += [scalars[p.name] for p, _ in pairs if not p.is_pointer and p.dtype not in (None, "float32", "float64")]
     tests: list[dict[str, int]] = []
     for s in TEST_SIZES + SPARE_SIZES:
         entry = {k: min(s, v) for k, v in t.sizes.items()}
@@ -135,7 +131,7 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
             continue
         length, origin = lengths[p.name]
         draft.provenance[p.name] = origin
-        d = direction(access.get(p.name) or _unknown(), p.pointee_const)
+        d = direction(access.get(p.name) or Access(written=True, read=True, accumulates=False), p.pointee_const)
         init = ""
         target = indexes.get(p.name)
         if d == "in" and target in lengths and (p.dtype or "").startswith(("int", "uint")):
@@ -164,10 +160,6 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         draft.provenance.setdefault(f"size {name}", origin)
     draft.provenance["launch"] = f"{kernel.name}<<<{', '.join(config)}>>> at line {launch.line}"
     return lines
-
-
-def kernel_param(kernel: Kernel, name: str) -> Param:
-    return next(p for p in kernel.params if p.name == name)
 
 
 def _dims(text: str, t: Translator, constant: bool) -> list:
@@ -294,8 +286,7 @@ def _split(text: str) -> list[str]:
 
 
 def _toml_dims(values: list) -> str:
-    rendered = [v if isinstance(v, int) or (isinstance(v, str) and v.isdigit()) else json.dumps(v) for v in values]
-    rendered = [str(v) for v in rendered]
+    rendered = [str(v) if isinstance(v, int) or str(v).isdigit() else json.dumps(v) for v in values]
     return rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
 
 
@@ -306,10 +297,3 @@ def _toml_value(value: str, p: Param, subst: dict[str, str]) -> str:
     if re.fullmatch(r"-?[\d.]+(?:e[-+]?\d+)?", value):
         return value
     return json.dumps(value)
-
-
-def _unknown():
-    from .writes import Access
-
-    return Access(written=True, read=True, accumulates=False)
-

@@ -248,23 +248,6 @@ def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
             _collect_pointer(src, name, "", right, scope)
 
 
-def pointer_declared_types(src: SourceText) -> dict[str, str]:
-    """Pointer variable -> element type as declared (`float *d_x, *d_y;`), file-wide."""
-    tree = parse(src.data)
-    out = {}
-    for node in _walk(tree.root_node, "declaration", "parameter_declaration"):
-        type_node = node.child_by_field_name("type")
-        if type_node is None:
-            continue
-        for d in node.children_by_field_name("declarator"):
-            target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
-            if target is not None and target.type == "pointer_declarator":
-                ident = _declared_identifier(target)
-                if ident is not None:
-                    out[_text(src, ident)] = " ".join(_text(src, type_node).split())
-    return out
-
-
 def _strip_casts(node: Node) -> Node:
     while node.type in ("cast_expression", "parenthesized_expression"):
         node = node.child_by_field_name("value") or node.named_children[-1]
