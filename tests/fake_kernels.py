@@ -3,6 +3,8 @@ and deliberately broken ones, each registered under the name a job's KernelBinar
 
 from __future__ import annotations
 
+import numpy as np
+
 from .fake_gpu import kernel, view
 
 
@@ -54,3 +56,34 @@ def shift_reads_past_end(n, a, x, y):
     """y[i] = a * x[i], computed as the sum of two halves of a window that runs one past the end."""
     xs = view(x, n + 1)
     view(y, n)[:] = a * xs[:n] + 0.0 * xs[1:]
+
+
+# ------------------------------------------------------------------ originals under a wrong draft
+
+
+@kernel("writes_half")
+def writes_half(n, a, x, y):
+    """Writes only the first half of y: a draft that calls y `out` is wrong (it is inout)."""
+    view(y, n)[: n // 2] = a * view(x, n)[: n // 2]
+
+
+_rng = np.random.default_rng(0)
+
+
+@kernel("rounding_noise")
+def rounding_noise(n, a, x, y):
+    """a * x with a relative wobble of up to 3e-5 from run to run, as float atomics give."""
+    xs = view(x, n)
+    view(y, n)[:] = a * xs * (1.0 + _rng.uniform(-3e-5, 3e-5, n).astype(np.float32))
+
+
+@kernel("random_out")
+def random_out(n, a, x, y):
+    view(y, n)[:] = _rng.standard_normal(n).astype(np.float32)
+
+
+@kernel("scales_input")
+def scales_input(n, a, x, y):
+    xs = view(x, n)
+    xs *= a
+    view(y, n)[:] = xs

@@ -115,3 +115,19 @@ def test_odd_outputs(monkeypatch, rc, out, status):
     use_tool(monkeypatch, lambda tool, original: (rc, out) if tool == "memcheck" else CLEAN[tool])
     (memcheck, _) = sanitizer.sanitize(job())
     assert memcheck.status == status, memcheck.detail
+
+
+def test_initcheck_names_the_output_read_before_any_write_and_only_the_original_runs(monkeypatch):
+    def uninit(address):
+        return ("========= Uninitialized __global__ memory read of size 4 bytes\n"
+                "=========     at saxpy(int, float, const float *, float *)+0x60 in kernel.cu:22\n"
+                "=========     by thread (3,0,0) in block (0,0,0)\n"
+                f"=========     Address {address:#x}\n")
+
+    out = MAP + uninit(0x7F0000500000 + 12) + uninit(0x7F0000500000 + 8) + "========= ERROR SUMMARY: 2 errors\n"
+    calls = use_tool(monkeypatch, lambda tool, original: (86, out) if tool == "initcheck" else CLEAN["memcheck"])
+    memcheck, initcheck = sanitizer.sanitize_original(job())
+    assert {tool for tool, _ in calls} == {"memcheck", "initcheck"} and all(original for _, original in calls)
+    assert memcheck.status == "pass"
+    assert initcheck.status == "fail" and initcheck.argument == "y"
+    assert initcheck.detail.startswith("reads `y` before anything wrote it at n=65537 (element 2 first")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+from ..llmclient import LLMConfig
 
 
 def fail(message: str, code: int) -> int:
@@ -20,3 +23,17 @@ def add_gpu_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flag", action="append", default=[], dest="flags", metavar="FLAG",
                    help="extra nvcc flag, e.g. --flag=-use_fast_math (repeatable)")
     p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR", help="include directory")
+
+
+def add_llm_options(p: argparse.ArgumentParser, what: str = "none: the built-in generator") -> None:
+    p.add_argument("--llm-base-url", default=os.environ.get("FSR_LLM_BASE_URL", ""),
+                   help=f"OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (default: $FSR_LLM_BASE_URL; {what})")
+    p.add_argument("--llm-model", default=os.environ.get("FSR_LLM_MODEL", ""))
+    p.add_argument("--llm-key-env", default=os.environ.get("FSR_LLM_KEY_ENV", "OPENAI_API_KEY"),
+                   help="name of the environment variable holding the API key (default OPENAI_API_KEY)")
+    p.add_argument("--llm-temperature", type=float, default=0.7)
+
+
+def llm_config(args: argparse.Namespace) -> LLMConfig:
+    return LLMConfig(base_url=args.llm_base_url, model=args.llm_model, api_key_env=args.llm_key_env,
+                     temperature=args.llm_temperature)

@@ -15,13 +15,13 @@ from rich.table import Table
 from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.support import gpu_support_missing
 from ..kernels import find_kernel
-from ..search import HistoryStore, LLMConfig, SearchConfig, SearchOutcome, run_search
+from ..search import HistoryStore, SearchConfig, SearchOutcome, run_search
 from ..search.apply import ApplyError, rewrite_if_unchanged
 from ..search.generators.builtin import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
 from ..search.gpu_bench import GpuBench
 from ..search.report import write_report
-from .common import add_gpu_options, fail
+from .common import add_gpu_options, add_llm_options, fail, llm_config
 from .workspace import workspace_of
 
 
@@ -37,13 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target-speedup", type=float, help="stop once a verified candidate is this much faster")
     p.add_argument("--fix-attempts", type=int, default=1, help="times a failed candidate is sent back to be fixed")
     p.add_argument("--apply", action="store_true", help="write the fastest verified rewrite into FILE")
-    p.add_argument("--llm-base-url", default=os.environ.get("FSR_LLM_BASE_URL", ""),
-                   help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (default: $FSR_LLM_BASE_URL; "
-                        "none: the built-in generator)")
-    p.add_argument("--llm-model", default=os.environ.get("FSR_LLM_MODEL", ""))
-    p.add_argument("--llm-key-env", default=os.environ.get("FSR_LLM_KEY_ENV", "OPENAI_API_KEY"),
-                   help="name of the environment variable holding the API key (default OPENAI_API_KEY)")
-    p.add_argument("--llm-temperature", type=float, default=0.7)
+    add_llm_options(p)
     p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
     p.add_argument("--workspace", type=Path, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
     add_gpu_options(p)
@@ -61,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
     missing = gpu_support_missing("the search needs")
     if missing:
         return fail(missing, 3)
-    llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model, api_key_env=args.llm_key_env,
-                    temperature=args.llm_temperature)
+    llm = llm_config(args)
     config = SearchConfig(rounds=args.rounds, candidates=args.candidates, time_budget=args.time_budget,
                           target_speedup=args.target_speedup, fix_attempts=args.fix_attempts,
                           sanitize_winner=not args.no_sanitize, min_gain=args.min_gain, llm=llm)

@@ -1,5 +1,6 @@
-"""`fsr spec FILE... [--kernel K] [--json]`: each kernel's spec, where it came from, and its
-problems (attached, inferred from the signature, drafted from a launch site, or none)."""
+"""`fsr spec FILE... [--kernel K] [--json] [--check]`: each kernel's spec, where it came from,
+and its problems (attached, drafted from a launch site or by the model, inferred from the
+signature, or none); with --check, the proof of each spec on the GPU with the original kernel."""
 
 from __future__ import annotations
 
@@ -9,19 +10,35 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..drafting.origin import kernel_specs
-from .common import fail
+from ..drafting.cache import ProofCache
+from ..drafting.model_draft import model_draft
+from ..drafting.origin import Drafter, KernelSpec, kernel_specs
+from ..drafting.proof import Proof, prove
+from ..evaluator import EvalOptions, Evaluator
+from ..evaluator.support import gpu_support_missing
+from ..llmclient import ChatClient
+from .common import add_llm_options, fail, llm_config
+from .eval_cmd import _Status
+from .workspace import workspace_of
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("spec", help="show each kernel's @fsr spec: attached, inferred or drafted from a launch",
-                       description="For each kernel of the files: its spec block (attached, inferred from the "
-                                   "signature, or drafted from a launch in any of the files given), where it came "
-                                   "from, and its problems. Drafts are checked by the spec parser, not yet proven "
-                                   "on the GPU: read them before use.")
+    p = sub.add_parser("spec", help="show each kernel's @fsr spec: attached, drafted from a launch, or inferred",
+                       description="For each kernel of the files: its spec block (attached, drafted from a launch "
+                                   "in any of the files given or, with an LLM endpoint, by the model, or inferred "
+                                   "from the signature), where it came from, and its problems. --check proves each "
+                                   "spec on the GPU with the original kernel (in bounds under memcheck, no read of "
+                                   "an unwritten output under initcheck, deterministic, every output written).")
     p.add_argument("files", type=Path, nargs="+", help=".cu/.cuh/.cpp/.h files (launches may be in any of them)")
     p.add_argument("--kernel", "-k", help="only this kernel")
     p.add_argument("--json", action="store_true", help="one JSON array, an object per kernel")
+    p.add_argument("--check", action="store_true", help="prove each spec on the GPU (exit 1 if one fails)")
+    p.add_argument("--gpu", type=int, default=0, help="GPU index for --check (default 0)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung kernel is killed")
+    p.add_argument("--flag", action="append", default=[], dest="flags", metavar="FLAG", help="extra nvcc flag")
+    p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR", help="include directory")
+    p.add_argument("--workspace", type=Path, help="folder holding .fsr/ with the proof cache")
+    add_llm_options(p, "none: no model drafts")
     p.set_defaults(run=run)
 
 
@@ -29,19 +46,71 @@ def run(args: argparse.Namespace) -> int:
     missing = [str(f) for f in args.files if not f.is_file()]
     if missing:
         return fail(f"cannot read {', '.join(missing)}", 2)
-    specs = [s for s in kernel_specs(list(args.files)) if args.kernel in (None, s.kernel)]
+    llm = llm_config(args)
+    drafter: Drafter | None = None
+    if llm.configured:
+        chat = ChatClient(llm)
+        drafter = lambda src, k, launches, why: model_draft(chat, src, k, launches, why)  # noqa: E731
+    specs = [s for s in kernel_specs(list(args.files), drafter) if args.kernel in (None, s.kernel)]
     if args.kernel and not specs:
         return fail(f"no kernel named {args.kernel} in {', '.join(map(str, args.files))}", 2)
+    proofs: dict[tuple[str, str], Proof] = {}
+    if args.check:
+        why = gpu_support_missing("--check needs")
+        if why:
+            return fail(why, 3)
+        proofs = _prove_all(args, specs)
     if args.json:
-        print(json.dumps([s.as_json() for s in specs], indent=2))
-        return 0
+        print(json.dumps([_json(s, proofs.get((s.file, s.kernel)), args.check) for s in specs], indent=2))
+    else:
+        _print(specs, proofs)
+    return 1 if any(p.status == "failed" for p in proofs.values()) else 0
+
+
+def _prove_all(args: argparse.Namespace, specs: list[KernelSpec]) -> dict[tuple[str, str], Proof]:
+    out = {}
+    with Evaluator(args.gpu, timeout=args.timeout) as evaluator, \
+            ProofCache(workspace_of(args.files[0], args.workspace)) as cache, _Status(not args.json) as status:
+        for s in specs:
+            if s.spec is None:
+                continue
+            path = Path(s.file)
+            options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(path.parent.resolve()), *args.include_dirs))
+            status.update(f"proving the spec of {s.kernel}")
+            block = None if s.origin == "attached" else s.spec
+            out[(s.file, s.kernel)] = prove(evaluator, path.read_text(encoding="utf-8", errors="replace"), s.kernel,
+                                            block, options, cache=cache, timeout=args.timeout,
+                                            on_stage=lambda m, k=s.kernel: status.update(f"{k}: {m}"))
+    return out
+
+
+def _json(s: KernelSpec, proof: Proof | None, checked: bool) -> dict:
+    data = s.as_json()
+    if proof is not None and proof.spec and proof.spec != s.spec and s.origin != "attached":
+        data["spec"] = proof.spec  # the proof added a tolerance
+    if checked:
+        data["proof"] = None if proof is None else {
+            "status": proof.status, "message": proof.message, "check": proof.check, "argument": proof.argument,
+            "nondeterministic": proof.nondeterministic, "gpu": proof.gpu, "cached": proof.cached}
+        if proof is not None and proof.status == "failed":
+            data["problems"] = data["problems"] + [f"proof failed: {proof.message}"]
+    return data
+
+
+def _print(specs: list[KernelSpec], proofs: dict[tuple[str, str], Proof]) -> None:
     console = Console(soft_wrap=True)
     for s in specs:
         console.print(f"[bold]{s.kernel}[/] ({s.file}:{s.line}): [cyan]{s.origin}[/]", highlight=False)
-        if s.spec:
-            console.print(s.spec.rstrip(), markup=False, highlight=False)
+        proof = proofs.get((s.file, s.kernel))
+        spec = proof.spec if proof is not None and proof.spec and s.origin != "attached" else s.spec
+        if spec:
+            console.print(spec.rstrip(), markup=False, highlight=False)
         for key, origin in s.provenance.items():
             console.print(f"  {key}: {origin}", markup=False, highlight=False)
         for problem in s.problems:
             console.print(f"  [yellow]problem:[/] {problem}", highlight=False)
-    return 0
+        if proof is not None:
+            colour = {"proven": "green", "failed": "red"}.get(proof.status, "yellow")
+            cached = " (cached)" if proof.cached else ""
+            console.print(f"  [{colour}]{proof.status}{cached}[/] on {proof.gpu or 'no GPU'}: ", end="", highlight=False)
+            console.print(proof.message, markup=False, highlight=False)

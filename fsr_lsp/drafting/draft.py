@@ -61,7 +61,7 @@ def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch]) -> Draft
     launch = next(x for x in mine if (x.config, x.args, x.template_args) == (config, args, template))
     draft = Draft(kernel.name, None, launch=launch, launches=len(mine))
     if len(counts) > 1:
-        draft.problems.append(f"{len(mine)} launches differ; drafted from the most common ({n} of them, line {launch.line})")
+        draft.problems.append(f"{len(mine)} launches differ; drafted from the most common ({n} of them, {launch.where})")
     definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
     block_names = set(re.findall(r"[A-Za-z_]\w*", " ".join(config[1:2]) + " " + template))
     # file-scope names the kernel's own code uses (a #define tile size) were compiled in: they stay numbers
@@ -143,7 +143,7 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         elif d == "inout" and access.get(p.name) and access[p.name].accumulates:
             draft.problems.append(f"{p.name} accumulates (atomics or +=): give its start value, e.g. zeros()")
         arg_lines.append(f'{p.name} = "{d}[{length}]{init}"')
-    where = f"drafted by fsr from the launch at line {launch.line}" + \
+    where = f"drafted by fsr from the launch at {launch.where}" + \
         (f" in {launch.scope.function}()" if launch.scope.function else "")
     lines = ["/* @fsr", f"# {where}; check it, then remove this line",
              "bench = { " + ", ".join(f"{k} = {v}" for k, v in t.sizes.items()) + " }"]
@@ -158,7 +158,7 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     lines += ["[args]", *arg_lines, "*/"]
     for name, origin in t.origins.items():
         draft.provenance.setdefault(f"size {name}", origin)
-    draft.provenance["launch"] = f"{kernel.name}<<<{', '.join(config)}>>> at line {launch.line}"
+    draft.provenance["launch"] = f"{kernel.name}<<<{', '.join(config)}>>> at {launch.where}"
     return lines
 
 

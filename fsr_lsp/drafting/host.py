@@ -35,6 +35,12 @@ class Launch:
     line: int  # 1-based
     byte: int  # where the launch starts
     scope: "Scope"
+    file: str = ""  # the file it is in, as the caller named it ('' for the kernel's own file)
+
+    @property
+    def where(self) -> str:
+        """`file.cu:85`, or `line 85` in the kernel's own file."""
+        return f"{self.file}:{self.line}" if self.file else f"line {self.line}"
 
 
 @dataclass
@@ -60,7 +66,7 @@ class Scope:
     function: str = ""  # the enclosing host function
 
 
-def find_launches(src: SourceText) -> list[Launch]:
+def find_launches(src: SourceText, file: str = "") -> list[Launch]:
     """Every launch in the file, in order, each with the scope it sees."""
     tree = parse(src.data)
     file_scope = Scope()
@@ -76,7 +82,8 @@ def find_launches(src: SourceText) -> list[Launch]:
         args = tuple(_text(src, a) for a in args_node.named_children) if args_node is not None else ()
         exprs = tuple(_text(src, c) for c in config.named_children)
         scope = _scope_at(src, call, file_scope)
-        out.append(Launch(name, template, exprs, args, src.position(call.start_byte).line + 1, call.start_byte, scope))
+        out.append(Launch(name, template, exprs, args, src.position(call.start_byte).line + 1, call.start_byte, scope,
+                          file))
     return out
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
-from ..kernels import discover, kernel_source
+from ..kernels import Kernel, discover, kernel_source
 from ..source import SourceText
 from ..spec import parse_spec, render_spec
-from .draft import draft_spec
+from .draft import Draft, draft_spec
 from .host import Launch, find_launches
 
 Origin = Literal["attached", "inferred", "drafted", "none"]
@@ -26,45 +26,61 @@ class KernelSpec:
     spec: str | None  # the /* @fsr ... */ text
     problems: list[str] = field(default_factory=list)
     provenance: dict[str, str] = field(default_factory=dict)  # for drafts: where each value came from
+    launch: str = ""  # for drafts from a launch: `file.cu:85`
 
     def as_json(self) -> dict:
         data = asdict(self)
         data.pop("provenance")
+        data.pop("launch")
         return data
 
 
-def kernel_specs(files: list[Path]) -> list[KernelSpec]:
+# Asked when neither a launch nor the signature gives a spec: (file text, kernel, launches, why) -> Draft.
+Drafter = Callable[[SourceText, Kernel, list[Launch], str], Draft]
+
+
+def kernel_specs(files: list[Path], drafter: Drafter | None = None) -> list[KernelSpec]:
     """Every kernel of every file, with launches looked up across all the files given (a kernel
     in a .cu file is often launched from a .cpp next to it)."""
     texts = {f: SourceText(f.read_text(encoding="utf-8", errors="replace")) for f in files}
-    launches = [launch for src in texts.values() for launch in find_launches(src)]
+    launches = [launch for path, src in texts.items() for launch in find_launches(src, str(path))]
     out = []
     for path, src in texts.items():
-        out += specs_of(str(path), src, launches)
+        out += specs_of(str(path), src, launches, drafter)
     return out
 
 
-def specs_of(name: str, src: SourceText, launches: list[Launch]) -> list[KernelSpec]:
+def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafter | None = None) -> list[KernelSpec]:
     found = discover(src)
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
                for o in found.orphan_specs]
-    out = []
-    for k in found.kernels:
-        line = k.name_span.start.line + 1
-        if not k.complete:
-            out.append(KernelSpec(name, k.name, line, "none", None, ["the kernel is incomplete (unbalanced braces)"]))
-            continue
-        result = parse_spec(src, k)
-        problems = [p.message for p in result.problems if p.severity != "info"]
-        if k.spec is not None:
-            out.append(KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems))
-            continue
-        draft = draft_spec(src, k, launches)  # grounded in how the kernel is used: before a guess from its signature
-        if draft.text is not None:
-            out.append(KernelSpec(name, k.name, line, "drafted", draft.text, draft.problems + orphans, draft.provenance))
-        elif result.spec is not None:
-            out.append(KernelSpec(name, k.name, line, "inferred", render_spec(result.spec),
-                                  [f"not drafted: {p}" for p in draft.problems] + orphans))
-        else:
-            out.append(KernelSpec(name, k.name, line, "none", None, problems + draft.problems + orphans))
-    return out
+    return [spec_of(name, src, k, launches, drafter, orphans) for k in found.kernels]
+
+
+def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], drafter: Drafter | None = None,
+            orphans: list[str] | None = None) -> KernelSpec:
+    """One kernel's spec: its own block, else a draft from its launch, else one inferred from
+    its signature, else (with a drafter) the model's draft, else none, with why."""
+    orphans = orphans or []
+    line = k.name_span.start.line + 1
+    if not k.complete:
+        return KernelSpec(name, k.name, line, "none", None, ["the kernel is incomplete (unbalanced braces)"])
+    result = parse_spec(src, k)
+    problems = [p.message for p in result.problems if p.severity != "info"]
+    if k.spec is not None:
+        return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems)
+    draft = draft_spec(src, k, launches)  # grounded in how the kernel is used: before a guess from its signature
+    if draft.text is not None:
+        return KernelSpec(name, k.name, line, "drafted", draft.text, draft.problems + orphans, draft.provenance,
+                          launch=draft.launch.where if draft.launch else "")
+    if result.spec is not None:
+        return KernelSpec(name, k.name, line, "inferred", render_spec(result.spec),
+                          [f"not drafted: {p}" for p in draft.problems] + orphans)
+    if drafter is not None:
+        why = "; ".join(draft.problems) or "no launch found"
+        by_model = drafter(src, k, launches, why)
+        if by_model.text is not None:
+            return KernelSpec(name, k.name, line, "drafted", by_model.text, by_model.problems + orphans,
+                              by_model.provenance)
+        draft.problems += by_model.problems
+    return KernelSpec(name, k.name, line, "none", None, problems + draft.problems + orphans)

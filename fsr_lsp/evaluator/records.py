@@ -176,6 +176,7 @@ class Check:
     name: str
     status: CheckStatus
     detail: str = ""
+    argument: str = ""  # the buffer or argument it is about, where one is to blame
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""compute-sanitizer memcheck and racecheck on a round leader, at every test size.
+"""compute-sanitizer on a round leader (memcheck, racecheck) or on the original kernel under a
+drafted spec (memcheck, initcheck), at every test size.
 
 Sanitizers slow kernels by 10-100x, so they run on the candidates a search promotes (each
 round's leader, and the winner), outside the timing worker: a child process runs the job in
@@ -29,7 +30,7 @@ TOOLS = ("memcheck", "racecheck")
 _EXIT_ON_ERROR = 86
 # memcheck: "ERROR SUMMARY: 2 errors"; racecheck: "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?")
-_ACCESS = re.compile(r"Invalid __global__ (read|write) of size (\d+) bytes")
+_ACCESS = re.compile(r"(?:Invalid|(Uninitialized)) __global__ (?:memory )?(read|write) of size (\d+) bytes?")
 _ADDRESS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]+)")
 _BUFFER = re.compile(r"^fsr-buffer (\S+) (\S+) (0x[0-9a-fA-F]+) (\d+)\s*$", re.M)
 _original_verdicts: dict[str, "Outcome"] = {}  # the original's memcheck run, per kernel and sizes, in this process
@@ -39,7 +40,7 @@ _original_verdicts: dict[str, "Outcome"] = {}  # the original's memcheck run, pe
 class Access:
     """One out-of-bounds access, placed against the buffers."""
 
-    kind: str  # read or write
+    kind: str  # read, write, or uninitialised (a read of memory nothing wrote)
     buffer: str
     size: str  # the size label
     side: str  # "past the end" or "before the start"
@@ -86,6 +87,17 @@ def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS
     return checks
 
 
+def sanitize_original(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = ("memcheck", "initcheck"),
+                      timeout: float = 300.0) -> list[Check]:
+    """The original kernel alone under each tool, at every test size with exact allocations and
+    `out` buffers left unwritten: the proof that a spec's lengths and directions fit it."""
+    tool_path = find_sanitizer()
+    if tool_path is None:
+        return [Check(f"sanitizer {t}", "skip", "compute-sanitizer not found") for t in tools]
+    sizes = sanitized_sizes(job)
+    return [_run(tool_path, tool, job, sizes, device_index, timeout, original=True).check for tool in tools]
+
+
 def _shared_with_original(tool_path: str, job: EvalJob, sizes: list[SizePlan], device_index: int, timeout: float,
                           candidate: Outcome) -> str:
     key = hashlib.sha256(job.original.cubin + job.original.entry.encode() + to_json(sizes).encode()).hexdigest()
@@ -126,7 +138,7 @@ def _run(tool_path: str, tool: str, job: EvalJob, sizes: list[SizePlan], device_
     if proc.returncode == _EXIT_ON_ERROR or (errors or 0) > 0:
         accesses = accesses_in(out)
         detail = describe_accesses(accesses) if accesses else _first_report(out)
-        return Outcome(Check(name, "fail", detail), accesses)
+        return Outcome(Check(name, "fail", detail, accesses[0].buffer if accesses else ""), accesses)
     if proc.returncode != 0:
         return Outcome(Check(name, "skip", f"the tool could not run here (exit {proc.returncode}): {_last_line(out)}"), [])
     if errors is None:
@@ -144,7 +156,7 @@ def accesses_in(out: str) -> list[Access]:
     for line in out.splitlines():
         access = _ACCESS.search(line)
         if access:
-            pending = (access.group(1), int(access.group(2)))
+            pending = ("uninitialised" if access.group(1) else access.group(2), int(access.group(3)))
             continue
         address = _ADDRESS.search(line)
         if address and pending and buffers:
@@ -160,20 +172,26 @@ def _place(kind: str, addr: int, width: int, buffers: list[tuple[str, str, int, 
         return base - addr if addr < base else max(0, addr + width - (base + size))
 
     name, size, base, nbytes = min(buffers, key=distance)
+    if kind == "uninitialised":
+        return Access(kind, name, size, "inside", (addr - base) // max(width, 1))
     if addr < base:
         return Access(kind, name, size, "before the start", base - addr)
     return Access(kind, name, size, "past the end", max(addr + width - (base + nbytes), 0))
 
 
 def describe_accesses(accesses: list[Access]) -> str:
-    """'reads up to 12 bytes past the end of `x` at n=65537; ...', the farthest per buffer and size."""
-    farthest: dict[tuple[str, str, str, str], int] = {}
+    """'reads up to 12 bytes past the end of `x` at n=65537; ...', the farthest per buffer and
+    size; for reads of unwritten memory, the first element read."""
+    worst: dict[tuple[str, str, str, str], int] = {}
     for a in accesses:
         key = (a.kind, a.buffer, a.side, a.size)
-        farthest[key] = max(farthest.get(key, 0), a.bytes)
+        pick = min if a.kind == "uninitialised" else max
+        worst[key] = pick(worst.get(key, a.bytes), a.bytes)
     verbs = {"read": "reads", "write": "writes"}
-    return "; ".join(f"{verbs[kind]} up to {n} bytes {side} of `{buffer}` at {size}"
-                     for (kind, buffer, side, size), n in farthest.items())
+    return "; ".join(f"reads `{buffer}` before anything wrote it at {size} (element {n} first; if the kernel "
+                     f"updates `{buffer}`, declare it inout with a start value)" if kind == "uninitialised" else
+                     f"{verbs[kind]} up to {n} bytes {side} of `{buffer}` at {size}"
+                     for (kind, buffer, side, size), n in worst.items())
 
 
 def _first_report(out: str) -> str:

@@ -10,6 +10,7 @@ from ..kernels import Kernel, find_kernel
 from ..kernels.lexical import mask, split_top_level
 from ..source import SourceText
 from ..spec import Spec, parse_spec, render_spec
+from ..spec.edit import set_key, toml_value
 from ..spec.expr import replace_literal
 
 
@@ -195,30 +196,5 @@ def _spec_edit(src: SourceText, kernel: Kernel, cand_src: SourceText, cand: Kern
     comment = src.slice(kernel.spec.span.start_byte, kernel.spec.span.end_byte)
     new = comment
     for key, value in (("grid", own.grid), ("block", own.block), ("smem", own.smem)):
-        new = _set_key(new, key, _toml_value(value), insert=key != "smem" or own.smem not in (0, "0"))
+        new = set_key(new, key, toml_value(value), insert=key != "smem" or own.smem not in (0, "0"))
     return kernel.spec.span.start_byte, kernel.spec.span.end_byte, new
-
-
-def _set_key(comment: str, key: str, value: str, insert: bool) -> str:
-    """Replace `key = ...` (keeping any trailing comment) or add it before [args]."""
-    pattern = re.compile(rf"^([ \t*]*){key}([ \t]*)=[ \t]*(\"[^\"]*\"|\[[^\]]*\]|[^#\n]*?)([ \t]*(#.*)?)$", re.M)
-    m = pattern.search(comment)
-    if m:
-        return comment[: m.start()] + f"{m.group(1)}{key}{m.group(2)}= {value}{m.group(4)}" + comment[m.end():]
-    if not insert:
-        return comment
-    at = re.search(r"^[ \t*]*\[", comment, re.M)
-    line = f"{key} = {value}\n"
-    if at is None:
-        close = comment.rfind("*/")
-        return comment[:close] + line + comment[close:]
-    return comment[: at.start()] + line + comment[at.start():]
-
-
-def _toml_value(value: object) -> str:
-    def one(v: object) -> str:
-        return f'"{v}"' if isinstance(v, str) else str(v)
-
-    if isinstance(value, tuple):
-        return one(value[0]) if len(value) == 1 else "[" + ", ".join(one(v) for v in value) + "]"
-    return one(value)

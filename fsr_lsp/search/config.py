@@ -5,23 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..llmclient import LLMConfig
 
-@dataclass(frozen=True)
-class LLMConfig:
-    """Any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama, ... The key itself never lives
-    here, only the name of the environment variable that holds it."""
-
-    base_url: str = ""  # empty: use the built-in generator
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.7
-    timeout: float = 120.0
-    max_retries: int = 4
-    max_tokens: int = 4096
-
-    @property
-    def configured(self) -> bool:
-        return bool(self.base_url and self.model)
+__all__ = ["LLMConfig", "SearchConfig"]
 
 
 @dataclass(frozen=True)

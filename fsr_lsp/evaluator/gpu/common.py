@@ -16,9 +16,10 @@ class Failure(Exception):
     """Ends a job early with a verdict."""
 
     def __init__(self, status: str, message: str, check: str | None = None, mismatch: Mismatch | None = None,
-                 restart: bool = False) -> None:
+                 restart: bool = False, argument: str = "") -> None:
         super().__init__(message)
         self.status, self.message, self.check, self.mismatch, self.restart = status, message, check, mismatch, restart
+        self.argument = argument
 
 
 @dataclass
@@ -65,7 +66,7 @@ def buffers_of(plan: SizePlan) -> list[ArgPlan]:
 
 
 def guarded_launch(session: GpuSession, who: str, where: str, launch: Callable[[], None], what: str | None = None,
-                   status: str | None = None, check: str | None = None) -> None:
+                   status: str | None = None, check: str | None = None, argument: str = "") -> None:
     """Run a launch and wait for it; a CUDA error becomes a verdict on whoever launched (the
     original's errors are the spec's problem). The context is gone after one: restart."""
     try:
@@ -77,4 +78,4 @@ def guarded_launch(session: GpuSession, who: str, where: str, launch: Callable[[
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         message = what or f"the {who} kernel failed at {where}"
         raise Failure(status or ("crashed" if who == "candidate" else "spec_error"), f"{message}: {text}",
-                      check=check or f"{who} runs", restart=True) from None
+                      check=check or f"{who} runs", restart=True, argument=argument) from None

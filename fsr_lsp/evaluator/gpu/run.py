@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 from ..records import Check, EvalJob, EvalResult
-from .buffers import poisoned
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, seed_for
 from .session import GpuSession
 from .timing import time_job
@@ -48,7 +47,7 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
         result.mismatch = f.mismatch
         result.restart_worker = f.restart
         if f.check:
-            result.checks.append(Check(f.check, "fail", f.mismatch.describe() if f.mismatch else f.message))
+            result.checks.append(Check(f.check, "fail", f.mismatch.describe() if f.mismatch else f.message, f.argument))
     except torch.cuda.OutOfMemoryError as e:
         result.status, result.message, result.restart_worker = "oom", f"out of GPU memory: {e}".splitlines()[0], True
     result.seconds = time.perf_counter() - started
@@ -93,7 +92,8 @@ def _sanitize_runs(ctx: JobContext) -> None:
     end inside a larger block. Between buffers lies freed memory (a spacer allocated, then
     released), so an over-read lands in no allocation rather than in the next buffer, and the
     nearest buffer is the one read past. Everything is allocated before any launch and stays
-    to the end; the map of buffers goes to stdout for the parent to read the tool's reports."""
+    to the end; the map of buffers goes to stdout for the parent to read the tool's reports.
+    `out` buffers are left as allocated, so initcheck sees a read of one before any write."""
     session, job = ctx.session, ctx.job
     who = "original" if job.sanitize_original or ctx.candidate is None else "candidate"
     kernel = ctx.kernel(who)
@@ -108,12 +108,12 @@ def _sanitize_runs(ctx: JobContext) -> None:
             if a.kind == "scalar":
                 args.append(a.value)
                 continue
-            source = inputs[a.name] if a.direction != "out" else poisoned(session.torch, session.device, a, "A")
-            nbytes = source.numel() * source.element_size()
+            nbytes = a.nbytes
             spacers.append(cuda.mem_alloc(SPACER_BYTES))
             exact = cuda.mem_alloc(nbytes)
             keep.append(exact)
-            cuda.memcpy_dtod(exact, source.data_ptr(), nbytes)
+            if a.direction != "out":  # `out` stays unwritten: initcheck reports a kernel that reads it
+                cuda.memcpy_dtod(exact, inputs[a.name].data_ptr(), nbytes)
             args.append(int(exact))
             print(f"fsr-buffer {a.name} {plan.label.replace(' ', '')} {int(exact):#x} {nbytes}", flush=True)
         launches.append((plan, args, plan.candidate if who == "candidate" else plan.original))

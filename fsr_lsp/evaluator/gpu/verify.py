@@ -37,7 +37,12 @@ NAN_HINT = ("; NaN where the original has a number: it read memory nothing wrote
 
 
 class OracleProblem(Exception):
-    """The original misbehaves at a size: the spec is at fault (or, at an edge size, the size)."""
+    """The original misbehaves at a size: the spec is at fault (or, at an edge size, the size).
+    Names the check and the argument, for whoever proves a drafted spec."""
+
+    def __init__(self, message: str, check: str, argument: str = "") -> None:
+        super().__init__(message)
+        self.check, self.argument = check, argument
 
 
 @dataclass
@@ -64,13 +69,14 @@ def verify(ctx: JobContext) -> Counts:
                 again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
                 problem = oracle_problem(ctx, plan, inputs, expected[0], again[0])
             except OracleProblem as e:
-                problem = str(e)
+                problem = e
             if problem:
                 if plan.role == "edge":
                     result.warnings.append(f"edge size {plan.label} skipped: the original {problem}")
                     usable = False
                     break
-                raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {problem}")
+                raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {problem}",
+                              check=problem.check, argument=problem.argument)
             reference = None
             if ref_usable:
                 reference, ref_problem = _reference(ctx, plan, inputs, expected[0], seed)
@@ -164,23 +170,37 @@ def _check_bands(ctx: JobContext, who: str, plan: SizePlan, guards: dict[str, Gu
         if bad:
             overrun = describe_overrun(name, plan.label, g.extent())
             if who == "original":
-                raise OracleProblem(f"{overrun}: the spec's length for `{name}` is too small")
+                raise OracleProblem(f"{overrun}: the spec's length for `{name}` is too small", "in bounds", name)
             raise Failure("wrong", f"the candidate {overrun}", check="guard bands")
 
 
-def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, second: dict) -> str | None:
+def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, second: dict) -> OracleProblem | None:
+    """The two runs (outputs poisoned differently) must agree: an element that kept its poison
+    was not written; one that differs otherwise is nondeterminism (atomics, a race)."""
     torch = ctx.torch
     for a in inputs_only(plan):
         if not torch.equal(first[a.name], inputs[a.name]):
-            return f"modifies {a.name}, which the spec declares in (declare it inout)"
+            return OracleProblem(f"modifies {a.name}, which the spec declares in (declare it inout)", "inputs unchanged",
+                                 a.name)
     for a in outputs(plan):
         m = describe(torch, "oracle", plan.label, 0, a, second[a.name], first[a.name], None)
-        if m is not None:
-            if a.direction == "out":
-                return (f"does not write every element of {a.name} or is not deterministic ({m.bad} of {m.total} "
-                        f"elements differ between two runs; declare {a.name} inout if the kernel updates only part of it)")
-            return f"is not deterministic: {m.bad} of {m.total} elements of {a.name} differ between two runs"
+        if m is None:
+            continue
+        if a.direction == "out" and _kept_poison(torch, a, first[a.name], second[a.name]):
+            return OracleProblem(f"does not write every element of {a.name} ({m.bad} of {m.total} elements keep the "
+                                 f"poison they were given before the run; declare {a.name} inout if the kernel updates "
+                                 "only part of it)", "every output written", a.name)
+        return OracleProblem(f"is not deterministic: {m.bad} of {m.total} elements of {a.name} differ between two runs "
+                             f"on the same inputs ({m.describe()})", "deterministic", a.name)
     return None
+
+
+def _kept_poison(torch: Any, arg: Any, first: Any, second: Any) -> bool:
+    """Whether some element still holds the poison of both runs (NaN, then the byte pattern)."""
+    a, b = poisoned(torch, first.device, arg, "A"), poisoned(torch, second.device, arg, "B")
+    same_a = (first.view(torch.uint8).view(-1, first.element_size()) == a.view(torch.uint8).view(-1, a.element_size())).all(1)
+    same_b = (second.view(torch.uint8).view(-1, second.element_size()) == b.view(torch.uint8).view(-1, b.element_size())).all(1)
+    return bool((same_a & same_b).any().item())
 
 
 def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, seed: int) -> tuple[dict | None, str | None]:
@@ -310,5 +330,5 @@ def _run_placed(ctx: JobContext, who: str, plan: SizePlan, inputs: dict, name: s
     if who == "original":
         what += f" (the spec's length for `{name}` is too small)"
     guarded_launch(session, who, plan.label, lambda: kernel.launch(args, launch), what=what,
-                   status="wrong" if who == "candidate" else "spec_error", check="unmapped pages")
+                   status="wrong" if who == "candidate" else "spec_error", check="unmapped pages", argument=name)
 

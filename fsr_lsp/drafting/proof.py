@@ -1,0 +1,168 @@
+"""The proof that a spec fits its kernel, run with the ORIGINAL kernel before the spec is used.
+
+A draft is a guess, whoever wrote it (the launch site, a model or a person). Before a search
+trusts it, the original must, at every test size and the bench size:
+- run in bounds of the drafted lengths: guard bands around every buffer, each buffer against
+  unmapped pages, and compute-sanitizer memcheck on exact allocations;
+- read no `out` buffer before writing it (compute-sanitizer initcheck, `out` left unwritten);
+- leave every `in` buffer as it was, write every element of every `out` buffer (two runs with
+  different poisons), and give the same result twice. A float result that differs only in
+  rounding (atomics) gets an explicit tolerance in the spec; otherwise the kernel is flagged
+  as nondeterministic, naming the buffers.
+The evaluator does the work; this module asks it, reads its checks back as "which check, which
+argument", and caches a settled verdict per kernel text and GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+from ..evaluator import EvalOptions, Evaluator, EvaluatorUnavailable, prepare
+from ..evaluator.records import Check, EvalResult
+from ..evaluator.sanitizer import sanitize_original
+from ..spec.edit import set_key
+from .placement import place_spec, proof_text
+
+PROOF_VERSION = "1"  # bump when what a proof checks changes: older cached verdicts no longer count
+# Tolerances tried, in order, when two runs of the original differ only in rounding.
+TOLERANCES = ((1e-4, 1e-6), (1e-3, 1e-5), (1e-2, 1e-4))
+SANITIZER_TOOLS = ("memcheck", "initcheck")
+# What each evaluator check proves, in the words a failed proof uses.
+CHECK_NAMES = {
+    "guard bands": "in bounds", "unmapped pages": "in bounds", "sanitizer memcheck": "in bounds (memcheck)",
+    "sanitizer initcheck": "outputs not read before written (initcheck)", "inputs unchanged": "in buffers unchanged",
+}
+
+ProofStatus = Literal["proven", "failed", "unavailable"]
+
+
+@dataclass
+class Proof:
+    kernel: str
+    status: ProofStatus
+    message: str  # one line: what was proven, or which check failed on which argument
+    spec: str = ""  # the block proven (with the tolerance a proof added, if it did)
+    check: str = ""  # the failed check
+    argument: str = ""  # the argument it blames
+    checks: list[Check] = field(default_factory=list)
+    nondeterministic: list[str] = field(default_factory=list)  # buffers that differ between two runs
+    tolerance: tuple[float, float] | None = None  # (rtol, atol) the proof had to add
+    gpu: str = ""
+    original_ms: float | None = None  # the original's median time at the bench size
+    cached: bool = False
+
+    @property
+    def proven(self) -> bool:
+        return self.status == "proven"
+
+    @property
+    def settled(self) -> bool:
+        """A verdict on the spec itself (worth caching), not on this machine."""
+        return self.status == "proven" or self.status == "failed" and self.check not in ("timeout", "compiles")
+
+
+Stage = Callable[[str], None]
+
+
+def prove(evaluator: Evaluator, text: str, kernel: str, block: str | None = None, options: EvalOptions | None = None,
+          *, cache: "ProofCache | None" = None, timeout: float | None = None, on_stage: Stage | None = None) -> Proof:
+    """Prove `block` (or the kernel's own block when None) for `kernel` of the file `text`."""
+    stage = on_stage or (lambda _: None)
+    options = options or EvalOptions()
+    source = place_spec(text, kernel, block).text if block is not None else text
+    spec_text = block or ""
+    try:
+        gpu = evaluator.start()
+    except EvaluatorUnavailable as e:
+        return Proof(kernel, "unavailable", f"the proof needs a GPU: {e}", spec=spec_text)
+    key = proof_key(source, kernel, gpu.name, options)
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            hit.cached = True
+            return hit
+    proof = _prove(evaluator, source, kernel, spec_text, options, timeout, stage)
+    proof.gpu = gpu.name
+    if cache is not None and proof.settled:
+        cache.put(key, proof)
+    return proof
+
+
+def proof_key(source: str, kernel: str, gpu: str, options: EvalOptions) -> str:
+    h = hashlib.sha256()
+    for part in (PROOF_VERSION, gpu, kernel, " ".join(options.flags), proof_text(source, kernel)):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: EvalOptions, timeout: float | None,
+           stage: Stage) -> Proof:
+    stage("proving the spec: the original kernel at every test size")
+    result, job = _run_original(evaluator, source, kernel, options, timeout, stage)
+    failed = _failed(result)
+    tolerance = None
+    if failed is not None and failed.name == "deterministic" and block and _float(job, failed.argument):
+        for rtol, atol in TOLERANCES:
+            stage(f"two runs differ in `{failed.argument}`: trying rtol = {rtol:g}, atol = {atol:g}")
+            relaxed = set_key(set_key(block, "rtol", f"{rtol:g}"), "atol", f"{atol:g}")
+            again, again_job = _run_original(evaluator, place_spec(source, kernel, relaxed).text, kernel, options,
+                                             timeout, stage)
+            if _failed(again) is None and again.verified:
+                result, job, block, failed, tolerance = again, again_job, relaxed, None, (rtol, atol)
+                break
+    if failed is not None or not result.verified:
+        return _failure(kernel, block, result, failed)
+    assert job is not None
+    stage("proving the spec: compute-sanitizer memcheck and initcheck at every test size")
+    sanitized = sanitize_original(job, evaluator.device_index, SANITIZER_TOOLS)
+    checks = result.checks + sanitized
+    bad = next((c for c in sanitized if c.status == "fail"), None)
+    if bad is not None:
+        return _failure(kernel, block, result, bad, checks)
+    skipped = [c for c in sanitized if c.status == "skip"]
+    ran = ", ".join(result.sizes_checked)
+    extra = f"; rtol = {tolerance[0]:g}, atol = {tolerance[1]:g} added: two runs differ in rounding" if tolerance else ""
+    note = f"; {'; '.join(f'{c.name} skipped: {c.detail}' for c in skipped)}" if skipped else ""
+    t = result.original_time
+    return Proof(kernel, "proven", f"proven on the original at {ran}: in bounds, outputs written, in buffers unchanged, "
+                                   f"deterministic{', memcheck and initcheck clean' if not skipped else ''}{extra}{note}",
+                 spec=block, checks=checks, tolerance=tolerance, original_ms=t.median_ms if t else None)
+
+
+def _run_original(evaluator: Evaluator, source: str, kernel: str, options: EvalOptions, timeout: float | None,
+                  stage: Stage):
+    assert evaluator.gpu is not None
+    prepared = prepare(source, kernel, None, evaluator.gpu.arch, options)
+    if prepared.job is None:
+        assert prepared.result is not None
+        return prepared.result, None
+    result = evaluator.run(prepared.job, timeout=timeout, on_stage=stage)
+    assert prepared.result is not None
+    result.checks = prepared.result.checks + result.checks
+    return result, prepared.job
+
+
+def _failed(result: EvalResult) -> Check | None:
+    return next((c for c in result.checks if c.status == "fail"), None)
+
+
+def _float(job, argument: str) -> bool:
+    if job is None:
+        return False
+    arg = next((a for a in job.sizes[0].args if a.name == argument), None)
+    return arg is not None and (arg.dtype or "").startswith(("float", "bfloat"))
+
+
+def _failure(kernel: str, block: str, result: EvalResult, failed: Check | None, checks: list[Check] | None = None) -> Proof:
+    checks = checks if checks is not None else result.checks
+    if failed is None:  # no check names it: the spec does not parse, the original does not compile, a timeout
+        check = {"compile_error": "compiles", "timeout": "timeout"}.get(result.status, "spec")
+        return Proof(kernel, "failed", f"{check}: {result.message}", spec=block, check=check, checks=checks)
+    name = CHECK_NAMES.get(failed.name, failed.name)
+    who = f" `{failed.argument}`" if failed.argument else ""
+    detail = failed.detail if failed.detail and failed.detail not in result.message else result.message
+    nondeterministic = [failed.argument] if failed.name == "deterministic" and failed.argument else []
+    return Proof(kernel, "failed", f"{name}{who}: {detail}", spec=block, check=name, argument=failed.argument,
+                 checks=checks, nondeterministic=nondeterministic)

@@ -1,0 +1,136 @@
+"""The proof of a drafted spec on the original kernel, on the CPU stand-in for the GPU session:
+each way a draft can be wrong is caught, names its check and its argument, and a proven
+verdict is cached per kernel text. tests/gpu/test_proof_gpu.py runs the same on CUDA kernels
+with compute-sanitizer."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fsr_lsp.drafting import proof as proof_module  # noqa: E402
+from fsr_lsp.drafting.cache import ProofCache  # noqa: E402
+from fsr_lsp.drafting.proof import prove  # noqa: E402
+from fsr_lsp.evaluator import Evaluator  # noqa: E402
+from fsr_lsp.evaluator.gpu.run import run_job  # noqa: E402
+from fsr_lsp.evaluator.prepare import Prepared  # noqa: E402
+from fsr_lsp.evaluator.records import EvalResult  # noqa: E402
+
+from . import fake_kernels  # noqa: E402,F401
+from .fake_gpu import FakeSession  # noqa: E402
+from .test_verify_cpu import job  # noqa: E402
+
+FILE = """#include <cstdio>
+__global__ void {name}(int n, float a, const float* x, float* y) {{ }}
+
+int main() {{ return 0; }}
+"""
+DRAFT = """/* @fsr
+# drafted by fsr from the launch at line 4 in main()
+bench = {{ n = 4096 }}
+tests = [ {{ n = 1 }}, {{ n = 17 }}, {{ n = 1000 }} ]
+grid = "cdiv(n, 256)"
+block = 256
+[args]
+n = "n"
+a = 1.5
+x = "in[n]"
+y = "{y}[n]"
+*/"""
+
+
+def fake_prepare(source, kernel, candidate, arch, options):
+    """The spec read from the file as prepare does, the kernel a Python function of that name."""
+    return Prepared(job=job(source, kernel, kernel, None),
+                    result=EvalResult(kernel=kernel, status="verified", message="", checks=[]))
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    from .fake_workers import cpu_session
+
+    with Evaluator(target=cpu_session, timeout=60) as ev:
+        ev.start()
+        yield ev
+
+
+@pytest.fixture(autouse=True)
+def _prepare(monkeypatch):
+    monkeypatch.setattr(proof_module, "prepare", fake_prepare)
+
+
+def proved(evaluator, name, y="out", **kw):
+    return prove(evaluator, FILE.format(name=name), name, DRAFT.format(y=y), **kw)
+
+
+def test_a_right_draft_is_proven_with_the_sanitizers_said_to_be_skipped_without_them(evaluator):
+    p = proved(evaluator, "shift")
+    assert p.proven, p.message
+    assert "proven on the original at n=1, n=17, n=1000, n=4096" in p.message
+    assert "sanitizer memcheck skipped" in p.message and p.tolerance is None
+    assert p.gpu == "CPU test double" and p.original_ms is not None
+
+
+@pytest.mark.parametrize("name, y, check, argument, words", [
+    ("writes_half", "out", "every output written", "y", "does not write every element of y"),
+    ("axpy_writes_past_end", "inout", "in bounds", "y", "the spec's length for `y` is too small"),
+    ("scales_input", "out", "in buffers unchanged", "x", "modifies x, which the spec declares in"),
+    ("random_out", "out", "deterministic", "y", "differ between two runs"),
+])
+def test_each_wrong_draft_fails_naming_its_check_and_argument(evaluator, name, y, check, argument, words):
+    p = proved(evaluator, name, y)
+    assert p.status == "failed", p.message
+    assert (p.check, p.argument) == (check, argument)
+    assert p.message.startswith(f"{check} `{argument}`: ") and words in p.message
+
+
+def test_a_kernel_whose_results_differ_only_in_rounding_gets_an_explicit_tolerance(evaluator):
+    p = proved(evaluator, "rounding_noise")
+    assert p.proven, p.message
+    assert p.tolerance == (1e-4, 1e-6)
+    assert "rtol = 0.0001" in p.spec and "atol = 1e-06" in p.spec and "rtol = 0.0001" in p.message
+
+
+def test_a_kernel_nondeterministic_beyond_rounding_is_flagged_with_its_buffers(evaluator):
+    p = proved(evaluator, "random_out")
+    assert p.status == "failed" and p.nondeterministic == ["y"]
+
+
+def test_a_settled_verdict_is_cached_per_kernel_text_and_not_proven_twice(evaluator, tmp_path, monkeypatch):
+    with ProofCache(tmp_path) as cache:
+        first = proved(evaluator, "shift", cache=cache)
+        assert first.proven and not first.cached
+        calls = []
+        monkeypatch.setattr(proof_module, "_prove", lambda *a: calls.append(a))
+        again = proved(evaluator, "shift", cache=cache)
+        assert again.proven and again.cached and calls == []
+        # host code after the kernel does not change the kernel: still cached
+        text = FILE.format(name="shift").replace("return 0;", "return 1;")
+        assert prove(evaluator, text, "shift", DRAFT.format(y="out"), cache=cache).cached
+    with ProofCache(tmp_path) as cache:  # and across processes, through the workspace file
+        assert proved(evaluator, "shift", cache=cache).cached
+
+
+def test_a_changed_draft_or_kernel_is_proven_again(evaluator, tmp_path):
+    with ProofCache(tmp_path) as cache:
+        assert not proved(evaluator, "shift", cache=cache).cached
+        assert not proved(evaluator, "shift", y="inout", cache=cache).cached
+        changed = FILE.format(name="shift").replace("{ }", "{ /* edited */ }")
+        assert not prove(evaluator, changed, "shift", DRAFT.format(y="out"), cache=cache).cached
+
+
+def test_no_gpu_is_a_clear_unavailable_verdict_that_is_not_cached(tmp_path):
+    from .fake_workers import unavailable
+
+    with Evaluator(target=unavailable, timeout=10) as ev, ProofCache(tmp_path) as cache:
+        p = prove(ev, FILE.format(name="shift"), "shift", DRAFT.format(y="out"), cache=cache)
+    assert p.status == "unavailable" and "needs a GPU" in p.message and not p.settled
+
+
+def test_oracle_failures_carry_check_and_argument_in_the_result_record():
+    r = run_job(FakeSession(), job(DRAFT.format(y="out") + "\n__global__ void writes_half(int n, float a, const float* x, float* y) { }\n",
+                                   "writes_half", "writes_half", None))
+    assert r.status == "spec_error"
+    failed = next(c for c in r.checks if c.status == "fail")
+    assert (failed.name, failed.argument) == ("every output written", "y")
