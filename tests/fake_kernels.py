@@ -87,3 +87,11 @@ def scales_input(n, a, x, y):
     xs = view(x, n)
     xs *= a
     view(y, n)[:] = xs
+
+
+@kernel("reads_out")
+def reads_out(n, a, x, y):
+    """y = y / 2 + a * x: reads y, so a draft that calls y `out` is wrong."""
+    yv = view(y, n)
+    yv *= 0.5
+    yv += a * view(x, n)

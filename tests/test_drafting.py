@@ -75,7 +75,9 @@ def test_containers_new_arrays_offsets_and_casts():
     _, spec = spec_of(SAMPLE, "gather")
     a = args(spec)
     assert a["src"][:2] == ("in", "M")  # thrust::device_vector<float> d_src(M) via raw_pointer_cast
-    assert a["idx"][0] == "in" and a["idx"][3].kind == "randint" and a["idx"][3].hi == 17  # indexes src: M=17 at the smallest test size
+    # indexes src; M is in no grid or scalar (the kernel cannot see it), so it keeps its bench value
+    assert a["idx"][0] == "in" and a["idx"][3].kind == "randint" and a["idx"][3].hi == 4096
+    assert all(t["M"] == 4096 for t in spec.tests)
     assert a["dst"][:2] == ("out", "K - (4)")  # new float[K], passed as dst + 4
     assert spec.smem == "128 * 4"
 

@@ -77,6 +77,7 @@ def test_a_right_draft_is_proven_with_the_sanitizers_said_to_be_skipped_without_
     ("axpy_writes_past_end", "inout", "in bounds", "y", "the spec's length for `y` is too small"),
     ("scales_input", "out", "in buffers unchanged", "x", "modifies x, which the spec declares in"),
     ("random_out", "out", "deterministic", "y", "differ between two runs"),
+    ("reads_out", "out", "outputs not read before written", "y", "reads y before writing it"),
 ])
 def test_each_wrong_draft_fails_naming_its_check_and_argument(evaluator, name, y, check, argument, words):
     p = proved(evaluator, name, y)

@@ -10,6 +10,8 @@ say so. Anything else (a function call, a ternary) is unresolved, with the reaso
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import re
 from dataclasses import dataclass, field
 
@@ -144,6 +146,11 @@ class Translator:
                 expanded = re.sub(rf"\b{re.escape(p)}\b", a.strip() if simple else f"({a})", expanded)
             inner = self._node(_expression_node(expanded), expanded, depth + 1)
             return inner if _enclosed(inner) else f"({inner})"
+        container = re.fullmatch(r"(\w+)\s*(?:\.|->)\s*(size|numel)", fn)
+        if container and not arg_texts and self.scope.allocations.get(container.group(1)) \
+                and self.scope.allocations[container.group(1)].count:
+            count = self.scope.allocations[container.group(1)].count  # `h.size()` of `std::vector<float> h(n)`
+            return f"({self._node(_expression_node(count), count, depth + 1)})"
         raise Unresolved(f"a call to {fn}()")
 
     def _sizeof(self, node: Node) -> int:
@@ -159,9 +166,7 @@ class Translator:
 
 def itemsize_of(type_text: str, scope: Scope) -> int:
     """Bytes of a C type (through the file's typedefs, `using`s and `#define`s)."""
-    seen = 0
-    while type_text in scope.types and seen < 10:
-        type_text, seen = scope.types[type_text], seen + 1
+    type_text = resolve_type(type_text, scope)
     dtype, lanes = element_type(type_text.replace("const ", "").strip())
     if dtype is None:
         raise Unresolved(f"sizeof({type_text})")
@@ -169,9 +174,14 @@ def itemsize_of(type_text: str, scope: Scope) -> int:
 
 
 def resolve_type(type_text: str, scope: Scope) -> str:
+    """A typedef'd name to what it stands for; `ops::real` is looked up as `real` when the file
+    declares no qualified name (aliases are collected without their namespace)."""
     seen = 0
-    while type_text in scope.types and seen < 10:
-        type_text, seen = scope.types[type_text], seen + 1
+    while seen < 10:
+        key = type_text if type_text in scope.types else type_text.split("::")[-1].strip()
+        if key not in scope.types or "::" in type_text and key in ("", type_text):
+            break
+        type_text, seen = scope.types[key], seen + 1
     return type_text
 
 
@@ -179,8 +189,9 @@ def text_of(node: Node | None) -> str:
     return node.text.decode() if node is not None and node.text is not None else ""
 
 
+@lru_cache(maxsize=4096)
 def _expression_node(text: str) -> Node:
-    """C text parsed as one expression."""
+    """C text parsed as one expression (a node keeps its tree alive; nodes are read, never changed)."""
     tree = parse(f"int __fsr_e = ({text});".encode())
     decl = tree.root_node.named_children[0] if tree.root_node.named_children else None
     init = decl.child_by_field_name("declarator") if decl is not None else None
@@ -191,7 +202,10 @@ def _expression_node(text: str) -> Node:
 
 
 def _number(text: str) -> str:
-    m = _NUMBER.match(text.strip())
+    text = text.strip()
+    if text[:1] in "-+":  # tree-sitter reads `-1.0f` as one literal
+        return ("-" if text[0] == "-" else "") + _number(text[1:])
+    m = _NUMBER.match(text)
     if not m:
         raise Unresolved(f"number `{text}`")
     body = m.group(1)

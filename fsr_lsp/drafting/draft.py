@@ -32,6 +32,7 @@ from .writes import Access, direction, index_arrays, pointer_access
 TEST_SIZES = (1, 17, 1000)  # each capped at the size's bench value
 SPARE_SIZES = (33, 100, 4096)  # tried when one of those makes a length or a grid empty
 TESTS_WANTED = 3
+GUESSED_BITS = 20  # a guessed size is 2^20, several share those bits
 
 
 @dataclass
@@ -52,8 +53,12 @@ def draft_specs(source: str | SourceText, extra_launches: list[Launch] | None = 
     return {k.name: draft_spec(src, k, launches) for k in discover(src).kernels}
 
 
-def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch]) -> Draft:
+def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch], own_file: str | None = None) -> Draft:
+    """The draft from the most common launch of `kernel`: those in its own file when there are
+    any (another file's kernel may share its name), else those anywhere in `launches`."""
     mine = [launch for launch in launches if launch.kernel == kernel.name]
+    if own_file is not None and any(launch.file == own_file for launch in mine):
+        mine = [launch for launch in mine if launch.file == own_file]
     if not mine:
         return Draft(kernel.name, None, problems=[f"no launch of {kernel.name} found"])
     counts = Counter((launch.config, launch.args, launch.template_args) for launch in mine)
@@ -63,7 +68,9 @@ def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch]) -> Draft
     if len(counts) > 1:
         draft.problems.append(f"{len(mine)} launches differ; drafted from the most common ({n} of them, {launch.where})")
     definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
-    block_names = set(re.findall(r"[A-Za-z_]\w*", " ".join(config[1:2]) + " " + template))
+    block_text = " ".join(config[1:2])
+    block_text += " " + " ".join(launch.scope.dims.get(block_text.strip(), []))  # `dim3 threads(BS, BS)`
+    block_names = set(re.findall(r"[A-Za-z_]\w*", block_text + " " + template))
     # file-scope names the kernel's own code uses (a #define tile size) were compiled in: they stay numbers
     constants = block_names | (set(re.findall(r"[A-Za-z_]\w*", definition)) & launch.scope.file_names)
     t = Translator(launch.scope, constants=constants)
@@ -106,15 +113,23 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     if not t.sizes:
         raise Unresolved("no size varies: every value at the launch site is a constant")
     if t.guessed:
+        share = max(1, GUESSED_BITS // len(t.guessed))  # several guessed sizes multiply: keep the product near 2^20
+        for name in t.guessed:
+            t.sizes[name] = 1 << share
         draft.problems.append("no value at the launch site for " + ", ".join(sorted(t.guessed))
                               + f" (a parameter of {launch.scope.function or 'the host function'}): "
-                              f"bench value {next(iter(t.sizes.values()))} guessed")
+                              f"bench value {1 << share} guessed")
     # 2. test sizes that keep every length, grid and integer argument positive
     checks = [length for length, _ in lengths.values()] + list(grid)
-    checks += [scalars[p.name] for p, _ in pairs if not p.is_pointer and p.dtype not in (None, "float32", "float64")]
+    checks += [scalars[p.name] for p, _ in pairs if not p.is_pointer and p.dtype not in (None, "float32", "float64")
+               and any(re.search(rf"\b{re.escape(k)}\b", scalars[p.name]) for k in t.sizes)]  # a size, not `-100`
+    # a size the kernel cannot see (in no grid, scalar or smem expression) must not shrink alone:
+    # the kernel would still walk the bench extent of its buffer
+    seen = " ".join(list(grid) + list(scalars.values()) + [smem or ""])
+    varying = {k for k in t.sizes if re.search(rf"\b{re.escape(k)}\b", seen)}
     tests: list[dict[str, int]] = []
     for s in TEST_SIZES + SPARE_SIZES:
-        entry = {k: min(s, v) for k, v in t.sizes.items()}
+        entry = {k: min(s, v) if k in varying else v for k, v in t.sizes.items()}
         if entry not in tests and entry != t.sizes and _positive(checks, entry) and len(tests) < TESTS_WANTED:
             tests.append(entry)
     if not tests:
@@ -144,7 +159,8 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
             draft.problems.append(f"{p.name} accumulates (atomics or +=): give its start value, e.g. zeros()")
         arg_lines.append(f'{p.name} = "{d}[{length}]{init}"')
     where = f"drafted by fsr from the launch at {launch.where}" + \
-        (f" in {launch.scope.function}()" if launch.scope.function else "")
+        (f" in {launch.scope.function}()" if launch.scope.function else "") + \
+        (f", called at {launch.scope.called_from}" if launch.scope.called_from else "")
     lines = ["/* @fsr", f"# {where}; check it, then remove this line",
              "bench = { " + ", ".join(f"{k} = {v}" for k, v in t.sizes.items()) + " }"]
     if tests:

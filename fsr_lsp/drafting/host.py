@@ -16,7 +16,7 @@ from tree_sitter import Node
 
 from ..kernels.ctypes import element_type
 from ..kernels.lexical import split_top_level
-from ..kernels.treesitter import parse
+from ..kernels.treesitter import nodes_of, parse
 from ..source import SourceText
 
 _ALLOC_BYTES = {"cudaMalloc", "cudaMallocManaged", "cudaMallocHost", "cudaMallocAsync", "cudaHostAlloc"}
@@ -64,6 +64,9 @@ class Scope:
     params: set[str] = field(default_factory=set)  # the enclosing host function's parameters (no value known)
     file_names: set[str] = field(default_factory=set)  # names of `values` defined at file scope (macros, globals)
     function: str = ""  # the enclosing host function
+    param_order: list[str] = field(default_factory=list)  # its parameters, in order
+    pointer_params: set[str] = field(default_factory=set)
+    called_from: str = ""  # where its parameters got their values: `line 25`
 
 
 def find_launches(src: SourceText, file: str = "") -> list[Launch]:
@@ -72,7 +75,8 @@ def find_launches(src: SourceText, file: str = "") -> list[Launch]:
     file_scope = Scope()
     _collect_file(src, tree.root_node, file_scope)
     out = []
-    for call in _walk(tree.root_node, "call_expression"):
+    callers: dict[str, Node] | None = None
+    for call in nodes_of(tree.root_node, "call_expression"):
         config = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
         if config is None:
             continue
@@ -82,6 +86,10 @@ def find_launches(src: SourceText, file: str = "") -> list[Launch]:
         args = tuple(_text(src, a) for a in args_node.named_children) if args_node is not None else ()
         exprs = tuple(_text(src, c) for c in config.named_children)
         scope = _scope_at(src, call, file_scope)
+        if scope.params:
+            if callers is None:
+                callers = _first_calls(src, tree.root_node)
+            _bind_caller(src, callers.get(scope.function), scope, file_scope)
         out.append(Launch(name, template, exprs, args, src.position(call.start_byte).line + 1, call.start_byte, scope,
                           file))
     return out
@@ -94,6 +102,42 @@ def _callee(src: SourceText, node: Node) -> tuple[str, str]:
         inner = _text(src, targs)[1:-1].strip() if targs is not None else ""
         return _text(src, name).split("::")[-1], inner
     return _text(src, node).split("::")[-1], ""
+
+
+def _first_calls(src: SourceText, root: Node) -> dict[str, Node]:
+    """The first plain (host) call of each function name in the file."""
+    out: dict[str, Node] = {}
+    for c in nodes_of(root, "call_expression"):
+        if not any(ch.type == "kernel_call_syntax" for ch in c.children):
+            out.setdefault(_callee(src, c.children[0])[0], c)
+    return out
+
+
+def _bind_caller(src: SourceText, caller: Node | None, scope: Scope, file_scope: Scope) -> None:
+    """A launch inside a launcher (`void gelu_forward(float* out, ..., int N, int block_size)`):
+    its parameters take the arguments of the launcher's first call in the file, read in the
+    caller's scope, so sizes and allocations come from where the launcher is called."""
+    if caller is None:
+        return
+    args_node = caller.child_by_field_name("arguments")
+    if args_node is None or len(args_node.named_children) != len(scope.param_order):
+        return
+    outer = _scope_at(src, caller, file_scope)
+    for table in ("values", "macros", "dims", "allocations", "aliases", "types"):
+        merged = dict(getattr(outer, table))
+        merged.update(getattr(scope, table))  # the launcher's own names win
+        setattr(scope, table, merged)
+    for param, arg in zip(scope.param_order, args_node.named_children):
+        text = _text(src, arg).strip()
+        if text == param:
+            scope.values.pop(param, None) if param not in outer.values else None
+        elif param in scope.pointer_params:
+            scope.aliases[param] = text
+        else:
+            scope.values[param] = text if re.fullmatch(r"[\w.]+", text) else f"({text})"
+        scope.params.discard(param)
+    scope.called_from = f"line {src.position(caller.start_byte).line + 1}"
+    scope.params |= outer.params
 
 
 def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
@@ -116,6 +160,9 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
             ident = _declared_identifier(p)
             if ident is not None:
                 scope.params.add(_text(src, ident))
+                scope.param_order.append(_text(src, ident))
+                if "*" in _text(src, p) or "[" in _text(src, p):
+                    scope.pointer_params.add(_text(src, ident))
     body = fn.child_by_field_name("body")
     for node in _walk(body, "declaration", "expression_statement", "preproc_def", "preproc_function_def",
                       "alias_declaration", "type_definition") if body is not None else ():
@@ -166,6 +213,11 @@ def _collect_declaration(src: SourceText, node: Node, scope: Scope) -> None:
     type_node = node.child_by_field_name("type")
     type_text = " ".join(_text(src, type_node).split()) if type_node is not None else ""
     for d in node.children_by_field_name("declarator"):
+        if d.type == "function_declarator" and type_text == "dim3":  # `dim3 threads(bs, bs);`
+            name, params = d.child_by_field_name("declarator"), d.child_by_field_name("parameters")
+            if name is not None and params is not None:
+                scope.dims[_text(src, name)] = [_text(src, a) for a in params.named_children]
+            continue
         if d.type == "function_declarator" and _CONTAINERS.match(type_text.replace(" ", "")):
             # `std::vector<float> h(n);` parses as a function declaration
             name = d.child_by_field_name("declarator")
@@ -227,6 +279,14 @@ def _collect_pointer(src: SourceText, name: str, type_text: str, value: Node, sc
 def _collect_call(src: SourceText, call: Node, scope: Scope) -> None:
     fn = _text(src, call.children[0]).split("::")[-1]
     args = call.child_by_field_name("arguments")
+    if fn == "cudaMallocPitch" and args is not None and len(args.named_children) == 4:
+        # cudaMallocPitch(&p, &pitch, width_bytes, height): a pitch of at least the row, rows of it
+        ptr, pitch, row, rows = (_strip_casts(a) for a in args.named_children)
+        names = [_text(src, n.child_by_field_name("argument")) if n.type == "pointer_expression" else "" for n in (ptr, pitch)]
+        if all(names):
+            scope.values.setdefault(names[1], _text(src, row))
+            scope.allocations[names[0]] = Allocation("", nbytes=f"({names[1]}) * ({_text(src, rows)})", via=fn)
+        return
     if fn not in _ALLOC_BYTES or args is None or len(args.named_children) < 2:
         return
     target = _strip_casts(args.named_children[0])
@@ -255,10 +315,21 @@ def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
             _collect_pointer(src, name, "", right, scope)
 
 
+_CXX_CASTS = re.compile(r"(?:static|reinterpret|const)_cast\s*<")
+
+
 def _strip_casts(node: Node) -> Node:
-    while node.type in ("cast_expression", "parenthesized_expression"):
-        node = node.child_by_field_name("value") or node.named_children[-1]
-    return node
+    """`(void**)&p`, `(p)`, `reinterpret_cast<void**>(&p)`: the `&p` inside."""
+    while True:
+        if node.type in ("cast_expression", "parenthesized_expression"):
+            node = node.child_by_field_name("value") or node.named_children[-1]
+        elif node.type == "call_expression" and _CXX_CASTS.match(node.children[0].text.decode(errors="replace")):
+            args = node.child_by_field_name("arguments")
+            if args is None or len(args.named_children) != 1:
+                return node
+            node = args.named_children[0]
+        else:
+            return node
 
 
 def _declared_identifier(node: Node) -> Node | None:

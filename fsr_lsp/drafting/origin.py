@@ -69,7 +69,7 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
     problems = [p.message for p in result.problems if p.severity != "info"]
     if k.spec is not None:
         return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems)
-    draft = draft_spec(src, k, launches)  # grounded in how the kernel is used: before a guess from its signature
+    draft = draft_spec(src, k, launches, name)  # grounded in how the kernel is used: before a guess from its signature
     if draft.text is not None:
         return KernelSpec(name, k.name, line, "drafted", draft.text, draft.problems + orphans, draft.provenance,
                           launch=draft.launch.where if draft.launch else "")

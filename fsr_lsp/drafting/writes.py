@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ..kernels.model import Kernel
-from ..kernels.treesitter import parse
+from ..kernels.treesitter import nodes_of, parse
 from ..source import SourceText
 
 _WRITING_CALLS = re.compile(r"^(?:atomic\w+|__st\w*|__stcs|__stcg|__stwb|__stwt)$")
@@ -43,7 +43,7 @@ def pointer_access(src: SourceText, kernel: Kernel) -> dict[str, Access]:
     written: set[str] = set()
     accumulated: set[str] = set()
     write_sites: set[tuple[int, int]] = set()
-    for node in _walk(body):
+    for node in nodes_of(body, "assignment_expression", "update_expression", "call_expression"):
         if node.type == "assignment_expression":
             target = node.child_by_field_name("left")
             root = _root(target, roots)
@@ -78,18 +78,15 @@ def index_arrays(src: SourceText, kernel: Kernel) -> dict[str, str]:
     body = _body(parse(definition.encode()).root_node)
     params = {p.name for p in kernel.params if p.is_pointer and p.name}
     out: dict[str, str] = {}
-    for node in _walk(body) if body is not None else ():
-        if node.type != "subscript_expression":
-            continue
+    for node in nodes_of(body, "subscript_expression") if body is not None else ():
         base = _root(node.child_by_field_name("argument"), {p: p for p in params}, pointer_arithmetic=True)
         index = node.child_by_field_name("indices") or node.child_by_field_name("index")
         if base is None or index is None:
             continue
-        for inner in _walk(index):
-            if inner.type == "subscript_expression":
-                arg = inner.child_by_field_name("argument")
-                if arg is not None and arg.type == "identifier" and _text(arg) in params and _text(arg) != base:
-                    out.setdefault(_text(arg), base)
+        for inner in nodes_of(index, "subscript_expression"):
+            arg = inner.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier" and _text(arg) in params and _text(arg) != base:
+                out.setdefault(_text(arg), base)
     return out
 
 
@@ -100,9 +97,8 @@ def direction(access: Access, pointee_const: bool) -> str:
 
 
 def _body(root: Node) -> Node | None:
-    for node in _walk(root):
-        if node.type == "function_definition":
-            return node.child_by_field_name("body")
+    for node in nodes_of(root, "function_definition"):
+        return node.child_by_field_name("body")
     return None
 
 
@@ -110,9 +106,7 @@ def _local_aliases(body: Node, roots: dict[str, str]) -> set[tuple[int, int]]:
     """`T* q = p + k;`, `auto q = reinterpret_cast<float4*>(p);`: q stores to and loads from p.
     Returns where those initialisers are (naming p there is neither a load nor a store)."""
     sites = set()
-    for node in _walk(body):
-        if node.type != "init_declarator":
-            continue
+    for node in nodes_of(body, "init_declarator"):
         value = node.child_by_field_name("value")
         target = node.child_by_field_name("declarator")
         if value is None or target is None or value.type in ("subscript_expression", "argument_list"):
@@ -161,8 +155,8 @@ def _root(node: Node | None, roots: dict[str, str], pointer_arithmetic: bool = F
 def _reads(body: Node, roots: dict[str, str], sites: set[tuple[int, int]]) -> set[str]:
     """Parameters used anywhere but as the pointer of a plain store or in an alias's initialiser."""
     out = set()
-    for node in _walk(body):
-        if node.type == "identifier" and _text(node) in roots and not _inside_store(node, sites):
+    for node in nodes_of(body, "identifier"):
+        if _text(node) in roots and not _inside_store(node, sites):
             out.add(roots[_text(node)])
     return out
 
@@ -184,14 +178,6 @@ def _is_store_base(node: Node, start: int, end: int) -> bool:
                 return False
         parent = parent.parent
     return True
-
-
-def _walk(node: Node):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.children))
 
 
 def _text(node: Node | None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import re
 from dataclasses import dataclass
 
@@ -21,11 +23,20 @@ class Discovery:
 
 
 def discover(source: str | SourceText) -> Discovery:
+    """Every kernel of a file (cached per file contents: the server, the drafter and the spec
+    parser ask about the same text in turn)."""
+    src = source if isinstance(source, SourceText) else SourceText(source)
+    found = _discover(src.data)
+    return Discovery(list(found.kernels), list(found.orphan_specs))  # the cached lists stay as they are
+
+
+@lru_cache(maxsize=16)
+def _discover(data: bytes) -> Discovery:
     """Kernels from tree-sitter, plus those only the token scanner finds (macro-declared
     kernels, kernels hidden in ERROR nodes by an edit in progress). A definition whose parse
     has an error node (a pragma before an unbraced body, `#if` in a parameter list, an
     attribute macro) is measured by the scanner: it is complete when its braces balance."""
-    src = source if isinstance(source, SourceText) else SourceText(source)
+    src = SourceText(data.decode("utf-8", errors="replace"))
     lexed = lex(src.data)
     masked = lexed.masked
     words = [b"__global__", *sorted(macro_aliases(src.data))]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import re
 from dataclasses import dataclass
 
@@ -21,6 +23,7 @@ class Lexed:
     line_comments: tuple[tuple[int, int], ...]  # (start, end) of each `// ...`, without the newline
 
 
+@lru_cache(maxsize=32)  # one file is lexed by discovery, drafting and the spec parser in turn
 def lex(data: bytes) -> Lexed:
     """One pass over the bytes: a scanner that looks for `__global__`, braces and parentheses
     must not see them inside a comment, a string or a `#define`."""

@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import Iterator
 
 import tree_sitter_cuda
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 from ..source import SourceText
 from .ctypes import parse_param
@@ -20,8 +20,21 @@ def _parser() -> Parser:
     return Parser(Language(tree_sitter_cuda.language()))
 
 
+@lru_cache(maxsize=16)  # trees are only read: one parse per file contents
 def parse(data: bytes) -> Tree:
     return _parser().parse(data)
+
+
+@lru_cache(maxsize=32)
+def _query(node_types: tuple[str, ...]) -> Query:
+    return Query(Language(tree_sitter_cuda.language()), "[" + " ".join(f"({t})" for t in node_types) + "] @n")
+
+
+def nodes_of(root: Node, *node_types: str) -> list[Node]:
+    """Every node of the types under `root` (`root` and nested ones too), in source order; the
+    query runs in C, where a Python walk over a 2,000-line file costs tens of milliseconds."""
+    found = QueryCursor(_query(node_types)).captures(root).get("n", [])
+    return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
 
 
 def kernels_from_tree(src: SourceText, tree: Tree) -> list[Kernel]:

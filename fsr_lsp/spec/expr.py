@@ -6,6 +6,8 @@ two integers give a truncated integer, so `n/4` means what a CUDA engineer expec
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import ast
 import math
 import re
@@ -91,6 +93,7 @@ def replace_literal(text: str | int, old: int, new: int) -> str | int:
     return _literal(old).sub(str(new), text) if isinstance(text, str) else text
 
 
+@lru_cache(maxsize=4096)  # drafting evaluates the same few expressions at every size; trees are never changed
 def parse_expr(text: str) -> ast.expr:
     """Parse and whitelist-check an expression; raises ExprError."""
     try:

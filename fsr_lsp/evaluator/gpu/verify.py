@@ -22,7 +22,7 @@ fault and the result says so, naming the argument.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..records import Check, EvalJob, SizePlan
 from .buffers import describe, poisoned
@@ -67,7 +67,8 @@ def verify(ctx: JobContext) -> Counts:
             try:
                 expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
                 again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
-                problem = oracle_problem(ctx, plan, inputs, expected[0], again[0])
+                problem = oracle_problem(ctx, plan, inputs, expected[0], again[0],
+                                         lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0])
             except OracleProblem as e:
                 problem = e
             if problem:
@@ -174,9 +175,11 @@ def _check_bands(ctx: JobContext, who: str, plan: SizePlan, guards: dict[str, Gu
             raise Failure("wrong", f"the candidate {overrun}", check="guard bands")
 
 
-def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, second: dict) -> OracleProblem | None:
+def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, second: dict,
+                   rerun: Callable[[], dict]) -> OracleProblem | None:
     """The two runs (outputs poisoned differently) must agree: an element that kept its poison
-    was not written; one that differs otherwise is nondeterminism (atomics, a race)."""
+    was not written; where they differ otherwise, a third run with the first run's poison tells
+    a kernel that reads its `out` buffer (same result again) from nondeterminism (atomics, a race)."""
     torch = ctx.torch
     for a in inputs_only(plan):
         if not torch.equal(first[a.name], inputs[a.name]):
@@ -187,9 +190,14 @@ def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, s
         if m is None:
             continue
         if a.direction == "out" and _kept_poison(torch, a, first[a.name], second[a.name]):
-            return OracleProblem(f"does not write every element of {a.name} ({m.bad} of {m.total} elements keep the "
+            return OracleProblem(f"does not write every element of {a.name}, or reads it first ({m.bad} of {m.total} elements keep the "
                                  f"poison they were given before the run; declare {a.name} inout if the kernel updates "
                                  "only part of it)", "every output written", a.name)
+        if a.direction == "out" and describe(torch, "oracle", plan.label, 0, a, rerun()[a.name], first[a.name], None) is None:
+            return OracleProblem(f"reads {a.name} before writing it: its result depends on what {a.name} held before "
+                                 f"the run ({m.bad} of {m.total} elements differ between runs that start from "
+                                 f"different contents; declare {a.name} inout with a start value)",
+                                 "outputs not read before written", a.name)
         return OracleProblem(f"is not deterministic: {m.bad} of {m.total} elements of {a.name} differ between two runs "
                              f"on the same inputs ({m.describe()})", "deterministic", a.name)
     return None

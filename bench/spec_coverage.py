@@ -1,0 +1,137 @@
+"""Issue 10's targets on the corpus in bench/spec_corpus (files in the shapes real projects use):
+
+- coverage: the share of kernels taking a pointer that get a spec of any origin (target 80%);
+- proof: the share of drafts that pass the proof on the GPU with the original kernel (target 90%);
+- speed: the time to draft every kernel of a 2,000-line file (target under 200 ms).
+
+`python bench/spec_coverage.py` runs all three (the proof needs a GPU, compute-sanitizer and
+pycuda); `--no-gpu` only the first and last. Prints tables; JSON goes to bench/results and $OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from _common import ROOT, console, save, table
+
+from fsr_lsp.drafting.origin import KernelSpec, kernel_specs
+from fsr_lsp.kernels import discover
+from fsr_lsp.source import SourceText
+
+CORPUS = ROOT / "bench" / "spec_corpus"
+# Files that belong together (kernels in one file, launches in another); every other file stands alone.
+GROUPS = [("kernels_ops.cu", "kernels_ops.cuh", "ops_launch.cpp"), ("template_scale.cuh", "scale_main.cu")]
+SOURCES = (".cu", ".cuh", ".cpp", ".h")
+
+
+def groups() -> list[list[Path]]:
+    grouped = {name for g in GROUPS for name in g}
+    out = [[CORPUS / n for n in g] for g in GROUPS]
+    out += [[f] for f in sorted(CORPUS.iterdir()) if f.suffix in SOURCES and f.name not in grouped]
+    return out
+
+
+def takes_pointer(s: KernelSpec) -> bool:
+    src = SourceText(Path(s.file).read_text())
+    k = next(k for k in discover(src).kernels if k.name == s.kernel)
+    return any(p.is_pointer for p in k.params)
+
+
+def coverage() -> list[KernelSpec]:
+    specs = [s for g in groups() for s in kernel_specs(g) if not s.file.endswith((".cpp",))]
+    # a declaration in a header is not a kernel of its own
+    specs = [s for s in specs if not (s.file.endswith(".cuh") and s.origin == "none" and "incomplete" in " ".join(s.problems))]
+    pointer = [s for s in specs if takes_pointer(s)]
+    covered = [s for s in pointer if s.spec is not None]
+    rows = [[Path(s.file).name, s.kernel, s.origin, (s.problems[0][:70] if s.problems and s.origin == "none" else "")]
+            for s in pointer]
+    table("spec of each pointer-taking kernel", ["file", "kernel", "origin", "why none"], rows)
+    by_origin = {o: sum(1 for s in pointer if s.origin == o) for o in ("attached", "drafted", "inferred", "none")}
+    share = len(covered) / len(pointer)
+    console.print(f"coverage: {len(covered)} of {len(pointer)} pointer-taking kernels get a spec ({share:.0%}; "
+                  f"target 80%): {by_origin}")
+    return pointer
+
+
+def draft_speed() -> dict:
+    lines: list[str] = []
+    files = sorted(CORPUS.glob("*.cu"))
+    while len(lines) < 2000:  # the corpus files one after another (again from the start if need be)
+        for f in files:
+            lines += f.read_text().splitlines()
+            if len(lines) >= 2000:
+                break
+    big = CORPUS.parent / "results" / "corpus_2000_lines.cu"
+    big.parent.mkdir(parents=True, exist_ok=True)
+    big.write_text("\n".join(lines[:2000]) + "\n")
+    from fsr_lsp.drafting.cexpr import _expression_node
+    from fsr_lsp.kernels.discover import _discover
+    from fsr_lsp.kernels.lexical import lex
+    from fsr_lsp.kernels.treesitter import parse
+    from fsr_lsp.spec.expr import parse_expr
+
+    times = []
+    for _ in range(7):
+        for cached in (_expression_node, _discover, lex, parse, parse_expr):  # cold every time: no help from an earlier run
+            cached.cache_clear()
+        t0 = time.perf_counter()
+        specs = kernel_specs([big])
+        times.append(time.perf_counter() - t0)
+    ms = 1000 * statistics.median(times)
+    console.print(f"speed: {len(specs)} kernels of a {len(lines[:2000])}-line file drafted in {ms:.0f} ms "
+                  f"(median of 7; target under 200 ms)")
+    return {"lines": len(lines[:2000]), "kernels": len(specs), "median_ms": ms, "runs_ms": [1000 * t for t in times]}
+
+
+def proofs(drafts: list[KernelSpec], threads: int) -> list[dict]:
+    from fsr_lsp.drafting.proof import prove
+    from fsr_lsp.evaluator import EvalOptions, Evaluator, TimingConfig
+
+    options = EvalOptions(include_dirs=(str(CORPUS),),
+                          timing=TimingConfig(warmup=2, min_reps=10, max_reps=30, target_seconds=0.05))
+    results: list[dict] = []
+    with Evaluator(timeout=120.0) as evaluator:
+        gpu = evaluator.start()
+
+        def one(s: KernelSpec) -> dict:
+            t0 = time.perf_counter()
+            p = prove(evaluator, Path(s.file).read_text(), s.kernel, s.spec, options, timeout=120.0)
+            return {"file": Path(s.file).name, "kernel": s.kernel, "status": p.status, "check": p.check,
+                    "argument": p.argument, "message": p.message, "seconds": time.perf_counter() - t0,
+                    "tolerance": p.tolerance, "gpu": gpu.name}
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:  # the GPU runs one at a time; sanitizers overlap
+            results = list(pool.map(one, drafts))
+    rows = [[r["file"], r["kernel"], r["status"], f"{r['check']} {r['argument']}".strip(), f"{r['seconds']:.1f}"]
+            for r in results]
+    table(f"proof of each draft on {results[0]['gpu'] if results else 'the GPU'}",
+          ["file", "kernel", "proof", "failed check", "s"], rows)
+    for r in results:
+        if r["status"] != "proven":
+            console.print(f"  {r['kernel']}: {r['message'][:300]}", markup=False)
+    passed = sum(r["status"] == "proven" for r in results)
+    console.print(f"proof: {passed} of {len(results)} drafts proven ({passed / max(1, len(results)):.0%}; target 90%)")
+    return results
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--no-gpu", action="store_true", help="coverage and speed only")
+    ap.add_argument("--threads", type=int, default=8, help="proofs in flight (sanitizer children overlap)")
+    args = ap.parse_args()
+    pointer = coverage()
+    speed = draft_speed()
+    drafted = [s for s in pointer if s.origin == "drafted"]
+    proven = [] if args.no_gpu else proofs(drafted, args.threads)
+    save("spec_coverage", {"date": time.strftime("%Y-%m-%d"), "kernels": [s.as_json() for s in pointer],
+                           "speed": speed, "proofs": proven})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

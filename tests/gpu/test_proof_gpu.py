@@ -1,0 +1,103 @@
+"""Drafted specs proven on real CUDA kernels: each way a draft can be wrong fails its proof,
+naming the check and the argument; right drafts (from the launch site) are proven with
+memcheck and initcheck clean; float atomics get an explicit tolerance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.proof import prove
+from fsr_lsp.evaluator.sanitizer import find_sanitizer
+
+from .conftest import QUICK
+
+pytestmark = pytest.mark.gpu
+needs_sanitizer = pytest.mark.skipif(find_sanitizer() is None, reason="compute-sanitizer not installed")
+SAMPLE = Path(__file__).parent.parent / "data" / "drafting" / "sample.cu"
+
+FILE = """
+__global__ void axpy(int n, float a, const float* x, float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+__global__ void scale(int n, float a, const float* x, float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+
+__global__ void pairs(int n, float a, const float* x, float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * (x[i] + x[i + 1]);   // reads one past n: x needs n + 1
+}
+
+__global__ void total(int n, float a, const float* x, float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(y, a * x[i]);
+}
+"""
+
+
+def draft(y: str, x: str = "in[n]", n: int = 1 << 20) -> str:
+    return f"""/* @fsr
+# drafted for a test
+bench = {{ n = {n} }}
+tests = [ {{ n = 1 }}, {{ n = 17 }}, {{ n = 1000 }} ]
+grid = "cdiv(n, 256)"
+block = 256
+[args]
+n = "n"
+a = 1.5
+x = "{x}"
+y = "{y}"
+*/"""
+
+
+@needs_sanitizer
+def test_a_right_draft_is_proven_with_memcheck_and_initcheck_clean(evaluator):
+    p = prove(evaluator, FILE, "scale", draft("out[n]"), QUICK)
+    assert p.proven, p.message
+    names = {c.name: c.status for c in p.checks}
+    assert names["sanitizer memcheck"] == "pass" and names["sanitizer initcheck"] == "pass", p.checks
+    print(f"\n[proof] scale: {p.message}")
+
+
+@needs_sanitizer
+@pytest.mark.parametrize("kernel, spec, check, argument", [
+    ("axpy", draft("out[n]"), "outputs not read before written", "y"),  # reads y: it is inout
+    ("scale", draft("out[n - 1]"), "in bounds", "y"),  # writes past a length one short
+    ("pairs", draft("out[n]"), "in bounds", "x"),  # reads one past the end of x
+])
+def test_each_wrong_draft_fails_naming_check_and_argument(evaluator, kernel, spec, check, argument):
+    p = prove(evaluator, FILE, kernel, spec.replace("{ n = 1 }, ", "") if "n - 1" in spec else spec, QUICK)
+    assert p.status == "failed", p.message
+    assert p.check.startswith(check) and p.argument == argument, (p.check, p.argument, p.message)
+    print(f"\n[proof] {kernel}: {p.message}")
+
+
+@needs_sanitizer
+def test_float_atomics_get_an_explicit_tolerance_or_are_flagged(evaluator):
+    p = prove(evaluator, FILE, "total", draft("inout[1] zeros()", n=1 << 22), QUICK)
+    print(f"\n[proof] total: {p.status}: {p.message}")
+    assert p.proven or p.nondeterministic == ["y"], p.message
+    if p.proven and p.tolerance:
+        assert "rtol" in p.spec
+
+
+@needs_sanitizer
+def test_the_sample_file_drafts_are_proven(evaluator):
+    text = SAMPLE.read_text()
+    results = {}
+    for s in kernel_specs([SAMPLE]):
+        if s.origin == "drafted":
+            results[s.kernel] = prove(evaluator, text, s.kernel, s.spec, QUICK)
+    for name, p in results.items():
+        print(f"\n[proof] sample {name}: {p.status}: {p.message}")
+    assert results and all(p.proven for p in results.values()), {k: p.message for k, p in results.items()}
