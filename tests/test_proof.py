@@ -77,7 +77,7 @@ def test_a_right_draft_is_proven_with_the_sanitizers_said_to_be_skipped_without_
     ("axpy_writes_past_end", "inout", "in bounds", "y", "the spec's length for `y` is too small"),
     ("scales_input", "out", "in buffers unchanged", "x", "modifies x, which the spec declares in"),
     ("random_out", "out", "deterministic", "y", "differ between two runs"),
-    ("reads_out", "out", "outputs not read before written", "y", "reads y before writing it"),
+    ("reads_out", "out", "outputs not read before written", "y", "reads y before writing it"),  # no sanitizer on CPU
 ])
 def test_each_wrong_draft_fails_naming_its_check_and_argument(evaluator, name, y, check, argument, words):
     p = proved(evaluator, name, y)
@@ -135,3 +135,21 @@ def test_oracle_failures_carry_check_and_argument_in_the_result_record():
     assert r.status == "spec_error"
     failed = next(c for c in r.checks if c.status == "fail")
     assert (failed.name, failed.argument) == ("every output written", "y")
+
+
+def test_runs_that_differ_ask_the_sanitizers_which_buffer_is_to_blame(evaluator, monkeypatch):
+    """An over-read past `x` also makes two runs differ (the guard bands hold a different poison
+    each run): memcheck's verdict names the buffer instead of blaming `y`."""
+    from fsr_lsp.evaluator.records import Check
+
+    seen = []
+
+    def memcheck(job, device_index, tools):
+        seen.append(tools)
+        return [Check("sanitizer memcheck", "fail", "reads up to 4 bytes past the end of `x` at n=17", "x"),
+                Check("sanitizer initcheck", "pass", "")]
+
+    monkeypatch.setattr(proof_module, "sanitize_original", memcheck)
+    p = proved(evaluator, "reads_out")
+    assert seen and (p.check, p.argument) == ("in bounds (memcheck)", "x"), p.message
+    assert p.message == "in bounds (memcheck) `x`: reads up to 4 bytes past the end of `x` at n=17"

@@ -35,6 +35,9 @@ CHECK_NAMES = {
     "sanitizer initcheck": "outputs not read before written (initcheck)", "inputs unchanged": "in buffers unchanged",
 }
 
+# Failures of the two-run comparison that an out-of-bounds read can also cause.
+AMBIGUOUS = ("outputs not read before written", "deterministic", "every output written")
+
 ProofStatus = Literal["proven", "failed", "unavailable"]
 
 
@@ -112,6 +115,14 @@ def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: 
             if _failed(again) is None and again.verified:
                 result, job, block, failed, tolerance = again, again_job, relaxed, None, (rtol, atol)
                 break
+    if failed is not None and failed.name in AMBIGUOUS and job is not None:
+        # runs that differ may be reading an unwritten output or past a buffer's end (whose
+        # guard bands hold a different poison each run): memcheck and initcheck say which
+        stage("two runs differ: compute-sanitizer memcheck and initcheck say why")
+        sharper = next((c for c in sanitize_original(job, evaluator.device_index, SANITIZER_TOOLS)
+                        if c.status == "fail"), None)
+        if sharper is not None:
+            return _failure(kernel, block, result, sharper, result.checks + [sharper])
     if failed is not None or not result.verified:
         return _failure(kernel, block, result, failed)
     assert job is not None

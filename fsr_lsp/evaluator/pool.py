@@ -36,7 +36,7 @@ class Evaluator:
         self._mp = multiprocessing.get_context("spawn")
         self._proc: Any = None
         self._conn: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # start() from any thread, and again inside run()
         self._cancel = threading.Event()
         self.gpu: GpuInfo | None = None
         self.restarts = 0
@@ -50,7 +50,12 @@ class Evaluator:
     # -------------------------------------------------------------- lifecycle
 
     def start(self) -> GpuInfo:
-        """Start the worker if needed; raises EvaluatorUnavailable with a one-line reason."""
+        """Start the worker if needed; raises EvaluatorUnavailable with a one-line reason.
+        Safe from several threads: a start never races a job on the same pipe."""
+        with self._lock:
+            return self._start()
+
+    def _start(self) -> GpuInfo:
         if self._proc is not None and self._proc.is_alive() and self.gpu is not None:
             return self.gpu
         self._kill()

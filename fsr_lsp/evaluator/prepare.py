@@ -15,6 +15,7 @@ from ..spec import Spec, parse_spec
 from ..spec.parse import template_substitution
 from .candidate import check_candidate
 from .compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
+from .device_unit import device_unit, missing_headers
 from .plan import build_plans
 from .records import Check, CompileResult, Defences, EvalJob, EvalResult, TimingConfig
 
@@ -71,6 +72,8 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     warnings = [p.message for p in spec_result.problems if p.severity == "warning"] + orphans
     try:
         orig = compile_kernel(source, ref, options.compile_options(arch))
+        if not orig.ok:
+            orig, source = _device_side(source, ref, options.compile_options(arch), orig, warnings)
     except CompilerMissing as e:
         return Prepared(result=_early(kernel_name, "unavailable", str(e), started))
     if not orig.ok:
@@ -82,7 +85,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     cand_spec: Spec | None = None
     launch_changed = False
     if candidate is not None:
-        vetted = check_candidate(src, kernel, spec, candidate)
+        vetted = check_candidate(SourceText(source), kernel, spec, candidate)
         if not vetted.ok:
             result = _early(kernel_name, "rejected", vetted.reason, started)
             result.checks = checks + [Check("candidate rules", "fail", vetted.reason)]
@@ -122,6 +125,27 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,
                            compile={"original": orig, **({"candidate": cand} if cand else {})})
     return pre
+
+
+def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: CompileResult,
+                 warnings: list[str]) -> tuple[CompileResult, str]:
+    """The file compiled without the headers it cannot find and its host code, when that is
+    why it failed (the compiler names one missing header at a time); else the first failure."""
+    missing = missing_headers(failed.log)
+    for _ in range(8):
+        unit = device_unit(source, missing)
+        if unit is None:
+            return failed, source
+        result = compile_kernel(unit.text, ref, options)
+        if result.ok:
+            warnings.append(f"compiled without its host code: {', '.join(unit.missing)} not found "
+                            f"({unit.host_functions} host functions left out; -I adds include folders)")
+            return result, unit.text
+        more = tuple(h for h in missing_headers(result.log) if h not in missing)
+        if not more:
+            return failed, source
+        missing += more
+    return failed, source
 
 
 def kernel_ref(kernel: Kernel, spec: Spec) -> KernelRef:

@@ -194,9 +194,10 @@ def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, s
                                  f"poison they were given before the run; declare {a.name} inout if the kernel updates "
                                  "only part of it)", "every output written", a.name)
         if a.direction == "out" and describe(torch, "oracle", plan.label, 0, a, rerun()[a.name], first[a.name], None) is None:
-            return OracleProblem(f"reads {a.name} before writing it: its result depends on what {a.name} held before "
-                                 f"the run ({m.bad} of {m.total} elements differ between runs that start from "
-                                 f"different contents; declare {a.name} inout with a start value)",
+            return OracleProblem(f"gives a different {a.name} when its buffers start from different contents "
+                                 f"({m.bad} of {m.total} elements; the same contents give the same result): it reads "
+                                 f"{a.name} before writing it (declare {a.name} inout with a start value), or reads past "
+                                 "the end of a buffer",
                                  "outputs not read before written", a.name)
         return OracleProblem(f"is not deterministic: {m.bad} of {m.total} elements of {a.name} differ between two runs "
                              f"on the same inputs ({m.describe()})", "deterministic", a.name)
