@@ -99,3 +99,24 @@ def test_two_dimensional_launches():
 def test_a_grid_stride_cap_is_never_guessed_into_host_code():
     r = rewrite_file(SAXPY + HOST, "saxpy", spec_with('"min(cdiv(n, 256), 1056)"', "256") + "\n" + BODY)
     assert "saxpy<<<(n + 255) / 256, 256>>>" in r.text and len(r.notes) == 5
+
+
+def test_a_rewrite_searched_with_a_drafted_block_inserts_the_block_with_it():
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.search.apply import rewrite_with_block
+
+    doc = "#include <x>\n__global__ void k(int n, float* y) { if (threadIdx.x < n) y[threadIdx.x] = 1; }\nint main(){}\n"
+    block = '/* @fsr\n# drafted by fsr\nbench = { n = 5 }\ngrid = 1\nblock = 256\n[args]\nn = "n"\ny = "out[n]"\n*/'
+    searched = place_spec(doc, "k", block).text
+    body = "__global__ void k(int n, float* y) { int i = threadIdx.x; if (i < n) y[i] = 1; }"
+    r = rewrite_with_block("// edited above\n" + doc, searched, "k", body, block)
+    assert r.text == "// edited above\n#include <x>\n" + block + "\n" + body + "\nint main(){}\n"
+    assert len(r.edits) == 1  # block and definition in one edit: no insert touching a replacement
+    relaunched = block.replace("block = 256", "block = 128") + "\n" + body
+    r = rewrite_with_block(doc, searched, "k", relaunched, block)
+    assert "block = 128" in r.text and "block = 256" not in r.text and r.launch_changed
+    with pytest.raises(ApplyError, match="changed since the search started"):
+        rewrite_with_block(doc.replace("= 1;", "= 2;"), searched, "k", body, block)
+    other = place_spec(doc, "k", block.replace("n = 5", "n = 6")).text  # the user put another block there
+    with pytest.raises(ApplyError, match="@fsr block of k changed"):
+        rewrite_with_block(other, searched, "k", body, block)

@@ -198,3 +198,47 @@ def _spec_edit(src: SourceText, kernel: Kernel, cand_src: SourceText, cand: Kern
     for key, value in (("grid", own.grid), ("block", own.block), ("smem", own.smem)):
         new = set_key(new, key, toml_value(value), insert=key != "smem" or own.smem not in (0, "0"))
     return kernel.spec.span.start_byte, kernel.spec.span.end_byte, new
+
+
+def rewrite_with_block(current: str, searched: str, kernel_name: str, candidate: str, block: str) -> Rewrite:
+    """The rewrite of a search that ran on a drafted spec (`searched` is the file with `block`
+    above the kernel): applied to the file as it is now, with the block inserted too, so the
+    file says what the rewrite was verified against. Edits are in `current`'s coordinates."""
+    kernel = find_kernel(current, kernel_name)
+    if kernel is None:
+        raise ApplyError(f"kernel {kernel_name} is no longer in the file")
+    src = SourceText(current)
+    block = block.rstrip("\n")
+    if kernel.spec is not None:  # the user put a block there since: it must be the one searched with
+        if src.slice(kernel.spec.span.start_byte, kernel.spec.span.end_byte) != block:
+            raise ApplyError(f"the @fsr block of {kernel_name} changed since the search started; search it again")
+        return rewrite_if_unchanged(current, searched, kernel_name, candidate)
+    at = kernel.definition_span.start_byte
+    inserted = (block + "\n").encode()
+    placed = (src.data[:at] + inserted + src.data[at:]).decode()
+    rewrite = rewrite_if_unchanged(placed, searched, kernel_name, candidate)
+    new_block = bytearray(inserted)
+    edits: list[tuple[int, int, str]] = []
+    for start, end, text in sorted(rewrite.edits, reverse=True):  # back to front: offsets stay valid
+        if end <= at:
+            edits.append((start, end, text))
+        elif start >= at + len(inserted):
+            edits.append((start - len(inserted), end - len(inserted), text))
+        elif start >= at and end <= at + len(inserted):  # the launch lines of the block itself
+            new_block[start - at:end - at] = text.encode()
+        else:
+            raise ApplyError("the rewrite's edits overlap the drafted block")
+    following = next((e for e in edits if e[0] == at), None)  # the definition itself, right after the block
+    if following is not None:  # one edit: clients differ on an insert touching a replacement
+        edits.remove(following)
+        edits.append((at, following[1], new_block.decode() + following[2]))
+    else:
+        edits.append((at, at, new_block.decode()))
+    edits.sort()
+    out = bytearray()
+    last = 0
+    for start, end, text in edits:
+        out += src.data[last:start] + text.encode()
+        last = end
+    out += src.data[last:]
+    return Rewrite(out.decode(), tuple(edits), rewrite.launch_changed, rewrite.notes)

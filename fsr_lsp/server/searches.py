@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..drafting.cache import ProofCache
+from ..drafting.placement import place_spec
+from ..drafting.proof import Proof, prove
 from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.support import gpu_support_missing
 from ..search import HistoryStore, Progress, SearchOutcome, run_search
@@ -21,6 +24,7 @@ from ..search.gpu_bench import GpuBench
 from .settings import Settings
 
 STAND_IN = "FSR_LSP_BENCH"  # "module:factory" of an evaluator stand-in (tests only)
+PROVER = "FSR_LSP_PROVER"  # "module:function" proving drafts without a GPU (tests only)
 
 
 @dataclass
@@ -32,6 +36,8 @@ class SearchJob:
     cancel: threading.Event = field(default_factory=threading.Event)
     outcome: SearchOutcome | None = None
     thread: threading.Thread | None = None
+    draft: str | None = None  # a drafted spec block: proven on the original first, then searched with
+    proof: Proof | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -55,8 +61,9 @@ class Searches:
         return f"fsr: {missing}" if missing else ""
 
     def start(self, uri: str, kernel: str, text: str, path: Path, workspace: Path, settings: Settings,
-              on_progress: Callable[[SearchJob, Progress], None], on_done: Callable[[SearchJob], None]) -> SearchJob:
-        job = SearchJob(uri, kernel, text, token=f"fsr-{uuid.uuid4().hex}")
+              on_progress: Callable[[SearchJob, Progress], None], on_done: Callable[[SearchJob], None],
+              draft: str | None = None) -> SearchJob:
+        job = SearchJob(uri, kernel, text, token=f"fsr-{uuid.uuid4().hex}", draft=draft)
         self.running[job.key] = job
         loop = asyncio.get_running_loop()
 
@@ -96,19 +103,51 @@ class Searches:
     def _search(self, job: SearchJob, path: Path, workspace: Path, settings: Settings,
                 report: Callable[[Progress], None]) -> SearchOutcome:
         config = settings.search_config()
+        if job.draft is not None:
+            job.proof = self._prove(job, path, workspace, settings, report)
+            if not job.proof.proven:
+                return SearchOutcome("failed", f"the drafted @fsr spec of {job.kernel} failed its proof: "
+                                               f"{job.proof.message}")
+            job.draft = job.proof.spec  # with the tolerance the proof may have added
+            job.searched_text = place_spec(job.searched_text, job.kernel, job.draft).text
+            if job.cancel.is_set():
+                return SearchOutcome("cancelled", "cancelled after the proof of the drafted spec")
         generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
         with HistoryStore(workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
             return run_search(job.searched_text, str(path), job.kernel, config, self._bench(job, path, settings),
                               generator, store, report, job.cancel)
+
+    def _prove(self, job: SearchJob, path: Path, workspace: Path, settings: Settings,
+               report: Callable[[Progress], None]) -> Proof:
+        """The draft's proof on the original kernel (cached per kernel text and GPU in .fsr/)."""
+        rounds = settings.search_config().rounds
+
+        def stage(message: str) -> None:
+            report(Progress(0, rounds, 0, 0, None, message))
+
+        assert job.draft is not None
+        stand_in = os.environ.get(PROVER)
+        if stand_in:
+            module, _, name = stand_in.partition(":")
+            return getattr(importlib.import_module(module), name)(job.searched_text, job.kernel, job.draft)
+        with ProofCache(workspace) as cache:
+            return prove(self._shared_evaluator(settings), job.searched_text, job.kernel, job.draft, self._options(path, settings),
+                         cache=cache, on_stage=stage)
+
+    def _options(self, path: Path, settings: Settings) -> EvalOptions:
+        return EvalOptions(flags=settings.compiler_flags, include_dirs=(str(path.parent), *settings.include_paths),
+                           nvcc=settings.compiler_nvcc or None)
 
     def _bench(self, job: SearchJob, path: Path, settings: Settings) -> Any:
         stand_in = os.environ.get(STAND_IN)
         if stand_in:
             module, _, name = stand_in.partition(":")
             return getattr(importlib.import_module(module), name)()
+        return GpuBench(self._shared_evaluator(settings), job.searched_text, job.kernel, self._options(path, settings), cancel=job.cancel)
+
+    def _shared_evaluator(self, settings: Settings) -> Evaluator:
+        """One GPU worker for every search and proof of this server."""
         with self._evaluator_lock:
             if self._evaluator is None or self._evaluator.device_index != settings.gpu:
                 self._evaluator = Evaluator(settings.gpu)
-        options = EvalOptions(flags=settings.compiler_flags, include_dirs=(str(path.parent), *settings.include_paths),
-                              nvcc=settings.compiler_nvcc or None)
-        return GpuBench(self._evaluator, job.searched_text, job.kernel, options, cancel=job.cancel)
+            return self._evaluator

@@ -15,13 +15,15 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..kernels import Kernel, discover, discover_kernels, kernel_at
 from ..search import Progress
-from ..search.apply import ApplyError, rewrite_if_unchanged
+from ..drafting.origin import KernelSpec
+from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.store import HistoryStore
 from ..source import Position, SourceText
 from ..spec import spec_template
 from .check import CheckResult, check_source
 from .edits import EditSupport, workspace_edit
 from .logs import set_level
+from .drafts import Drafts, draft_title, hover_lines
 from .diagnostics import (SOURCE, compiler_diagnostics, lsp_position, lsp_range, orphan_spec_diagnostics,
                           resource_diagnostics, spec_diagnostics)
 from .searches import SearchJob, Searches
@@ -43,6 +45,7 @@ class FsrServer(LanguageServer):
         self.checks: dict[str, CheckResult] = {}
         self.check_tasks: dict[str, asyncio.Task] = {}
         self.searches = Searches()
+        self.drafts = Drafts()
         self.shown: set[str] = set()  # messages shown once
         self.watcher: WorkspaceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -86,6 +89,7 @@ class FsrServer(LanguageServer):
                        + resource_diagnostics(src, kernels, check.resources, enc)
                        + spec_diagnostics(src, kernels, enc)
                        + orphan_spec_diagnostics(src, found.orphan_specs, enc)
+                       + self.drafts.diagnostics(uri, src, kernels, enc)
                        + self.search_diagnostics(uri, src, kernels))
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=doc.version, diagnostics=diagnostics))
@@ -126,6 +130,7 @@ class FsrServer(LanguageServer):
             self.watcher.start()
 
     def file_changed(self, path: Path) -> None:
+        self.drafts.file_changed(path)
         for uri, doc in list(self.workspace.text_documents.items()):
             if _is_cuda(uri) and affects(doc.source, Path(doc.path), path):
                 self.schedule_check(uri)
@@ -143,8 +148,9 @@ class FsrServer(LanguageServer):
             return why
         doc = self.workspace.get_text_document(uri)
         path = Path(doc.path)
+        draft = self._draft_for_search(uri, kernel)
         job = self.searches.start(uri, kernel, doc.source, path, self.workspace_root(path), self.settings,
-                                  self._progress, self._finished)
+                                  self._progress, self._finished, draft=draft)
         self.notify_progress(job, "starting", 0, done=False)
         if self._supports_progress():
             try:
@@ -158,6 +164,31 @@ class FsrServer(LanguageServer):
                 future.add_done_callback(lambda f: self.searches.cancel(uri, kernel) if f.cancelled() else None)
         return f"optimizing {kernel}"
 
+    def kernel_spec(self, uri: str, kernel: Kernel) -> KernelSpec:
+        """The kernel's spec and where it comes from (its block, a launch anywhere in the workspace,
+        its signature), for code actions, hover and Optimize."""
+        doc = self.workspace.get_text_document(uri)
+        path = Path(doc.path)
+        open_documents = {Path(d.path): d.source for d in self.workspace.text_documents.values()}
+        return self.drafts.spec(self.workspace_root(path), path, doc.source, kernel, open_documents)
+
+    def _draft_for_search(self, uri: str, name: str) -> str | None:
+        """A kernel without a block is searched with a draft from its launch, proven first;
+        the user sees the draft and where it came from before anything runs."""
+        doc = self.workspace.get_text_document(uri)
+        kernel = next((k for k in discover_kernels(SourceText(doc.source)) if k.name == name), None)
+        if kernel is None or kernel.spec is not None:
+            return None
+        spec = self.kernel_spec(uri, kernel)
+        if spec.origin != "drafted" or spec.spec is None:
+            return None
+        self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
+                                                       message=f"fsr: drafted @fsr spec for {name}:\n{spec.spec}"))
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=(
+            f"FSR {name}: no @fsr spec; drafted one from the launch at {spec.launch} (see the log); proving it on "
+            "the GPU with the original kernel, then searching")))
+        return spec.spec
+
     def _supports_progress(self) -> bool:
         caps = self.client_capabilities
         return bool(caps and caps.window and caps.window.work_done_progress)
@@ -167,7 +198,7 @@ class FsrServer(LanguageServer):
             return
         total = max(p.rounds, 1)
         best = f", best {p.best_speedup:.2f}x" if p.best_speedup else ""
-        message = f"round {p.round}/{p.rounds}: {p.tried} tried{best}"
+        message = f"round {p.round}/{p.rounds}: {p.tried} tried{best}" if p.round else p.message[:200]
         percentage = min(99, int(100 * p.round / total))
         self.notify_progress(job, message, percentage, done=False)
         if self._supports_progress():
@@ -181,6 +212,11 @@ class FsrServer(LanguageServer):
     def _finished(self, job: SearchJob) -> None:
         outcome = job.outcome
         assert outcome is not None
+        if job.proof is not None:
+            searched = SourceText(job.searched_text)
+            kernel = next((k for k in discover_kernels(searched) if k.name == job.kernel), None)
+            if kernel is not None:
+                self.drafts.remember(job.uri, kernel, searched, job.proof)
         self.notify_progress(job, outcome.message[:200], 100, done=True)
         if self._supports_progress():
             self.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=outcome.message[:200]))
@@ -207,8 +243,10 @@ class FsrServer(LanguageServer):
         """The verified rewrite as a versioned edit of the document as it is now, or why not."""
         assert job.outcome is not None and job.outcome.best is not None
         doc = self.workspace.get_text_document(job.uri)
+        candidate = job.outcome.best.proposal.source
         try:
-            rewrite = rewrite_if_unchanged(doc.source, job.searched_text, job.kernel, job.outcome.best.proposal.source)
+            rewrite = rewrite_with_block(doc.source, job.searched_text, job.kernel, candidate, job.draft) \
+                if job.draft else rewrite_if_unchanged(doc.source, job.searched_text, job.kernel, candidate)
         except ApplyError as e:
             return None, str(e)
         src = SourceText(doc.source)
@@ -312,6 +350,8 @@ def hover(ls: FsrServer, params: types.HoverParams) -> types.Hover | None:
     if kernel is None:
         return None
     lines = [f"**`{kernel.name}`** ({len(kernel.params)} parameters)"]
+    if kernel.spec is None and kernel.complete:
+        lines += hover_lines(ls.kernel_spec(uri, kernel), ls.drafts.proof_of(uri, kernel, src))
     res = ls.checks.get(uri, CheckResult()).resources.get(kernel.name)
     if res is not None:
         lines.append(f"- {res.registers} registers, {res.shared_bytes} B shared, {res.stack_bytes} B stack, "
@@ -367,10 +407,10 @@ def code_action(ls: FsrServer, params: types.CodeActionParams) -> list[types.Cod
         if k is None:
             continue
         if k.spec is None:
-            if not any(a.title.startswith("Insert @fsr") for a in actions):
-                fix = _insert_spec(at, k)
-                fix.diagnostics = [d]
-                actions.append(fix)
+            if not any(a.title.startswith(("Insert @fsr", "Draft @fsr")) for a in actions):
+                for fix in _spec_fixes(ls, at, k):
+                    fix.diagnostics = [d]
+                    actions.append(fix)
             continue
         if d.code == "spec-block":
             actions.append(_set_block(at, k, d))
@@ -402,7 +442,7 @@ def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.
         kind=types.CodeActionKind.Refactor,
         command=types.Command(title="FSR", command=CANCEL if running else OPTIMIZE, arguments=[uri, kernel.name])))
     if kernel.spec is None:
-        actions.append(_insert_spec(at, kernel))
+        actions += _spec_fixes(ls, at, kernel)
     job = ls.searches.finished.get((uri, kernel.name))
     if job is not None and job.outcome is not None and job.outcome.best is not None:
         apply = _apply_action(ls, at, job)
@@ -429,6 +469,18 @@ def _apply_action(ls: FsrServer, at: _Document, job: SearchJob) -> types.CodeAct
         action.disabled = types.CodeActionDisabled(reason=why)
         return action
     return None
+
+
+def _spec_fixes(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.CodeAction]:
+    """The draft from a launch (preferred) when there is one, and the filled-in template."""
+    out = []
+    spec = ls.kernel_spec(at.uri, kernel) if kernel.complete else None
+    if spec is not None and spec.origin == "drafted" and spec.spec and spec.launch:
+        start = kernel.definition_span.start_byte
+        out.append(types.CodeAction(title=draft_title(kernel.name, spec), kind=types.CodeActionKind.QuickFix,
+                                    is_preferred=True, edit=at.edit(start, start, spec.spec)))
+    out.append(_insert_spec(at, kernel))
+    return out
 
 
 def _insert_spec(at: _Document, kernel: Kernel) -> types.CodeAction:

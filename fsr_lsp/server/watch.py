@@ -1,5 +1,6 @@
 """A watchdog observer on the workspace: CUDA sources and headers changed on disk outside the
-editor (git checkout, a code generator) refresh the diagnostics of the open files they affect."""
+editor (git checkout, a code generator) refresh the diagnostics of the open files they affect,
+and the index of kernel launches that specs are drafted from."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Callable
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-WATCHED = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".cuinc")
+WATCHED = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".cuinc", ".cpp", ".cc", ".cxx", ".c")
 
 
 class _Handler(FileSystemEventHandler):

@@ -39,6 +39,7 @@ def make_client() -> LanguageClient:
 def server_env() -> dict[str, str]:
     env = dict(os.environ)
     env["FSR_LSP_BENCH"] = "tests.scripted_bench:ScriptedBench"
+    env["FSR_LSP_PROVER"] = "tests.scripted_prover:prove"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["FSR_TEST_LLM_KEY"] = "sk-lsp-test-secret"
     return env

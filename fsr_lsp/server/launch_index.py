@@ -1,0 +1,79 @@
+"""Every kernel launch in the workspace, for drafting specs of kernels launched from another
+file (`kernels.cu` defines, `main.cpp` or `ops.cu` launches). Files are read lazily on first
+use and again when the watcher says they changed; open documents count as the editor holds
+them. Only files that contain `<<<` are parsed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..drafting.host import Launch, find_launches
+from ..source import SourceText
+
+SOURCES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl")
+SKIPPED_DIRS = {".git", ".fsr", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".cache"}
+MAX_FILES = 5000  # a workspace bigger than this is indexed in part, and says so
+MAX_BYTES = 2 << 20  # generated sources above 2 MiB are left out
+
+
+class LaunchIndex:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._files: dict[Path, list[Launch]] | None = None
+        self.truncated = False
+
+    def launches(self, open_documents: dict[Path, str] | None = None) -> list[Launch]:
+        """All launches: from disk, with open documents' own text in place of theirs."""
+        files = self._index()
+        open_documents = open_documents or {}
+        out = [launch for path, found in files.items() if path not in open_documents for launch in found]
+        for path, text in open_documents.items():
+            out += self._read_text(path, text)
+        return out
+
+    def refresh(self, path: Path) -> None:
+        """The watcher saw `path` change on disk."""
+        if self._files is not None and path.suffix.lower() in SOURCES:
+            self._files[path.resolve()] = self._read(path.resolve())
+
+    def _index(self) -> dict[Path, list[Launch]]:
+        if self._files is None:
+            self._files = {}
+            for path in self._sources():
+                self._files[path] = self._read(path)
+        return self._files
+
+    def _sources(self):
+        count = 0
+        for folder, dirs, names in os.walk(self.root):
+            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS and not d.startswith(".")]
+            for name in names:
+                if Path(name).suffix.lower() in SOURCES:
+                    count += 1
+                    if count > MAX_FILES:
+                        self.truncated = True
+                        return
+                    yield (Path(folder) / name).resolve()
+
+    def _read(self, path: Path) -> list[Launch]:
+        try:
+            if path.stat().st_size > MAX_BYTES:
+                return []
+            data = path.read_bytes()
+        except OSError:
+            return []
+        if b"<<<" not in data:
+            return []
+        return self._read_text(path, data.decode("utf-8", errors="replace"))
+
+    def _read_text(self, path: Path, text: str) -> list[Launch]:
+        if "<<<" not in text:
+            return []
+        return find_launches(SourceText(text), self.relative(path))
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(self.root.resolve()))
+        except ValueError:
+            return str(path)
