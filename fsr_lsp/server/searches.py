@@ -14,9 +14,11 @@ from typing import Any, Callable
 
 from ..drafting.cache import ProofCache
 from ..drafting.placement import place_spec
+from ..drafting.draft import Draft
 from ..drafting.proof import Proof, prove
 from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.support import gpu_support_missing
+from ..llmclient import LLMConfig
 from ..search import HistoryStore, Progress, SearchOutcome, run_search
 from ..search.generators.builtin import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
@@ -38,6 +40,7 @@ class SearchJob:
     thread: threading.Thread | None = None
     draft: str | None = None  # a drafted spec block: proven on the original first, then searched with
     proof: Proof | None = None
+    ask_model: Callable[[LLMConfig], Draft] | None = None  # no draft from a launch: the model drafts one
 
     @property
     def key(self) -> tuple[str, str]:
@@ -62,8 +65,8 @@ class Searches:
 
     def start(self, uri: str, kernel: str, text: str, path: Path, workspace: Path, settings: Settings,
               on_progress: Callable[[SearchJob, Progress], None], on_done: Callable[[SearchJob], None],
-              draft: str | None = None) -> SearchJob:
-        job = SearchJob(uri, kernel, text, token=f"fsr-{uuid.uuid4().hex}", draft=draft)
+              draft: str | None = None, ask_model: Callable[[LLMConfig], Draft] | None = None) -> SearchJob:
+        job = SearchJob(uri, kernel, text, token=f"fsr-{uuid.uuid4().hex}", draft=draft, ask_model=ask_model)
         self.running[job.key] = job
         loop = asyncio.get_running_loop()
 
@@ -103,6 +106,13 @@ class Searches:
     def _search(self, job: SearchJob, path: Path, workspace: Path, settings: Settings,
                 report: Callable[[Progress], None]) -> SearchOutcome:
         config = settings.search_config()
+        if job.ask_model is not None and config.llm.configured:
+            report(Progress(0, config.rounds, 0, 0, None, f"asking {config.llm.model} to draft the @fsr spec"))
+            drafted = job.ask_model(config.llm)
+            if drafted.text is None:
+                return SearchOutcome("failed", f"{job.kernel} has no @fsr spec and none could be drafted: "
+                                               + "; ".join(drafted.problems))
+            job.draft = drafted.text
         if job.draft is not None:
             job.proof = self._prove(job, path, workspace, settings, report)
             if not job.proof.proven:

@@ -7,7 +7,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -15,7 +15,10 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..kernels import Kernel, discover, discover_kernels, kernel_at
 from ..search import Progress
+from ..drafting.draft import Draft
+from ..drafting.model_draft import model_draft
 from ..drafting.origin import KernelSpec
+from ..llmclient import ChatClient, LLMConfig
 from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.store import HistoryStore
 from ..source import Position, SourceText
@@ -148,9 +151,9 @@ class FsrServer(LanguageServer):
             return why
         doc = self.workspace.get_text_document(uri)
         path = Path(doc.path)
-        draft = self._draft_for_search(uri, kernel)
+        draft, ask_model = self._draft_for_search(uri, kernel)
         job = self.searches.start(uri, kernel, doc.source, path, self.workspace_root(path), self.settings,
-                                  self._progress, self._finished, draft=draft)
+                                  self._progress, self._finished, draft=draft, ask_model=ask_model)
         self.notify_progress(job, "starting", 0, done=False)
         if self._supports_progress():
             try:
@@ -172,22 +175,30 @@ class FsrServer(LanguageServer):
         open_documents = {Path(d.path): d.source for d in self.workspace.text_documents.values()}
         return self.drafts.spec(self.workspace_root(path), path, doc.source, kernel, open_documents)
 
-    def _draft_for_search(self, uri: str, name: str) -> str | None:
-        """A kernel without a block is searched with a draft from its launch, proven first;
-        the user sees the draft and where it came from before anything runs."""
+    def _draft_for_search(self, uri: str, name: str) -> tuple[str | None, Callable[[LLMConfig], Draft] | None]:
+        """A kernel without a block is searched with a draft from its launch (or, where the launch
+        site says too little and an endpoint is set, the model's), proven first; the user sees
+        the draft and where it came from before anything runs."""
         doc = self.workspace.get_text_document(uri)
-        kernel = next((k for k in discover_kernels(SourceText(doc.source)) if k.name == name), None)
+        src = SourceText(doc.source)
+        kernel = next((k for k in discover_kernels(src) if k.name == name), None)
         if kernel is None or kernel.spec is not None:
-            return None
+            return None, None
         spec = self.kernel_spec(uri, kernel)
+        if spec.origin == "none" and self.settings.search_config().llm.configured:
+            launches = self.drafts.index.launches() if self.drafts.index else []
+            why = "; ".join(spec.problems) or "no launch found"
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=(
+                f"FSR {name}: no @fsr spec and none from a launch; asking the model to draft one, then proving it")))
+            return None, lambda llm: model_draft(ChatClient(llm), src, kernel, launches, why)
         if spec.origin != "drafted" or spec.spec is None:
-            return None
+            return None, None
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
                                                        message=f"fsr: drafted @fsr spec for {name}:\n{spec.spec}"))
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=(
             f"FSR {name}: no @fsr spec; drafted one from the launch at {spec.launch} (see the log); proving it on "
             "the GPU with the original kernel, then searching")))
-        return spec.spec
+        return spec.spec, None
 
     def _supports_progress(self) -> bool:
         caps = self.client_capabilities

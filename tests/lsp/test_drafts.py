@@ -132,3 +132,42 @@ async def test_the_launch_index_follows_the_file_on_disk(client: LanguageClient)
             break
         await asyncio.sleep(0.1)
     assert "ROWS = 2048" in await drafted()
+
+
+ALONE = """__global__ void add_rows(const float* m, float* out, int rows, int cols)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) { float s = 0.f; for (int c = 0; c < cols; ++c) s += m[r * cols + c]; out[r] = s; }
+}
+"""
+MODEL_SPEC = """/* @fsr
+bench = { R = 4096, C = 512 }
+tests = [ { R = 1, C = 3 }, { R = 17, C = 33 } ]
+grid = "cdiv(R, 128)"
+block = 128
+[args]
+m = "in[R * C]"
+out = "out[R]"
+rows = "R"
+cols = "C"
+*/"""
+
+
+async def test_without_a_launch_the_model_drafts_the_spec_which_is_proven_before_the_search(client: LanguageClient):
+    uri = open_file(client, f"{client.client_name}-alone.cu", ALONE)  # type: ignore[attr-defined]
+    LLM.steps[:] = [answer(MODEL_SPEC), answer(
+        "```cuda\n__global__ void add_rows(const float* m, float* out, int rows, int cols)\n{\n"
+        "    int r = blockIdx.x * blockDim.x + threadIdx.x;  // model\n"
+        "    if (r < rows) { float s = 0.f; for (int c = 0; c < cols; ++c) s += m[r * cols + c]; out[r] = s; }"
+        "  // verdict: verified 1.4\n}\n```")]
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.optimize", arguments=[uri, "add_rows"]))
+    await wait_until(lambda: [d for d in client.diagnostics.get(uri, []) if d.code == "fsr-win"])
+    assert any("asking the model to draft one" in m.message for m in client.messages)
+    (prompt,) = [p for p in LLM.prompts() if p.startswith("Write the @fsr spec of kernel `add_rows`")][-1:]
+    assert "no launch of add_rows found" in prompt
+    apply = next(a for a in await actions(client, uri, 0) if a.title.startswith("Apply FSR rewrite"))
+    if apply.edit is None:
+        apply = await client.code_action_resolve_async(apply)
+    (edit,), _ = edits_in(apply.edit, uri)
+    assert edit.new_text.startswith("/* @fsr\n# drafted by the model scripted from the kernel") and "// model" in edit.new_text
