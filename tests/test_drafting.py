@@ -133,3 +133,14 @@ def test_cli_errors_are_one_line(args, code, needle):
     r = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "spec", *files, *args], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == code and needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_macro_whose_parameter_shares_a_name_with_its_argument_expands_once():
+    src = SourceText("#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))\n"
+                     "__global__ void relu(float* out, const float* inp, int N) { int i = blockIdx.x * blockDim.x + threadIdx.x;"
+                     " if (i < N) out[i] = inp[i] > 0 ? inp[i] : 0; }\n"
+                     "int main() { int B = 8, T = 1024; float *o, *x; cudaMalloc(&o, B * T * sizeof(float));"
+                     " cudaMalloc(&x, B * T * sizeof(float)); const int N = B * T; const int bs = 256;"
+                     " relu<<<CEIL_DIV(N, bs), bs>>>(o, x, N); }\n")
+    (d,) = draft_specs(src).values()
+    assert d.text is not None and 'grid = "((((B * T)) + (256) - 1) / (256))"' in d.text, d.text

@@ -140,10 +140,10 @@ class Translator:
             params, body = self.scope.macros[fn]
             if len(params) != len(arg_texts):
                 raise Unresolved(f"macro {fn} takes {len(params)} arguments")
-            expanded = body
-            for p, a in zip(params, arg_texts):
-                simple = re.fullmatch(r"[\w.]+", a.strip())
-                expanded = re.sub(rf"\b{re.escape(p)}\b", a.strip() if simple else f"({a})", expanded)
+            values = {p: a.strip() if re.fullmatch(r"[\w.]+", a.strip()) else f"({a})" for p, a in zip(params, arg_texts)}
+            # all at once: `CEIL_DIV(M, N)` called as CEIL_DIV(N, bs) must not turn M's N into bs
+            expanded = re.sub(r"\b(" + "|".join(map(re.escape, values)) + r")\b", lambda m: values[m.group(1)], body) \
+                if values else body
             inner = self._node(_expression_node(expanded), expanded, depth + 1)
             return inner if _enclosed(inner) else f"({inner})"
         container = re.fullmatch(r"(\w+)\s*(?:\.|->)\s*(size|numel)", fn)

@@ -164,10 +164,14 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
                 if "*" in _text(src, p) or "[" in _text(src, p):
                     scope.pointer_params.add(_text(src, ident))
     body = fn.child_by_field_name("body")
-    for node in _walk(body, "declaration", "expression_statement", "preproc_def", "preproc_function_def",
-                      "alias_declaration", "type_definition") if body is not None else ():
+    taken_to = -1
+    for node in nodes_of(body, "declaration", "expression_statement", "preproc_def", "preproc_function_def",
+                         "alias_declaration", "type_definition") if body is not None else ():
         if node.start_byte >= call.start_byte:
             break
+        if node.start_byte < taken_to:  # inside one already read (a lambda's body)
+            continue
+        taken_to = node.end_byte
         _collect_item(src, node, scope)
     return scope
 

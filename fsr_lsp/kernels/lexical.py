@@ -23,49 +23,57 @@ class Lexed:
     line_comments: tuple[tuple[int, int], ...]  # (start, end) of each `// ...`, without the newline
 
 
+# What starts a masked region: a preprocessor line, a comment, a string or character literal.
+_OPENERS = re.compile(rb"^[ \t]*#|//|/\*|[\"']", re.M)
+
+
 @lru_cache(maxsize=32)  # one file is lexed by discovery, drafting and the spec parser in turn
 def lex(data: bytes) -> Lexed:
     """One pass over the bytes: a scanner that looks for `__global__`, braces and parentheses
-    must not see them inside a comment, a string or a `#define`."""
+    must not see them inside a comment, a string or a `#define`. Jumps from opener to opener
+    with a regex: a byte-by-byte loop in Python costs 20 ms on a 2,000-line file."""
     out = bytearray(data)
     comments: list[tuple[int, int]] = []
     lines: list[tuple[int, int]] = []
     i, n = 0, len(data)
-    line_start = True
-    while i < n:
-        c = data[i]
-        if line_start and c in b" \t":
-            i += 1
-            continue
-        if line_start and c == ord("#"):
-            j = i
-            while j < n and not (data[j] == 0x0A and data[j - 1] != ord("\\")):
+    while True:
+        m = _OPENERS.search(data, i)
+        if m is None:
+            break
+        token, start = m.group(), m.start()
+        if token.endswith(b"#"):  # to the end of the line, through backslash continuations
+            start = m.end() - 1
+            j = start
+            while True:
+                j = data.find(b"\n", j)
+                if j < 0:
+                    j = n
+                    break
+                if data[j - 1] != ord("\\"):
+                    break
                 j += 1
-            _blank(out, i, j)
+            _blank(out, start, j)
             i = j
-            continue
-        line_start = c == 0x0A
-        if data.startswith(b"//", i):
-            j = data.find(b"\n", i)
+        elif token == b"//":
+            j = data.find(b"\n", start)
             j = n if j < 0 else j
-            lines.append((i, j))
-            _blank(out, i, j)
+            lines.append((start, j))
+            _blank(out, start, j)
             i = j
-        elif data.startswith(b"/*", i):
-            j = data.find(b"*/", i + 2)
+        elif token == b"/*":
+            j = data.find(b"*/", start + 2)
             j = n if j < 0 else j + 2
-            comments.append((i, j))
-            _blank(out, i, j)
-            i = j
-        elif c in (ord('"'), ord("'")):
-            j = i + 1
-            while j < n and data[j] != c and data[j] != 0x0A:
-                j += 2 if data[j] == ord("\\") else 1
-            j = min(j + 1, n)
-            _blank(out, i + 1, j - 1)
+            comments.append((start, j))
+            _blank(out, start, j)
             i = j
         else:
-            i += 1
+            quote = token[0]
+            j = start + 1
+            while j < n and data[j] != quote and data[j] != 0x0A:
+                j += 2 if data[j] == ord("\\") else 1
+            j = min(j + 1, n)
+            _blank(out, start + 1, j - 1)
+            i = j
     return Lexed(bytes(out), tuple(comments), tuple(lines))
 
 
@@ -88,10 +96,12 @@ def code_only(text: str) -> str:
     return " ".join(out.decode(errors="replace").split())
 
 
+_SPACES = bytes(0x0A if b == 0x0A else 0x20 for b in range(256))  # every byte a space, newlines kept
+
+
 def _blank(buf: bytearray, start: int, end: int) -> None:
-    for k in range(start, end):
-        if buf[k] != 0x0A:
-            buf[k] = 0x20
+    if end > start:
+        buf[start:end] = buf[start:end].translate(_SPACES)
 
 
 def spec_blocks(src: SourceText, lexed: Lexed) -> list[SpecComment]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterator
 
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
@@ -41,14 +40,8 @@ def kernels_from_tree(src: SourceText, tree: Tree) -> list[Kernel]:
     return [k for node in _global_definitions(tree.root_node) if (k := _kernel(src, node)) is not None]
 
 
-def _global_definitions(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "function_definition" and any(c.type == "__global__" for c in n.children):
-            yield n
-            continue
-        stack.extend(reversed(n.children))
+def _global_definitions(node: Node) -> list[Node]:
+    return [n for n in nodes_of(node, "function_definition") if any(c.type == "__global__" for c in n.children)]
 
 
 def _kernel(src: SourceText, fn: Node) -> Kernel | None:

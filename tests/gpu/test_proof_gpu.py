@@ -73,7 +73,7 @@ def test_a_right_draft_is_proven_with_memcheck_and_initcheck_clean(evaluator):
 @pytest.mark.parametrize("kernel, spec, check, argument", [
     ("axpy", draft("out[n]"), "outputs not read before written", "y"),  # reads y: it is inout
     ("scale", draft("out[n - 1]"), "in bounds", "y"),  # writes past a length one short
-    ("pairs", draft("out[n]"), "in bounds", "x"),  # reads one past the end of x
+    ("pairs", draft("out[n]"), "in bounds", "x"),  # reads one past the end of x: memcheck names it
 ])
 def test_each_wrong_draft_fails_naming_check_and_argument(evaluator, kernel, spec, check, argument):
     p = prove(evaluator, FILE, kernel, spec.replace("{ n = 1 }, ", "") if "n - 1" in spec else spec, QUICK)
