@@ -56,13 +56,18 @@ def rewrite_file(text: str, kernel_name: str, candidate: str) -> Rewrite:
     d = kernel.definition_span
     edits.append((d.start_byte, d.end_byte, body))
     edits.sort()
+    return Rewrite(_applied(src.data, edits), tuple(edits), launch_changed, tuple(notes))
+
+
+def _applied(data: bytes, edits: list[tuple[int, int, str]]) -> str:
+    """`data` with the sorted, non-overlapping byte-range edits made."""
     out = bytearray()
     at = 0
     for start, end, new in edits:
-        out += src.data[at:start] + new.encode()
+        out += data[at:start] + new.encode()
         at = end
-    out += src.data[at:]
-    return Rewrite(out.decode(), tuple(edits), launch_changed, tuple(notes))
+    out += data[at:]
+    return out.decode()
 
 
 def launch_edits(src: SourceText, kernel_name: str, old: Spec, new: Spec) -> tuple[list[tuple[int, int, str]], list[str]]:
@@ -235,10 +240,4 @@ def rewrite_with_block(current: str, searched: str, kernel_name: str, candidate:
     else:
         edits.append((at, at, new_block.decode()))
     edits.sort()
-    out = bytearray()
-    last = 0
-    for start, end, text in edits:
-        out += src.data[last:start] + text.encode()
-        last = end
-    out += src.data[last:]
-    return Rewrite(out.decode(), tuple(edits), rewrite.launch_changed, rewrite.notes)
+    return Rewrite(_applied(src.data, edits), tuple(edits), rewrite.launch_changed, rewrite.notes)
