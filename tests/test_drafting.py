@@ -144,3 +144,28 @@ def test_a_macro_whose_parameter_shares_a_name_with_its_argument_expands_once():
                      " relu<<<CEIL_DIV(N, bs), bs>>>(o, x, N); }\n")
     (d,) = draft_specs(src).values()
     assert d.text is not None and 'grid = "((((B * T)) + (256) - 1) / (256))"' in d.text, d.text
+
+
+def test_element_types_from_an_included_header_reach_the_draft_and_the_evaluator(tmp_path):
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.evaluator.compiler import find_nvcc
+    from fsr_lsp.evaluator.prepare import EvalOptions, prepare
+    from fsr_lsp.kernels.aliases import with_included_aliases
+
+    (tmp_path / "common.h").write_text("#pragma once\n#include \"precision.h\"\n")
+    (tmp_path / "precision.h").write_text("#include <cuda_bf16.h>\ntypedef __nv_bfloat16 floatX;\n")
+    cu = tmp_path / "act.cu"
+    cu.write_text('#include "common.h"\n__global__ void act(floatX* out, const floatX* in, int n)\n'
+                  "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = in[i]; }\n"
+                  "int main() { int n = 1 << 20; floatX *o, *x; cudaMalloc(&o, n * sizeof(floatX));"
+                  " cudaMalloc(&x, n * sizeof(floatX)); act<<<(n + 255) / 256, 256>>>(o, x, n); }\n")
+    (s,) = kernel_specs([cu])
+    assert s.origin == "drafted" and 'out = "out[n]"' in s.spec, (s.spec, s.problems)
+    k = find_kernel(cu.read_text(), "act")
+    assert k.params[0].dtype is None  # the file alone does not say
+    assert with_included_aliases(k, cu.read_text(), [tmp_path]).params[0].dtype == "bfloat16"
+    if find_nvcc() is not None:  # the evaluator reads the header too, from its include folders
+        placed = place_spec(cu.read_text(), "act", s.spec).text
+        prepared = prepare(placed, "act", None, "sm_90a", EvalOptions(compiler="nvcc", include_dirs=(str(tmp_path),)))
+        assert prepared.job is not None, prepared.result.message
+        assert prepared.job.sizes[0].args[0].dtype == "bfloat16"

@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     if llm.configured:
         chat = ChatClient(llm)
         drafter = lambda src, k, launches, why: model_draft(chat, src, k, launches, why)  # noqa: E731
-    specs = [s for s in kernel_specs(list(args.files), drafter) if args.kernel in (None, s.kernel)]
+    specs = [s for s in kernel_specs(list(args.files), drafter, tuple(map(Path, args.include_dirs)))
+             if args.kernel in (None, s.kernel)]
     if args.kernel and not specs:
         return fail(f"no kernel named {args.kernel} in {', '.join(map(str, args.files))}", 2)
     proofs: dict[tuple[str, str], Proof] = {}

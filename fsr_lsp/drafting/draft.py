@@ -53,9 +53,11 @@ def draft_specs(source: str | SourceText, extra_launches: list[Launch] | None = 
     return {k.name: draft_spec(src, k, launches) for k in discover(src).kernels}
 
 
-def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch], own_file: str | None = None) -> Draft:
+def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch], own_file: str | None = None,
+               types: dict[str, str] | None = None) -> Draft:
     """The draft from the most common launch of `kernel`: those in its own file when there are
-    any (another file's kernel may share its name), else those anywhere in `launches`."""
+    any (another file's kernel may share its name), else those anywhere in `launches`.
+    `types`: aliases from the headers the file includes (`sizeof(floatX)` at the launch)."""
     mine = [launch for launch in launches if launch.kernel == kernel.name]
     if own_file is not None and any(launch.file == own_file for launch in mine):
         mine = [launch for launch in mine if launch.file == own_file]
@@ -64,6 +66,8 @@ def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch], own_file
     counts = Counter((launch.config, launch.args, launch.template_args) for launch in mine)
     (config, args, template), n = counts.most_common(1)[0]
     launch = next(x for x in mine if (x.config, x.args, x.template_args) == (config, args, template))
+    if types:
+        launch = dataclasses.replace(launch, scope=dataclasses.replace(launch.scope, types={**types, **launch.scope.types}))
     draft = Draft(kernel.name, None, launch=launch, launches=len(mine))
     if len(counts) > 1:
         draft.problems.append(f"{len(mine)} launches differ; drafted from the most common ({n} of them, {launch.where})")

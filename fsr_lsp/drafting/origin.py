@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from ..kernels import Kernel, discover, kernel_source
+from ..kernels.aliases import included_aliases, with_aliases
 from ..source import SourceText
 from ..spec import parse_spec, render_spec
 from .draft import Draft, draft_spec
@@ -39,26 +40,30 @@ class KernelSpec:
 Drafter = Callable[[SourceText, Kernel, list[Launch], str], Draft]
 
 
-def kernel_specs(files: list[Path], drafter: Drafter | None = None) -> list[KernelSpec]:
+def kernel_specs(files: list[Path], drafter: Drafter | None = None,
+                 include_dirs: tuple[Path, ...] = ()) -> list[KernelSpec]:
     """Every kernel of every file, with launches looked up across all the files given (a kernel
-    in a .cu file is often launched from a .cpp next to it)."""
+    in a .cu file is often launched from a .cpp next to it); element types a file leaves
+    unknown are looked up in the headers it includes (its folder, then `include_dirs`)."""
     texts = {f: SourceText(f.read_text(encoding="utf-8", errors="replace")) for f in files}
     launches = [launch for path, src in texts.items() for launch in find_launches(src, str(path))]
     out = []
     for path, src in texts.items():
-        out += specs_of(str(path), src, launches, drafter)
+        out += specs_of(str(path), src, launches, drafter, (path.parent, *include_dirs))
     return out
 
 
-def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafter | None = None) -> list[KernelSpec]:
+def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafter | None = None,
+             include_dirs: tuple[Path, ...] = ()) -> list[KernelSpec]:
     found = discover(src)
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
                for o in found.orphan_specs]
-    return [spec_of(name, src, k, launches, drafter, orphans) for k in found.kernels]
+    types = included_aliases(src.text, include_dirs) if include_dirs else {}
+    return [spec_of(name, src, with_aliases(k, types), launches, drafter, orphans, types) for k in found.kernels]
 
 
 def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], drafter: Drafter | None = None,
-            orphans: list[str] | None = None) -> KernelSpec:
+            orphans: list[str] | None = None, types: dict[str, str] | None = None) -> KernelSpec:
     """One kernel's spec: its own block, else a draft from its launch, else one inferred from
     its signature, else (with a drafter) the model's draft, else none, with why."""
     orphans = orphans or []
@@ -69,7 +74,7 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
     problems = [p.message for p in result.problems if p.severity != "info"]
     if k.spec is not None:
         return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems)
-    draft = draft_spec(src, k, launches, name)  # grounded in how the kernel is used: before a guess from its signature
+    draft = draft_spec(src, k, launches, name, types)  # grounded in how the kernel is used: before a guess from its signature
     if draft.text is not None:
         return KernelSpec(name, k.name, line, "drafted", draft.text, draft.problems + orphans, draft.provenance,
                           launch=draft.launch.where if draft.launch else "")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
+from typing import Iterable
 
 from .ctypes import element_type
 from .model import Kernel, Param
@@ -49,3 +51,38 @@ def _resolved(p: Param, aliases: dict[str, str]) -> Param:
     if p.type_text.count("*") > 1:
         return p
     return dataclasses.replace(p, dtype=dtype, lanes=lanes)
+
+
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[\"<]([^\">]+)[\">]", re.M)
+INCLUDE_DEPTH = 3
+
+
+def included_aliases(text: str, include_dirs: Iterable[Path]) -> dict[str, str]:
+    """Aliases the file gets from the headers it includes (found in `include_dirs`, a few
+    levels deep): `floatX` is often typedef'd in a project's common header."""
+    dirs = [Path(d) for d in include_dirs]
+    seen: set[Path] = set()
+    texts: list[str] = []
+    frontier = [text]
+    for _ in range(INCLUDE_DEPTH):
+        found = []
+        for t in frontier:
+            for name in _INCLUDE.findall(t):
+                path = next((d / name for d in dirs if (d / name).is_file()), None)
+                if path is None or path.resolve() in seen:
+                    continue
+                seen.add(path.resolve())
+                try:
+                    found.append(path.read_text(encoding="utf-8", errors="replace"))
+                except OSError:
+                    continue
+        texts += found
+        frontier = found
+    return type_aliases("\n".join(texts)) if texts else {}
+
+
+def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path]) -> Kernel:
+    """The kernel with element types its own file leaves unknown taken from its headers."""
+    if all(p.dtype is not None for p in kernel.params if p.is_pointer):
+        return kernel
+    return with_aliases(kernel, included_aliases(text, include_dirs))

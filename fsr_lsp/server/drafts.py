@@ -13,6 +13,7 @@ from lsprotocol import types
 from ..drafting.origin import Drafter, KernelSpec, spec_of
 from ..drafting.proof import Proof
 from ..kernels import Kernel
+from ..kernels.aliases import included_aliases, with_aliases
 from ..source import SourceText
 from .diagnostics import SOURCE, lsp_range
 from .launch_index import SOURCES, LaunchIndex
@@ -41,12 +42,14 @@ class Drafts:
             self.index.refresh(path)
 
     def spec(self, root: Path, path: Path, text: str, kernel: Kernel, open_documents: dict[Path, str],
-             drafter: Drafter | None = None) -> KernelSpec:
+             drafter: Drafter | None = None, include_dirs: tuple[str, ...] = ()) -> KernelSpec:
         """The kernel's spec and its origin, with launches from every file of the workspace."""
         index = self.index_for(root)
         docs = {p.resolve(): t for p, t in open_documents.items() if p.suffix.lower() in SOURCES}
         docs[path.resolve()] = text
-        return spec_of(index.relative(path), SourceText(text), kernel, index.launches(docs), drafter)
+        types = included_aliases(text, (path.parent, *map(Path, include_dirs)))
+        return spec_of(index.relative(path), SourceText(text), with_aliases(kernel, types), index.launches(docs),
+                       drafter, types=types)
 
     def remember(self, uri: str, kernel: Kernel, src: SourceText, proof: Proof) -> None:
         d = kernel.definition_span

@@ -173,7 +173,8 @@ class FsrServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         path = Path(doc.path)
         open_documents = {Path(d.path): d.source for d in self.workspace.text_documents.values()}
-        return self.drafts.spec(self.workspace_root(path), path, doc.source, kernel, open_documents)
+        return self.drafts.spec(self.workspace_root(path), path, doc.source, kernel, open_documents,
+                                include_dirs=self.settings.include_paths)
 
     def _draft_for_search(self, uri: str, name: str) -> tuple[str | None, Callable[[LLMConfig], Draft] | None]:
         """A kernel without a block is searched with a draft from its launch (or, where the launch
