@@ -32,9 +32,7 @@ class Access:
 
 def pointer_access(src: SourceText, kernel: Kernel) -> dict[str, Access]:
     """Access per pointer parameter of the kernel."""
-    definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
-    tree = parse(definition.encode())
-    body = _body(tree.root_node)
+    body = _kernel_body(src, kernel)
     params = {p.name for p in kernel.params if p.is_pointer and p.name}
     if body is None:
         return {p: Access(False, True, False) for p in params}
@@ -74,8 +72,7 @@ def pointer_access(src: SourceText, kernel: Kernel) -> dict[str, Access]:
 def index_arrays(src: SourceText, kernel: Kernel) -> dict[str, str]:
     """Pointer parameters whose values index another one (`bins[keys[i]]`): keys -> bins.
     Their random contents must be valid indices."""
-    definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
-    body = _body(parse(definition.encode()).root_node)
+    body = _kernel_body(src, kernel)
     params = {p.name for p in kernel.params if p.is_pointer and p.name}
     out: dict[str, str] = {}
     for node in nodes_of(body, "subscript_expression") if body is not None else ():
@@ -94,6 +91,24 @@ def direction(access: Access, pointee_const: bool) -> str:
     if pointee_const or not access.written:
         return "in"
     return "inout" if access.read else "out"
+
+
+def _kernel_body(src: SourceText, kernel: Kernel) -> Node | None:
+    """The kernel's body in the file's own (cached) tree; a definition the file's parse got
+    wrong (an edit in progress, a macro) is parsed alone."""
+    d = kernel.definition_span
+    node = parse(src.data).root_node.descendant_for_byte_range(d.start_byte, d.end_byte)
+    while node is not None and node.type not in ("function_definition", "translation_unit") \
+            and node.start_byte >= d.start_byte and node.end_byte <= d.end_byte:
+        found = next((c for c in node.children if c.type == "function_definition"), None)
+        if found is not None:
+            node = found
+            break
+        node = node.parent
+    if node is not None and node.type == "function_definition" and not node.has_error \
+            and node.start_byte >= d.start_byte and node.end_byte <= d.end_byte:
+        return node.child_by_field_name("body")
+    return _body(parse(src.data[d.start_byte:d.end_byte]).root_node)
 
 
 def _body(root: Node) -> Node | None:
