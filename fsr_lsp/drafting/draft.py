@@ -84,15 +84,20 @@ def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch], own_file
         draft.problems.append(str(e))
         return draft
     text = "\n".join(lines) + "\n"
-    block = SourceText(text)  # read back by the spec parser, as the kernel's own block
-    (comment,) = spec_blocks(block, lex(block.data))
-    result = parse_spec(block, dataclasses.replace(kernel, spec=comment))
-    errors = [p.message for p in result.problems if p.severity == "error"]
+    errors = read_back(kernel, text)
     if errors:
         draft.problems += [f"the draft does not parse: {e}" for e in errors]
         return draft
     draft.text = text
     return draft
+
+
+def read_back(kernel: Kernel, block: str) -> list[str]:
+    """The spec parser's errors on `block` read as the kernel's own block (none: it parses)."""
+    text = SourceText(block)
+    (comment,) = spec_blocks(text, lex(text.data))
+    result = parse_spec(text, dataclasses.replace(kernel, spec=comment))
+    return [p.message for p in result.problems if p.severity == "error"]
 
 
 def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, draft: Draft) -> list[str]:

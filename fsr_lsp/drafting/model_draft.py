@@ -6,15 +6,12 @@ GPU before a search uses it."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from ..kernels import Kernel
-from ..kernels.lexical import lex, spec_blocks
 from ..llmclient import ChatClient, ChatError
 from ..source import SourceText
-from ..spec import parse_spec
-from .draft import Draft
+from .draft import Draft, read_back
 from .host import Launch
 
 CONTEXT_LINES = 25  # host code shown around each launch
@@ -62,10 +59,7 @@ def model_draft(chat: ChatClient, src: SourceText, kernel: Kernel, launches: lis
         return Draft(kernel.name, None, problems=[f"the model's answer held {len(found)} @fsr blocks, not one"])
     block = _marked(found[0], f"drafted by the model {name} from the kernel"
                     + (" and its launches" if launches else "") + "; check it, then remove this line")
-    text = SourceText(block + "\n")
-    (comment,) = spec_blocks(text, lex(text.data))
-    result = parse_spec(text, dataclasses.replace(kernel, spec=comment))
-    errors = [p.message for p in result.problems if p.severity == "error"]
+    errors = read_back(kernel, block + "\n")
     if errors:
         return Draft(kernel.name, None, problems=[f"the model's draft does not parse: {e}" for e in errors])
     return Draft(kernel.name, block + "\n", problems=[f"drafted by the model {name}: {why}"],
@@ -84,7 +78,7 @@ def draft_prompt(src: SourceText, kernel: Kernel, launches: list[Launch], why: s
         lo, hi = max(0, launch.line - 1 - CONTEXT_LINES), min(len(lines), launch.line + CONTEXT_LINES // 2)
         parts += ["", f"It is launched at {launch.where}; the host code around it:", "```cuda", *lines[lo:hi], "```"]
     if not mine:
-        host = [ln for ln in src.text.splitlines()][:MAX_HOST_LINES]
+        host = src.text.splitlines()[:MAX_HOST_LINES]
         parts += ["", "No launch of it was found. The file it is in:", "```cuda", *host, "```"]
     parts += ["", f"What the launch site did not say: {why}.",
               "Where a size comes from input (a file, argv), choose a realistic one."]
