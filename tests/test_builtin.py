@@ -1,14 +1,32 @@
-"""The built-in generator's rewrites: deterministic, well-formed, and compiling with nvcc."""
+"""The built-in tuner: its space, its rewrites (deterministic, well-formed, compiling with
+nvcc), and its strategy against a synthetic cost model, with and without screening."""
+
+import dataclasses
+import math
+import threading
 
 import pytest
 
 from fsr_lsp.evaluator import EvalOptions, prepare
+from fsr_lsp.evaluator.records import EvalResult, TimingStats
 from fsr_lsp.search.generators.builtin import BuiltinGenerator
+from fsr_lsp.search.tuning import Config, render, space_of
 
-from .search_helpers import context, example
+from .search_helpers import GPU, context, example
 
 EXAMPLES = [("saxpy.cu", "saxpy"), ("transpose.cu", "transpose"), ("matmul.cu", "matmul"), ("softmax.cu", "softmax"),
             ("layernorm.cu", "layernorm"), ("stencil.cu", "stencil")]
+GPU_2048 = dataclasses.replace(GPU, max_threads_per_sm=2048)
+
+
+def _space(source, name):
+    ctx = context(source, name)
+    return ctx, space_of(ctx.kernel, ctx.spec, ctx.definition, GPU_2048)
+
+
+def _render(source, name, config):
+    ctx, space = _space(source, name)
+    return render(config, space, ctx.kernel, ctx.spec, ctx.definition, GPU_2048)
 
 
 @pytest.mark.nvcc
@@ -23,22 +41,82 @@ def test_every_rewrite_compiles_with_nvcc(file, name, cache_dir):
         assert prepared.job is not None, (p.note, prepared.result.message)
 
 
-def test_proposals_are_deterministic_and_distinct():
+def test_the_space_holds_every_legal_launch_shape():
+    _, space = _space(example("saxpy.cu"), "saxpy")
+    shapes = [c.block for c in space.block_configs()]
+    assert shapes == [(b,) for b in range(32, 1025, 32) if b != 256]
+    _, space2 = _space(example("transpose.cu"), "transpose")
+    shapes2 = {c.block for c in space2.block_configs()}
+    assert {(8, 32), (16, 16), (64, 4), (128, 8), (8, 4)} - {space2.original_block} <= shapes2
+    assert space2.original_block not in shapes2
+    assert all(8 <= x <= 128 and 32 <= x * y <= 1024 for x, y in shapes2)
+    assert not space.legal(Config(block=(1024,), min_blocks=4))  # 4 x 1024 threads do not fit an SM
+    assert space.legal(Config(block=(512,), min_blocks=4))
+    assert space.size > 1000  # too many to try one by one: the reason for a strategy
+
+
+def test_unscreened_proposals_are_deterministic_distinct_and_cover_every_knob():
     source = example("saxpy.cu")
     first = BuiltinGenerator().propose(context(source, "saxpy"), 20)
     second = BuiltinGenerator().propose(context(source, "saxpy"), 20)
     assert [p.source for p in first] == [p.source for p in second]
     assert len({p.key for p in first}) == len(first)
     notes = [p.note for p in first]
-    assert "__restrict__" in notes and "block 128" in notes and "grid-stride over 4 waves" in notes
-    assert "-use_fast_math" in notes and ("-use_fast_math",) == next(p.flags for p in first if p.note == "-use_fast_math")
+    for expected in ("block 128", "__restrict__", "grid-stride over 1 wave of resident blocks",
+                     "__launch_bounds__", "blockDim as a constant", "-use_fast_math"):
+        assert expected in notes
+    assert ("-use_fast_math",) == next(p.flags for p in first if p.note == "-use_fast_math")
 
 
-def test_grid_stride_keeps_the_bounds_and_caps_the_grid():
-    p = next(p for p in BuiltinGenerator().propose(context(example("saxpy.cu"), "saxpy"), 20)
-             if p.note == "grid-stride over 4 waves")
-    assert 'grid = "min(cdiv(n, 256), 528)"' in p.source
+def test_grid_stride_sizes_the_grid_to_resident_blocks_and_keeps_the_bounds():
+    p = _render(example("saxpy.cu"), "saxpy", Config(grid_stride_waves=2))
+    assert f'grid = "min(cdiv(n, 256), {132 * 8 * 2})"' in p.source  # 2048 / 256 = 8 resident blocks per SM
     assert "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)" in p.source
+    p = _render(example("saxpy.cu"), "saxpy", Config(block=(1024,), grid_stride_waves=1))
+    assert f'grid = "min(cdiv(n, 1024), {132 * 2})"' in p.source and "block = 1024" in p.source
+
+
+KERNEL = """/* @fsr
+bench = { n = 4096, m = 64 }
+grid = "(n + 255) / 256"
+block = 256
+smem = "256 * 4"
+[args]
+x = "in[n]"
+w = "in[m]"
+y = "out[n]"
+n = "n"
+m = "m"
+*/
+__global__ void __launch_bounds__(256) k(float* x, float* w, float* y, int n, int m)
+{
+    extern __shared__ float s[];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    float acc = 0.0f;
+    #pragma unroll 2
+    for (int j = 0; j < m; ++j)
+        acc += w[j] * s[(threadIdx.x + j) % blockDim.x];
+    for (int j = 0; j < 2; ++j)
+        acc *= 0.5f;
+    if (i < n) y[i] = acc;
+}
+"""
+
+
+def test_rewrites_rescale_the_launch_and_keep_the_kernel_well_formed():
+    p = _render(KERNEL, "k", Config(block=(128,), restrict="const", unroll=4, static_block=True))
+    assert 'grid = "(n + 127) / 128"' in p.source and 'smem = "128 * 4"' in p.source and "block = 128" in p.source
+    assert "const float* __restrict__ x" in p.source and "const float* __restrict__ w" in p.source
+    assert "float* __restrict__ y" in p.source and "const float* __restrict__ y" not in p.source  # y is written
+    assert "__launch_bounds__(128)" in p.source and "__launch_bounds__(256)" not in p.source
+    assert p.source.count("#pragma unroll") == 2  # the loop that had a pragma keeps its own, alone
+    assert "#pragma unroll 2\n    for (int j = 0; j < m" in p.source
+    assert "#pragma unroll 4\n    for (int j = 0; j < 2" in p.source
+    assert "% 128]" in p.source and "blockDim" not in p.source.split("{", 1)[1].split("*/")[-1]
+    p = _render(KERNEL, "k", Config(min_blocks=2))
+    assert "__launch_bounds__(256, 2)" in p.source and "@fsr" not in p.source  # same launch: no block
 
 
 def test_no_block_change_when_the_body_hard_codes_the_block_size():
@@ -59,6 +137,122 @@ __global__ void k(int n, float* x)
     if (i < n) x[i] = s[255 - threadIdx.x];
 }
 """
-    notes = [p.note for p in BuiltinGenerator().propose(context(src, "k"), 20)]
-    assert not any(n.startswith("block") for n in notes)
-    assert not any(n.startswith("grid-stride") for n in notes)  # the guarded statement is not alone
+    _, space = _space(src, "k")
+    assert space.block_configs() == []
+    assert space.waves == (None,)  # the guarded statement is not alone
+    notes = [p.note for p in BuiltinGenerator().propose(context(src, "k"), 40)]
+    assert notes and not any(n.startswith("block ") for n in notes)
+
+
+# ------------------------------------------------------------ the strategy, on a cost model
+
+
+class CostModel:
+    """Screening stand-in: a time from the notes of a candidate, the best launch shape a
+    (64,) block; restrict, unroll 8 and two resident-block waves each help on top of it;
+    fast math breaks the outputs."""
+
+    def __init__(self, cancel_after: int | None = None):
+        self.screened = []
+        self.cancel_after = cancel_after
+
+    def __call__(self, proposals):
+        results = []
+        for p in proposals:
+            if self.cancel_after is not None and len(self.screened) >= self.cancel_after:
+                results.append(EvalResult(kernel="k", status="cancelled", message="search cancelled", screened=True))
+                continue
+            self.screened.append(p.note)
+            ms = self.time(p.note)
+            status = "wrong" if "fast_math" in p.note else "verified"
+            t = TimingStats(ms, ms, ms, ms, ms, 5)
+            results.append(EvalResult(kernel="k", status=status, message="", screened=True, candidate_time=t,
+                                      original_time=TimingStats(1.0, 1.0, 1.0, 1.0, 1.0, 5)))
+        return results
+
+    @staticmethod
+    def time(note):
+        block = 256
+        for part in note.split(", "):
+            if part.startswith("block "):
+                block = int(part.split()[1])
+        ms = 1.0 * (1 + abs(math.log2(block / 64)) * 0.3)
+        ms *= 0.9 if "__restrict__" in note else 1.0
+        ms *= 0.8 if "#pragma unroll 8" in note else 1.0
+        ms *= 0.85 if "grid-stride over 2 waves" in note else 1.0
+        return ms
+
+
+def test_the_tuner_sweeps_every_shape_then_anneals_to_a_combination_no_sweep_finds():
+    source = example("saxpy.cu")
+    model = CostModel()
+    ctx = context(source, "saxpy")
+    ctx.screen = model
+    gen = BuiltinGenerator(budget=96, seconds=60)
+    proposals = gen.propose(ctx, 4)
+    swept = {n for n in model.screened if n.startswith("block ") and "," not in n}
+    assert len(swept) == 31  # every other 1D shape, once
+    assert len(model.screened) == len(set(model.screened))  # nothing screened twice
+    best = proposals[0].note
+    assert "block 64" in best and "__restrict__" in best and "grid-stride over 2 waves" in best
+    assert proposals[1].note == "block 64"  # the fastest plain shape is always verified too
+    assert CostModel.time(best) < 0.9 * CostModel.time("block 64")  # beyond what a block sweep reaches
+
+
+def test_a_later_round_anneals_on_from_the_verified_leader_without_repeating_itself():
+    from fsr_lsp.search.proposal import Tried
+
+    source = example("saxpy.cu")
+    model = CostModel()
+    gen = BuiltinGenerator(budget=16, seconds=60)
+    ctx = context(source, "saxpy")
+    ctx.screen = model
+    first = gen.propose(ctx, 3)
+    leader = Tried(first[0], EvalResult(kernel="k", status="verified", message="", speedup=2.0,
+                                        candidate_time=TimingStats(0.5, 0.5, 0.5, 0.5, 0.5, 50)))
+    ctx2 = context(source, "saxpy", round_=1, history=[leader], seeds=[leader])
+    ctx2.screen = model
+    before = len(model.screened)
+    second = gen.propose(ctx2, 3)
+    assert 0 < len(model.screened) - before <= 17  # no second sweep: the budget, plus the greedy guess
+    assert not {p.key for p in second} & {leader.proposal.key}
+    assert len(model.screened) == len(set(model.screened))
+
+
+def test_cancelled_screening_stops_the_tuner():
+    model = CostModel(cancel_after=20)
+    ctx = context(example("saxpy.cu"), "saxpy")
+    ctx.screen = model
+    gen = BuiltinGenerator(budget=96, seconds=60)
+    gen.propose(ctx, 4)
+    assert len(model.screened) == 20
+    assert gen._tuners and all(t.stopped for _, t in gen._tuners.values())
+
+
+def test_screened_results_never_reach_the_history(monkeypatch):
+    from fsr_lsp.search import SearchConfig, run_search
+
+    from .scripted_bench import ScriptedBench
+
+    class TuningBench(ScriptedBench):
+        def __init__(self):
+            super().__init__()
+            self.model = CostModel()
+
+        def screen(self, proposals):
+            return self.model(proposals)
+
+        def _verdict(self, source):
+            self.evaluated.append(source)
+            return EvalResult(kernel="k", status="verified", message="", gpu=GPU, speedup=1.5,
+                              original_time=TimingStats(2.0, 2, 2, 2, 2, 50),
+                              candidate_time=TimingStats(1.33, 1.33, 1.33, 1.33, 1.33, 50), speedup_ci=(1.45, 1.55))
+
+    bench = TuningBench()
+    config = SearchConfig(rounds=1, candidates=3, sanitize_winner=False, fix_attempts=0)
+    outcome = run_search(example("saxpy.cu"), "examples/saxpy.cu", "saxpy", config, bench,
+                         BuiltinGenerator(budget=16, seconds=60))
+    assert len(bench.model.screened) > 40  # the sweep and the annealing
+    assert len(outcome.tried) == 3 and len(bench.evaluated) == 3  # only the top few were fully evaluated
+    assert all(not t.result.screened for t in outcome.tried)
+    assert outcome.status == "improved"

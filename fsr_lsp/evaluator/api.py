@@ -35,6 +35,7 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
         base.compile = _without_binaries(base.compile)
         return base
     result = evaluator.run(prepared.job, timeout=timeout, on_stage=on_stage)
+    result.screened = prepared.job.screen
     result.checks = base.checks + result.checks
     result.compile = _without_binaries(base.compile)
     result.warnings = base.warnings + result.warnings

@@ -3,6 +3,7 @@ candidate, and build the job. Runs anywhere nvcc does; the GPU half takes the jo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -21,6 +22,11 @@ from .plan import build_plans
 from .records import Check, CompileResult, Defences, EvalJob, EvalResult, TimingConfig
 
 
+# Enough to rank configurations of one kernel, a tenth of a full timing's cost; the few that
+# rank first are then verified and timed in full.
+SCREEN_TIMING = TimingConfig(warmup=1, min_reps=5, max_reps=15, target_seconds=0.01)
+
+
 @dataclass(frozen=True)
 class EvalOptions:
     flags: tuple[str, ...] = ()
@@ -34,6 +40,14 @@ class EvalOptions:
     timing: TimingConfig = field(default_factory=TimingConfig)
     defences: Defences = field(default_factory=Defences)
     skip_unchanged: bool = True  # the original's own code as a candidate is "unchanged", not timed
+    screen: bool = False  # a tuner's quick look (see SCREEN_TIMING); its results are never verdicts
+
+    def job_settings(self) -> tuple[int, TimingConfig, Defences]:
+        """Seeds per size, timing and defences of a job: the user's, or a screening job's."""
+        if not self.screen:
+            return self.seeds_per_size, self.timing, self.defences
+        defences = dataclasses.replace(self.defences, chained_launches=1, unmapped_pages=False)
+        return 1, SCREEN_TIMING, defences
 
     def compile_options(self, arch: str, compiler: str | None = None, candidate: bool = False) -> CompileOptions:
         flags = self.flags + (self.candidate_flags if candidate else ())
@@ -112,16 +126,19 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
             return Prepared(result=result)
         checks.append(Check("compile candidate", "pass", f"{cand.compiler}, {cand.seconds:.2f} s" + (" (cached)" if cand.cached else "")))
     seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
+    sizes = build_plans(kernel, spec, cand_spec)
+    seeds, timing, defences = options.job_settings()
     job = EvalJob(
         kernel=kernel_name,
         original=orig.binary,  # type: ignore[arg-type]
         candidate=cand.binary if cand else None,
-        sizes=build_plans(kernel, spec, cand_spec),
-        seeds_per_size=options.seeds_per_size,
+        sizes=sizes[-1:] if options.screen else sizes,  # the bench size comes last
+        seeds_per_size=seeds,
         base_seed=seed,
-        ref=dict(spec.ref),
-        timing=options.timing,
-        defences=options.defences,
+        ref={} if options.screen else dict(spec.ref),
+        timing=timing,
+        defences=defences,
+        screen=options.screen,
     )
     pre = Prepared(job=job, kernel=kernel, spec=spec, launch_changed=launch_changed)
     pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,

@@ -148,6 +148,7 @@ class EvalJob:
     defences: Defences = field(default_factory=Defences)
     mode: Literal["full", "sanitize"] = "full"  # sanitize: run one kernel once per size, exact allocations
     sanitize_original: bool = False  # in sanitize mode: run the original instead of the candidate
+    screen: bool = False  # a tuner's quick look: the bench size only, one input set, few repetitions
 
 
 @dataclass
@@ -163,6 +164,7 @@ class GpuInfo:
     bandwidth_gbps: float = 0.0  # measured: a large device-to-device copy, bytes read + written
     smem_per_block_bytes: int = 0  # the opt-in maximum
     smem_per_sm_bytes: int = 0
+    max_threads_per_sm: int = 0  # resident threads an SM holds (2048 on sm_80 and sm_90)
 
     @property
     def arch(self) -> str:
@@ -241,10 +243,16 @@ class EvalResult:
     phase_seconds: dict[str, float] = field(default_factory=dict)  # worker time per phase: load, verify, ...
     restart_worker: bool = False  # set by the worker when its CUDA context can no longer be trusted
     confirmed: bool = False  # passed the sanitizers too (in a search: the leaders' check, with more seeds)
+    screened: bool = False  # from a screening job: checked at the bench size only, never a verdict
 
     @property
     def verified(self) -> bool:
-        return self.status == "verified"
+        """A full verification passed. A screening result never counts: it saw one size."""
+        return self.status == "verified" and not self.screened
+
+    @property
+    def passed_screen(self) -> bool:
+        return self.status == "verified" and self.screened
 
     def is_win(self, min_gain: float) -> bool:
         """Faster beyond doubt: the whole interval of the speedup lies above 1 + min_gain."""

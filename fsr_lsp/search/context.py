@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..evaluator.records import EvalResult, GpuInfo, SizePlan
 from ..kernels import Kernel
 from ..spec import Spec
-from .proposal import Tried
+from ..evaluator.profile import ProfileFacts
+from .proposal import Proposal, Tried
 from .workload import Workload
 
 
@@ -28,6 +30,11 @@ class RoundContext:
     seeds: list[Tried] = field(default_factory=list)  # the fastest verified so far, fastest first
     definition_text: str = ""  # the definition alone ('' : kernel_text has no spec block)
     declarations: str = ""  # device-side declarations between the @fsr block and the kernel in the file
+    # A cheap look at candidates (bench size only, few repetitions), for generators that tune;
+    # None where the bench cannot screen. Its results are never verdicts.
+    screen: Callable[[list[Proposal]], list[EvalResult]] | None = None
+    profile: ProfileFacts | None = None  # profiler facts about the leader (from round 2 on)
+    profile_note: str = ""  # why there are none, when profiling was attempted
 
     @property
     def definition(self) -> str:

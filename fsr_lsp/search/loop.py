@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Literal, Protocol
 
 from ..evaluator.plan import build_plans
+from ..evaluator.profile import ProfileFacts
 from ..evaluator.records import EvalResult, GpuInfo, SizePlan
 from ..kernels import find_kernel, kernel_source
 from ..source import SourceText
@@ -67,6 +68,7 @@ class SearchOutcome:
     stopped: str = ""  # rounds, time, target, cancelled, exhausted, generator
     search_key: str = ""
     problem: str = ""  # what stopped the search early (the generator failing), for the user
+    notes: list[str] = field(default_factory=list)  # things the user should know (no profiler, ...)
 
 
 def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
@@ -99,12 +101,19 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
     spec_text = texts.spec or render_spec(spec)
     outcome = SearchOutcome("no_win", "", baseline=baseline, search_key=key)
 
+    profiler = Profiler(bench, outcome) if getattr(generator, "wants_profile", False) else None
+
     def context(round_: int) -> RoundContext:
-        return RoundContext(kernel=kernel, kernel_text=kernel_text, spec=spec, spec_text=spec_text, bench=bench_plan,
-                            gpu=gpu, baseline=baseline, workload=classify(kernel_text, bench_plan), round=round_,
-                            rounds=config.rounds, mode=config.mode, history=list(history),
-                            seeds=ranked(history)[: config.seeds], definition_text=texts.definition,
-                            declarations=texts.declarations)
+        ctx = RoundContext(kernel=kernel, kernel_text=kernel_text, spec=spec, spec_text=spec_text, bench=bench_plan,
+                           gpu=gpu, baseline=baseline, workload=classify(kernel_text, bench_plan), round=round_,
+                           rounds=config.rounds, mode=config.mode, history=list(history),
+                           seeds=ranked(history)[: config.seeds], definition_text=texts.definition,
+                           declarations=texts.declarations, screen=getattr(bench, "screen", None))
+        if profiler and round_ >= 1:  # profiler facts help after the first round, not in it
+            report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
+                            _best_speedup(history), f"round {round_ + 1}: profiling the leader"))
+            ctx.profile, ctx.profile_note = profiler.leader(ctx.seeds[0] if ctx.seeds else None)
+        return ctx
 
     def evaluate(proposals: list[Proposal]) -> list[Tried]:
         tried: list[Tried] = []
@@ -171,6 +180,27 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
         store.finish_search(search_id, {"status": outcome.status, "message": outcome.message, "stopped": stopped,
                                         "best": outcome.best.proposal.key if outcome.best else None})
     return outcome
+
+
+class Profiler:
+    """Nsight Compute facts about each round's leader (once per leader), where the bench can
+    profile; the first reason there are none becomes a note for the user."""
+
+    def __init__(self, bench: Bench, outcome: SearchOutcome) -> None:
+        self.bench, self.outcome = bench, outcome
+        self._facts: dict[str, tuple[ProfileFacts | None, str]] = {}
+
+    def leader(self, leader: Tried | None) -> tuple[ProfileFacts | None, str]:
+        profile = getattr(self.bench, "profile", None)
+        if profile is None:
+            return None, ""
+        key = leader.proposal.key if leader else ""
+        if key not in self._facts:
+            profiled = profile(leader.proposal if leader else None)
+            self._facts[key] = (profiled.facts, profiled.note)
+            if profiled.note and profiled.note not in self.outcome.notes:
+                self.outcome.notes.append(profiled.note)
+        return self._facts[key]
 
 
 def ranked(tried: list[Tried]) -> list[Tried]:

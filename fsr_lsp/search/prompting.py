@@ -37,7 +37,8 @@ def propose_prompt(ctx: RoundContext, index: int, count: int) -> str:
     return template("propose.md").substitute(
         kernel=ctx.kernel_text.strip(), declarations=describe_declarations(ctx), workload=ctx.workload, buffers=describe_buffers(ctx.bench),
         gpu=describe_gpu(ctx.gpu), baseline_ms=f"{ctx.baseline_ms:.4g}", bench_size=ctx.bench.label,
-        resources=describe_resources(ctx) if show_resources else "", history=history_section(ctx),
+        resources=describe_resources(ctx) if show_resources else "", profile=describe_profile(ctx),
+        history=history_section(ctx),
         task=task.strip()).strip()
 
 
@@ -91,6 +92,16 @@ def describe_resources(ctx: RoundContext) -> str:
     spill = f", {ptxas.spill_stores} bytes spill stores, {ptxas.spill_loads} bytes spill loads" if ptxas else ""
     label = "the fastest version so far" if best else "the original"
     return f"Resource use of {label}: {regs} registers per thread, {smem} bytes static shared memory{spill}."
+
+
+def describe_profile(ctx: RoundContext) -> str:
+    """Nsight Compute's view of the leader (from round 2 on), with the roofline position."""
+    facts = ctx.profile
+    if facts is None:
+        return ""
+    which = "the fastest version so far" if facts.who == "candidate" else "the original"
+    lines = [f"Nsight Compute on {which} at the bench size ({facts.kernel_ms:.4g} ms under the profiler):"]
+    return "\n".join(lines + [f"- {line}" for line in facts.describe()]) + "\n"
 
 
 def history_section(ctx: RoundContext) -> str:

@@ -16,7 +16,7 @@ from .verify import Counts, checked_text, unmapped_layer, verify
 
 def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) -> EvalResult:
     started = time.perf_counter()
-    result = EvalResult(kernel=job.kernel, status="verified", message="", gpu=session.info)
+    result = EvalResult(kernel=job.kernel, status="verified", message="", gpu=session.info, screened=job.screen)
     torch = session.torch
     phase = _Phases(result.phase_seconds)
     try:

@@ -59,6 +59,7 @@ class GpuSession:
             driver=".".join(str(x) for x in divmod(cuda.get_driver_version(), 1000)),
             smem_per_block_bytes=int(device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)),
             smem_per_sm_bytes=int(device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)),
+            max_threads_per_sm=int(device.get_attribute(cuda.device_attribute.MAX_THREADS_PER_MULTIPROCESSOR)),
         )
         self.device = torch.device("cuda", index)
         # Reading twice the L2 evicts whatever the previous run left there. Reading, not writing:

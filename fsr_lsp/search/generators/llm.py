@@ -16,6 +16,7 @@ from typing import Any, Callable
 from ...llmclient import ChatClient, ChatError
 from ..config import LLMConfig
 from ..context import RoundContext
+from ..labels import code_label, model_label
 from ..prompting import fix_prompt, propose_prompt, system_prompt
 from ..proposal import Proposal, Tried
 from .base import GeneratorError
@@ -24,6 +25,8 @@ _FENCE = re.compile(r"```[ \t]*([\w+#-]*)[^\n]*\n(.*?)```", re.S)
 
 
 class LLMGenerator:
+    wants_profile = True  # the loop profiles each round's leader for the next prompt
+
     def __init__(self, config: LLMConfig, *, client: Any = None, sleep: Callable[[float], None] = time.sleep,
                  parallel: int = 4) -> None:
         self.config = config
@@ -35,7 +38,7 @@ class LLMGenerator:
         prompts = [propose_prompt(ctx, i, n) for i in range(n)]
         with ThreadPoolExecutor(max_workers=max(1, min(self._parallel, n))) as pool:
             outcomes = list(pool.map(self._ask_safely, prompts))
-        proposals = [self._proposal(prompt, answer, ctx.round) for prompt, answer in zip(prompts, outcomes)
+        proposals = [self._proposal(ctx, prompt, answer) for prompt, answer in zip(prompts, outcomes)
                      if not isinstance(answer, GeneratorError)]
         if not proposals:
             errors = [a for a in outcomes if isinstance(a, GeneratorError)]
@@ -45,7 +48,7 @@ class LLMGenerator:
     def fix(self, ctx: RoundContext, failed: Tried) -> Proposal | None:
         prompt = fix_prompt(failed)
         answer = self._ask(prompt)
-        p = self._proposal(prompt, answer, ctx.round)
+        p = self._proposal(ctx, prompt, answer)
         return Proposal(source=p.source, generator=p.generator, note=f"fix of {failed.proposal.note or 'a candidate'}: "
                         f"{p.note}"[:300], prompt=p.prompt, response=p.response, parent=failed.proposal.key,
                         round=ctx.round)
@@ -64,11 +67,11 @@ class LLMGenerator:
         except ChatError as e:
             raise GeneratorError(str(e)) from None
 
-    def _proposal(self, prompt: str, answer: str, round_: int) -> Proposal:
+    def _proposal(self, ctx: RoundContext, prompt: str, answer: str) -> Proposal:
         code = extract_code(answer)
-        note = _note(answer) if code else "the answer held no CUDA kernel"
+        note = label(ctx, answer, code) if code else "the answer held no CUDA kernel"
         return Proposal(source=code or answer, generator=self.name, note=note, prompt=f"{system_prompt()}\n\n{prompt}",
-                        response=answer, round=round_)
+                        response=answer, round=ctx.round)
 
 
 def extract_code(answer: str) -> str:
@@ -81,6 +84,6 @@ def extract_code(answer: str) -> str:
     return ""
 
 
-def _note(answer: str) -> str:
-    prose = _FENCE.sub("", answer).strip()
-    return " ".join(prose.split())[:300]
+def label(ctx: RoundContext, answer: str, code: str) -> str:
+    """The model's own `Change:` line, else what the code shows it changed."""
+    return model_label(answer) or code_label(ctx.definition, ctx.spec, ctx.kernel.name, code)

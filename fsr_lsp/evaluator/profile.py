@@ -1,0 +1,155 @@
+"""Nsight Compute facts about one kernel at the bench size, for a model's next prompt.
+
+A child process runs the job once per size (the sanitizer's child, at the bench size only)
+under `ncu`, which replays the kernel for its counters. Read back: DRAM and L2 throughput and
+SM throughput as % of peak, achieved occupancy, the top warp-stall reasons, shared-memory bank
+conflicts and local-memory (spill) traffic; from those, the roofline position.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .records import EvalJob
+from .serde import to_json
+
+_METRICS = {
+    "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "l2_pct": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "duration_ns": "gpu__time_duration.sum",
+    "bank_conflicts_ld": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "bank_conflicts_st": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "local_ld": "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "local_st": "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+}
+_STALL_PREFIX, _STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+_STALLS = f"regex:{_STALL_PREFIX}.*{_STALL_SUFFIX.replace('.', '[.]')}"
+TOP_STALLS = 3
+
+
+@dataclass
+class Stall:
+    reason: str  # long_scoreboard, barrier, mio_throttle, ...
+    per_issue: float  # warps stalled for this reason per issued instruction
+
+
+@dataclass
+class ProfileFacts:
+    kernel_ms: float
+    dram_pct: float
+    l2_pct: float
+    sm_pct: float
+    occupancy_pct: float
+    stalls: list[Stall] = field(default_factory=list)  # the top reasons, largest first
+    bank_conflicts: int = 0  # shared-memory loads and stores
+    local_sectors: int = 0  # local-memory (spill) sectors read and written
+    who: str = "candidate"  # which kernel of the job was profiled
+
+    @property
+    def bound(self) -> str:
+        return "memory" if max(self.dram_pct, self.l2_pct) >= self.sm_pct else "compute"
+
+    @property
+    def bound_pct(self) -> float:
+        return max(self.dram_pct, self.l2_pct) if self.bound == "memory" else self.sm_pct
+
+    def describe(self) -> list[str]:
+        stalls = ", ".join(f"{s.reason.replace('_', ' ')} ({s.per_issue:.1f})" for s in self.stalls) or "none"
+        return [
+            f"roofline: {self.bound}-bound, at {self.bound_pct:.0f}% of that bound",
+            f"DRAM throughput {self.dram_pct:.0f}% of peak, L2 {self.l2_pct:.0f}%, SM {self.sm_pct:.0f}%",
+            f"achieved occupancy {self.occupancy_pct:.0f}% of the warps an SM can hold",
+            f"top warp stalls (warps stalled per issued instruction): {stalls}",
+            f"shared-memory bank conflicts: {self.bank_conflicts}; local-memory (spill) sectors: {self.local_sectors}",
+        ]
+
+
+@dataclass
+class Profiled:
+    facts: ProfileFacts | None
+    note: str = ""  # why there are no facts
+
+
+def find_ncu() -> str | None:
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if home and os.access(Path(home) / "bin" / "ncu", os.X_OK):
+            return str(Path(home) / "bin" / "ncu")
+    return None
+
+
+def profile(job: EvalJob, device_index: int = 0, who: str = "candidate", timeout: float = 180.0) -> Profiled:
+    """The kernel `who` of the job ("candidate" or "original") at the job's bench size."""
+    tool = find_ncu()
+    if tool is None:
+        return Profiled(None, "Nsight Compute (ncu) is not on PATH: no profiler facts")
+    bench = [p for p in job.sizes if p.role == "bench"][-1:]
+    run = dataclasses.replace(job, sizes=bench, mode="sanitize", seeds_per_size=1,
+                              sanitize_original=who == "original" or job.candidate is None)
+    metrics = ",".join(_METRICS.values()) + "," + _STALLS
+    with tempfile.TemporaryDirectory(prefix="fsr-profile-") as tmp:
+        path = Path(tmp) / "job.json"
+        path.write_text(to_json(run))
+        log = Path(tmp) / "ncu.csv"
+        binary = job.original if run.sanitize_original else job.candidate
+        assert binary is not None
+        cmd = [tool, "--csv", "--page", "raw", "--kernel-name-base", "mangled", "--kernel-name", binary.entry,
+               "--launch-count", "1",
+               "--metrics", metrics, "--log-file", str(log),
+               sys.executable, "-m", "fsr_lsp.evaluator.sanitize_main", str(path), str(device_index)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return Profiled(None, f"ncu did not finish within {timeout:.0f} s")
+        text = log.read_text(errors="replace") if log.exists() else ""
+    facts = parse_ncu_csv(text, who)
+    if facts is None:
+        why = _last_line(text + "\n" + proc.stdout + "\n" + proc.stderr)
+        return Profiled(None, f"ncu gave no metrics (exit {proc.returncode}): {why}")
+    return Profiled(facts)
+
+
+def parse_ncu_csv(text: str, who: str = "candidate") -> ProfileFacts | None:
+    """The first profiled kernel of `ncu --csv --page raw`: a header row, a units row, then one
+    row per kernel; numbers carry thousands separators. Lines that are not CSV are skipped."""
+    rows = list(csv.reader(line for line in text.splitlines() if line.startswith('"')))
+    if len(rows) < 3 or "ID" not in rows[0]:
+        return None
+    header, data = rows[0], rows[2]
+    values = dict(zip(header, data))
+
+    def number(name: str) -> float:
+        raw = values.get(name, "").replace(",", "").strip()
+        try:
+            return float(raw)
+        except ValueError:
+            return 0.0
+
+    if not any(name in values for name in _METRICS.values()):
+        return None
+    stalls = [Stall(name[len(_STALL_PREFIX):-len(_STALL_SUFFIX)], number(name)) for name in header
+              if name.startswith(_STALL_PREFIX) and name.endswith(_STALL_SUFFIX)]
+    # `selected` is the issuing warp itself, not a stall.
+    stalls = sorted((s for s in stalls if s.per_issue > 0 and s.reason != "selected"), key=lambda s: -s.per_issue)
+    m = {key: number(name) for key, name in _METRICS.items()}
+    return ProfileFacts(kernel_ms=m["duration_ns"] / 1e6, dram_pct=m["dram_pct"], l2_pct=m["l2_pct"], sm_pct=m["sm_pct"],
+                        occupancy_pct=m["occupancy_pct"], stalls=stalls[:TOP_STALLS],
+                        bank_conflicts=int(m["bank_conflicts_ld"] + m["bank_conflicts_st"]),
+                        local_sectors=int(m["local_ld"] + m["local_st"]), who=who)
+
+
+def _last_line(out: str) -> str:
+    lines = [ln.strip() for ln in out.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "no output"

@@ -1,0 +1,130 @@
+"""Source rewrites of one kernel definition, each well-understood and independent of the others.
+
+Each takes the definition's text (signature and body, no spec comment) and returns the new
+text, or None where its precondition does not hold; verification judges the result anyway.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...kernels import Kernel
+
+_GLOBAL_INDEX = re.compile(
+    r"(?:const\s+)?(?:int|unsigned(?:\s+int)?|long\s+long|size_t)\s+(\w+)\s*=\s*"
+    r"(?:blockIdx\.x\s*\*\s*blockDim\.x\s*\+\s*threadIdx\.x|blockDim\.x\s*\*\s*blockIdx\.x\s*\+\s*threadIdx\.x|"
+    r"threadIdx\.x\s*\+\s*blockIdx\.x\s*\*\s*blockDim\.x)\s*;")
+_FOR = re.compile(r"^([ \t]*)for\s*\(", re.M)
+_PRAGMA_LINE = re.compile(r"#\s*pragma\s+unroll\b[^\n]*\n[ \t]*$")
+_BLOCK_DIM = re.compile(r"\bblockDim\s*\.\s*([xyz])\b")
+
+
+def add_restrict(text: str, kernel: Kernel, const_names: frozenset[str] = frozenset()) -> str:
+    """`__restrict__` on every pointer parameter; `const` too on those named (read-only ones)."""
+    open_ = text.find("(", text.find(kernel.name))
+    close = matching(text, open_)
+    if open_ < 0 or close < 0:
+        return text
+    params = []
+    for p in kernel.params:
+        decl = p.text
+        if p.is_pointer and "restrict" not in decl:
+            star = decl.rfind("*")
+            decl = decl[: star + 1] + " __restrict__ " + decl[star + 1:].lstrip()
+        if p.is_pointer and p.name in const_names and not re.search(r"\bconst\b", decl[: decl.find("*")]):
+            decl = "const " + decl
+        params.append(decl)
+    return text[: open_ + 1] + ", ".join(params) + text[close:]
+
+
+def add_launch_bounds(text: str, name: str, threads: int, min_blocks: int | None = None) -> str:
+    bounds = f"__launch_bounds__({threads}{f', {min_blocks}' if min_blocks and min_blocks > 1 else ''})"
+    existing = re.search(r"__launch_bounds__\s*\([^)]*\)", text)
+    if existing:
+        return text[: existing.start()] + bounds + text[existing.end():]
+    at = re.search(rf"\b{re.escape(name)}\s*\(", text)
+    return text if at is None else text[: at.start()] + bounds + " " + text[at.start():]
+
+
+def has_loops(body: str) -> bool:
+    """A `for` at the start of a line that no `#pragma unroll` already governs."""
+    return any(not _PRAGMA_LINE.search(body[: m.start()]) for m in _FOR.finditer(body))
+
+
+def unroll_loops(text: str, factor: int) -> str:
+    """`#pragma unroll F` before each loop that has no unroll pragma yet (the body only)."""
+    start = text.find("{")
+
+    def pragma(m: re.Match) -> str:
+        if _PRAGMA_LINE.search(m.string[: m.start()]):
+            return m.group(0)
+        return f"{m.group(1)}#pragma unroll {factor}\n{m.group(1)}for ("
+
+    return text[:start] + _FOR.sub(pragma, text[start:])
+
+
+def uses_block_dim(body: str) -> bool:
+    return _BLOCK_DIM.search(body) is not None
+
+
+def static_block(text: str, block: tuple[int, ...]) -> str:
+    """`blockDim.x` (y, z) in the body as the launch's own numbers, which the compiler can fold."""
+    dims = dict(zip("xyz", tuple(block) + (1, 1)))
+    start = text.find("{")
+    return text[:start] + _BLOCK_DIM.sub(lambda m: str(dims[m.group(1)]), text[start:])
+
+
+def grid_stride_site(body: str) -> tuple[re.Match, re.Match] | None:
+    """`int i = blockIdx.x * blockDim.x + threadIdx.x;` directly followed by `if (i < n) ...`,
+    whose guarded statement neither returns nor synchronises (both change meaning in a loop)."""
+    decls = list(_GLOBAL_INDEX.finditer(body))
+    if len(decls) != 1:
+        return None
+    decl = decls[0]
+    guard = re.compile(rf"\s*if\s*\(\s*{re.escape(decl.group(1))}\s*<\s*([^()]+|[^()]*\([^()]*\)[^()]*)\)").match(
+        body, decl.end())
+    if guard is None:
+        return None
+    rest = body[guard.end():]
+    statement = rest[: _statement_end(rest)]
+    if re.search(r"\breturn\b|__syncthreads|\bbreak\b|\bcontinue\b", statement):
+        return None
+    if re.search(rf"\b{re.escape(decl.group(1))}\b", body[guard.end() + len(statement):]):
+        return None  # the index is used after the guarded statement
+    return decl, guard
+
+
+def to_grid_stride(text: str) -> str | None:
+    body_start = text.find("{")
+    body = text[body_start:]
+    site = grid_stride_site(body)
+    if site is None:
+        return None
+    decl, guard = site
+    var = decl.group(1)
+    type_ = decl.group(0)[: decl.start(1) - decl.start(0)].strip()
+    loop = (f"for ({type_} {var} = blockIdx.x * blockDim.x + threadIdx.x; {var} < {guard.group(1).strip()}; "
+            f"{var} += blockDim.x * gridDim.x)")
+    return text[:body_start] + body[: decl.start()] + loop + body[guard.end():]
+
+
+def _statement_end(text: str) -> int:
+    """Length of the statement at the start of `text`: a braced block or up to `;`."""
+    stripped = len(text) - len(text.lstrip())
+    if text[stripped:stripped + 1] == "{":
+        close = matching(text, stripped, "{", "}")
+        return close + 1 if close >= 0 else len(text)
+    semi = text.find(";")
+    return semi + 1 if semi >= 0 else len(text)
+
+
+def matching(text: str, i: int, open_: str = "(", close: str = ")") -> int:
+    depth = 0
+    for j in range(max(i, 0), len(text)):
+        if text[j] == open_:
+            depth += 1
+        elif text[j] == close:
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
