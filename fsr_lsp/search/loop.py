@@ -126,6 +126,7 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
         results = iter(bench.evaluate(fresh)) if fresh else iter(())
         tried = [t if t is not None else Tried(p, next(results)) for p, t in zip(proposals, tried)]
         for t in tried:
+            t.found_at = time.monotonic() - started
             if not t.reused:
                 record(t)
         return tried

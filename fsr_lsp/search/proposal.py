@@ -32,6 +32,7 @@ class Tried:
     proposal: Proposal
     result: EvalResult
     reused: bool = False  # the verdict came from the store, not a new evaluation
+    found_at: float = 0.0  # seconds into the search when the verdict came
     fixes: list["Tried"] = field(default_factory=list)
 
     @property

@@ -20,7 +20,7 @@ BAD = ["wrong_math.cu", "skip_tail.cu", "reads_output.cu", "modifies_input.cu", 
 
 
 def fenced(name: str) -> object:
-    return answer(f"```cuda\n{kernel_text(name)}\n```\n{name}")
+    return answer(f"```cuda\n{kernel_text(name)}\n```\nChange: {name}")
 
 
 def test_scripted_endpoint_fastest_verified_wins_and_bad_ones_are_rejected(evaluator, monkeypatch):
