@@ -82,6 +82,9 @@ def main(budget: float, only: list[str]) -> int:
                          s_speedup, s_shape, ours, best.proposal.note if best else "no win",
                          "below" if below else "ok", "-" if win_at is None else f"{win_at:.0f}",
                          f"{outcome.seconds:.0f}", generator.screened, f"{sweep_s:.0f}"])
+            print(f"[tuner] {path.stem}: sweep {s_speedup:.2f}x ({s_shape}, {sweep_s:.0f} s), ours {ours:.2f}x "
+                  f"({best.proposal.note if best else 'no win'}), win at {win_at if win_at is None else round(win_at)} s, "
+                  f"{generator.screened} screened; {outcome.message}", flush=True)
             records[path.stem] = {"sweep": s_speedup, "sweep_shape": s_shape, "sweep_verified": s_count,
                                   "ours": ours, "ours_interval": best.result.speedup_ci if best else None,
                                   "winner": best.proposal.note if best else None, "win_at_s": win_at,
