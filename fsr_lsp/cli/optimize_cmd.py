@@ -116,6 +116,8 @@ def _print_outcome(outcome: SearchOutcome, kernel: str) -> None:
                           t.result.status + (" (stored)" if t.reused else ""),
                           f"{t.time_ms:.4g}" if t.time_ms else "", f"{t.result.speedup:.2f}x" if t.result.speedup else "")
         console.print(table)
+    for note in outcome.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
     style = {"improved": "green", "no_win": "yellow"}.get(outcome.status, "bold red")
     console.print(f"[{style}]{kernel}: {outcome.status.replace('_', ' ')}[/]: {outcome.message}", highlight=False)
 

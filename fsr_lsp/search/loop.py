@@ -69,6 +69,7 @@ class SearchOutcome:
     search_key: str = ""
     problem: str = ""  # what stopped the search early (the generator failing), for the user
     notes: list[str] = field(default_factory=list)  # things the user should know (no profiler, ...)
+    original: str = ""  # the kernel as searched (its @fsr block and definition), for diffs
 
 
 def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
@@ -99,7 +100,7 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
     history = store.load(key) if store else []
     search_id = store.start_search(key, os.path.abspath(file), kernel_name, gpu.name, _config_record(config)) if store else None
     spec_text = texts.spec or render_spec(spec)
-    outcome = SearchOutcome("no_win", "", baseline=baseline, search_key=key)
+    outcome = SearchOutcome("no_win", "", baseline=baseline, search_key=key, original=kernel_text)
 
     profiler = Profiler(bench, outcome) if getattr(generator, "wants_profile", False) else None
 

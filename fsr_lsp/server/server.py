@@ -234,6 +234,8 @@ class FsrServer(LanguageServer):
             self.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=outcome.message[:200]))
         if outcome.problem:
             self.show_once(f"FSR {job.kernel}: {outcome.problem}")
+        for note in outcome.notes:  # e.g. no profiler: the search ran, with less to tell the model
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=f"FSR {job.kernel}: {note}"))
         if outcome.status == "improved":
             if self.settings.auto_apply:
                 asyncio.ensure_future(self._auto_apply(job))
