@@ -30,6 +30,7 @@ from fsr_lsp.search.tuning import render, space_of
 from fsr_lsp.source import SourceText
 from fsr_lsp.spec import parse_spec
 
+MIN_GAIN = SearchConfig().min_gain
 KERNELS = sorted((ROOT / "bench" / "naive_kernels").glob("*.cu"))
 
 
@@ -42,12 +43,14 @@ def sweep(bench: GpuBench, source: str, gpu) -> tuple[float, str, float, int]:
     space = space_of(kernel, spec, definition, gpu)
     proposals = [p for c in space.block_configs() if (p := render(c, space, kernel, spec, definition, gpu))]
     results = bench.evaluate(proposals)
-    verified = [(r.speedup, p.note, r.speedup_ci[0] if r.speedup_ci else r.speedup)
-                for p, r in zip(proposals, results) if r.verified and r.speedup]
-    if not verified:
-        return 1.0, "original", 1.0, 0
-    best = max(verified)
-    return (best[0], best[1], best[2], len(verified)) if best[0] > 1.0 else (1.0, "original", 1.0, len(verified))
+    verified = sum(r.verified for r in results)
+    # A shape counts as the search's winners do: its whole interval above 1 + min_gain.
+    wins = [(r.speedup, p.note, r.speedup_ci[0] if r.speedup_ci else r.speedup)
+            for p, r in zip(proposals, results) if r.is_win(MIN_GAIN)]
+    if not wins:
+        return 1.0, "original", 1.0, verified
+    best = max(wins)
+    return best[0], best[1], best[2], verified
 
 
 def main(budget: float, only: list[str]) -> int:

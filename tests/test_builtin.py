@@ -256,3 +256,58 @@ def test_screened_results_never_reach_the_history(monkeypatch):
     assert len(outcome.tried) == 3 and len(bench.evaluated) == 3  # only the top few were fully evaluated
     assert all(not t.result.screened for t in outcome.tried)
     assert outcome.status == "improved"
+
+
+HISTOGRAM = """/* @fsr
+bench = { n = 1000000 }
+grid  = "cdiv(n, 256)"
+block = 256
+[args]
+data = "in[n] randint(0, 63)"
+bins = "inout[64] fill(0)"
+n = "n"
+*/
+__global__ void hist(const unsigned char* data, unsigned int* bins, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&bins[data[i]], 1u);
+}
+"""
+
+
+def test_atomics_into_a_small_buffer_are_privatised_in_shared_memory():
+    p = _render(HISTOGRAM, "hist", Config(privatize=True, grid_stride_waves=1))
+    body = p.source.split("{", 2)[-1]
+    assert "__shared__ unsigned int fsr_private_bins[64];" in p.source
+    assert "atomicAdd(&fsr_private_bins[data[i]], 1u)" in p.source
+    assert "atomicAdd(&bins[fsr_j], fsr_private_bins[fsr_j])" in p.source
+    assert p.source.count("__syncthreads()") == 2 and "i += blockDim.x * gridDim.x" in body
+    assert p.note == "grid-stride over 1 wave of resident blocks, atomics privatised in shared memory"
+
+
+@pytest.mark.parametrize("body", [
+    "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    atomicAdd(&bins[data[i]], 1u);",
+    "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) atomicAdd(&bins[data[i]], bins[0]);",
+])
+def test_no_privatising_when_the_kernel_returns_early_or_reads_the_buffer(body):
+    src = HISTOGRAM.split("{\n")[0] + "{\n    " + body + "\n}\n"
+    _, space = _space(src, "hist")
+    assert space.privatize == (False,) and space.private is None
+
+
+@pytest.mark.nvcc
+def test_a_privatised_histogram_compiles(cache_dir):
+    p = _render(HISTOGRAM, "hist", Config(privatize=True, grid_stride_waves=2, static_block=True, block=(512,)))
+    prepared = prepare(HISTOGRAM, "hist", p.source, "sm_90a", EvalOptions(compiler="nvcc", cache_dir=cache_dir))
+    assert prepared.job is not None, prepared.result.message
+
+
+def test_screening_leaves_time_for_the_full_verification():
+    import time as clock
+
+    model = CostModel()
+    ctx = context(example("saxpy.cu"), "saxpy")
+    ctx.screen = model
+    ctx.deadline = clock.monotonic() - 1  # the search's time is already up
+    BuiltinGenerator(budget=96, seconds=60).propose(ctx, 4)
+    assert model.screened == []

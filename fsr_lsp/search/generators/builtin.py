@@ -20,6 +20,7 @@ from ..tuning import Annealer, Config, Space, render, space_of
 
 ANNEAL_BUDGET = 64  # configurations screened per round after the sweep
 ROUND_SECONDS = 40.0  # of screening per round at most
+VERIFY_SHARE = 0.4  # of the search's remaining time left for the full verification of what screening found
 BATCH = 16  # configurations compiled in parallel and screened together
 
 
@@ -61,7 +62,10 @@ class BuiltinGenerator:
     # ------------------------------------------------------------ with screening
 
     def _explore(self, ctx: RoundContext, tuner: Annealer) -> None:
-        deadline = time.monotonic() + self.seconds
+        now = time.monotonic()
+        deadline = now + self.seconds
+        if ctx.deadline is not None:
+            deadline = min(deadline, now + max(0.0, ctx.deadline - now) * (1 - VERIFY_SHARE))
         if ctx.round == 0 or not tuner.times:
             tuner.sweep(deadline)
         starts = [c for t in ctx.seeds if (c := self._configs.get(t.proposal.key)) is not None]

@@ -33,6 +33,10 @@ def render(c: Config, space: Space, kernel: Kernel, spec: Spec, definition: str,
         text = rewritten
         resident = max(1, min(32, space.max_threads_per_sm // threads))
         grid = [f"min({grid[0]}, {gpu.sm_count * resident * c.grid_stride_waves})"]
+    if c.privatize:
+        if space.private is None:
+            return None
+        text = transforms.privatize_atomics(text, *space.private)
     if c.static_block:
         text = transforms.static_block(text, block)
     if c.min_blocks or (kernel.launch_bounds and c.block):

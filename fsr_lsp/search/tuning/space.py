@@ -13,7 +13,7 @@ from ...evaluator.records import GpuInfo
 from ...kernels import Kernel
 from ...spec import Spec
 from ...spec.expr import has_literal
-from .transforms import grid_stride_site, has_loops, uses_block_dim
+from .transforms import grid_stride_site, has_loops, privatizable, uses_block_dim
 
 MAX_THREADS = 1024
 BLOCKS_2D_X = (8, 16, 32, 64, 128)
@@ -33,6 +33,7 @@ class Config:
     min_blocks: int | None = None  # __launch_bounds__(threads, min_blocks)
     static_block: bool = False  # blockDim.* as the launch's numbers
     fast_math: bool = False
+    privatize: bool = False  # atomicAdds into a small buffer go through a per-block shared copy
 
     def describe(self) -> str:
         parts = []
@@ -47,6 +48,8 @@ class Config:
             parts.append(f"#pragma unroll {self.unroll}")
         if self.min_blocks:
             parts.append(f"__launch_bounds__ min {self.min_blocks} blocks" if self.min_blocks > 1 else "__launch_bounds__")
+        if self.privatize:
+            parts.append("atomics privatised in shared memory")
         if self.static_block:
             parts.append("blockDim as a constant")
         if self.fast_math:
@@ -69,11 +72,14 @@ class Space:
     min_blocks: tuple[int | None, ...] = (None,)
     static_block: tuple[bool, ...] = (False,)
     fast_math: tuple[bool, ...] = (False, True)
+    privatize: tuple[bool, ...] = (False,)
+    private: tuple[str, str, int] | None = None  # the buffer privatize applies to: name, type, length
     const_names: frozenset[str] = frozenset()  # read-only pointer parameters
     max_threads_per_sm: int = 2048
 
     _KNOBS = {"block": "blocks", "restrict": "restrict", "grid_stride_waves": "waves", "unroll": "unroll",
-              "min_blocks": "min_blocks", "static_block": "static_block", "fast_math": "fast_math"}
+              "min_blocks": "min_blocks", "static_block": "static_block", "fast_math": "fast_math",
+              "privatize": "privatize"}
 
     @property
     def size(self) -> int:
@@ -138,6 +144,7 @@ def space_of(kernel: Kernel, spec: Spec, definition: str, gpu: GpuInfo) -> Space
     if read_only:
         restrict += ("const",)
     grid_stride = len(spec.grid) == 1 and len(block) == 1 and grid_stride_site(body) is not None
+    private = privatizable(body, kernel, _constant_lengths(spec))
     return Space(
         original_block=block,
         blocks=(None, *_blocks(spec, block, body)),
@@ -146,6 +153,8 @@ def space_of(kernel: Kernel, spec: Spec, definition: str, gpu: GpuInfo) -> Space
         unroll=(None, *UNROLL) if has_loops(body) else (None,),
         min_blocks=(None, *MIN_BLOCKS),
         static_block=(False, True) if uses_block_dim(body) else (False,),
+        privatize=(False, True) if private else (False,),
+        private=private,
         const_names=read_only,
         max_threads_per_sm=gpu.max_threads_per_sm or 2048,
     )
@@ -164,6 +173,16 @@ def _blocks(spec: Spec, block: tuple[int, ...], body: str) -> list[tuple[int, ..
     else:
         return []
     return [s for s in shapes if s != block]
+
+
+def _constant_lengths(spec: Spec) -> dict[str, int]:
+    """Buffers whose length is a number, whatever the sizes (bins, accumulators)."""
+    out = {}
+    for arg in spec.args:
+        length = getattr(arg, "length", None)
+        if isinstance(length, int) or (isinstance(length, str) and length.strip().isdigit()):
+            out[arg.name] = int(length)
+    return out
 
 
 def _direction(spec: Spec, name: str) -> str:

@@ -128,3 +128,45 @@ def matching(text: str, i: int, open_: str = "(", close: str = ")") -> int:
             if depth == 0:
                 return j
     return -1
+
+
+PRIVATE_MAX_ELEMENTS = 8192  # 32 KiB of 4-byte counters: leaves room for two blocks per SM
+_PRIVATE_TYPES = ("int", "unsigned int", "unsigned", "float", "unsigned long long", "long long", "double")
+
+
+def privatizable(body: str, kernel: Kernel, lengths: dict[str, int]) -> tuple[str, str, int] | None:
+    """(buffer, element type, length) of a small buffer the kernel only ever `atomicAdd`s into:
+    each block can add into a copy in shared memory and add that copy into the buffer once
+    (the classic privatised histogram). Not where the kernel returns early or synchronises,
+    since the copy is zeroed and flushed around the whole body between two barriers."""
+    if re.search(r"\breturn\b|__syncthreads|\bgoto\b", body):
+        return None
+    for p in kernel.params:
+        n = lengths.get(p.name)
+        if not p.is_pointer or p.base_type not in _PRIVATE_TYPES or not n or n > PRIVATE_MAX_ELEMENTS:
+            continue
+        uses = len(re.findall(rf"\b{re.escape(p.name)}\b", body))
+        adds = len(re.findall(rf"\batomicAdd\s*\(\s*(?:&\s*{re.escape(p.name)}\s*\[|{re.escape(p.name)}\s*[+,)])", body))
+        if uses and uses == adds:
+            return p.name, p.base_type, n
+    return None
+
+
+def privatize_atomics(text: str, name: str, element: str, length: int) -> str:
+    """The body's atomicAdds into `name` go to a per-block copy in shared memory, zeroed
+    first and added into `name` at the end."""
+    start = text.find("{")
+    end = text.rfind("}")
+    body = text[start + 1:end]
+    private = f"fsr_private_{name}"
+    body = re.sub(rf"(\batomicAdd\s*\(\s*&\s*){re.escape(name)}(\s*\[)", rf"\g<1>{private}\g<2>", body)
+    body = re.sub(rf"(\batomicAdd\s*\(\s*){re.escape(name)}(\s*[+,)])", rf"\g<1>{private}\g<2>", body)
+    thread = "threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)"
+    threads = "blockDim.x * blockDim.y * blockDim.z"
+    head = (f"\n    __shared__ {element} {private}[{length}];\n"
+            f"    for (int fsr_j = {thread}; fsr_j < {length}; fsr_j += {threads}) {private}[fsr_j] = 0;\n"
+            f"    __syncthreads();\n    {{")
+    tail = (f"    }}\n    __syncthreads();\n"
+            f"    for (int fsr_j = {thread}; fsr_j < {length}; fsr_j += {threads})\n"
+            f"        if ({private}[fsr_j] != 0) atomicAdd(&{name}[fsr_j], {private}[fsr_j]);\n")
+    return text[:start + 1] + head + body + tail + text[end:]
