@@ -20,6 +20,7 @@ from ..tuning import Annealer, Config, Space, render, space_of
 
 ANNEAL_BUDGET = 64  # configurations screened per round after the sweep
 ROUND_SECONDS = 40.0  # of screening per round at most
+SWEEP_SHARE = 0.5  # of a round's screening time for the sweep of launch shapes at most
 VERIFY_SHARE = 0.4  # of the search's remaining time left for the full verification of what screening found
 BATCH = 16  # configurations compiled in parallel and screened together
 
@@ -67,7 +68,7 @@ class BuiltinGenerator:
         if ctx.deadline is not None:
             deadline = min(deadline, now + max(0.0, ctx.deadline - now) * (1 - VERIFY_SHARE))
         if ctx.round == 0 or not tuner.times:
-            tuner.sweep(deadline)
+            tuner.sweep(now + (deadline - now) * SWEEP_SHARE)  # the rest of the shapes: annealing's neighbours
         starts = [c for t in ctx.seeds if (c := self._configs.get(t.proposal.key)) is not None]
         tuner.anneal(self.budget, deadline, starts)
         guess = tuner.combined()
