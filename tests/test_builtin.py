@@ -44,8 +44,8 @@ def test_every_rewrite_compiles_with_nvcc(file, name, cache_dir):
 def test_the_space_holds_every_legal_launch_shape():
     _, space = _space(example("saxpy.cu"), "saxpy")
     shapes = [c.block for c in space.block_configs()]
-    usual = [32, 64, 96, 128, 192, 384, 512, 768, 1024]
-    assert shapes[:len(usual)] == [(b,) for b in usual]  # the usual shapes first
+    usual = [32, 64, 128, 512, 1024]
+    assert shapes[:len(usual)] == [(b,) for b in usual]  # powers of two first
     assert sorted(shapes) == [(b,) for b in range(32, 1025, 32) if b != 256]
     _, space2 = _space(example("transpose.cu"), "transpose")
     shapes2 = {c.block for c in space2.block_configs()}
@@ -313,3 +313,30 @@ def test_screening_leaves_time_for_the_full_verification():
     ctx.deadline = clock.monotonic() - 1  # the search's time is already up
     BuiltinGenerator(budget=96, seconds=60).propose(ctx, 4)
     assert model.screened == []
+
+
+def test_shapes_that_are_not_powers_of_two_are_dropped_once_two_fail_and_none_passed():
+    class TreeReduction(CostModel):
+        """Every shape that is not a power of two fails, as a halving tree over the block does."""
+
+        @staticmethod
+        def time(note):
+            for part in note.split(", "):
+                if part.startswith("block ") and int(part.split()[1]) & (int(part.split()[1]) - 1):
+                    return None
+            return CostModel.time(note)
+
+        def __call__(self, proposals):
+            results = super().__call__(proposals)
+            for p, r in zip(proposals, results):
+                if self.time(p.note) is None:
+                    r.status, r.candidate_time = "crashed", None
+            return results
+
+    model = TreeReduction()
+    ctx = context(example("saxpy.cu"), "saxpy")
+    ctx.screen = model
+    BuiltinGenerator(budget=64, seconds=60).propose(ctx, 4)
+    odd = [n for n in model.screened if TreeReduction.time(n) is None]
+    assert len(odd) == 2  # the probe; then no more
+    assert len(model.screened) > 40  # the budget went to the shapes that work

@@ -101,11 +101,15 @@ class Space:
         return threads <= MAX_THREADS
 
     def block_configs(self) -> list[Config]:
-        """The sweep: every launch shape, nothing else changed; the usual ones (powers of two
-        and their midpoints) first, since odd shapes break kernels that assume them, and a
-        break costs a worker restart."""
-        shapes = [b for b in self.blocks if b is not None]
-        return [Config(block=b) for b in sorted(shapes, key=lambda b: not all(_usual(n) for n in b))]
+        """The sweep: every launch shape, nothing else changed; powers of two first, since
+        other shapes break kernels that assume them, and a break can cost a worker restart."""
+        shapes = [Config(block=b) for b in self.blocks if b is not None]
+        return sorted(shapes, key=lambda c: self.shape_class(c) == "odd")
+
+    def shape_class(self, c: Config) -> str:
+        """"odd" for a launch shape with a dimension that is not a power of two: kernels that
+        halve a stride or a tree over the block break on all of those at once."""
+        return "usual" if all(n & (n - 1) == 0 for n in c.block or self.original_block) else "odd"
 
     def neighbours(self, c: Config) -> list[Config]:
         """One knob changed; launch shapes only to nearby ones (within a factor of two)."""
@@ -133,11 +137,6 @@ class Space:
     def _near(self, a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> bool:
         a, b = a or self.original_block, b or self.original_block
         return all(max(x, y) <= 2 * min(x, y) for x, y in zip(a, b))
-
-
-def _usual(n: int) -> bool:
-    """A power of two, or three times one (96, 192, 384, 768)."""
-    return n & (n - 1) == 0 or (n % 3 == 0 and (n // 3) & (n // 3 - 1) == 0)
 
 
 def space_of(kernel: Kernel, spec: Spec, definition: str, gpu: GpuInfo) -> Space:

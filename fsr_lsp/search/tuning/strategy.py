@@ -31,16 +31,32 @@ class Annealer:
         self._current: Config | None = None
         self._t = self.temperature
 
+    def skipped(self, c: Config) -> bool:
+        """A shape class that failed twice and never passed is not tried again (a tree
+        reduction over the block fails for every shape that is not a power of two)."""
+        return self.space.shape_class(c) in self._dead_classes()
+
+    def _dead_classes(self) -> set[str]:
+        seen: dict[str, list[bool]] = {}
+        for c, t in self.times.items():
+            seen.setdefault(self.space.shape_class(c), []).append(t is not None)
+        return {k for k, ok in seen.items() if k != "usual" and len(ok) >= 2 and not any(ok)}
+
     def sweep(self, deadline: float) -> None:
-        """Every launch shape once (the original included), in batches."""
-        self._measure_all([Config()] + self.space.block_configs(), deadline)
+        """Every launch shape once, in batches: powers of two first, then two other shapes as a
+        probe (if both fail, the class is closed), then the rest."""
+        shapes = self.space.block_configs()
+        odd = [c for c in shapes if self.space.shape_class(c) == "odd"]
+        self._measure_all([Config()] + [c for c in shapes if c not in odd], deadline)
+        self._measure_all(odd[:2], deadline)
+        self._measure_all(odd[2:], deadline)
 
     def anneal(self, budget: int, deadline: float, starts: list[Config] | None = None) -> None:
         """Up to `budget` new configurations, from the fastest known (or `starts`)."""
         spent = 0
         current = self._pick_start(starts)
         while spent < budget and not self.stopped and time.monotonic() < deadline and current is not None:
-            pool = [n for n in self.space.neighbours(current) if n not in self.times]
+            pool = [n for n in self.space.neighbours(current) if n not in self.times and not self.skipped(n)]
             if not pool:
                 current = self._restart()
                 continue
@@ -99,10 +115,11 @@ class Annealer:
 
     def _measure_all(self, configs: list[Config], deadline: float) -> None:
         todo = [c for c in dict.fromkeys(configs) if c not in self.times]
-        for i in range(0, len(todo), max(self.batch, 1)):
+        while todo:
             if self.stopped or time.monotonic() >= deadline:
                 return
-            chunk = todo[i:i + max(self.batch, 1)]
+            todo = [c for c in todo if not self.skipped(c)]
+            chunk, todo = todo[:max(self.batch, 1)], todo[max(self.batch, 1):]
             results = self.measure(chunk)
             if len(results) < len(chunk):
                 self.stopped = True  # the measure gave up part way: cancelled
