@@ -10,7 +10,7 @@ the search when the winner's full verdict came.
 Targets (issue 11): ours never below the sweep (beyond the two measurements' noise), geomean
 >= 1.5x, a verified win within 60 s per kernel.
 
-Usage (on the GPU host): python bench/tuner_vs_sweep.py [BUDGET_S] [KERNEL...]
+Usage (on the GPU host): python bench/tuner_vs_sweep.py [BUDGET_S] [--ours-only] [KERNEL...]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def sweep(bench: GpuBench, source: str, gpu) -> tuple[float, str, float, int]:
     return best[0], best[1], best[2], verified
 
 
-def main(budget: float, only: list[str]) -> int:
+def main(budget: float, only: list[str], with_sweep: bool = True) -> int:
     rows, records, ours_all, sweep_all = [], {}, [], []
     failures = []
     with Evaluator() as ev:
@@ -65,7 +65,7 @@ def main(budget: float, only: list[str]) -> int:
             name = discover(SourceText(source)).kernels[0].name
             bench = GpuBench(ev, source, name)
             started = time.monotonic()
-            s_speedup, s_shape, s_low, s_count = sweep(bench, source, gpu)
+            s_speedup, s_shape, s_low, s_count = sweep(bench, source, gpu) if with_sweep else (1.0, "not run", 1.0, 0)
             sweep_s = time.monotonic() - started
             generator = BuiltinGenerator()
             config = SearchConfig(rounds=3, candidates=4, time_budget=budget, fix_attempts=0)
@@ -111,5 +111,7 @@ def main(budget: float, only: list[str]) -> int:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    with_sweep = "--ours-only" not in args
+    args = [a for a in args if a != "--ours-only"]
     budget = float(args.pop(0)) if args and args[0].replace(".", "").isdigit() else 60.0
-    sys.exit(main(budget, args))
+    sys.exit(main(budget, args, with_sweep))
