@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +18,7 @@ from pathlib import Path
 
 from .records import EvalJob
 from .serde import to_json
+from .support import find_cuda_tool
 
 _METRICS = {
     "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
@@ -81,13 +80,7 @@ class Profiled:
 
 
 def find_ncu() -> str | None:
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if home and os.access(Path(home) / "bin" / "ncu", os.X_OK):
-            return str(Path(home) / "bin" / "ncu")
-    return None
+    return find_cuda_tool("ncu")
 
 
 def profile(job: EvalJob, device_index: int = 0, who: str = "candidate", timeout: float = 180.0) -> Profiled:

@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from .records import Check, EvalJob, SizePlan
 from .serde import to_json
+from .support import find_cuda_tool
 
 TOOLS = ("memcheck", "racecheck")
 _EXIT_ON_ERROR = 86
@@ -54,13 +54,7 @@ class Outcome:
 
 
 def find_sanitizer() -> str | None:
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return found
-    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if home and os.access(Path(home) / "bin" / "compute-sanitizer", os.X_OK):
-            return str(Path(home) / "bin" / "compute-sanitizer")
-    return None
+    return find_cuda_tool("compute-sanitizer")
 
 
 def sanitized_sizes(job: EvalJob) -> list[SizePlan]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
+from pathlib import Path
 
 GPU_PACKAGES = ("pycuda", "torch")
 
@@ -14,3 +17,15 @@ def gpu_support_missing(needs: str) -> str:
         return ""
     return (f"{' and '.join(missing)} not installed: {needs} pip install 'fsr-lsp[gpu]' on a machine with a "
             "CUDA GPU and toolkit")
+
+
+def find_cuda_tool(name: str) -> str | None:
+    """A CUDA toolkit program (compute-sanitizer, ncu): on PATH, else in $CUDA_HOME/bin or
+    /usr/local/cuda/bin, where installs put it without adding it to PATH."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if home and os.access(Path(home) / "bin" / name, os.X_OK):
+            return str(Path(home) / "bin" / name)
+    return None

@@ -17,6 +17,7 @@ import time
 from ..context import RoundContext
 from ..proposal import Proposal, Tried
 from ..tuning import Annealer, Config, Space, render, space_of
+from ..tuning.space import KNOBS
 
 ANNEAL_BUDGET = 64  # configurations screened per round after the sweep
 ROUND_SECONDS = 40.0  # of screening per round at most
@@ -73,7 +74,7 @@ class BuiltinGenerator:
         tuner.anneal(self.budget, deadline, starts)
         guess = tuner.combined()
         if guess is not None:
-            tuner._measure_all([guess], deadline)
+            tuner.measure_all([guess], deadline)
 
     def _screened_order(self, tuner: Annealer) -> list[Config]:
         """Fastest screened first, but the fastest plain launch shape always among the first
@@ -115,7 +116,7 @@ class BuiltinGenerator:
         leader = next((c for t in ctx.seeds if (c := self._configs.get(t.proposal.key)) is not None), Config())
         by_knob: dict[str, list[Config]] = {}
         for c in space.neighbours(leader):
-            knob = next(f for f in Space._KNOBS if getattr(c, f) != getattr(leader, f))
+            knob = next(f for f in KNOBS if getattr(c, f) != getattr(leader, f))
             by_knob.setdefault(knob, []).append(c)
         order: list[Config] = []
         while any(by_knob.values()):

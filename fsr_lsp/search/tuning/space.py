@@ -20,6 +20,9 @@ BLOCKS_2D_X = (8, 16, 32, 64, 128)
 UNROLL = (2, 4, 8)
 WAVES = (1, 2, 4)  # grid = SMs x resident blocks per SM x waves
 MIN_BLOCKS = (1, 2, 4)
+# Config field -> the Space attribute holding its values.
+KNOBS = {"block": "blocks", "restrict": "restrict", "grid_stride_waves": "waves", "unroll": "unroll",
+         "min_blocks": "min_blocks", "static_block": "static_block", "fast_math": "fast_math", "privatize": "privatize"}
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,6 @@ class Space:
     const_names: frozenset[str] = frozenset()  # read-only pointer parameters
     max_threads_per_sm: int = 2048
 
-    _KNOBS = {"block": "blocks", "restrict": "restrict", "grid_stride_waves": "waves", "unroll": "unroll",
-              "min_blocks": "min_blocks", "static_block": "static_block", "fast_math": "fast_math",
-              "privatize": "privatize"}
-
     @property
     def size(self) -> int:
         n = 1
@@ -132,7 +131,7 @@ class Space:
         return Config()
 
     def _values(self) -> dict[str, tuple]:
-        return {f: getattr(self, attr) for f, attr in self._KNOBS.items()}
+        return {f: getattr(self, attr) for f, attr in KNOBS.items()}
 
     def _near(self, a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> bool:
         a, b = a or self.original_block, b or self.original_block

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .space import Config, Space
+from .space import KNOBS, Config, Space
 
 Measure = Callable[[list[Config]], list[float | None]]  # time in ms, None: failed or not measurable
 
@@ -47,9 +47,9 @@ class Annealer:
         probe (if both fail, the class is closed), then the rest."""
         shapes = self.space.block_configs()
         odd = [c for c in shapes if self.space.shape_class(c) == "odd"]
-        self._measure_all([Config()] + [c for c in shapes if c not in odd], deadline)
-        self._measure_all(odd[:2], deadline)
-        self._measure_all(odd[2:], deadline)
+        self.measure_all([Config()] + [c for c in shapes if c not in odd], deadline)
+        self.measure_all(odd[:2], deadline)
+        self.measure_all(odd[2:], deadline)
 
     def anneal(self, budget: int, deadline: float, starts: list[Config] | None = None) -> None:
         """Up to `budget` new configurations, from the fastest known (or `starts`)."""
@@ -61,7 +61,7 @@ class Annealer:
                 current = self._restart()
                 continue
             batch = self.rng.sample(pool, min(self.batch, len(pool), budget - spent))
-            self._measure_all(batch, deadline)
+            self.measure_all(batch, deadline)
             spent += len(batch)
             measured = [(self.times[c], c) for c in batch if self.times.get(c) is not None]
             if measured:
@@ -85,7 +85,7 @@ class Annealer:
         best = ranked[0][0]
         merged = best
         for c, t in ranked:
-            diff = [f for f in Space._KNOBS if getattr(c, f) != getattr(best, f)]
+            diff = [f for f in KNOBS if getattr(c, f) != getattr(best, f)]
             if len(diff) == 1 and t < self.times[best] * 1.02 and diff[0] != "block":  # type: ignore[operator]
                 trial = _with(merged, diff[0], getattr(c, diff[0]))
                 if self.space.legal(trial):
@@ -108,12 +108,12 @@ class Annealer:
         for _ in range(20):
             c = self.space.random(self.rng)
             if c not in self.times:
-                self._measure_all([c], math.inf)
+                self.measure_all([c], math.inf)
                 if self.times.get(c) is not None:
                     return c
         return None
 
-    def _measure_all(self, configs: list[Config], deadline: float) -> None:
+    def measure_all(self, configs: list[Config], deadline: float) -> None:
         todo = [c for c in dict.fromkeys(configs) if c not in self.times]
         while todo:
             if self.stopped or time.monotonic() >= deadline:
