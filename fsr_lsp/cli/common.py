@@ -25,6 +25,12 @@ def add_gpu_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR", help="include directory")
 
 
+def add_ray_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray", metavar="ADDRESS", default=os.environ.get("FSR_RAY_ADDRESS", ""),
+                   help="evaluate on the GPUs of a Ray cluster: auto, ray://host:10001, or local "
+                        "(default: $FSR_RAY_ADDRESS; none: this machine's GPU)")
+
+
 def add_llm_options(p: argparse.ArgumentParser, what: str = "none: the built-in generator") -> None:
     p.add_argument("--llm-base-url", default=os.environ.get("FSR_LLM_BASE_URL", ""),
                    help=f"OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (default: $FSR_LLM_BASE_URL; {what})")

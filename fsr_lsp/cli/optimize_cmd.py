@@ -13,6 +13,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..evaluator import EvalOptions, Evaluator
+from ..evaluator.ray_backend import RayBackend, ray_missing
+from ..evaluator.requests import LocalBackend
 from ..evaluator.support import gpu_support_missing
 from ..kernels import find_kernel
 from ..search import HistoryStore, SearchConfig, SearchOutcome, run_search
@@ -21,7 +23,7 @@ from ..search.generators.builtin import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
 from ..search.gpu_bench import GpuBench
 from ..search.report import write_report
-from .common import add_gpu_options, add_llm_options, fail, llm_config
+from .common import add_gpu_options, add_llm_options, add_ray_option, fail, llm_config
 from .workspace import workspace_of
 
 
@@ -41,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
     p.add_argument("--workspace", type=Path, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
     add_gpu_options(p)
+    add_ray_option(p)
     p.set_defaults(run=run)
 
 
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"cannot read {e.filename}: {e.strerror}", 2)
     if find_kernel(source, args.kernel) is None:
         return fail(f"no kernel named {args.kernel} in {args.file}", 2)
-    missing = gpu_support_missing("the search needs")
+    missing = ray_missing() if args.ray else gpu_support_missing("the search needs")
     if missing:
         return fail(missing, 3)
     llm = llm_config(args)
@@ -64,9 +67,13 @@ def run(args: argparse.Namespace) -> int:
     options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(args.file.parent.resolve()), *args.include_dirs))
     cancel = threading.Event()
     secrets = [os.environ.get(llm.api_key_env, "")]
-    with Evaluator(args.gpu) as evaluator, HistoryStore(workspace, secrets=secrets) as store:
-        bench = GpuBench(evaluator, source, args.kernel, options, cancel=cancel)
-        outcome = _run_with_progress(console, source, args, config, bench, generator, store, cancel, evaluator)
+    backend = RayBackend(args.ray) if args.ray else LocalBackend(Evaluator(args.gpu))
+    try:
+        with HistoryStore(workspace, secrets=secrets) as store:
+            bench = GpuBench(backend, source, args.kernel, options, cancel=cancel)
+            outcome = _run_with_progress(console, source, args, config, bench, generator, store, cancel)
+    finally:
+        backend.close()
     if outcome.status == "failed" and outcome.baseline is not None and outcome.baseline.status == "unavailable":
         return fail(outcome.baseline.message, 3)
     _print_outcome(outcome, args.kernel)
@@ -78,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     return {"improved": 0, "no_win": 0, "cancelled": 130}.get(outcome.status, 1)
 
 
-def _run_with_progress(console, source, args, config, bench, generator, store, cancel, evaluator) -> SearchOutcome:
+def _run_with_progress(console, source, args, config, bench, generator, store, cancel) -> SearchOutcome:
     total = config.rounds * config.candidates
     result: dict[str, SearchOutcome] = {}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -101,7 +108,7 @@ def _run_with_progress(console, source, args, config, bench, generator, store, c
                 thread.join(0.2)
         except KeyboardInterrupt:
             cancel.set()
-            evaluator.cancel()
+            bench.backend.cancel()
             bar.update(task, description="cancelling: keeping what was found")
             thread.join()
     return result["outcome"]

@@ -165,6 +165,8 @@ class GpuInfo:
     smem_per_block_bytes: int = 0  # the opt-in maximum
     smem_per_sm_bytes: int = 0
     max_threads_per_sm: int = 0  # resident threads an SM holds (2048 on sm_80 and sm_90)
+    uuid: str = ""  # the GPU itself (GPU-xxxxxxxx-...), so records from a cluster say where they ran
+    host: str = ""
 
     @property
     def arch(self) -> str:

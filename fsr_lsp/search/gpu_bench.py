@@ -1,74 +1,58 @@
-"""The Bench the search uses on a real GPU: candidates compile in parallel on the CPU cores,
-then run one at a time in the evaluator's worker."""
+"""The Bench the search uses on real GPUs: every piece of work goes to a backend as a plain
+request (this machine's GPU, or the GPUs of a Ray cluster), and comes back as a record."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
-from ..evaluator import EvalOptions, Evaluator, evaluate, prepare, run_prepared
-from ..evaluator.profile import Profiled, profile
+from ..evaluator import EvalOptions, Evaluator
+from ..evaluator.profile import Profiled
 from ..evaluator.records import EvalResult, GpuInfo
+from ..evaluator.requests import EvalRequest, LocalBackend
 from .proposal import Proposal
 
 CONFIRM_SEEDS = 8
 
 
 class GpuBench:
-    def __init__(self, evaluator: Evaluator, source: str, kernel: str, options: EvalOptions | None = None,
+    def __init__(self, backend: LocalBackend | Evaluator, source: str, kernel: str, options: EvalOptions | None = None,
                  workers: int = 0, cancel: threading.Event | None = None) -> None:
-        self.evaluator = evaluator
+        self.backend = LocalBackend(backend, workers) if isinstance(backend, Evaluator) else backend
         self.source = source
         self.kernel = kernel
         self.options = options or EvalOptions()
-        self.workers = workers or os.cpu_count() or 2
         self.cancel = cancel or threading.Event()
 
     @property
     def gpu(self) -> GpuInfo:
-        return self.evaluator.start()
+        return self.backend.start()
 
     @property
     def flags(self) -> tuple[str, ...]:
         return self.options.flags
 
     def baseline(self) -> EvalResult:
-        return evaluate(self.evaluator, self.source, self.kernel, None, self.options)
+        return self.backend.handle([EvalRequest(self.source, self.kernel, None, self.options)])[0]
 
     def evaluate(self, proposals: list[Proposal]) -> list[EvalResult]:
-        return self._run(proposals, self.options)
+        return self.backend.handle([self._request(p, self.options) for p in proposals], self.cancel)
 
     def screen(self, proposals: list[Proposal]) -> list[EvalResult]:
         """The bench size only, one input set, few repetitions: enough to rank configurations.
         Its results are marked `screened` and never count as verified."""
-        return self._run(proposals, dataclasses.replace(self.options, screen=True))
+        screening = dataclasses.replace(self.options, screen=True)
+        return self.backend.handle([self._request(p, screening) for p in proposals], self.cancel)
+
+    def confirm(self, proposal: Proposal) -> EvalResult:
+        strict = dataclasses.replace(self.options, seeds_per_size=CONFIRM_SEEDS)
+        return self.backend.handle([dataclasses.replace(self._request(proposal, strict), action="confirm")])[0]
 
     def profile(self, proposal: Proposal | None) -> Profiled:
         """Nsight Compute facts about a candidate (the original when None) at the bench size."""
-        candidate = proposal.source if proposal else None
-        flags = proposal.flags if proposal else ()
-        prepared = prepare(self.source, self.kernel, candidate, self.gpu.arch,
-                           dataclasses.replace(self.options, candidate_flags=flags))
-        if prepared.job is None:
-            return Profiled(None, f"not profiled: {prepared.result.message if prepared.result else 'no job'}")
-        return profile(prepared.job, self.evaluator.device_index, "candidate" if proposal else "original")
+        if proposal is None:
+            return self.backend.profile(EvalRequest(self.source, self.kernel, None, self.options))
+        return self.backend.profile(self._request(proposal, self.options))
 
-    def _run(self, proposals: list[Proposal], options: EvalOptions) -> list[EvalResult]:
-        arch = self.gpu.arch
-        results: list[EvalResult] = []
-        with ThreadPoolExecutor(max_workers=min(self.workers, max(len(proposals), 1))) as pool:
-            futures = [pool.submit(prepare, self.source, self.kernel, p.source, arch,
-                                   dataclasses.replace(options, candidate_flags=p.flags)) for p in proposals]
-            for future in futures:
-                if self.cancel.is_set():
-                    future.cancel()
-                    results.append(EvalResult(kernel=self.kernel, status="cancelled", message="search cancelled"))
-                    continue
-                results.append(run_prepared(self.evaluator, future.result()))
-        return results
-
-    def confirm(self, proposal: Proposal) -> EvalResult:
-        strict = dataclasses.replace(self.options, candidate_flags=proposal.flags, seeds_per_size=CONFIRM_SEEDS)
-        return evaluate(self.evaluator, self.source, self.kernel, proposal.source, strict, sanitize_winner=True)
+    def _request(self, p: Proposal, options: EvalOptions) -> EvalRequest:
+        return EvalRequest(self.source, self.kernel, p.source, dataclasses.replace(options, candidate_flags=p.flags))

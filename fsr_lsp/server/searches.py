@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import os
 import threading
 import uuid
@@ -17,6 +18,7 @@ from ..drafting.placement import place_spec
 from ..drafting.draft import Draft
 from ..drafting.proof import Proof, prove
 from ..evaluator import EvalOptions, Evaluator
+from ..evaluator.ray_backend import RAY_MISSING, RayBackend
 from ..evaluator.support import gpu_support_missing
 from ..llmclient import LLMConfig
 from ..search import HistoryStore, Progress, SearchOutcome, run_search
@@ -54,12 +56,16 @@ class Searches:
         self.running: dict[tuple[str, str], SearchJob] = {}
         self.finished: dict[tuple[str, str], SearchJob] = {}
         self._evaluator: Evaluator | None = None
+        self._ray: RayBackend | None = None
         self._evaluator_lock = threading.Lock()
 
-    def unavailable(self) -> str:
-        """Why searches cannot run here, or ''."""
+    def unavailable(self, settings: Settings | None = None) -> str:
+        """Why searches cannot run here, or ''. With the ray backend this machine needs Ray,
+        not CUDA: the cluster's GPU machines compile and run."""
         if os.environ.get(STAND_IN):
             return ""
+        if settings is not None and settings.evaluator_backend == "ray":
+            return "" if importlib.util.find_spec("ray") else f"fsr: {RAY_MISSING}"
         missing = gpu_support_missing("searches need")
         return f"fsr: {missing}" if missing else ""
 
@@ -97,6 +103,8 @@ class Searches:
         if self._evaluator is not None:
             self._evaluator.cancel()
             self._evaluator.close()
+        if self._ray is not None:
+            self._ray.close()
 
     def _done(self, job: SearchJob, on_done: Callable[[SearchJob], None]) -> None:
         self.running.pop(job.key, None)
@@ -153,7 +161,17 @@ class Searches:
         if stand_in:
             module, _, name = stand_in.partition(":")
             return getattr(importlib.import_module(module), name)()
-        return GpuBench(self._shared_evaluator(settings), job.searched_text, job.kernel, self._options(path, settings), cancel=job.cancel)
+        return GpuBench(self._backend(settings), job.searched_text, job.kernel, self._options(path, settings),
+                        cancel=job.cancel)
+
+    def _backend(self, settings: Settings) -> Any:
+        """This machine's GPU, or the Ray cluster the settings name (one connection per address)."""
+        if settings.evaluator_backend != "ray":
+            return self._shared_evaluator(settings)
+        with self._evaluator_lock:
+            if self._ray is None or self._ray.address != settings.evaluator_address:
+                self._ray = RayBackend(settings.evaluator_address)
+            return self._ray
 
     def _shared_evaluator(self, settings: Settings) -> Evaluator:
         """One GPU worker for every search and proof of this server."""

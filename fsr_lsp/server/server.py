@@ -145,7 +145,7 @@ class FsrServer(LanguageServer):
             message = f"{kernel} is already being optimized"
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
             return message
-        why = self.searches.unavailable()
+        why = self.searches.unavailable(self.settings)
         if why:
             self.show_once(why)
             return why

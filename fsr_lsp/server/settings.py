@@ -31,6 +31,8 @@ class Settings:
     compiler_flags: tuple[str, ...] = ()
     include_paths: tuple[str, ...] = ()
     gpu: int = 0
+    evaluator_backend: str = "local"  # "local": this machine's GPU; "ray": the GPUs of a Ray cluster
+    evaluator_address: str = "auto"  # for "ray": auto, ray://host:10001, or local (a Ray started here)
     auto_apply: bool = False  # offer the win through workspace/applyEdit as soon as it is found
     diagnostics_on_open: bool = True
     log_level: str = ""  # empty: as the server was started (--log-level); "debug" logs JSON-RPC payloads
@@ -54,9 +56,12 @@ KEYS: dict[str, str] = {
     "search.minGain": "search_min_gain",
     "compiler.nvcc": "compiler_nvcc", "compiler.arch": "compiler_arch", "compiler.flags": "compiler_flags",
     "includePaths": "include_paths", "gpu": "gpu", "autoApply": "auto_apply",
+    "evaluator.backend": "evaluator_backend", "evaluator.address": "evaluator_address",
     "diagnostics.onOpen": "diagnostics_on_open", "logLevel": "log_level",
 }
 
+
+CHOICES: dict[str, tuple[str, ...]] = {"evaluator_backend": ("local", "ray")}
 
 # Read by the editor extension itself (how to start the server), not by the server.
 CLIENT_SIDE = {"server.command", "server.python"}
@@ -90,6 +95,9 @@ def load_settings(options: Any, base: Settings | None = None) -> Loaded:
         converted = _convert(value, types[name])
         if converted is None:
             problems.append(f"fsr.{key}: expected {types[name].__name__}, got {value!r}")
+            continue
+        if name in CHOICES and converted not in CHOICES[name]:
+            problems.append(f"fsr.{key}: expected one of {', '.join(CHOICES[name])}, got {value!r}")
             continue
         values[name] = converted
     return Loaded(Settings(**values), problems)

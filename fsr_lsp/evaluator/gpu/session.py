@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,8 @@ class GpuSession:
             smem_per_block_bytes=int(device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)),
             smem_per_sm_bytes=int(device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)),
             max_threads_per_sm=int(device.get_attribute(cuda.device_attribute.MAX_THREADS_PER_MULTIPROCESSOR)),
+            uuid=_uuid(props),
+            host=socket.gethostname(),
         )
         self.device = torch.device("cuda", index)
         # Reading twice the L2 evicts whatever the previous run left there. Reading, not writing:
@@ -160,6 +163,12 @@ class LoadedKernel:
             self.fn.set_attribute(self.session.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.smem)
         values = [_scalar_bits(self.session.torch, a, d) for a, d in zip(args, self.dtypes)]
         self.fn.prepared_async_call(launch.grid, launch.block, None, *values, shared_size=launch.smem)
+
+
+def _uuid(props: Any) -> str:
+    raw = getattr(props, "uuid", "")
+    text = str(raw)
+    return text if not text or text.startswith("GPU-") else f"GPU-{text}"
 
 
 def _scalar_bits(torch: Any, value: Any, dtype: str | None) -> Any:

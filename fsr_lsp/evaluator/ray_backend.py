@@ -1,0 +1,218 @@
+"""The GPUs of a Ray cluster as one backend: edit on a machine without CUDA, measure on shared GPUs.
+
+One actor per cluster GPU (`num_gpus=1`) holds a local backend: its own evaluator worker process,
+which compiles with that machine's toolkit and kills a hung candidate within its timeout. A
+round's requests fan out over the actors. Requests and results cross as plain data (serde),
+and each result names its GPU (model, UUID) and host. The original and the candidate of one
+request are timed in the same job on the same GPU, so a speedup never mixes GPUs.
+
+An actor that dies (its node or process gone) is restarted by Ray, and its request is sent
+again, to whichever actor is free; a request that kills two workers is recorded as crashed. A
+request still running long after its own timeout has its actor killed and restarted (the
+evaluator inside should have stopped it first). Cancel cancels the requests still queued or
+running.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import threading
+import time
+from typing import Any, Callable
+
+from .pool import EvaluatorUnavailable
+from .profile import Profiled
+from .records import EvalResult, GpuInfo
+from .requests import EvalRequest
+from .serde import from_data, to_data
+
+RAY_MISSING = "the ray backend needs Ray on this machine: pip install 'fsr-lsp[ray]'"
+DEFAULT_FACTORY = "fsr_lsp.evaluator.ray_backend:local_backend_on_this_gpu"
+ATTEMPTS = 2  # a request that kills this many workers is a crash, not bad luck
+GRACE_SECONDS = 60.0  # past a request's own timeout before its actor is killed
+
+
+def ray_missing() -> str:
+    """'' when Ray can be imported here, else what to install."""
+    return "" if importlib.util.find_spec("ray") else RAY_MISSING
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise EvaluatorUnavailable(RAY_MISSING) from None
+    return ray
+
+
+def local_backend_on_this_gpu() -> Any:
+    """In an actor: Ray has made its one GPU device 0 (CUDA_VISIBLE_DEVICES)."""
+    from .pool import Evaluator
+    from .requests import LocalBackend
+
+    return LocalBackend(Evaluator(0))
+
+
+def load(factory: str) -> Callable[[], Any]:
+    module, _, name = factory.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class GpuActor:
+    """Runs in the cluster; made a Ray actor class by RayBackend (Ray is imported lazily)."""
+
+    def __init__(self, factory: str) -> None:
+        self.backend = load(factory)()
+
+    def start(self) -> dict:
+        import socket
+
+        info = self.backend.start()
+        info.host = info.host or socket.gethostname()
+        return to_data(info)
+
+    def handle(self, request: dict) -> dict:
+        result = self.backend.handle([from_data(EvalRequest, request)])[0]
+        return to_data(result)
+
+    def profile(self, request: dict) -> dict:
+        return to_data(self.backend.profile(from_data(EvalRequest, request)))
+
+
+class RayBackend:
+    def __init__(self, address: str = "auto", *, factory: str = DEFAULT_FACTORY, timeout: float = 120.0,
+                 init: dict | None = None) -> None:
+        self.address = address
+        self.factory = factory
+        self.timeout = timeout
+        self._init = init or {}
+        self._actors: list[Any] = []
+        self._infos: list[GpuInfo] = []
+        self._lock = threading.Lock()
+        self.resubmitted = 0  # requests sent again after a worker died
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> GpuInfo:
+        with self._lock:
+            if not self._actors:
+                self._connect()
+            return self._infos[0]
+
+    @property
+    def gpus(self) -> int:
+        self.start()
+        return len(self._actors)
+
+    @property
+    def infos(self) -> list[GpuInfo]:
+        self.start()
+        return list(self._infos)
+
+    def cancel(self) -> None:
+        """Nothing to do: `handle` cancels its requests when the search's cancel event is set."""
+
+    def close(self) -> None:
+        if not self._actors:
+            return
+        ray = import_ray()
+        for actor in self._actors:
+            ray.kill(actor)
+        self._actors, self._infos = [], []
+
+    def _connect(self) -> None:
+        ray = import_ray()
+        if not ray.is_initialized():
+            try:
+                ray.init(address=None if self.address == "local" else self.address, ignore_reinit_error=True,
+                         logging_level="ERROR", log_to_driver=False, **self._init)
+            except Exception as e:  # ConnectionError, a bad address, a version mismatch
+                raise EvaluatorUnavailable(f"cannot reach the Ray cluster at {self.address}: {e}") from None
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        if gpus < 1:
+            raise EvaluatorUnavailable(f"the Ray cluster at {self.address} offers no GPU "
+                                       "(start its nodes with GPUs: `ray start --head` on a GPU machine)")
+        actor_class = ray.remote(num_gpus=1, max_restarts=-1, max_task_retries=0)(GpuActor)
+        actors = [actor_class.remote(self.factory) for _ in range(gpus)]
+        try:
+            infos = [from_data(GpuInfo, d) for d in ray.get([a.start.remote() for a in actors])]
+        except Exception as e:
+            for a in actors:
+                ray.kill(a)
+            raise EvaluatorUnavailable(f"the Ray cluster's GPU workers cannot evaluate: {_first_line(e)}") from None
+        self._actors, self._infos = actors, infos
+
+    # ------------------------------------------------------------ work
+
+    def handle(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
+        """Every request on some GPU of the cluster, at most one per GPU at a time; results in
+        the order of the requests."""
+        try:
+            ray = import_ray()
+            self.start()
+        except EvaluatorUnavailable as e:
+            return [EvalResult(kernel=r.kernel, status="unavailable", message=str(e)) for r in requests]
+        cancel = cancel or threading.Event()
+        results: list[EvalResult | None] = [None] * len(requests)
+        queue = list(range(len(requests)))
+        attempts = [0] * len(requests)
+        idle = list(range(len(self._actors)))
+        running: dict[Any, tuple[int, int, float]] = {}  # ref -> (request, actor, started)
+        while queue or running:
+            if cancel.is_set():
+                for ref in running:
+                    ray.cancel(ref)
+                for i in queue + [i for i, _, _ in running.values()]:
+                    results[i] = EvalResult(kernel=requests[i].kernel, status="cancelled", message="search cancelled")
+                break
+            while queue and idle:
+                i, a = queue.pop(0), idle.pop(0)
+                attempts[i] += 1
+                running[self._actors[a].handle.remote(to_data(requests[i]))] = (i, a, time.monotonic())
+            done, _ = ray.wait(list(running), num_returns=1, timeout=0.2)
+            for ref in done:
+                i, a, _ = running.pop(ref)
+                idle.append(a)
+                try:
+                    results[i] = from_data(EvalResult, ray.get(ref))
+                except Exception as e:  # the worker died under it (RayActorError, WorkerCrashedError, ...)
+                    if attempts[i] < ATTEMPTS:
+                        self.resubmitted += 1
+                        queue.insert(0, i)
+                    else:
+                        results[i] = EvalResult(kernel=requests[i].kernel, status="crashed",
+                                                message=f"the GPU worker died twice running this candidate: {_first_line(e)}")
+            self._kill_overdue(running, requests, results, idle)
+        return [r or EvalResult(kernel=q.kernel, status="cancelled", message="search cancelled")
+                for r, q in zip(results, requests)]
+
+    def _kill_overdue(self, running: dict, requests: list[EvalRequest], results: list, idle: list[int]) -> None:
+        """A request far past its own timeout: the evaluator inside did not stop it, so its
+        actor goes (Ray restarts it) and the request is a timeout."""
+        ray = import_ray()
+        now = time.monotonic()
+        for ref, (i, a, started) in list(running.items()):
+            limit = (requests[i].timeout or self.timeout) + GRACE_SECONDS
+            if now - started > limit:
+                running.pop(ref)
+                ray.kill(self._actors[a], no_restart=False)
+                idle.append(a)
+                results[i] = EvalResult(kernel=requests[i].kernel, status="timeout",
+                                        message=f"no result within {limit:.0f} s on the cluster; its worker was restarted")
+
+    def profile(self, request: EvalRequest) -> Profiled:
+        try:
+            ray = import_ray()
+            self.start()
+        except EvaluatorUnavailable as e:
+            return Profiled(None, str(e))
+        try:
+            return from_data(Profiled, ray.get(self._actors[0].profile.remote(to_data(request))))
+        except Exception as e:
+            return Profiled(None, f"not profiled: the GPU worker failed: {_first_line(e)}")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else type(e).__name__

@@ -1,0 +1,127 @@
+"""The Ray backend on a local Ray (2 CPUs, 2 GPUs declared) with a GPU-less stand-in in each
+actor: fan-out over the GPUs, a worker killed mid-request, cancel, a hung request, and the
+settings that choose the backend."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.evaluator import ray_backend
+from fsr_lsp.evaluator.pool import EvaluatorUnavailable
+from fsr_lsp.evaluator.ray_backend import RayBackend, ray_missing
+from fsr_lsp.evaluator.requests import EvalRequest
+from fsr_lsp.search.gpu_bench import GpuBench
+from fsr_lsp.search.proposal import Proposal
+
+if os.environ.get("FSR_REQUIRE_RAY") == "1":
+    import ray
+else:
+    ray = pytest.importorskip("ray")
+
+ROOT = Path(__file__).resolve().parent.parent
+FACTORY = "tests.ray_standin:scripted_backend"
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    flags = tmp_path_factory.mktemp("ray-flags")
+    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "FSR_RAY_TEST_DIR": str(flags)}})
+    b = RayBackend("local", factory=FACTORY, timeout=5.0)
+    yield b
+    b.close()
+    ray.shutdown()
+
+
+def request(marker: str, timeout: float | None = None) -> EvalRequest:
+    return EvalRequest("// the original", "k", f"__global__ void k() {{}} // {marker}", timeout=timeout)
+
+
+def test_requests_fan_out_over_every_gpu_of_the_cluster(backend):
+    info = backend.start()
+    assert backend.gpus == 2 and info.host
+    started = time.monotonic()
+    results = backend.handle([request(f"verified {1 + i / 10}") for i in range(6)])
+    elapsed = time.monotonic() - started
+    assert [r.speedup for r in results] == [1.0, 1.1, 1.2, 1.3, 1.4, 1.5]  # in the order asked
+    assert {r.gpu.uuid for r in results} == {"GPU-standin-0", "GPU-standin-1"}  # each names the GPU it ran on
+    assert elapsed < 6 * 0.4 * 0.8  # two at a time, not one by one
+
+
+def test_a_worker_that_dies_has_its_request_run_again_and_nothing_is_lost(backend):
+    before = backend.resubmitted
+    results = backend.handle([request("verified 1.7 die-once"), request("verified 1.2"), request("die-always")])
+    assert results[0].status == "verified" and results[0].speedup == 1.7
+    assert results[1].status == "verified"
+    assert results[2].status == "crashed" and "died twice" in results[2].message
+    assert backend.resubmitted - before == 2  # die-once once, die-always once
+    assert backend.handle([request("verified 1.1")])[0].status == "verified"  # the restarted workers serve again
+
+
+def test_cancel_cancels_what_is_queued_and_running(backend):
+    cancel = threading.Event()
+    threading.Timer(0.6, cancel.set).start()
+    started = time.monotonic()
+    results = backend.handle([request(f"verified 1.{i}") for i in range(10)], cancel)
+    assert time.monotonic() - started < 3.0
+    statuses = [r.status for r in results]
+    assert "cancelled" in statuses and statuses.count("verified") < 10
+
+
+def test_a_hung_request_is_a_timeout_and_its_worker_comes_back(backend, monkeypatch):
+    monkeypatch.setattr(ray_backend, "GRACE_SECONDS", 0.5)
+    started = time.monotonic()
+    results = backend.handle([request("hang", timeout=0.5), request("verified 1.3")])
+    assert results[0].status == "timeout" and "restarted" in results[0].message
+    assert results[1].status == "verified"
+    assert time.monotonic() - started < 20
+    assert [r.status for r in backend.handle([request("verified 1.4"), request("verified 1.5")])] == ["verified"] * 2
+
+
+def test_the_bench_runs_a_search_round_on_the_cluster(backend):
+    bench = GpuBench(backend, "// original", "k")
+    proposals = [Proposal(f"__global__ void k() {{}} // verified {s}", "test") for s in (1.5, 2.0, 0.9)]
+    results = bench.evaluate(proposals)
+    assert [r.speedup for r in results] == [1.5, 2.0, 0.9]
+    assert bench.profile(proposals[0]).note == "stand-in: no profiler"
+
+
+def test_a_cluster_without_gpus_is_a_clear_message(backend, monkeypatch):
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    empty = RayBackend("local", factory=FACTORY)
+    with pytest.raises(EvaluatorUnavailable, match="offers no GPU"):
+        empty.start()
+    (result,) = empty.handle([request("verified 1.1")])
+    assert result.status == "unavailable" and "ray start --head" in result.message
+
+
+def test_without_ray_installed_the_message_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    assert ray_missing() == "the ray backend needs Ray on this machine: pip install 'fsr-lsp[ray]'"
+
+
+def test_the_servers_settings_choose_the_ray_backend():
+    from fsr_lsp.server.searches import Searches
+    from fsr_lsp.server.settings import load_settings
+
+    loaded = load_settings({"evaluator": {"backend": "ray", "address": "ray://gpu-box:10001"}})
+    assert loaded.problems == []
+    settings = loaded.settings
+    assert (settings.evaluator_backend, settings.evaluator_address) == ("ray", "ray://gpu-box:10001")
+    searches = Searches()
+    backend = searches._backend(settings)
+    assert isinstance(backend, RayBackend) and backend.address == "ray://gpu-box:10001"
+    assert searches._backend(settings) is backend  # one connection per address
+    assert searches.unavailable(settings) == ""  # no CUDA needed here: the cluster compiles and runs
+    bad = load_settings({"evaluator.backend": "cuda"})
+    assert bad.settings.evaluator_backend == "local"
+    assert bad.problems == ["fsr.evaluator.backend: expected one of local, ray, got 'cuda'"]
