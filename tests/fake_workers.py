@@ -52,3 +52,13 @@ def cpu_session(conn, index):
 
     session = FakeSession()
     serve(conn, session.info, lambda job, report: run_job(session, job, report))
+
+
+def _slow(job, report):
+    time.sleep(0.5)
+    return EvalResult(kernel=job.kernel, status="verified", message=f"pid {os.getpid()}")
+
+
+def scripted_slow(conn, index):
+    """Half a second a job: long enough for several workers to share a round."""
+    serve(conn, GPU, _slow)

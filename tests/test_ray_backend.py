@@ -125,3 +125,50 @@ def test_the_servers_settings_choose_the_ray_backend():
     bad = load_settings({"evaluator.backend": "cuda"})
     assert bad.settings.evaluator_backend == "local"
     assert bad.problems == ["fsr.evaluator.backend: expected one of local, ray, got 'cuda'"]
+
+
+@pytest.mark.nvcc
+def test_the_local_backend_fans_a_round_out_over_every_local_gpu(cache_dir):
+    from fsr_lsp.evaluator import EvalOptions, Evaluator
+    from fsr_lsp.evaluator.requests import LocalBackend
+
+    from .fake_workers import scripted_slow
+    from .search_helpers import example
+
+    source = example("saxpy.cu")
+    body = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a * x[i] + y[i];"
+    candidates = [f"__global__ void saxpy(int n, float a, const float* __restrict__ x, float* y)\n{{\n{body}  // {k}\n}}\n"
+                  for k in range(6)]
+    options = EvalOptions(compiler="nvcc", cache_dir=cache_dir)
+    backend = LocalBackend([Evaluator(i, target=scripted_slow) for i in (0, 1)])
+    try:
+        backend.start()
+        started = time.monotonic()
+        results = backend.handle([EvalRequest(source, "saxpy", c, options) for c in candidates])
+        elapsed = time.monotonic() - started
+    finally:
+        backend.close()
+    assert [r.status for r in results] == ["verified"] * 6
+    assert len({r.message for r in results}) == 2  # both workers (GPUs) took jobs
+    assert elapsed < 6 * 0.5 * 0.85
+
+
+def test_gpu_lists_read_as_the_cli_writes_them(monkeypatch):
+    from fsr_lsp.evaluator.requests import local_gpus
+
+    assert local_gpus("1") == [1] and local_gpus("0,2") == [0, 2]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert local_gpus("all") == [0, 1]
+
+
+def test_on_save_checks_without_nvcc_say_why_they_are_off(monkeypatch):
+    import asyncio
+
+    from fsr_lsp.server import check
+    from fsr_lsp.server.settings import Settings
+
+    monkeypatch.setattr(check, "find_nvcc", lambda _: None)
+    local = asyncio.run(check.check_source("", Path("k.cu"), Settings()))
+    assert local.problem.startswith("nvcc not found")
+    remote = asyncio.run(check.check_source("", Path("k.cu"), Settings(evaluator_backend="ray")))
+    assert remote.problem.startswith("on-save diagnostics are off: nvcc is not on this machine")

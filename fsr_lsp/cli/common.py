@@ -15,8 +15,12 @@ def fail(message: str, code: int) -> int:
     return code
 
 
-def add_gpu_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpu", type=int, default=0, help="GPU index (default 0)")
+def add_gpu_options(p: argparse.ArgumentParser, several: bool = False) -> None:
+    if several:
+        p.add_argument("--gpu", default="0", help="GPU index, several (0,1), or all: a round's candidates "
+                                                  "fan out over them (default 0)")
+    else:
+        p.add_argument("--gpu", type=int, default=0, help="GPU index (default 0)")
     p.add_argument("--no-sanitize", action="store_true", help="skip compute-sanitizer on round leaders and the winner")
     p.add_argument("--min-gain", type=float, default=0.02,
                    help="a win's whole speedup interval must lie above 1 + this (default 0.02: 2%%)")

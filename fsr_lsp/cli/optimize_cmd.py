@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.ray_backend import RayBackend, ray_missing
-from ..evaluator.requests import LocalBackend
+from ..evaluator.requests import LocalBackend, local_gpus
 from ..evaluator.support import gpu_support_missing
 from ..kernels import find_kernel
 from ..search import HistoryStore, SearchConfig, SearchOutcome, run_search
@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_llm_options(p)
     p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
     p.add_argument("--workspace", type=Path, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
-    add_gpu_options(p)
+    add_gpu_options(p, several=True)
     add_ray_option(p)
     p.set_defaults(run=run)
 
@@ -67,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
     options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(args.file.parent.resolve()), *args.include_dirs))
     cancel = threading.Event()
     secrets = [os.environ.get(llm.api_key_env, "")]
-    backend = RayBackend(args.ray) if args.ray else LocalBackend(Evaluator(args.gpu))
+    try:
+        gpus = local_gpus(args.gpu)
+    except ValueError:
+        return fail(f"--gpu {args.gpu}: expected an index, a list such as 0,1, or all", 2)
+    backend = RayBackend(args.ray) if args.ray else LocalBackend([Evaluator(i) for i in gpus])
     try:
         with HistoryStore(workspace, secrets=secrets) as store:
             bench = GpuBench(backend, source, args.kernel, options, cancel=cancel)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import queue
+import shutil
+import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,37 +34,52 @@ class EvalRequest:
 
 
 class LocalBackend:
-    """This machine's GPU: candidates compile in parallel on the CPU cores, then run one at a
-    time in the evaluator's worker process."""
+    """This machine's GPUs: candidates compile in parallel on the CPU cores, then run on the
+    GPUs, one job at a time per GPU, each in its own evaluator worker process."""
 
-    def __init__(self, evaluator: Evaluator, workers: int = 0) -> None:
-        self.evaluator = evaluator
+    def __init__(self, evaluators: Evaluator | list[Evaluator], workers: int = 0) -> None:
+        self.evaluators = evaluators if isinstance(evaluators, list) else [evaluators]
+        self.evaluator = self.evaluators[0]  # profiles and single requests
         self.workers = workers or os.cpu_count() or 2
 
     def start(self) -> GpuInfo:
-        return self.evaluator.start()
+        infos = [e.start() for e in self.evaluators]
+        return infos[0]
 
     @property
     def gpus(self) -> int:
-        return 1
+        return len(self.evaluators)
 
     def handle(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
         cancel = cancel or threading.Event()
-        results: list[EvalResult] = []
-        plain = [r for r in requests if r.action == "evaluate" and r.candidate is not None]
+        plain = [i for i, r in enumerate(requests) if r.action == "evaluate" and r.candidate is not None]
         arch = self.start().arch if plain else ""
-        with ThreadPoolExecutor(max_workers=min(self.workers, max(len(plain), 1))) as pool:
-            futures = {id(r): pool.submit(prepare, r.source, r.kernel, r.candidate, arch, r.options) for r in plain}
-            for r in requests:
-                if cancel.is_set():
-                    results.append(EvalResult(kernel=r.kernel, status="cancelled", message="search cancelled"))
-                    continue
-                if id(r) in futures:
-                    results.append(run_prepared(self.evaluator, futures[id(r)].result(), timeout=r.timeout))
-                else:
-                    results.append(evaluate(self.evaluator, r.source, r.kernel, r.candidate, r.options,
-                                            sanitize_winner=r.action == "confirm", timeout=r.timeout))
-        return results
+        results: list[EvalResult | None] = [None] * len(requests)
+        pending = queue.SimpleQueue()
+        for i in range(len(requests)):
+            pending.put(i)
+        with ThreadPoolExecutor(max_workers=min(self.workers, max(len(plain), 1))) as compile_pool:
+            prepared = {i: compile_pool.submit(prepare, requests[i].source, requests[i].kernel, requests[i].candidate,
+                                               arch, requests[i].options) for i in plain}
+
+            def drain(evaluator: Evaluator) -> None:
+                while True:
+                    try:
+                        i = pending.get_nowait()
+                    except queue.Empty:
+                        return
+                    r = requests[i]
+                    if cancel.is_set():
+                        results[i] = EvalResult(kernel=r.kernel, status="cancelled", message="search cancelled")
+                    elif i in prepared and evaluator.start().arch == arch:
+                        results[i] = run_prepared(evaluator, prepared[i].result(), timeout=r.timeout)
+                    else:
+                        results[i] = evaluate(evaluator, r.source, r.kernel, r.candidate, r.options,
+                                              sanitize_winner=r.action == "confirm", timeout=r.timeout)
+
+            with ThreadPoolExecutor(max_workers=len(self.evaluators)) as gpu_pool:
+                list(gpu_pool.map(drain, self.evaluators))
+        return [r for r in results if r is not None]
 
     def profile(self, request: EvalRequest) -> Profiled:
         prepared = prepare(request.source, request.kernel, request.candidate, self.start().arch, request.options)
@@ -71,11 +89,32 @@ class LocalBackend:
                        "candidate" if request.candidate is not None else "original")
 
     def cancel(self) -> None:
-        """Stop the job running now (the search's own cancel event stops the rest)."""
-        self.evaluator.cancel()
+        """Stop the jobs running now (the search's own cancel event stops the rest)."""
+        for e in self.evaluators:
+            e.cancel()
 
     def close(self) -> None:
-        self.evaluator.close()
+        for e in self.evaluators:
+            e.close()
+
+
+def local_gpus(spec: str | int) -> list[int]:
+    """GPU indices from `0`, `0,2` or `all` (every GPU nvidia-smi lists; 0 when it cannot tell)."""
+    text = str(spec).strip()
+    if text != "all":
+        return [int(x) for x in text.split(",") if x.strip()]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return list(range(len([x for x in visible.split(",") if x.strip()]))) or [0]
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return [0]
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return [0]
+    count = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    return list(range(count)) or [0]
 
 
 def with_options(request: EvalRequest, **changes: object) -> EvalRequest:

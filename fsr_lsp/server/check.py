@@ -23,10 +23,17 @@ class CheckResult:
     problem: str = ""  # the check itself could not run (no nvcc, timeout)
 
 
+def no_nvcc(settings: Settings) -> str:
+    if settings.evaluator_backend == "ray":
+        return ("on-save diagnostics are off: nvcc is not on this machine, and the ray backend compiles only "
+                "searches on the cluster; set fsr.compiler.nvcc to a local nvcc to have them")
+    return "nvcc not found: set fsr.compiler.nvcc, CUDA_HOME, or put nvcc on PATH"
+
+
 async def check_source(text: str, path: Path, settings: Settings) -> CheckResult:
     nvcc = find_nvcc(settings.compiler_nvcc or None)
     if nvcc is None:
-        return CheckResult(problem="nvcc not found: set fsr.compiler.nvcc, CUDA_HOME, or put nvcc on PATH")
+        return CheckResult(problem=no_nvcc(settings))
     with tempfile.TemporaryDirectory(prefix="fsr-check-") as tmp:
         src = Path(tmp) / path.name
         src.write_text(text, encoding="utf-8")
