@@ -82,8 +82,9 @@ class GpuActor:
 
 class RayBackend:
     def __init__(self, address: str = "auto", *, factory: str = DEFAULT_FACTORY, timeout: float = 120.0,
-                 init: dict | None = None) -> None:
+                 init: dict | None = None, max_gpus: int | None = None) -> None:
         self.address = address
+        self.max_gpus = max_gpus  # None: every GPU of the cluster
         self.factory = factory
         self.timeout = timeout
         self._init = init or {}
@@ -133,6 +134,8 @@ class RayBackend:
         if gpus < 1:
             raise EvaluatorUnavailable(f"the Ray cluster at {self.address} offers no GPU "
                                        "(start its nodes with GPUs: `ray start --head` on a GPU machine)")
+        if self.max_gpus:
+            gpus = min(gpus, self.max_gpus)
         actor_class = ray.remote(num_gpus=1, max_restarts=-1, max_task_retries=0)(GpuActor)
         actors = [actor_class.remote(self.factory) for _ in range(gpus)]
         try:
