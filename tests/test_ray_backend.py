@@ -141,10 +141,12 @@ def test_the_local_backend_fans_a_round_out_over_every_local_gpu(cache_dir):
                   for k in range(6)]
     options = EvalOptions(compiler="nvcc", cache_dir=cache_dir)
     backend = LocalBackend([Evaluator(i, target=scripted_slow) for i in (0, 1)])
+    work = [EvalRequest(source, "saxpy", c, options) for c in candidates]
     try:
         backend.start()
+        backend.handle(work[:2])  # compiled once (cached), so the wall clock below is the GPUs' alone
         started = time.monotonic()
-        results = backend.handle([EvalRequest(source, "saxpy", c, options) for c in candidates])
+        results = backend.handle(work)
         elapsed = time.monotonic() - started
     finally:
         backend.close()
@@ -172,3 +174,17 @@ def test_on_save_checks_without_nvcc_say_why_they_are_off(monkeypatch):
     assert local.problem.startswith("nvcc not found")
     remote = asyncio.run(check.check_source("", Path("k.cu"), Settings(evaluator_backend="ray")))
     assert remote.problem.startswith("on-save diagnostics are off: nvcc is not on this machine")
+
+
+def test_the_servers_gpus_setting_gives_one_worker_per_local_gpu():
+    from fsr_lsp.server.searches import Searches
+    from fsr_lsp.server.settings import load_settings
+
+    searches = Searches()
+    two = searches._backend(load_settings({"gpus": "0,1"}).settings)
+    assert [e.device_index for e in two.evaluators] == [0, 1] and two.gpus == 2
+    assert searches._backend(load_settings({"gpus": "0,1"}).settings) is two
+    one = searches._backend(load_settings({"gpu": 1}).settings)
+    assert [e.device_index for e in one.evaluators] == [1]
+    assert searches._shared_evaluator(load_settings({"gpu": 1}).settings) is one.evaluator  # proofs: the first GPU
+    searches.shutdown()

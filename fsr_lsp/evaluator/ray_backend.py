@@ -162,6 +162,7 @@ class RayBackend:
         attempts = [0] * len(requests)
         idle = list(range(len(self._actors)))
         running: dict[Any, tuple[int, int, float]] = {}  # ref -> (request, actor, started)
+        reviving: dict[Any, int] = {}  # ping ref -> actor whose worker died, until it answers again
         while queue or running:
             if cancel.is_set():
                 for ref in running:
@@ -173,24 +174,39 @@ class RayBackend:
                 i, a = queue.pop(0), idle.pop(0)
                 attempts[i] += 1
                 running[self._actors[a].handle.remote(to_data(requests[i]))] = (i, a, time.monotonic())
-            done, _ = ray.wait(list(running), num_returns=1, timeout=0.2)
+            done, _ = ray.wait(list(running) + list(reviving), num_returns=1, timeout=0.2)
             for ref in done:
+                if ref in reviving:
+                    self._revived(ref, reviving, idle)
+                    continue
                 i, a, _ = running.pop(ref)
-                idle.append(a)
                 try:
                     results[i] = from_data(EvalResult, ray.get(ref))
+                    idle.append(a)
                 except Exception as e:  # the worker died under it (RayActorError, WorkerCrashedError, ...)
+                    reviving[self._actors[a].start.remote()] = a  # Ray restarts it; it is used again once it answers
                     if attempts[i] < ATTEMPTS:
                         self.resubmitted += 1
                         queue.insert(0, i)
                     else:
                         results[i] = EvalResult(kernel=requests[i].kernel, status="crashed",
                                                 message=f"the GPU worker died twice running this candidate: {_first_line(e)}")
-            self._kill_overdue(running, requests, results, idle)
-        return [r or EvalResult(kernel=q.kernel, status="cancelled", message="search cancelled")
-                for r, q in zip(results, requests)]
+            self._kill_overdue(running, requests, results, reviving)
+            if not idle and not running and queue and not reviving:
+                break  # no worker left (cannot happen with restarts on; never spin)
+        status, why = ("cancelled", "search cancelled") if cancel.is_set() else ("crashed", "no GPU worker could run it")
+        return [r or EvalResult(kernel=q.kernel, status=status, message=why) for r, q in zip(results, requests)]  # type: ignore[arg-type]
 
-    def _kill_overdue(self, running: dict, requests: list[EvalRequest], results: list, idle: list[int]) -> None:
+    def _revived(self, ref: Any, reviving: dict[Any, int], idle: list[int]) -> None:
+        ray = import_ray()
+        a = reviving.pop(ref)
+        try:
+            ray.get(ref)
+            idle.append(a)
+        except Exception:  # the death was noticed only now: ask again (it answers once restarted)
+            reviving[self._actors[a].start.remote()] = a
+
+    def _kill_overdue(self, running: dict, requests: list[EvalRequest], results: list, reviving: dict) -> None:
         """A request far past its own timeout: the evaluator inside did not stop it, so its
         actor goes (Ray restarts it) and the request is a timeout."""
         ray = import_ray()
@@ -200,7 +216,7 @@ class RayBackend:
             if now - started > limit:
                 running.pop(ref)
                 ray.kill(self._actors[a], no_restart=False)
-                idle.append(a)
+                reviving[self._actors[a].start.remote()] = a
                 results[i] = EvalResult(kernel=requests[i].kernel, status="timeout",
                                         message=f"no result within {limit:.0f} s on the cluster; its worker was restarted")
 

@@ -33,7 +33,7 @@ class GpuBench:
         return self.options.flags
 
     def baseline(self) -> EvalResult:
-        return self.backend.handle([EvalRequest(self.source, self.kernel, None, self.options)])[0]
+        return self.backend.handle([EvalRequest(self.source, self.kernel, None, self.options)], self.cancel)[0]
 
     def evaluate(self, proposals: list[Proposal]) -> list[EvalResult]:
         return self.backend.handle([self._request(p, self.options) for p in proposals], self.cancel)
@@ -46,7 +46,8 @@ class GpuBench:
 
     def confirm(self, proposal: Proposal) -> EvalResult:
         strict = dataclasses.replace(self.options, seeds_per_size=CONFIRM_SEEDS)
-        return self.backend.handle([dataclasses.replace(self._request(proposal, strict), action="confirm")])[0]
+        return self.backend.handle([dataclasses.replace(self._request(proposal, strict), action="confirm")],
+                                   self.cancel)[0]
 
     def profile(self, proposal: Proposal | None) -> Profiled:
         """Nsight Compute facts about a candidate (the original when None) at the bench size."""

@@ -19,6 +19,7 @@ from ..drafting.draft import Draft
 from ..drafting.proof import Proof, prove
 from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.ray_backend import RAY_MISSING, RayBackend
+from ..evaluator.requests import LocalBackend, local_gpus
 from ..evaluator.support import gpu_support_missing
 from ..llmclient import LLMConfig
 from ..search import HistoryStore, Progress, SearchOutcome, run_search
@@ -55,7 +56,7 @@ class Searches:
     def __init__(self) -> None:
         self.running: dict[tuple[str, str], SearchJob] = {}
         self.finished: dict[tuple[str, str], SearchJob] = {}
-        self._evaluator: Evaluator | None = None
+        self._local: LocalBackend | None = None
         self._ray: RayBackend | None = None
         self._evaluator_lock = threading.Lock()
 
@@ -93,16 +94,16 @@ class Searches:
         if job is None:
             return False
         job.cancel.set()
-        if self._evaluator is not None:
-            self._evaluator.cancel()
+        if self._local is not None:
+            self._local.cancel()
         return True
 
     def shutdown(self) -> None:
         for job in list(self.running.values()):
             job.cancel.set()
-        if self._evaluator is not None:
-            self._evaluator.cancel()
-            self._evaluator.close()
+        if self._local is not None:
+            self._local.cancel()
+            self._local.close()
         if self._ray is not None:
             self._ray.close()
 
@@ -165,17 +166,25 @@ class Searches:
                         cancel=job.cancel)
 
     def _backend(self, settings: Settings) -> Any:
-        """This machine's GPU, or the Ray cluster the settings name (one connection per address)."""
+        """This machine's GPU(s), or the Ray cluster the settings name (one connection per address)."""
         if settings.evaluator_backend != "ray":
-            return self._shared_evaluator(settings)
+            return self._local_backend(settings)
         with self._evaluator_lock:
             if self._ray is None or self._ray.address != settings.evaluator_address:
                 self._ray = RayBackend(settings.evaluator_address)
             return self._ray
 
-    def _shared_evaluator(self, settings: Settings) -> Evaluator:
-        """One GPU worker for every search and proof of this server."""
+    def _local_backend(self, settings: Settings) -> LocalBackend:
+        """One worker per local GPU for every search and proof of this server; a round's
+        candidates fan out over them."""
+        gpus = local_gpus(settings.gpus) if settings.gpus else [settings.gpu]
         with self._evaluator_lock:
-            if self._evaluator is None or self._evaluator.device_index != settings.gpu:
-                self._evaluator = Evaluator(settings.gpu)
-            return self._evaluator
+            if self._local is None or [e.device_index for e in self._local.evaluators] != gpus:
+                if self._local is not None:
+                    self._local.close()
+                self._local = LocalBackend([Evaluator(i) for i in gpus])
+            return self._local
+
+    def _shared_evaluator(self, settings: Settings) -> Evaluator:
+        """The first local GPU's worker: proofs run there."""
+        return self._local_backend(settings).evaluator

@@ -31,6 +31,7 @@ class Settings:
     compiler_flags: tuple[str, ...] = ()
     include_paths: tuple[str, ...] = ()
     gpu: int = 0
+    gpus: str = ""  # several local GPUs for searches ("0,1" or "all"); empty: just `gpu`
     evaluator_backend: str = "local"  # "local": this machine's GPU; "ray": the GPUs of a Ray cluster
     evaluator_address: str = "auto"  # for "ray": auto, ray://host:10001, or local (a Ray started here)
     auto_apply: bool = False  # offer the win through workspace/applyEdit as soon as it is found
@@ -55,7 +56,7 @@ KEYS: dict[str, str] = {
     "search.fixAttempts": "search_fix_attempts", "search.sanitize": "search_sanitize",
     "search.minGain": "search_min_gain",
     "compiler.nvcc": "compiler_nvcc", "compiler.arch": "compiler_arch", "compiler.flags": "compiler_flags",
-    "includePaths": "include_paths", "gpu": "gpu", "autoApply": "auto_apply",
+    "includePaths": "include_paths", "gpu": "gpu", "gpus": "gpus", "autoApply": "auto_apply",
     "evaluator.backend": "evaluator_backend", "evaluator.address": "evaluator_address",
     "diagnostics.onOpen": "diagnostics_on_open", "logLevel": "log_level",
 }
