@@ -61,3 +61,11 @@ class ScriptedGpuBackend:
 
     def close(self) -> None:
         pass
+
+
+def echo(backend, payload):
+    return {**payload, "gpu": backend.start().uuid}
+
+
+def fails(backend, payload):
+    raise RuntimeError("a bug in the function run remotely")

@@ -186,5 +186,38 @@ def test_the_servers_gpus_setting_gives_one_worker_per_local_gpu():
     assert searches._backend(load_settings({"gpus": "0,1"}).settings) is two
     one = searches._backend(load_settings({"gpu": 1}).settings)
     assert [e.device_index for e in one.evaluators] == [1]
-    assert searches._shared_evaluator(load_settings({"gpu": 1}).settings) is one.evaluator  # proofs: the first GPU
+    assert one.evaluator.device_index == 1  # proofs run on the first GPU of the list
     searches.shutdown()
+
+
+def test_work_of_the_layers_above_runs_whole_on_a_cluster_gpu(backend):
+    answer = backend.call("tests.ray_standin:echo", {"kernel": "k"})
+    assert answer["kernel"] == "k" and answer["gpu"].startswith("GPU-standin-")
+    with pytest.raises(EvaluatorUnavailable, match="GPU worker failed"):
+        backend.call("tests.ray_standin:fails", {})
+
+
+def test_a_drafted_spec_is_proven_on_the_cluster_and_cached_here(tmp_path):
+    from fsr_lsp.drafting.cache import ProofCache
+    from fsr_lsp.drafting.proof import Proof, prove_with
+    from fsr_lsp.evaluator.serde import to_data
+
+    from .search_helpers import GPU, example
+
+    class Cluster:
+        calls = []
+
+        def start(self):
+            return GPU
+
+        def call(self, function, payload):
+            self.calls.append((function, payload["kernel"], payload["block"]))
+            return to_data(Proof(payload["kernel"], "proven", "proven at 3 sizes", spec=payload["block"] or ""))
+
+    cluster = Cluster()
+    source = example("saxpy.cu")
+    with ProofCache(tmp_path) as cache:
+        first = prove_with(cluster, source, "saxpy", None, cache=cache)
+        again = prove_with(cluster, source, "saxpy", None, cache=cache)
+    assert first.status == "proven" and not first.cached and again.cached
+    assert cluster.calls == [("fsr_lsp.drafting.proof:prove_request", "saxpy", None)]  # once: then the cache

@@ -22,6 +22,7 @@ from typing import Callable, Literal
 from ..evaluator import EvalOptions, Evaluator, EvaluatorUnavailable, prepare
 from ..evaluator.records import Check, EvalResult
 from ..evaluator.sanitizer import sanitize_original
+from ..evaluator.serde import from_data, to_data
 from ..spec.edit import set_key
 from .placement import place_spec, proof_text
 
@@ -91,6 +92,44 @@ def prove(evaluator: Evaluator, text: str, kernel: str, block: str | None = None
     if cache is not None and proof.settled:
         cache.put(key, proof)
     return proof
+
+
+def prove_with(backend: object, text: str, kernel: str, block: str | None = None, options: EvalOptions | None = None,
+               *, cache: "ProofCache | None" = None, on_stage: Stage | None = None) -> Proof:
+    """`prove` on the backend the searches use: this machine's GPU, or one GPU of a cluster
+    (a backend with `call`), where the proof runs whole and comes back as plain data."""
+    call = getattr(backend, "call", None)
+    if call is None:
+        evaluator = getattr(backend, "evaluator", backend)
+        return prove(evaluator, text, kernel, block, options, cache=cache, on_stage=on_stage)  # type: ignore[arg-type]
+    options = options or EvalOptions()
+    source = place_spec(text, kernel, block).text if block is not None else text
+    try:
+        gpu = backend.start()  # type: ignore[attr-defined]
+    except EvaluatorUnavailable as e:
+        return Proof(kernel, "unavailable", f"the proof needs a GPU: {e}", spec=block or "")
+    key = proof_key(source, kernel, gpu.name, options)
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        hit.cached = True
+        return hit
+    if on_stage:
+        on_stage(f"proving the spec on the cluster ({gpu.name} on {gpu.host or 'a worker'})")
+    payload = {"text": text, "kernel": kernel, "block": block, "options": to_data(options)}
+    try:
+        proof = from_data(Proof, call("fsr_lsp.drafting.proof:prove_request", payload))
+    except EvaluatorUnavailable as e:
+        return Proof(kernel, "unavailable", f"the proof needs a GPU: {e}", spec=block or "")
+    if cache is not None and proof.settled:
+        cache.put(key, proof)
+    return proof
+
+
+def prove_request(backend: object, payload: dict) -> dict:
+    """The remote half of `prove_with`: runs on the GPU's own backend in the cluster."""
+    evaluator = getattr(backend, "evaluator")
+    options = from_data(EvalOptions, payload["options"])
+    return to_data(prove(evaluator, payload["text"], payload["kernel"], payload["block"], options))
 
 
 def proof_key(source: str, kernel: str, gpu: str, options: EvalOptions) -> str:

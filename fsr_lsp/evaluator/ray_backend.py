@@ -79,6 +79,11 @@ class GpuActor:
     def profile(self, request: dict) -> dict:
         return to_data(self.backend.profile(from_data(EvalRequest, request)))
 
+    def call(self, function: str, payload: dict) -> dict:
+        """`function(backend, payload)` on this GPU's backend: work of the layers above the
+        evaluator (a spec's proof), named by import path so that the evaluator needs none of them."""
+        return load(function)(self.backend, payload)
+
 
 class RayBackend:
     def __init__(self, address: str = "auto", *, factory: str = DEFAULT_FACTORY, timeout: float = 120.0,
@@ -219,6 +224,18 @@ class RayBackend:
                 reviving[self._actors[a].start.remote()] = a
                 results[i] = EvalResult(kernel=requests[i].kernel, status="timeout",
                                         message=f"no result within {limit:.0f} s on the cluster; its worker was restarted")
+
+    def call(self, function: str, payload: dict, timeout: float | None = None) -> dict:
+        """`function(backend, payload) -> dict` on one GPU of the cluster (plain data both ways);
+        raises EvaluatorUnavailable when no worker can run it."""
+        ray = import_ray()
+        self.start()
+        ref = self._actors[0].call.remote(function, payload)
+        try:
+            return ray.get(ref, timeout=timeout)
+        except Exception as e:
+            ray.cancel(ref)
+            raise EvaluatorUnavailable(f"the cluster's GPU worker failed: {_first_line(e)}") from None
 
     def profile(self, request: EvalRequest) -> Profiled:
         try:

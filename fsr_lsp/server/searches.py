@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..drafting.cache import ProofCache
 from ..drafting.placement import place_spec
 from ..drafting.draft import Draft
-from ..drafting.proof import Proof, prove
+from ..drafting.proof import Proof, prove_with
 from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.ray_backend import RAY_MISSING, RayBackend
 from ..evaluator.requests import LocalBackend, local_gpus
@@ -150,8 +150,8 @@ class Searches:
             module, _, name = stand_in.partition(":")
             return getattr(importlib.import_module(module), name)(job.searched_text, job.kernel, job.draft)
         with ProofCache(workspace) as cache:
-            return prove(self._shared_evaluator(settings), job.searched_text, job.kernel, job.draft, self._options(path, settings),
-                         cache=cache, on_stage=stage)
+            return prove_with(self._backend(settings), job.searched_text, job.kernel, job.draft,
+                              self._options(path, settings), cache=cache, on_stage=stage)
 
     def _options(self, path: Path, settings: Settings) -> EvalOptions:
         return EvalOptions(flags=settings.compiler_flags, include_dirs=(str(path.parent), *settings.include_paths),
@@ -184,7 +184,3 @@ class Searches:
                     self._local.close()
                 self._local = LocalBackend([Evaluator(i) for i in gpus])
             return self._local
-
-    def _shared_evaluator(self, settings: Settings) -> Evaluator:
-        """The first local GPU's worker: proofs run there."""
-        return self._local_backend(settings).evaluator
