@@ -340,3 +340,13 @@ def test_shapes_that_are_not_powers_of_two_are_dropped_once_two_fail_and_none_pa
     odd = [n for n in model.screened if TreeReduction.time(n) is None]
     assert len(odd) == 2  # the probe; then no more
     assert len(model.screened) > 40  # the budget went to the shapes that work
+
+
+def test_screening_reports_its_progress():
+    model = CostModel()
+    ctx = context(example("saxpy.cu"), "saxpy")
+    ctx.screen = model
+    lines = []
+    ctx.note = lines.append
+    BuiltinGenerator(budget=16, seconds=60).propose(ctx, 4)
+    assert lines and lines[-1].startswith(f"tuning: {len(model.screened)} configurations screened")

@@ -33,6 +33,7 @@ class RoundContext:
     # A cheap look at candidates (bench size only, few repetitions), for generators that tune;
     # None where the bench cannot screen. Its results are never verdicts.
     screen: Callable[[list[Proposal]], list[EvalResult]] | None = None
+    note: Callable[[str], None] | None = None  # a generator's progress line ("screened 48 configurations")
     deadline: float | None = None  # time.monotonic() by which the whole search should end
     profile: ProfileFacts | None = None  # profiler facts about the leader (from round 2 on)
     profile_note: str = ""  # why there are none, when profiling was attempted

@@ -110,7 +110,10 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
                            rounds=config.rounds, mode=config.mode, history=list(history),
                            seeds=ranked(history)[: config.seeds], definition_text=texts.definition,
                            declarations=texts.declarations, screen=getattr(bench, "screen", None),
-                           deadline=started + config.time_budget)
+                           deadline=started + config.time_budget,
+                           note=lambda m: report(Progress(round_ + 1, config.rounds, len(outcome.tried),
+                                                          _verified(outcome.tried), _best_speedup(history),
+                                                          f"round {round_ + 1}: {m}")))
         if profiler and round_ >= 1:  # profiler facts help after the first round, not in it
             report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
                             _best_speedup(history), f"round {round_ + 1}: profiling the leader"))

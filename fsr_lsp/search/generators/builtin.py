@@ -98,6 +98,10 @@ class BuiltinGenerator:
         assert ctx.screen is not None
         results = ctx.screen(proposals) if proposals else []
         self.screened += len(results)
+        if ctx.note:
+            passed = [r.speedup for r in results if r.passed_screen and r.speedup]
+            best = f", best of this batch {max(passed):.2f}x" if passed else ""
+            ctx.note(f"tuning: {self.screened} configurations screened{best}")
         for i, r in zip(index, results):
             if r.status == "cancelled":
                 return times[:i]  # shorter than asked: the tuner stops
