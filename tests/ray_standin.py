@@ -13,7 +13,7 @@ from pathlib import Path
 from fsr_lsp.evaluator.profile import Profiled
 from fsr_lsp.evaluator.records import EvalResult, GpuInfo, TimingStats
 
-SECONDS = 0.4  # each request's "GPU time", so that fan-out shows in the wall clock
+SECONDS = 0.5  # each request's "GPU time", so that fan-out shows in the wall clock
 
 
 def scripted_backend() -> "ScriptedGpuBackend":
