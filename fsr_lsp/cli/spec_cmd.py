@@ -5,6 +5,7 @@ signature, or none); with --check, the proof of each spec on the GPU with the or
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 
@@ -13,11 +14,13 @@ from rich.console import Console
 from ..drafting.cache import ProofCache
 from ..drafting.model_draft import model_draft
 from ..drafting.origin import Drafter, KernelSpec, kernel_specs
-from ..drafting.proof import Proof, prove
+from ..drafting.proof import Proof, prove_with
 from ..evaluator import EvalOptions, Evaluator
+from ..evaluator.ray_backend import RayBackend, ray_missing
+from ..evaluator.requests import LocalBackend
 from ..evaluator.support import gpu_support_missing
 from ..llmclient import ChatClient
-from .common import add_llm_options, fail, llm_config
+from .common import add_llm_options, add_ray_option, fail, llm_config
 from .eval_cmd import _Status
 from .workspace import workspace_of
 
@@ -34,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON array, an object per kernel")
     p.add_argument("--check", action="store_true", help="prove each spec on the GPU (exit 1 if one fails)")
     p.add_argument("--gpu", type=int, default=0, help="GPU index for --check (default 0)")
+    add_ray_option(p)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung kernel is killed")
     p.add_argument("--flag", action="append", default=[], dest="flags", metavar="FLAG", help="extra nvcc flag")
     p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR", help="include directory")
@@ -57,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"no kernel named {args.kernel} in {', '.join(map(str, args.files))}", 2)
     proofs: dict[tuple[str, str], Proof] = {}
     if args.check:
-        why = gpu_support_missing("--check needs")
+        why = ray_missing() if args.ray else gpu_support_missing("--check needs")
         if why:
             return fail(why, 3)
         proofs = _prove_all(args, specs)
@@ -70,8 +74,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _prove_all(args: argparse.Namespace, specs: list[KernelSpec]) -> dict[tuple[str, str], Proof]:
     out = {}
-    with Evaluator(args.gpu, timeout=args.timeout) as evaluator, \
-            ProofCache(workspace_of(args.files[0], args.workspace)) as cache, _Status(not args.json) as status:
+    backend = RayBackend(args.ray, timeout=args.timeout) if args.ray else \
+        LocalBackend(Evaluator(args.gpu, timeout=args.timeout))
+    with contextlib.closing(backend), ProofCache(workspace_of(args.files[0], args.workspace)) as cache, \
+            _Status(not args.json) as status:
         for s in specs:
             if s.spec is None:
                 continue
@@ -79,9 +85,9 @@ def _prove_all(args: argparse.Namespace, specs: list[KernelSpec]) -> dict[tuple[
             options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(path.parent.resolve()), *args.include_dirs))
             status.update(f"proving the spec of {s.kernel}")
             block = None if s.origin == "attached" else s.spec
-            out[(s.file, s.kernel)] = prove(evaluator, path.read_text(encoding="utf-8", errors="replace"), s.kernel,
-                                            block, options, cache=cache, timeout=args.timeout,
-                                            on_stage=lambda m, k=s.kernel: status.update(f"{k}: {m}"))
+            out[(s.file, s.kernel)] = prove_with(backend, path.read_text(encoding="utf-8", errors="replace"), s.kernel,
+                                                 block, options, cache=cache, timeout=args.timeout,
+                                                 on_stage=lambda m, k=s.kernel: status.update(f"{k}: {m}"))
     return out
 
 

@@ -95,13 +95,15 @@ def prove(evaluator: Evaluator, text: str, kernel: str, block: str | None = None
 
 
 def prove_with(backend: object, text: str, kernel: str, block: str | None = None, options: EvalOptions | None = None,
-               *, cache: "ProofCache | None" = None, on_stage: Stage | None = None) -> Proof:
+               *, cache: "ProofCache | None" = None, timeout: float | None = None,
+               on_stage: Stage | None = None) -> Proof:
     """`prove` on the backend the searches use: this machine's GPU, or one GPU of a cluster
     (a backend with `call`), where the proof runs whole and comes back as plain data."""
     call = getattr(backend, "call", None)
     if call is None:
         evaluator = getattr(backend, "evaluator", backend)
-        return prove(evaluator, text, kernel, block, options, cache=cache, on_stage=on_stage)  # type: ignore[arg-type]
+        return prove(evaluator, text, kernel, block, options, cache=cache, timeout=timeout,  # type: ignore[arg-type]
+                     on_stage=on_stage)
     options = options or EvalOptions()
     source = place_spec(text, kernel, block).text if block is not None else text
     try:
@@ -115,7 +117,7 @@ def prove_with(backend: object, text: str, kernel: str, block: str | None = None
         return hit
     if on_stage:
         on_stage(f"proving the spec on the cluster ({gpu.name} on {gpu.host or 'a worker'})")
-    payload = {"text": text, "kernel": kernel, "block": block, "options": to_data(options)}
+    payload = {"text": text, "kernel": kernel, "block": block, "options": to_data(options), "timeout": timeout}
     try:
         proof = from_data(Proof, call("fsr_lsp.drafting.proof:prove_request", payload))
     except EvaluatorUnavailable as e:
@@ -129,7 +131,8 @@ def prove_request(backend: object, payload: dict) -> dict:
     """The remote half of `prove_with`: runs on the GPU's own backend in the cluster."""
     evaluator = getattr(backend, "evaluator")
     options = from_data(EvalOptions, payload["options"])
-    return to_data(prove(evaluator, payload["text"], payload["kernel"], payload["block"], options))
+    return to_data(prove(evaluator, payload["text"], payload["kernel"], payload["block"], options,
+                         timeout=payload.get("timeout")))
 
 
 def proof_key(source: str, kernel: str, gpu: str, options: EvalOptions) -> str:
