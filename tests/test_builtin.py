@@ -116,7 +116,9 @@ def test_rewrites_rescale_the_launch_and_keep_the_kernel_well_formed():
     assert p.source.count("#pragma unroll") == 2  # the loop that had a pragma keeps its own, alone
     assert "#pragma unroll 2\n    for (int j = 0; j < m" in p.source
     assert "#pragma unroll 4\n    for (int j = 0; j < 2" in p.source
-    assert "% 128]" in p.source and "blockDim" not in p.source.split("{", 1)[1].split("*/")[-1]
+    body = p.source.split("*/")[-1].split("{", 1)[1]
+    assert "% 128]" in body and "if (blockDim.x != 128 || blockDim.y != 1 || blockDim.z != 1) __trap();" in body
+    assert body.count("blockDim") == 3  # only in the guard: another launch traps rather than computes garbage
     p = _render(KERNEL, "k", Config(min_blocks=2))
     assert "__launch_bounds__(256, 2)" in p.source and "@fsr" not in p.source  # same launch: no block
 

@@ -68,10 +68,14 @@ def uses_block_dim(body: str) -> bool:
 
 
 def static_block(text: str, block: tuple[int, ...]) -> str:
-    """`blockDim.x` (y, z) in the body as the launch's own numbers, which the compiler can fold."""
+    """`blockDim.x` (y, z) in the body as the launch's own numbers, which the compiler can fold.
+    A launch with another block (elsewhere in the user's code) traps instead of computing
+    garbage: the rewrite holds for the spec's block only."""
     dims = dict(zip("xyz", tuple(block) + (1, 1)))
     start = text.find("{")
-    return text[:start] + _BLOCK_DIM.sub(lambda m: str(dims[m.group(1)]), text[start:])
+    guard = " || ".join(f"blockDim.{d} != {dims[d]}" for d in "xyz")
+    body = _BLOCK_DIM.sub(lambda m: str(dims[m.group(1)]), text[start + 1:])
+    return text[:start + 1] + f"\n    if ({guard}) __trap();  // fsr: written for this block size" + body
 
 
 def grid_stride_site(body: str) -> tuple[re.Match, re.Match] | None:
