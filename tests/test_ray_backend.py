@@ -123,6 +123,8 @@ def test_the_servers_settings_choose_the_ray_backend():
     backend = searches._backend(settings)
     assert isinstance(backend, RayBackend) and backend.address == "ray://gpu-box:10001"
     assert searches._backend(settings) is backend  # one connection per address
+    assert searches.remote(settings) is backend  # on-save checks without a local nvcc compile there
+    assert searches.remote(load_settings({}).settings) is None
     assert searches.unavailable(settings) == ""  # no CUDA needed here: the cluster compiles and runs
     bad = load_settings({"evaluator.backend": "cuda"})
     assert bad.settings.evaluator_backend == "local"
@@ -223,3 +225,23 @@ def test_a_drafted_spec_is_proven_on_the_cluster_and_cached_here(tmp_path):
         again = prove_with(cluster, source, "saxpy", None, cache=cache)
     assert first.status == "proven" and not first.cached and again.cached
     assert cluster.calls == [("fsr_lsp.drafting.proof:prove_request", "saxpy", None)]  # once: then the cache
+
+
+@pytest.mark.nvcc
+def test_on_save_checks_compile_on_the_cluster_with_the_files_headers(backend, monkeypatch, tmp_path):
+    import asyncio
+
+    from fsr_lsp.server import check
+    from fsr_lsp.server.settings import Settings
+
+    monkeypatch.setattr(check, "find_nvcc", lambda _: None)  # this process only: the workers have theirs
+    (tmp_path / "util").mkdir()
+    (tmp_path / "util" / "twice.cuh").write_text("__device__ inline float twice(float v) { return 2.0f * v; }\n")
+    good = '#include "util/twice.cuh"\n__global__ void k(float* y)\n{\n    y[threadIdx.x] = twice(y[threadIdx.x]);\n}\n'
+    settings = Settings(evaluator_backend="ray")
+    result = asyncio.run(check.check_source(good, tmp_path / "k.cu", settings, remote=backend))
+    assert result.problem == "" and result.messages == [] and result.resources  # registers per kernel came back
+    bad = good.replace("twice(y", "thrice(y")
+    result = asyncio.run(check.check_source(bad, tmp_path / "k.cu", settings, remote=backend))
+    errors = [m for m in result.messages if m.severity == "error"]
+    assert errors and "thrice" in errors[0].text and errors[0].line == 3 and errors[0].file == "k.cu"

@@ -1,19 +1,30 @@
-"""The on-save compile check: nvcc as an asyncio subprocess, so the server keeps answering."""
+"""The on-save compile check: nvcc as an asyncio subprocess, so the server keeps answering.
+
+Without a local nvcc and with the ray backend, the check compiles on one of the cluster's GPU
+workers instead: the file goes with the quoted headers it includes from its folder and the
+include paths, and the compiler's log comes back to be read as a local one."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..evaluator.compiler import find_nvcc
+from ..evaluator.pool import EvaluatorUnavailable
 from ..evaluator.ptxas import mangled_name, parse_resources
 from ..evaluator.records import Resources
 from .nvcc_output import Message, parse_messages
 from .settings import Settings
 
 TIMEOUT = 120.0
+HEADER_DEPTH = 4  # levels of quoted includes shipped with a remote check
+HEADER_BYTES = 4 << 20  # at most this much header text goes to the cluster
+_QUOTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
 @dataclass
@@ -25,21 +36,23 @@ class CheckResult:
 
 def no_nvcc(settings: Settings) -> str:
     if settings.evaluator_backend == "ray":
-        return ("on-save diagnostics are off: nvcc is not on this machine, and the ray backend compiles only "
-                "searches on the cluster; set fsr.compiler.nvcc to a local nvcc to have them")
+        return ("on-save diagnostics are off: nvcc is not on this machine, and without Ray here they cannot "
+                "compile on the cluster (pip install 'fsr-lsp[ray]', or set fsr.compiler.nvcc)")
     return "nvcc not found: set fsr.compiler.nvcc, CUDA_HOME, or put nvcc on PATH"
 
 
-async def check_source(text: str, path: Path, settings: Settings) -> CheckResult:
+async def check_source(text: str, path: Path, settings: Settings, remote: Any = None) -> CheckResult:
+    """`remote`: a backend with `call` (the Ray cluster) for when nvcc is not on this machine."""
     nvcc = find_nvcc(settings.compiler_nvcc or None)
     if nvcc is None:
+        if remote is not None:
+            return await asyncio.to_thread(remote_check, remote, text, path, settings)
         return CheckResult(problem=no_nvcc(settings))
     with tempfile.TemporaryDirectory(prefix="fsr-check-") as tmp:
         src = Path(tmp) / path.name
         src.write_text(text, encoding="utf-8")
-        cmd = [nvcc, "-cubin", f"-arch={settings.compiler_arch}", "-std=c++17", "-Xptxas", "-v", "-x", "cu",
-               f"-I{path.parent}", *(f"-I{d}" for d in settings.include_paths), *settings.compiler_flags,
-               "-o", str(Path(tmp) / "out.cubin"), str(src)]
+        cmd = nvcc_command(nvcc, src, settings.compiler_arch, settings.compiler_flags,
+                           [path.parent, *map(Path, settings.include_paths)], Path(tmp) / "out.cubin")
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.PIPE, cwd=tmp)
         try:
@@ -51,6 +64,77 @@ async def check_source(text: str, path: Path, settings: Settings) -> CheckResult
             proc.kill()
             raise
         log = (out + err).decode(errors="replace").replace(str(src), path.name).replace(tmp + "/", "")
+    return read_log(log, text)
+
+
+def nvcc_command(nvcc: str, src: Path, arch: str, flags: tuple[str, ...], include_dirs: list[Path],
+                 out: Path) -> list[str]:
+    return [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-Xptxas", "-v", "-x", "cu",
+            *(f"-I{d}" for d in include_dirs), *flags, "-o", str(out), str(src)]
+
+
+def read_log(log: str, text: str) -> CheckResult:
     messages = parse_messages(log, text.splitlines())
     resources = {(mangled_name(name) or name): res for name, res in parse_resources(log).items()}
     return CheckResult(messages=messages, resources=resources)
+
+
+# ------------------------------------------------------------ on a cluster GPU worker
+
+
+def remote_check(backend: Any, text: str, path: Path, settings: Settings) -> CheckResult:
+    """The check on the cluster (blocking: the server runs it in a thread)."""
+    headers = local_headers(text, [path.parent, *map(Path, settings.include_paths)])
+    payload = {"text": text, "name": path.name, "headers": headers, "arch": settings.compiler_arch,
+               "flags": list(settings.compiler_flags)}
+    try:
+        answer = backend.call("fsr_lsp.server.check:compile_here", payload, timeout=TIMEOUT + 30)
+    except EvaluatorUnavailable as e:
+        return CheckResult(problem=f"on-save diagnostics could not compile on the cluster: {e}")
+    if answer.get("problem"):
+        return CheckResult(problem=f"on-save diagnostics on the cluster: {answer['problem']}")
+    return read_log(answer["log"], text)
+
+
+def local_headers(text: str, dirs: list[Path], depth: int = HEADER_DEPTH) -> dict[str, str]:
+    """Quoted includes found in `dirs` (and theirs, a few levels), by the name the code uses."""
+    found: dict[str, str] = {}
+    todo = [(text, 0)]
+    total = 0
+    while todo:
+        source, level = todo.pop()
+        if level >= depth:
+            continue
+        for name in _QUOTED.findall(source):
+            if name in found or ".." in Path(name).parts or Path(name).is_absolute():
+                continue
+            for d in dirs:
+                candidate = d / name
+                if candidate.is_file() and total + candidate.stat().st_size <= HEADER_BYTES:
+                    found[name] = candidate.read_text(encoding="utf-8", errors="replace")
+                    total += len(found[name])
+                    todo.append((found[name], level + 1))
+                    break
+    return found
+
+
+def compile_here(backend: Any, payload: dict) -> dict:
+    """On the worker: the file and its headers in a scratch folder, nvcc as on the laptop."""
+    nvcc = find_nvcc(None)
+    if nvcc is None:
+        return {"problem": "nvcc is not on the GPU worker either"}
+    with tempfile.TemporaryDirectory(prefix="fsr-check-") as tmp:
+        inc = Path(tmp) / "inc"
+        for name, content in payload["headers"].items():
+            target = inc / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+        src = Path(tmp) / payload["name"]
+        src.write_text(payload["text"], encoding="utf-8")
+        cmd = nvcc_command(nvcc, src, payload["arch"], tuple(payload["flags"]), [inc], Path(tmp) / "out.cubin")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return {"problem": f"nvcc did not finish within {TIMEOUT:.0f} s"}
+        log = (proc.stdout + proc.stderr).replace(str(src), payload["name"]).replace(str(inc) + "/", "")
+        return {"log": log.replace(tmp + "/", "")}

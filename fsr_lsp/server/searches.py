@@ -165,6 +165,12 @@ class Searches:
         return GpuBench(self._backend(settings), job.searched_text, job.kernel, self._options(path, settings),
                         cancel=job.cancel)
 
+    def remote(self, settings: Settings) -> RayBackend | None:
+        """The cluster, for work this machine cannot do (an on-save compile without nvcc)."""
+        if settings.evaluator_backend != "ray" or importlib.util.find_spec("ray") is None:
+            return None
+        return self._backend(settings)
+
     def _backend(self, settings: Settings) -> Any:
         """This machine's GPU(s), or the Ray cluster the settings name (one connection per address)."""
         if settings.evaluator_backend != "ray":

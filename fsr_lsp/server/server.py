@@ -119,7 +119,7 @@ class FsrServer(LanguageServer):
 
     async def _check(self, uri: str) -> None:
         doc = self.workspace.get_text_document(uri)
-        result = await check_source(doc.source, Path(doc.path), self.settings)
+        result = await check_source(doc.source, Path(doc.path), self.settings, self.searches.remote(self.settings))
         if result.problem:
             self.show_once(f"fsr: {result.problem}", types.MessageType.Warning)
         self.checks[uri] = result
