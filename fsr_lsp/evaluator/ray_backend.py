@@ -31,6 +31,7 @@ RAY_MISSING = "the ray backend needs Ray on this machine: pip install 'fsr-lsp[r
 DEFAULT_FACTORY = "fsr_lsp.evaluator.ray_backend:local_backend_on_this_gpu"
 ATTEMPTS = 2  # a request that kills this many workers is a crash, not bad luck
 GRACE_SECONDS = 60.0  # past a request's own timeout before its actor is killed
+SANITIZER_SECONDS = 900.0  # a confirmation also runs compute-sanitizer tools, each with its own limit
 
 
 def ray_missing() -> str:
@@ -217,12 +218,13 @@ class RayBackend:
         ray = import_ray()
         now = time.monotonic()
         for ref, (i, a, started) in list(running.items()):
-            limit = (requests[i].timeout or self.timeout) + GRACE_SECONDS
+            r = requests[i]
+            limit = (r.timeout or self.timeout) + GRACE_SECONDS + (SANITIZER_SECONDS if r.action == "confirm" else 0)
             if now - started > limit:
                 running.pop(ref)
                 ray.kill(self._actors[a], no_restart=False)
                 reviving[self._actors[a].start.remote()] = a
-                results[i] = EvalResult(kernel=requests[i].kernel, status="timeout",
+                results[i] = EvalResult(kernel=r.kernel, status="timeout",
                                         message=f"no result within {limit:.0f} s on the cluster; its worker was restarted")
 
     def call(self, function: str, payload: dict, timeout: float | None = None) -> dict:
