@@ -4,7 +4,6 @@ Nothing in a request needs this machine's files, compiler or GPU."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import queue
 import shutil
@@ -78,8 +77,9 @@ class LocalBackend:
                                               sanitize_winner=r.action == "confirm", timeout=r.timeout)
 
             with ThreadPoolExecutor(max_workers=len(self.evaluators)) as gpu_pool:
-                list(gpu_pool.map(drain, self.evaluators))
-        return [r for r in results if r is not None]
+                list(gpu_pool.map(drain, self.evaluators))  # re-raises what a worker thread raised
+        assert all(r is not None for r in results)  # every request was drained
+        return results  # type: ignore[return-value]
 
     def profile(self, request: EvalRequest) -> Profiled:
         prepared = prepare(request.source, request.kernel, request.candidate, self.start().arch, request.options)
@@ -115,7 +115,3 @@ def local_gpus(spec: str | int) -> list[int]:
         return [0]
     count = sum(1 for line in out.splitlines() if line.startswith("GPU "))
     return list(range(count)) or [0]
-
-
-def with_options(request: EvalRequest, **changes: object) -> EvalRequest:
-    return dataclasses.replace(request, options=dataclasses.replace(request.options, **changes))

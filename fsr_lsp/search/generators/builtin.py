@@ -58,9 +58,6 @@ class BuiltinGenerator:
     def fix(self, ctx: RoundContext, failed: Tried) -> Proposal | None:
         return None  # a deterministic rewrite that fails stays failed; the search moves on
 
-    def config_of(self, proposal: Proposal) -> Config | None:
-        return self._configs.get(proposal.key)
-
     # ------------------------------------------------------------ with screening
 
     def _explore(self, ctx: RoundContext, tuner: Annealer) -> None:
@@ -135,8 +132,7 @@ class BuiltinGenerator:
         key = hashlib.sha256((ctx.kernel_text + ctx.gpu.name).encode()).hexdigest()
         if key not in self._tuners:
             space = space_of(ctx.kernel, ctx.spec, ctx.definition, ctx.gpu)
-            tuner = Annealer(space, lambda cs: self._screen(ctx, space, cs), seed=int(key[:8], 16), batch=self.batch)
-            self._tuners[key] = (space, tuner)
+            self._tuners[key] = (space, Annealer(space, measure=lambda _: [], seed=int(key[:8], 16), batch=self.batch))
         space, tuner = self._tuners[key]
         tuner.measure = lambda cs: self._screen(ctx, space, cs)  # this round's context
         return space, tuner
