@@ -11,14 +11,13 @@ from __future__ import annotations
 import csv
 import dataclasses
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .records import EvalJob
-from .serde import to_json
-from .support import find_cuda_tool
+from .sanitize_main import child_command
+from .support import find_cuda_tool, last_line
 
 _METRICS = {
     "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
@@ -93,15 +92,13 @@ def profile(job: EvalJob, device_index: int = 0, who: str = "candidate", timeout
                               sanitize_original=who == "original" or job.candidate is None)
     metrics = ",".join(_METRICS.values()) + "," + _STALLS
     with tempfile.TemporaryDirectory(prefix="fsr-profile-") as tmp:
-        path = Path(tmp) / "job.json"
-        path.write_text(to_json(run))
         log = Path(tmp) / "ncu.csv"
         binary = job.original if run.sanitize_original else job.candidate
         assert binary is not None
         cmd = [tool, "--csv", "--page", "raw", "--kernel-name-base", "mangled", "--kernel-name", binary.entry,
                "--launch-count", "1",
                "--metrics", metrics, "--log-file", str(log),
-               sys.executable, "-m", "fsr_lsp.evaluator.sanitize_main", str(path), str(device_index)]
+               *child_command(run, Path(tmp), device_index)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -109,7 +106,7 @@ def profile(job: EvalJob, device_index: int = 0, who: str = "candidate", timeout
         text = log.read_text(errors="replace") if log.exists() else ""
     facts = parse_ncu_csv(text, who)
     if facts is None:
-        why = _last_line(text + "\n" + proc.stdout + "\n" + proc.stderr)
+        why = last_line(text + "\n" + proc.stdout + "\n" + proc.stderr)
         return Profiled(None, f"ncu gave no metrics (exit {proc.returncode}): {why}")
     return Profiled(facts)
 
@@ -141,8 +138,3 @@ def parse_ncu_csv(text: str, who: str = "candidate") -> ProfileFacts | None:
                         occupancy_pct=m["occupancy_pct"], stalls=stalls[:TOP_STALLS],
                         bank_conflicts=int(m["bank_conflicts_ld"] + m["bank_conflicts_st"]),
                         local_sectors=int(m["local_ld"] + m["local_st"]), who=who)
-
-
-def _last_line(out: str) -> str:
-    lines = [ln.strip() for ln in out.strip().splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "no output"

@@ -15,17 +15,17 @@ running.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 from .pool import EvaluatorUnavailable
 from .profile import Profiled
 from .records import EvalResult, GpuInfo
 from .requests import EvalRequest
 from .serde import from_data, to_data
+from .support import load
 
 RAY_MISSING = "the ray backend needs Ray on this machine: pip install 'fsr-lsp[ray]'"
 DEFAULT_FACTORY = "fsr_lsp.evaluator.ray_backend:local_backend_on_this_gpu"
@@ -53,11 +53,6 @@ def local_backend_on_this_gpu() -> Any:
     from .requests import LocalBackend
 
     return LocalBackend(Evaluator(0))
-
-
-def load(factory: str) -> Callable[[], Any]:
-    module, _, name = factory.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 class GpuActor:

@@ -6,7 +6,15 @@ import sys
 from pathlib import Path
 
 from .records import EvalJob
-from .serde import from_json
+from .serde import from_json, to_json
+
+
+def child_command(job: EvalJob, folder: Path, device_index: int) -> list[str]:
+    """The command that runs `job` in a child process (under compute-sanitizer or ncu), its
+    JSON written into `folder`."""
+    path = folder / "job.json"
+    path.write_text(to_json(job))
+    return [sys.executable, "-m", "fsr_lsp.evaluator.sanitize_main", str(path), str(device_index)]
 
 
 def main(argv: list[str]) -> int:

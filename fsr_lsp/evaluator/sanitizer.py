@@ -17,14 +17,14 @@ import hashlib
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .records import Check, EvalJob, SizePlan
+from .sanitize_main import child_command
 from .serde import to_json
-from .support import find_cuda_tool
+from .support import find_cuda_tool, last_line
 
 TOOLS = ("memcheck", "racecheck")
 _EXIT_ON_ERROR = 86
@@ -111,12 +111,10 @@ def _run(tool_path: str, tool: str, job: EvalJob, sizes: list[SizePlan], device_
     labels = ", ".join(p.label for p in sizes)
     name = f"sanitizer {tool}"
     with tempfile.TemporaryDirectory(prefix="fsr-sanitize-") as tmp:
-        path = Path(tmp) / "job.json"
-        path.write_text(to_json(small))
         # No kernel filter: besides the kernel only torch's input fills run in that child.
         cmd = [tool_path, "--tool", tool, "--error-exitcode", str(_EXIT_ON_ERROR), "--print-limit", "100",
                "--show-backtrace", "no",
-               sys.executable, "-m", "fsr_lsp.evaluator.sanitize_main", str(path), str(device_index)]
+               *child_command(small, Path(tmp), device_index)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -134,9 +132,9 @@ def _run(tool_path: str, tool: str, job: EvalJob, sizes: list[SizePlan], device_
         detail = describe_accesses(accesses) if accesses else _first_report(out)
         return Outcome(Check(name, "fail", detail, accesses[0].buffer if accesses else ""), accesses)
     if proc.returncode != 0:
-        return Outcome(Check(name, "skip", f"the tool could not run here (exit {proc.returncode}): {_last_line(out)}"), [])
+        return Outcome(Check(name, "skip", f"the tool could not run here (exit {proc.returncode}): {last_line(out)}"), [])
     if errors is None:
-        return Outcome(Check(name, "skip", f"no summary from the tool: {_last_line(out)}"), [])
+        return Outcome(Check(name, "skip", f"no summary from the tool: {last_line(out)}"), [])
     left = [p.label for p in job.sizes if p.label not in {q.label for q in sizes}]
     rest = f"; {', '.join(left)} left out (over {job.defences.layered_max_bytes >> 20} MiB of buffers)" if left else ""
     return Outcome(Check(name, "pass", f"0 errors at {labels} (exact allocations){rest}"), [])
@@ -191,9 +189,6 @@ def describe_accesses(accesses: list[Access]) -> str:
 def _first_report(out: str) -> str:
     lines = [ln.replace("=========", "").strip() for ln in out.splitlines() if ln.startswith("=========")]
     useful = [ln for ln in lines if ln and not ln.startswith(("COMPUTE-SANITIZER", "ERROR SUMMARY", "Saved host"))]
-    return " | ".join(useful[:4]) or _last_line(out)
+    return " | ".join(useful[:4]) or last_line(out)
 
 
-def _last_line(out: str) -> str:
-    lines = [ln.strip() for ln in out.strip().splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "no output"

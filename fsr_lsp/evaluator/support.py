@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 GPU_PACKAGES = ("pycuda", "torch")
 
@@ -29,3 +31,15 @@ def find_cuda_tool(name: str) -> str | None:
         if home and os.access(Path(home) / "bin" / name, os.X_OK):
             return str(Path(home) / "bin" / name)
     return None
+
+
+def last_line(out: str) -> str:
+    """The last non-blank line of a tool's output (what it says when it gives up)."""
+    lines = [ln.strip() for ln in out.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def load(path: str) -> Any:
+    """The object named `module:name` (a backend factory, a stand-in, a function run remotely)."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)

@@ -4,8 +4,6 @@ reported back onto the event loop, cancellable from the client."""
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import os
 import threading
 import uuid
@@ -18,9 +16,9 @@ from ..drafting.placement import place_spec
 from ..drafting.draft import Draft
 from ..drafting.proof import Proof, prove_with
 from ..evaluator import EvalOptions, Evaluator
-from ..evaluator.ray_backend import RAY_MISSING, RayBackend
+from ..evaluator.ray_backend import RayBackend, ray_missing
 from ..evaluator.requests import LocalBackend, local_gpus
-from ..evaluator.support import gpu_support_missing
+from ..evaluator.support import gpu_support_missing, load
 from ..llmclient import LLMConfig
 from ..search import HistoryStore, Progress, SearchOutcome, run_search
 from ..search.generators.builtin import BuiltinGenerator
@@ -66,7 +64,8 @@ class Searches:
         if os.environ.get(STAND_IN):
             return ""
         if settings is not None and settings.evaluator_backend == "ray":
-            return "" if importlib.util.find_spec("ray") else f"fsr: {RAY_MISSING}"
+            missing = ray_missing()
+            return f"fsr: {missing}" if missing else ""
         missing = gpu_support_missing("searches need")
         return f"fsr: {missing}" if missing else ""
 
@@ -147,8 +146,7 @@ class Searches:
         assert job.draft is not None
         stand_in = os.environ.get(PROVER)
         if stand_in:
-            module, _, name = stand_in.partition(":")
-            return getattr(importlib.import_module(module), name)(job.searched_text, job.kernel, job.draft)
+            return load(stand_in)(job.searched_text, job.kernel, job.draft)
         with ProofCache(workspace) as cache:
             return prove_with(self._backend(settings), job.searched_text, job.kernel, job.draft,
                               self._options(path, settings), cache=cache, on_stage=stage)
@@ -160,14 +158,13 @@ class Searches:
     def _bench(self, job: SearchJob, path: Path, settings: Settings) -> Any:
         stand_in = os.environ.get(STAND_IN)
         if stand_in:
-            module, _, name = stand_in.partition(":")
-            return getattr(importlib.import_module(module), name)()
+            return load(stand_in)()
         return GpuBench(self._backend(settings), job.searched_text, job.kernel, self._options(path, settings),
                         cancel=job.cancel)
 
     def remote(self, settings: Settings) -> RayBackend | None:
         """The cluster, for work this machine cannot do (an on-save compile without nvcc)."""
-        if settings.evaluator_backend != "ray" or importlib.util.find_spec("ray") is None:
+        if settings.evaluator_backend != "ray" or ray_missing():
             return None
         return self._backend(settings)
 
