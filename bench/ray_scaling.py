@@ -3,17 +3,23 @@
 launch shapes and knobs for a naive kernel, each fully verified and timed, the same set for
 both runs. Run on a machine with 2+ GPUs, after `ray start --head` or with a local Ray:
 
-    python bench/ray_scaling.py [ADDRESS] [COUNT]
+    python bench/ray_scaling.py [ADDRESS] [COUNT] [--share N]
+
+With `--share N` (a local Ray on a machine with one GPU, when no multi-GPU machine is to be
+had) Ray is told of N GPUs and every actor uses the one physical GPU: the fan-out runs as on
+N GPUs, but its workers compete for one device, so the rate says how the fan-out overlaps
+compilation and verification, not how N GPUs scale.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 from _common import ROOT, save, table
 
-from fsr_lsp.evaluator.ray_backend import RayBackend
+from fsr_lsp.evaluator.ray_backend import DEFAULT_FACTORY, RayBackend, local_backend_on_this_gpu
 from fsr_lsp.evaluator.requests import EvalRequest
 from fsr_lsp.kernels import discover, kernel_source
 from fsr_lsp.search.tuning import Config, render, space_of
@@ -21,6 +27,12 @@ from fsr_lsp.source import SourceText
 from fsr_lsp.spec import parse_spec
 
 KERNEL = ROOT / "bench" / "naive_kernels" / "transpose.cu"
+
+
+def one_physical_gpu():
+    """An actor's backend on the machine's only GPU, whichever GPU id Ray gave the actor."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+    return local_backend_on_this_gpu()
 
 
 def requests(count: int, gpu) -> list[EvalRequest]:
@@ -48,29 +60,39 @@ def rate(backend: RayBackend, work: list[EvalRequest]) -> tuple[float, int]:
     return len(work) / seconds * 60, sum(r.verified for r in results)
 
 
-def main(address: str, count: int) -> None:
+def main(address: str, count: int, share: int) -> None:
     import ray
 
+    factory = "ray_scaling:one_physical_gpu" if share else DEFAULT_FACTORY
     if address == "local":
         ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
-    one = RayBackend(address, max_gpus=1)
+                 num_gpus=share or None,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
+                     filter(None, [str(ROOT), str(ROOT / "bench"), os.environ.get("PYTHONPATH")]))}})
+    one = RayBackend(address, max_gpus=1, factory=factory)
     gpu = one.start()
     work = requests(count, gpu)
     single, ok1 = rate(one, work)
     one.close()
-    every = RayBackend(address)
+    every = RayBackend(address, factory=factory)
     n = every.gpus
     multi, ok2 = rate(every, work)
     hosts = sorted({f"{i.name} {i.uuid} on {i.host}" for i in every.infos})
     every.close()
-    table(f"Ray backend: {len(work)} candidates of {KERNEL.name}, verified and timed in full",
+    shared = f", {n} workers sharing one GPU" if share else ""
+    table(f"Ray backend: {len(work)} candidates of {KERNEL.name}, verified and timed in full{shared}",
           ["GPUs", "candidates/min", "verified", "scaling"],
           [[1, single, ok1, 1.0], [n, multi, ok2, multi / single]])
     print("GPUs:", "; ".join(hosts))
     save("ray_scaling", {"gpus": n, "per_min_1": single, "per_min_n": multi, "scaling": multi / single,
-                         "candidates": len(work), "devices": hosts, "date": time.strftime("%Y-%m-%d")})
+                         "candidates": len(work), "devices": hosts, "shared_gpu": bool(share), "date": time.strftime("%Y-%m-%d")})
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "local", int(sys.argv[2]) if len(sys.argv) > 2 else 48)
+    args = sys.argv[1:]
+    share = 0
+    if "--share" in args:
+        at = args.index("--share")
+        share = int(args[at + 1])
+        del args[at:at + 2]
+    main(args[0] if args else "local", int(args[1]) if len(args) > 1 else 48, share)

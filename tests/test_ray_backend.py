@@ -103,6 +103,15 @@ def test_a_cluster_without_gpus_is_a_clear_message(backend, monkeypatch):
     assert result.status == "unavailable" and "ray start --head" in result.message
 
 
+def test_workers_that_cannot_start_are_a_clear_message_not_a_hang(backend):
+    backend.start()  # its two actors hold both of the cluster's GPUs: another backend's wait forever
+    started = time.monotonic()
+    with pytest.raises(EvaluatorUnavailable, match="started within 2 s: its GPUs may all be taken"):
+        RayBackend("local", factory=FACTORY, start_timeout=2.0).start()
+    assert time.monotonic() - started < 15
+    assert backend.handle([request("verified 1.2")])[0].status == "verified"  # the first backend is untouched
+
+
 def test_without_ray_installed_the_message_says_what_to_install(monkeypatch):
     import importlib.util
 

@@ -83,8 +83,9 @@ class GpuActor:
 
 class RayBackend:
     def __init__(self, address: str = "auto", *, factory: str = DEFAULT_FACTORY, timeout: float = 120.0,
-                 init: dict | None = None, max_gpus: int | None = None) -> None:
+                 init: dict | None = None, max_gpus: int | None = None, start_timeout: float = 300.0) -> None:
         self.address = address
+        self.start_timeout = start_timeout  # actors wait for free GPUs, and for a worker that can import us
         self.max_gpus = max_gpus  # None: every GPU of the cluster
         self.factory = factory
         self.timeout = timeout
@@ -140,10 +141,16 @@ class RayBackend:
         actor_class = ray.remote(num_gpus=1, max_restarts=-1, max_task_retries=0)(GpuActor)
         actors = [actor_class.remote(self.factory) for _ in range(gpus)]
         try:
-            infos = [from_data(GpuInfo, d) for d in ray.get([a.start.remote() for a in actors])]
+            infos = [from_data(GpuInfo, d)
+                     for d in ray.get([a.start.remote() for a in actors], timeout=self.start_timeout)]
         except Exception as e:
             for a in actors:
                 ray.kill(a)
+            if isinstance(e, ray.exceptions.GetTimeoutError):
+                raise EvaluatorUnavailable(
+                    f"no GPU worker of the Ray cluster at {self.address} started within {self.start_timeout:.0f} s: "
+                    "its GPUs may all be taken, or its Python cannot import ray and fsr_lsp "
+                    "(install fsr-lsp there, or put it on the runtime_env's PYTHONPATH)") from None
             raise EvaluatorUnavailable(f"the Ray cluster's GPU workers cannot evaluate: {_first_line(e)}") from None
         self._actors, self._infos = actors, infos
 
@@ -247,5 +254,9 @@ class RayBackend:
 
 
 def _first_line(e: BaseException) -> str:
+    """The failure itself: a Ray task error's text starts with its task header and traceback."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, BaseException):
+        e = cause
     text = str(e).strip()
     return text.splitlines()[0][:300] if text else type(e).__name__

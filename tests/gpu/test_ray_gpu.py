@@ -3,6 +3,7 @@ verified winners, and the local winner re-measured through Ray within a few perc
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ from .conftest import QUICK
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.gpu
-TRANSPOSE = (Path(__file__).parents[2] / "bench" / "naive_kernels" / "transpose.cu").read_text()
+ROOT = str(Path(__file__).parents[2])  # where Ray's workers import fsr_lsp from, ahead of the rest
+TRANSPOSE = (Path(ROOT) / "bench" / "naive_kernels" / "transpose.cu").read_text()
 NAME = "transpose_naive"
 
 
@@ -25,7 +27,7 @@ def test_local_and_ray_give_verified_winners_with_matching_speedups(evaluator):
     local = run_search(TRANSPOSE, "transpose.cu", NAME, config, GpuBench(evaluator, TRANSPOSE, NAME, QUICK),
                        BuiltinGenerator(seconds=20))
     ray.init(num_gpus=None, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parents[2])}})
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}})
     backend = RayBackend("local")
     try:
         bench = GpuBench(backend, TRANSPOSE, NAME, QUICK)
