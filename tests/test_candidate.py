@@ -101,6 +101,45 @@ def test_a_candidates_block_sets_its_launch_wherever_it_stands(layout):
     assert "@fsr" not in c.source[c.source.index("__global__"):]
 
 
+TYPEDEF_FILE = """#include <cuda_bf16.h>
+typedef __nv_bfloat16 floatX;
+/* @fsr
+bench = { n = 1048576 }
+tests = [ { n = 1 }, { n = 1000 } ]
+grid  = "cdiv(n, 256)"
+block = 256
+[args]
+out = "out[n]"
+inp = "in[n] normal()"
+n   = "n"
+*/
+__global__ void relu(floatX* out, const floatX* inp, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = inp[i] > floatX(0.0f) ? inp[i] : floatX(0.0f);
+}
+"""
+
+
+@pytest.mark.parametrize("where", ["file", "header"])
+def test_a_launch_change_keeps_element_types_named_by_the_files_typedef(where, tmp_path):
+    from fsr_lsp.kernels.aliases import with_included_aliases
+
+    text = TYPEDEF_FILE
+    if where == "header":  # the typedef in a quoted header, as training code has it
+        (tmp_path / "common.h").write_text("#include <cuda_bf16.h>\ntypedef __nv_bfloat16 floatX;\n")
+        text = text.replace("#include <cuda_bf16.h>\ntypedef __nv_bfloat16 floatX;\n", '#include "common.h"\n')
+    src = SourceText(text)
+    original = with_included_aliases(find_kernel(src, "relu"), text, [tmp_path])
+    spec = parse_spec(src, original).spec
+    assert spec is not None
+    definition = text[text.index("/* @fsr"):]
+    candidate = definition.replace('"cdiv(n, 256)"', '"cdiv(n, 512)"').replace("block = 256", "block = 512")
+    c = check_candidate(src, original, spec, candidate)
+    assert c.ok, c.reason
+    assert c.launch_changed and c.spec.block == (512,) and c.spec.args == spec.args
+
+
 def test_a_candidate_with_two_blocks_or_an_unusable_block_fails_with_the_reason():
     c = check(LAUNCH_512 + "\n" + HELPER + GOOD + "\n" + SPEC_TEXT + "\n")
     assert not c.ok and "2 @fsr blocks" in c.reason
