@@ -3,7 +3,9 @@ nvcc), and its strategy against a synthetic cost model, with and without screeni
 
 import dataclasses
 import math
+import random
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +41,28 @@ def test_every_rewrite_compiles_with_nvcc(file, name, cache_dir):
         options = EvalOptions(compiler="nvcc", candidate_flags=p.flags, cache_dir=cache_dir)
         prepared = prepare(source, name, p.source, "sm_90a", options)
         assert prepared.job is not None, (p.note, prepared.result.message)
+
+
+SHAPES = (Path(__file__).parent / "data" / "tuning" / "shapes.cu").read_text()
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name", ["typed_scale", "row_sums", "affine_act", "blur_rows"])
+def test_every_knob_compiles_on_kernels_in_real_files_shapes(name, cache_dir):
+    """typedef'd types and #define'd launch bounds, a template, #pragma unroll before an unbraced
+    loop, #if in the parameter list, inline PTX and a struct in helpers: each single change and
+    a few combinations is a candidate the evaluator accepts and nvcc compiles."""
+    ctx, space = _space(SHAPES, name)
+    configs = space.neighbours(Config()) + space.block_configs()[:2]
+    rng = random.Random(7)
+    configs += [space.random(rng) for _ in range(4)]
+    rendered = [(c, render(c, space, ctx.kernel, ctx.spec, ctx.definition, GPU_2048)) for c in configs]
+    proposals = [(c, p) for c, p in rendered if p is not None]
+    assert len(proposals) >= 8 and {c.block for c, _ in proposals} - {None}
+    for c, p in proposals:
+        options = EvalOptions(compiler="nvcc", candidate_flags=p.flags, cache_dir=cache_dir)
+        prepared = prepare(SHAPES, name, p.source, "sm_90a", options)
+        assert prepared.job is not None, (c.describe(), prepared.result.message)
 
 
 def test_the_space_holds_every_legal_launch_shape():
