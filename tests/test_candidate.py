@@ -159,3 +159,24 @@ def test_a_pragma_before_an_unbraced_body_is_a_complete_candidate():
 """
     c = check(LAUNCH_512.replace('"cdiv(n, 512)"', '"cdiv(n, 2048)"') + "\n" + text)
     assert c.ok, c.reason
+
+
+MACROS = (EXAMPLES.parent / "tests" / "data" / "macros.cu").read_text()
+
+
+@pytest.mark.parametrize("name", ["via_macro", "clustered", "bounded_by_macro"])
+def test_kernels_declared_through_macros_and_attributes_take_candidates(name):
+    """`KERNEL void k` (#define KERNEL __global__ in the original file), `__cluster_dims__(2, 1, 1)`
+    and an attribute macro: the grammar misreads each signature, the candidate is still device code."""
+    from fsr_lsp.kernels import kernel_source
+
+    src = SourceText(MACROS)
+    original = find_kernel(src, name)
+    definition = kernel_source(src, original).definition
+    spec = parse_spec(src, original).spec
+    helper = "#define DEV __device__ __forceinline__\nDEV float two() { return 2.0f; }\n"
+    c = check_candidate(src, original, spec, helper + definition.replace("float*", "float* __restrict__"))
+    assert c.ok, c.reason
+    assert "__restrict__" in c.source and c.source.count(f" {name}(") == 1
+    c = check_candidate(src, original, spec, definition + "\nvoid launch() {}\n")
+    assert not c.ok and "host function launch" in c.reason

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ..kernels import Kernel, abi_signature, discover
+from ..kernels.lexical import macro_aliases
 from ..kernels.treesitter import parse
-from ..source import SourceText
+from ..source import SourceText, Span
 from ..spec import Spec, parse_spec
 
 _DEVICE_QUALIFIERS = {"__device__", "__global__", "__constant__", "constexpr", "__shared__"}
@@ -27,6 +28,8 @@ _ALLOWED_TOP = {"comment", "preproc_def", "preproc_function_def", "preproc_call"
                 "static_assert_declaration", "namespace_alias_definition", ";", "ERROR"}
 _CONTAINERS = {"namespace_definition", "linkage_specification", "template_declaration", "declaration_list",
                "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"}
+# `#define DEVICE __device__ __forceinline__`, `#define KERNEL __global__`: qualifiers by another name.
+_QUALIFIER_MACROS = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+[^\n]*\b(?:__global__|__device__)\b", re.M)
 _DEVICE_HEADERS = re.compile(
     r"(cuda_\w+\.h|cuda/.+|cooperative_groups(/.+)?(\.h)?|mma\.h|cub/.+|cute/.+|cutlass/.+|crt/.+|"
     r"sm_\d+_intrinsics\.h|device_functions\.h|vector_types\.h|math\.h|cmath|float\.h|cfloat|limits\.h|"
@@ -45,7 +48,7 @@ class CandidateCheck:
 
 def check_candidate(original_src: SourceText, original: Kernel, original_spec: Spec, text: str) -> CandidateCheck:
     src = SourceText(text)
-    found = discover(src)
+    found = discover(src, frozenset(macro_aliases(original_src.data)))
     kernels = found.kernels
     if not kernels:
         return CandidateCheck(False, "the candidate defines no __global__ kernel")
@@ -70,7 +73,7 @@ def check_candidate(original_src: SourceText, original: Kernel, original_spec: S
                                      "(adding const or __restrict__ is fine)")
     if not kernel.complete:
         return CandidateCheck(False, "the candidate kernel is incomplete: its braces do not balance")
-    host = host_code(src, original_src)
+    host = host_code(src, original_src, kernel.definition_span)
     if host:
         return CandidateCheck(False, f"the candidate contains host code: {host}; only device code is allowed")
     spec, launch_changed, why = _candidate_spec(src, _with_original_types(kernel, original), original_spec)
@@ -115,13 +118,18 @@ def _without_spec(src: SourceText, kernel: Kernel) -> str:
     return src.slice(0, span.start_byte) + src.slice(span.end_byte, len(src.data))
 
 
-def host_code(src: SourceText, original_src: SourceText | None = None) -> str:
-    """A description of the first piece of host code in `src`, or '' when there is none."""
+def host_code(src: SourceText, original_src: SourceText | None = None, kernel: Span | None = None) -> str:
+    """A description of the first piece of host code in `src`, or '' when there is none.
+    `kernel`: the candidate's kernel, found already, whose signature the grammar may misread
+    (`__cluster_dims__(2, 1, 1)`, an attribute macro)."""
     allowed_includes = set(re.findall(r'^[ \t]*#[ \t]*include[ \t]*([<"][^>"]+[>"])', original_src.text, re.M)) \
         if original_src else set()
+    qualifiers = {m.decode() for m in _QUALIFIER_MACROS.findall(src.data + b"\n" + (original_src.data if original_src else b""))}
     tree = parse(src.data)
     for node in _top_level(tree.root_node):
-        problem = _host_problem(src, node, allowed_includes)
+        if kernel is not None and kernel.start_byte <= node.start_byte and node.end_byte <= kernel.end_byte:
+            continue
+        problem = _host_problem(src, node, allowed_includes, qualifiers)
         if problem:
             line = src.position(node.start_byte).line + 1
             return f"{problem} (line {line})"
@@ -136,7 +144,7 @@ def _top_level(node: Node):
             yield child
 
 
-def _host_problem(src: SourceText, node: Node, allowed_includes: set[str]) -> str:
+def _host_problem(src: SourceText, node: Node, allowed_includes: set[str], qualifiers: set[str]) -> str:
     t = node.type
     if t == "preproc_include":
         path = node.child_by_field_name("path")
@@ -151,7 +159,8 @@ def _host_problem(src: SourceText, node: Node, allowed_includes: set[str]) -> st
         return ""  # the pieces of containers we walked through
     if t == "function_definition":
         kinds = {c.type for c in node.children}
-        if "__global__" in kinds or "__device__" in kinds:
+        first = src.slice(node.start_byte, node.end_byte).split(None, 1)[0]
+        if "__global__" in kinds or "__device__" in kinds or first in qualifiers:
             return ""
         return f"host function {_declared_name(src, node)}"
     if t == "declaration":

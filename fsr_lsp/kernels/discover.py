@@ -22,16 +22,17 @@ class Discovery:
     orphan_specs: list[OrphanSpec]  # `@fsr` blocks that attach to no kernel, with the reason
 
 
-def discover(source: str | SourceText) -> Discovery:
+def discover(source: str | SourceText, kernel_macros: frozenset[bytes] = frozenset()) -> Discovery:
     """Every kernel of a file (cached per file contents: the server, the drafter and the spec
-    parser ask about the same text in turn)."""
+    parser ask about the same text in turn). `kernel_macros`: macros that stand for
+    `__global__` defined elsewhere (a candidate uses its original file's `KERNEL`)."""
     src = source if isinstance(source, SourceText) else SourceText(source)
-    found = _discover(src.data)
+    found = _discover(src.data, kernel_macros)
     return Discovery(list(found.kernels), list(found.orphan_specs))  # the cached lists stay as they are
 
 
 @lru_cache(maxsize=16)
-def _discover(data: bytes) -> Discovery:
+def _discover(data: bytes, kernel_macros: frozenset[bytes] = frozenset()) -> Discovery:
     """Kernels from tree-sitter, plus those only the token scanner finds (macro-declared
     kernels, kernels hidden in ERROR nodes by an edit in progress). A definition whose parse
     has an error node (a pragma before an unbraced body, `#if` in a parameter list, an
@@ -39,7 +40,7 @@ def _discover(data: bytes) -> Discovery:
     src = SourceText(data.decode("utf-8", errors="replace"))
     lexed = lex(src.data)
     masked = lexed.masked
-    words = [b"__global__", *sorted(macro_aliases(src.data))]
+    words = [b"__global__", *sorted(macro_aliases(src.data) | kernel_macros)]
     pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(w) for w in words) + rb")\b")
     markers = [(m.start(), m.end()) for m in pattern.finditer(masked)]
 
