@@ -28,8 +28,6 @@ _ALLOWED_TOP = {"comment", "preproc_def", "preproc_function_def", "preproc_call"
                 "static_assert_declaration", "namespace_alias_definition", ";", "ERROR"}
 _CONTAINERS = {"namespace_definition", "linkage_specification", "template_declaration", "declaration_list",
                "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"}
-# `#define DEVICE __device__ __forceinline__`, `#define KERNEL __global__`: qualifiers by another name.
-_QUALIFIER_MACROS = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+[^\n]*\b(?:__global__|__device__)\b", re.M)
 _DEVICE_HEADERS = re.compile(
     r"(cuda_\w+\.h|cuda/.+|cooperative_groups(/.+)?(\.h)?|mma\.h|cub/.+|cute/.+|cutlass/.+|crt/.+|"
     r"sm_\d+_intrinsics\.h|device_functions\.h|vector_types\.h|math\.h|cmath|float\.h|cfloat|limits\.h|"
@@ -124,7 +122,9 @@ def host_code(src: SourceText, original_src: SourceText | None = None, kernel: S
     (`__cluster_dims__(2, 1, 1)`, an attribute macro)."""
     allowed_includes = set(re.findall(r'^[ \t]*#[ \t]*include[ \t]*([<"][^>"]+[>"])', original_src.text, re.M)) \
         if original_src else set()
-    qualifiers = {m.decode() for m in _QUALIFIER_MACROS.findall(src.data + b"\n" + (original_src.data if original_src else b""))}
+    # `#define DEVICE __device__ __forceinline__`, `#define KERNEL __global__`: qualifiers by another name
+    both = src.data + b"\n" + (original_src.data if original_src else b"")
+    qualifiers = {m.decode() for m in macro_aliases(both, (b"__global__", b"__device__"))}
     tree = parse(src.data)
     for node in _top_level(tree.root_node):
         if kernel is not None and kernel.start_byte <= node.start_byte and node.end_byte <= kernel.end_byte:

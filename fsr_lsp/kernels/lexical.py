@@ -130,9 +130,10 @@ def braces_balance(masked: bytes) -> bool:
     return depth == 0
 
 
-def macro_aliases(data: bytes) -> set[bytes]:
-    """Object-like macros whose body contains `__global__` (`#define KERNEL __global__`)."""
-    return set(re.findall(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+[^\n]*\b__global__\b", data, re.M))
+def macro_aliases(data: bytes, qualifiers: tuple[bytes, ...] = (b"__global__",)) -> set[bytes]:
+    """Object-like macros whose body contains one of `qualifiers` (`#define KERNEL __global__`)."""
+    words = b"|".join(qualifiers)
+    return set(re.findall(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+[^\n]*\b(?:" + words + rb")\b", data, re.M))
 
 
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
