@@ -117,19 +117,6 @@ def spec_blocks(src: SourceText, lexed: Lexed) -> list[SpecComment]:
     return blocks
 
 
-def braces_balance(masked: bytes) -> bool:
-    """Whether every `{` closes and no `}` closes nothing, in already-masked text."""
-    depth = 0
-    for ch in masked:
-        if ch == 0x7B:
-            depth += 1
-        elif ch == 0x7D:
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
-
-
 def macro_aliases(data: bytes, qualifiers: tuple[bytes, ...] = (b"__global__",)) -> set[bytes]:
     """Object-like macros whose body contains one of `qualifiers` (`#define KERNEL __global__`)."""
     words = b"|".join(qualifiers)
