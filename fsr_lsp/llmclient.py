@@ -9,12 +9,15 @@ config names and goes nowhere else.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import openai
+
+from .redaction import redact, register
 
 MAX_BACKOFF = 30.0
 
@@ -31,6 +34,8 @@ class LLMConfig:
     timeout: float = 120.0
     max_retries: int = 4
     max_tokens: int = 4096
+    max_answer_bytes: int = 256 * 1024  # a larger answer is refused unread
+    max_prompt_bytes: int = 256 * 1024  # a larger prompt is never sent
 
     @property
     def configured(self) -> bool:
@@ -45,11 +50,17 @@ class ChatClient:
     def __init__(self, config: LLMConfig, *, client: Any = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self.config = config
         self._sleep = sleep
+        register(os.environ.get(config.api_key_env))
         self._client = client or openai.OpenAI(base_url=config.base_url,
                                                api_key=os.environ.get(config.api_key_env) or "not-needed",
                                                timeout=config.timeout, max_retries=0)
 
     def ask(self, system: str, prompt: str, temperature: float | None = None) -> str:
+        """The model's answer, redacted of anything that looks like a secret; raises ChatError
+        (its text redacted too) when no usable answer came."""
+        if len(prompt.encode()) > self.config.max_prompt_bytes:
+            raise ChatError(f"the prompt is {_kb(len(prompt.encode()))}, over the {_kb(self.config.max_prompt_bytes)} "
+                            "cap; not sent")
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         delay = 1.0
         last = ""
@@ -57,41 +68,67 @@ class ChatClient:
         for attempt in range(attempts):
             wait = delay
             try:
-                response = self._client.chat.completions.create(
-                    model=self.config.model, messages=messages,
-                    temperature=self.config.temperature if temperature is None else temperature,
-                    max_tokens=self.config.max_tokens)
-                content = _content(response)
+                content = self._complete(messages, self.config.temperature if temperature is None else temperature)
                 if content:
-                    return content
+                    return redact(content)
                 last = "an empty or malformed answer"
+            except AnswerTooLarge as e:
+                raise ChatError(redact(str(e))) from None
             except openai.RateLimitError as e:
                 last = "429 rate limited"
                 wait = _retry_after(e) or delay
             except openai.APIStatusError as e:
                 if e.status_code < 500:
-                    raise ChatError(f"{self.config.base_url} refused the request: HTTP {e.status_code} "
-                                    f"{_short(e.message)}") from None
+                    raise ChatError(redact(f"{self.config.base_url} refused the request: HTTP {e.status_code} "
+                                           f"{_short(e.message)}")) from None
                 last = f"HTTP {e.status_code}"
-            except openai.APITimeoutError:
+            except (openai.APITimeoutError, TimeoutError):
                 last = f"no answer within {self.config.timeout:.0f} s"
             except openai.APIConnectionError as e:
                 last = f"cannot connect ({_short(str(e.__cause__ or e))})"
-            except (openai.APIResponseValidationError, ValueError, KeyError, TypeError) as e:
+            except (openai.APIResponseValidationError, ValueError, KeyError, TypeError, AttributeError) as e:
                 last = f"a malformed answer ({type(e).__name__})"
             if attempt + 1 < attempts:
                 self._sleep(min(wait, MAX_BACKOFF * 2))
                 delay = min(delay * 2, MAX_BACKOFF)
-        raise ChatError(f"{self.config.base_url}: {last} (gave up after {attempts} attempts)")
+        raise ChatError(redact(f"{self.config.base_url}: {last} (gave up after {attempts} attempts)"))
+
+    def _complete(self, messages: list[dict], temperature: float) -> str:
+        """One request, its answer read as it arrives: no more than `max_answer_bytes` (a
+        larger one is refused unread) and no longer than `timeout` in all (an endpoint that
+        drips a byte a second never times out per read)."""
+        deadline = time.monotonic() + self.config.timeout
+        cap = self.config.max_answer_bytes
+        with self._client.chat.completions.with_streaming_response.create(
+                model=self.config.model, messages=messages, temperature=temperature,
+                max_tokens=self.config.max_tokens) as response:
+            declared = response.headers.get("content-length")
+            if declared and declared.isdigit() and int(declared) > cap:
+                raise AnswerTooLarge(int(declared), cap)
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > cap:
+                    raise AnswerTooLarge(len(body), cap, read_all=False)
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+        return _content(json.loads(bytes(body)))
 
 
-def _content(response: Any) -> str:
-    choices = getattr(response, "choices", None) or []
-    if not choices:
-        return ""
-    message = getattr(choices[0], "message", None)
-    content = getattr(message, "content", None)
+class AnswerTooLarge(Exception):
+    def __init__(self, size: int, cap: int, read_all: bool = True) -> None:
+        size_text = _kb(size) if read_all else f"over {_kb(cap)}"
+        super().__init__(f"the model's answer is {size_text}, over the {_kb(cap)} cap (llm.maxAnswerBytes); "
+                         "refused unread")
+
+
+def _content(data: Any) -> str:
+    content = data["choices"][0]["message"]["content"] if data.get("choices") else None
     return content.strip() if isinstance(content, str) else ""
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:.0f} KB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MB"
 
 
 def _retry_after(error: openai.APIStatusError) -> float | None:

@@ -10,9 +10,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+KEY = "<<KEY>>"  # in a step's content: replaced by the key the request carried (an endpoint that echoes it)
+
+
 @dataclass
 class Step:
-    kind: str  # "answer", "status", "stall", "garbage", "empty"
+    kind: str  # "answer", "status", "stall", "garbage", "empty", "drip"
     content: str = ""
     status: int = 200
     headers: dict = field(default_factory=dict)
@@ -23,12 +26,17 @@ def answer(content: str) -> Step:
     return Step("answer", content)
 
 
-def status(code: int, **headers: str) -> Step:
-    return Step("status", status=code, headers={k.replace("_", "-"): v for k, v in headers.items()})
+def status(code: int, message: str = "", **headers: str) -> Step:
+    return Step("status", content=message, status=code, headers={k.replace("_", "-"): v for k, v in headers.items()})
 
 
 def stall(seconds: float) -> Step:
     return Step("stall", seconds=seconds)
+
+
+def drip(seconds: float) -> Step:
+    """An answer sent one byte at a time, `seconds` apart."""
+    return Step("drip", seconds=seconds)
 
 
 class FakeLLM:
@@ -49,11 +57,26 @@ class FakeLLM:
                     fake.requests.append({"path": self.path, "body": body,
                                           "headers": {k.lower(): v for k, v in self.headers.items()}})
                     step = fake.steps.pop(0) if fake.steps else fake.default
+                key = self.headers.get("Authorization", "").removeprefix("Bearer ")
                 if step.kind == "stall":
                     time.sleep(step.seconds)
                     step = Step("answer", "```cuda\n__global__ void late() {}\n```")
+                if step.kind == "drip":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    try:
+                        for _ in range(100000):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(step.seconds)
+                    except OSError:
+                        pass
+                    return
                 if step.kind == "status":
-                    payload = json.dumps({"error": {"message": f"scripted {step.status}", "type": "scripted"}}).encode()
+                    message = step.content.replace(KEY, key) if step.content else f"scripted {step.status}"
+                    payload = json.dumps({"error": {"message": message, "type": "scripted"}}).encode()
                     self.send_response(step.status)
                     for k, v in step.headers.items():
                         self.send_header(k, v)
@@ -72,7 +95,7 @@ class FakeLLM:
                         "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                         "model": body.get("model", "m"),
                         "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": step.content}}],
+                                     "message": {"role": "assistant", "content": step.content.replace(KEY, key)}}],
                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -5,14 +5,37 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
+
+from rich.console import Console
 
 from ..llmclient import LLMConfig
+from ..redaction import redact
 
 
 def fail(message: str, code: int) -> int:
     """One line on stderr, no traceback; the exit status to return."""
-    print(f"fsr: {message}", file=sys.stderr)
+    print(redact(f"fsr: {message}"), file=sys.stderr)
     return code
+
+
+class _Redacting:
+    """A text stream that redacts what is written to it (the console's last line of defence:
+    texts from outside are redacted where they enter already)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(redact(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def make_console(stderr: bool = False, **kwargs: Any) -> Console:
+    """A rich console on stdout (or stderr) that never shows a secret."""
+    return Console(file=_Redacting(sys.stderr if stderr else sys.stdout), **kwargs)
 
 
 def add_gpu_options(p: argparse.ArgumentParser, several: bool = False) -> None:
@@ -42,8 +65,10 @@ def add_llm_options(p: argparse.ArgumentParser, what: str = "none: the built-in 
     p.add_argument("--llm-key-env", default=os.environ.get("FSR_LLM_KEY_ENV", "OPENAI_API_KEY"),
                    help="name of the environment variable holding the API key (default OPENAI_API_KEY)")
     p.add_argument("--llm-temperature", type=float, default=0.7)
+    p.add_argument("--llm-max-answer-bytes", type=int, default=256 * 1024,
+                   help="a model's answer larger than this is refused unread (default 262144)")
 
 
 def llm_config(args: argparse.Namespace) -> LLMConfig:
     return LLMConfig(base_url=args.llm_base_url, model=args.llm_model, api_key_env=args.llm_key_env,
-                     temperature=args.llm_temperature)
+                     temperature=args.llm_temperature, max_answer_bytes=args.llm_max_answer_bytes)

@@ -10,7 +10,7 @@ from ..evaluator import EvalOptions, Evaluator, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import to_json
 from ..evaluator.support import gpu_support_missing
-from .common import add_gpu_options, fail
+from .common import add_gpu_options, fail, make_console
 from .render import render_result
 
 EXIT = {"verified": 0, "spec_error": 2, "unavailable": 3}
@@ -63,9 +63,8 @@ class _Status:
     def __init__(self, enabled: bool) -> None:
         self._status = None
         if enabled and sys.stderr.isatty():
-            from rich.console import Console
 
-            self._status = Console(stderr=True).status("starting the GPU worker")
+            self._status = make_console(stderr=True).status("starting the GPU worker")
 
     def __enter__(self) -> "_Status":
         if self._status is not None:

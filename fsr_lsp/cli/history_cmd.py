@@ -6,10 +6,11 @@ import argparse
 import time
 from pathlib import Path
 
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..search import HistoryStore
+from .common import make_console
 from .workspace import workspace_of
 
 
@@ -25,15 +26,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     with HistoryStore(workspace_of(args.file, args.workspace)) as store:
         rows = store.history(str(args.file), args.kernel)
-    console = Console()
+    console = make_console()
     if not rows:
-        console.print(f"no stored candidates for {args.kernel} in {args.file}")
+        console.print(f"no stored candidates for {args.kernel} in {args.file}", markup=False)
         return 0
     table = Table("when", "round", "generator", "verdict", "ms", "speedup", "detail", box=None, pad_edge=False)
     for r in rows:
-        table.add_row(time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created)), str(r.round + 1), r.generator[:40],
-                      r.status, f"{r.time_ms:.4g}" if r.time_ms else "", f"{r.speedup:.2f}x" if r.speedup else "",
-                      r.message.splitlines()[0][:70] if r.message else "")
+        table.add_row(time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created)), str(r.round + 1),
+                      escape(r.generator[:40]), r.status, f"{r.time_ms:.4g}" if r.time_ms else "",
+                      f"{r.speedup:.2f}x" if r.speedup else "", escape(r.message.splitlines()[0][:70] if r.message else ""))
     console.print(table)
     if args.source:
         for r in rows:

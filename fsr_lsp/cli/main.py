@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..redaction import register_environment
 from . import eval_cmd, history_cmd, optimize_cmd, spec_cmd
 
 
@@ -20,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    register_environment([getattr(args, "llm_key_env", "")])
     try:
         return args.run(args)
     except KeyboardInterrupt:

@@ -8,8 +8,8 @@ import threading
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
 from rich.table import Table
 
 from ..evaluator import EvalOptions, Evaluator
@@ -23,7 +23,7 @@ from ..search.generators.builtin import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
 from ..search.gpu_bench import GpuBench
 from ..search.report import write_report
-from .common import add_gpu_options, add_llm_options, add_ray_option, fail, llm_config
+from .common import add_gpu_options, add_llm_options, add_ray_option, fail, llm_config, make_console
 from .workspace import workspace_of
 
 
@@ -48,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     try:
         source = args.file.read_text(encoding="utf-8")
     except OSError as e:
@@ -119,18 +119,18 @@ def _run_with_progress(console, source, args, config, bench, generator, store, c
 
 
 def _print_outcome(outcome: SearchOutcome, kernel: str) -> None:
-    console = Console()
+    console = make_console()
     if outcome.tried:
         table = Table("round", "candidate", "verdict", "ms", "speedup", box=None, pad_edge=False)
         for t in outcome.tried:
-            table.add_row(str(t.proposal.round + 1), (t.proposal.note or t.proposal.generator)[:60],
+            table.add_row(str(t.proposal.round + 1), escape((t.proposal.note or t.proposal.generator)[:60]),
                           t.result.status + (" (stored)" if t.reused else ""),
                           f"{t.time_ms:.4g}" if t.time_ms else "", f"{t.result.speedup:.2f}x" if t.result.speedup else "")
         console.print(table)
     for note in outcome.notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     style = {"improved": "green", "no_win": "yellow"}.get(outcome.status, "bold red")
-    console.print(f"[{style}]{kernel}: {outcome.status.replace('_', ' ')}[/]: {outcome.message}", highlight=False)
+    console.print(f"[{style}]{escape(kernel)}: {outcome.status.replace('_', ' ')}[/]: {escape(outcome.message)}", highlight=False)
 
 
 def _apply(file: Path, kernel: str, outcome: SearchOutcome, searched: str) -> int:

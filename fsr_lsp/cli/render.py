@@ -5,23 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..evaluator.records import EvalResult
+from .common import make_console
 
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 
 
 def render_result(result: EvalResult, file: Path, candidate: Path | None, console: Console | None = None,
                   min_gain: float = 0.02) -> None:
-    console = console or Console()
+    console = console or make_console()
     where = f" on {result.gpu.name} ({result.gpu.arch})" if result.gpu else ""
     against = f" vs {candidate}" if candidate else ""
-    console.print(f"[bold]{result.kernel}[/] in {file}{against}{where}")
+    console.print(f"[bold]{escape(result.kernel)}[/] in {escape(str(file))}{escape(against)}{escape(where)}")
     if result.checks:
         table = Table("check", "result", "detail", box=None, pad_edge=False)
         for c in result.checks:
-            table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status}[/]", c.detail)
+            table.add_row(escape(c.name), f"[{_STYLE[c.status]}]{c.status}[/]", escape(c.detail))
         console.print(table)
     times = [("original", result.original_time), ("candidate", result.candidate_time), ("ref (torch)", result.ref_time)]
     if any(t for _, t in times):
@@ -39,13 +41,13 @@ def render_result(result: EvalResult, file: Path, candidate: Path | None, consol
     if result.speedup_vs_ref is not None:
         console.print(f"against ref: {result.speedup_vs_ref:.2f}x")
     for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     if result.status in ("compile_error", "spec_error") and "\n" in result.message:
         head, _, log = result.message.partition("\n")
-        console.print(f"[bold red]{result.status}[/]: {head}", highlight=False)
+        console.print(f"[bold red]{result.status}[/]: {escape(head)}", highlight=False)
         console.print(log, markup=False, highlight=False)
         return
     color = "green" if result.verified else "bold red"
-    console.print(f"[{color}]{result.status}[/]: {result.message}", highlight=False)
+    console.print(f"[{color}]{result.status}[/]: {escape(result.message)}", highlight=False)
 
 

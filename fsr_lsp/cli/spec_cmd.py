@@ -9,7 +9,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from rich.console import Console
+from rich.markup import escape
 
 from ..drafting.cache import ProofCache
 from ..drafting.model_draft import model_draft
@@ -20,7 +20,7 @@ from ..evaluator.ray_backend import RayBackend, ray_missing
 from ..evaluator.requests import LocalBackend
 from ..evaluator.support import gpu_support_missing
 from ..llmclient import ChatClient
-from .common import add_llm_options, add_ray_option, fail, llm_config
+from .common import add_llm_options, add_ray_option, fail, llm_config, make_console
 from .eval_cmd import _Status
 from .workspace import workspace_of
 
@@ -105,9 +105,9 @@ def _json(s: KernelSpec, proof: Proof | None, checked: bool) -> dict:
 
 
 def _print(specs: list[KernelSpec], proofs: dict[tuple[str, str], Proof]) -> None:
-    console = Console(soft_wrap=True)
+    console = make_console(soft_wrap=True)
     for s in specs:
-        console.print(f"[bold]{s.kernel}[/] ({s.file}:{s.line}): [cyan]{s.origin}[/]", highlight=False)
+        console.print(f"[bold]{escape(s.kernel)}[/] ({escape(s.file)}:{s.line}): [cyan]{s.origin}[/]", highlight=False)
         proof = proofs.get((s.file, s.kernel))
         spec = proof.spec if proof is not None and proof.spec and s.origin != "attached" else s.spec
         if spec:
@@ -115,9 +115,9 @@ def _print(specs: list[KernelSpec], proofs: dict[tuple[str, str], Proof]) -> Non
         for key, origin in s.provenance.items():
             console.print(f"  {key}: {origin}", markup=False, highlight=False)
         for problem in s.problems:
-            console.print(f"  [yellow]problem:[/] {problem}", highlight=False)
+            console.print(f"  [yellow]problem:[/] {escape(problem)}", highlight=False)
         if proof is not None:
             colour = {"proven": "green", "failed": "red"}.get(proof.status, "yellow")
             cached = " (cached)" if proof.cached else ""
-            console.print(f"  [{colour}]{proof.status}{cached}[/] on {proof.gpu or 'no GPU'}: ", end="", highlight=False)
+            console.print(f"  [{colour}]{proof.status}{cached}[/] on {escape(proof.gpu or 'no GPU')}: ", end="", highlight=False)
             console.print(proof.message, markup=False, highlight=False)

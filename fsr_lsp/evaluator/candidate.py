@@ -10,7 +10,6 @@ gets if they accept the rewrite.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -20,6 +19,8 @@ from ..kernels.lexical import macro_aliases
 from ..kernels.treesitter import parse
 from ..source import SourceText, Span
 from ..spec import Spec, parse_spec
+from .compiler_output import CandidateLines
+from .preprocessing import preprocessing_problem
 
 _DEVICE_QUALIFIERS = {"__device__", "__global__", "__constant__", "constexpr", "__shared__"}
 _ALLOWED_TOP = {"comment", "preproc_def", "preproc_function_def", "preproc_call", "preproc_ifdef", "preproc_if",
@@ -28,10 +29,6 @@ _ALLOWED_TOP = {"comment", "preproc_def", "preproc_function_def", "preproc_call"
                 "static_assert_declaration", "namespace_alias_definition", ";", "ERROR"}
 _CONTAINERS = {"namespace_definition", "linkage_specification", "template_declaration", "declaration_list",
                "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"}
-_DEVICE_HEADERS = re.compile(
-    r"(cuda_\w+\.h|cuda/.+|cooperative_groups(/.+)?(\.h)?|mma\.h|cub/.+|cute/.+|cutlass/.+|crt/.+|"
-    r"sm_\d+_intrinsics\.h|device_functions\.h|vector_types\.h|math\.h|cmath|float\.h|cfloat|limits\.h|"
-    r"climits|stdint\.h|cstdint|cuda\.h)")
 
 
 @dataclass(frozen=True)
@@ -42,9 +39,14 @@ class CandidateCheck:
     spec: Spec | None = None  # the original spec with the candidate's launch
     source: str = ""  # the translation unit to compile: the original file with the kernel replaced
     launch_changed: bool = False
+    lines: CandidateLines | None = None  # where the candidate stands in `source`
 
 
-def check_candidate(original_src: SourceText, original: Kernel, original_spec: Spec, text: str) -> CandidateCheck:
+def check_candidate(original_src: SourceText, original: Kernel, original_spec: Spec, text: str,
+                    include_dirs: tuple[str, ...] = ()) -> CandidateCheck:
+    problem = preprocessing_problem(text, original_src.text, include_dirs)
+    if problem:
+        return CandidateCheck(False, problem)
     src = SourceText(text)
     found = discover(src, frozenset(macro_aliases(original_src.data)))
     kernels = found.kernels
@@ -79,8 +81,10 @@ def check_candidate(original_src: SourceText, original: Kernel, original_spec: S
         return CandidateCheck(False, why)
     body = _without_spec(src, kernel)
     definition = original.definition_span
-    source = original_src.slice(0, definition.start_byte) + body + original_src.slice(definition.end_byte, len(original_src.data))
-    return CandidateCheck(True, "", kernel, spec, source, launch_changed)
+    before = original_src.slice(0, definition.start_byte)
+    source = before + body + original_src.slice(definition.end_byte, len(original_src.data))
+    lines = CandidateLines(before.count("\n") + 1, body.count("\n") + 1)
+    return CandidateCheck(True, "", kernel, spec, source, launch_changed, lines)
 
 
 def _with_original_types(kernel: Kernel, original: Kernel) -> Kernel:
@@ -120,8 +124,6 @@ def host_code(src: SourceText, original_src: SourceText | None = None, kernel: S
     """A description of the first piece of host code in `src`, or '' when there is none.
     `kernel`: the candidate's kernel, found already, whose signature the grammar may misread
     (`__cluster_dims__(2, 1, 1)`, an attribute macro)."""
-    allowed_includes = set(re.findall(r'^[ \t]*#[ \t]*include[ \t]*([<"][^>"]+[>"])', original_src.text, re.M)) \
-        if original_src else set()
     # `#define DEVICE __device__ __forceinline__`, `#define KERNEL __global__`: qualifiers by another name
     both = src.data + b"\n" + (original_src.data if original_src else b"")
     qualifiers = {m.decode() for m in macro_aliases(both, (b"__global__", b"__device__"))}
@@ -129,7 +131,7 @@ def host_code(src: SourceText, original_src: SourceText | None = None, kernel: S
     for node in _top_level(tree.root_node):
         if kernel is not None and kernel.start_byte <= node.start_byte and node.end_byte <= kernel.end_byte:
             continue
-        problem = _host_problem(src, node, allowed_includes, qualifiers)
+        problem = _host_problem(src, node, qualifiers)
         if problem:
             line = src.position(node.start_byte).line + 1
             return f"{problem} (line {line})"
@@ -144,14 +146,8 @@ def _top_level(node: Node):
             yield child
 
 
-def _host_problem(src: SourceText, node: Node, allowed_includes: set[str], qualifiers: set[str]) -> str:
+def _host_problem(src: SourceText, node: Node, qualifiers: set[str]) -> str:
     t = node.type
-    if t == "preproc_include":
-        path = node.child_by_field_name("path")
-        target = src.slice(path.start_byte, path.end_byte) if path is not None else ""
-        if target in allowed_includes or _DEVICE_HEADERS.fullmatch(target.strip('<>"')):
-            return ""
-        return f"#include {target} is not a device header"
     if t in _ALLOWED_TOP or t.startswith("preproc_") or node.is_missing:
         return ""
     if t in ("namespace", "extern", "string_literal", "template", "template_parameter_list", "{", "}",

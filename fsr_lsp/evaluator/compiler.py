@@ -8,6 +8,7 @@ compiler, arch and flags. Nothing here needs a GPU.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -15,14 +16,17 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from .limits import CompileLimits, run_limited
 from .ptxas import entry_functions, match_entry, parse_resources
 from .records import CompileResult, KernelBinary, Resources
+from .sandbox import LimitHit, Sandbox
 
 CACHE_VERSION = "1"
 BASE_NVCC_FLAGS = ("-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")
@@ -50,6 +54,7 @@ class CompileOptions:
     nvcc: str | None = None
     cache_dir: str | None = None
     timeout: float = 120.0
+    limits: CompileLimits | None = None  # untrusted text (a candidate): compiled in a limited process
 
 
 class CompilerMissing(RuntimeError):
@@ -75,7 +80,12 @@ def compile_kernel(source: str, kernel: KernelRef, options: CompileOptions) -> C
         cached = _cache_load(options, key)
         if cached is not None:
             return cached
-        result = _compile_nvrtc(source, kernel, options) if compiler == "nvrtc" else _compile_nvcc(source, kernel, options)
+        if compiler == "nvcc":
+            result = _compile_nvcc(source, kernel, options)
+        elif options.limits is not None:
+            result = _compile_nvrtc_sandboxed(source, kernel, options)
+        else:
+            result = _compile_nvrtc(source, kernel, options)
         if result.ok:
             _cache_store(options, key, result)
             return result
@@ -99,14 +109,22 @@ def _compile_nvcc(source: str, kernel: KernelRef, options: CompileOptions) -> Co
         src_path.write_text(source + _explicit_instantiation(kernel), encoding="utf-8")
         cmd = [nvcc, "-cubin", f"-arch={options.arch}", *BASE_NVCC_FLAGS, *options.flags,
                *(f"-I{d}" for d in options.include_dirs), "-o", str(out_path), str(src_path)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=options.timeout, cwd=tmp)
-        except subprocess.TimeoutExpired:
-            return CompileResult(False, None, f"nvcc did not finish within {options.timeout:.0f} s",
-                                 time.perf_counter() - started, compiler="nvcc")
-        log = (proc.stdout + proc.stderr).replace(str(src_path), "kernel.cu").replace(tmp + "/", "")
+        if options.limits is not None:
+            run = run_limited(cmd, options.limits, tmp)
+            returncode, log = run.returncode, run.log
+            if run.limit:
+                return CompileResult(False, None, options.limits.describe(run.limit), time.perf_counter() - started,
+                                     compiler="nvcc", limit=run.limit)
+        else:
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=options.timeout, cwd=tmp)
+            except subprocess.TimeoutExpired:
+                return CompileResult(False, None, f"nvcc did not finish within {options.timeout:.0f} s",
+                                     time.perf_counter() - started, compiler="nvcc")
+            returncode, log = proc.returncode, proc.stdout + proc.stderr
+        log = log.replace(str(src_path), "kernel.cu").replace(tmp + "/", "")
         seconds = time.perf_counter() - started
-        if proc.returncode != 0 or not out_path.exists():
+        if returncode != 0 or not out_path.exists():
             return CompileResult(False, None, log.strip(), seconds, compiler="nvcc")
         return _finish(out_path.read_bytes(), log, kernel, options, "nvcc", seconds, entry_functions(log))
 
@@ -237,6 +255,24 @@ def _compile_nvrtc(source: str, kernel: KernelRef, options: CompileOptions) -> C
         return _finish(cubin, log, kernel, options, "nvrtc", time.perf_counter() - started, [entry])
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+_SANDBOXES: dict[CompileLimits, Sandbox] = {}
+_SANDBOX_LOCK = threading.Lock()
+
+
+def _compile_nvrtc_sandboxed(source: str, kernel: KernelRef, options: CompileOptions) -> CompileResult:
+    """NVRTC in a child process under the limits (it is a library: in ours nothing bounds it)."""
+    limits = options.limits
+    assert limits is not None
+    with _SANDBOX_LOCK:
+        sandbox = _SANDBOXES.get(limits) or _SANDBOXES.setdefault(limits, Sandbox(f"{__name__}:_compile_nvrtc", limits))
+    started = time.perf_counter()
+    try:
+        return sandbox.call(source, kernel, dataclasses.replace(options, limits=None))
+    except LimitHit as e:
+        return CompileResult(False, None, limits.describe(e.limit), time.perf_counter() - started, compiler="nvrtc",
+                             limit=e.limit)
 
 
 def _read_out(getter, prog, size: int) -> bytes:

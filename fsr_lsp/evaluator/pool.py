@@ -79,6 +79,7 @@ class Evaluator:
                 raise EvaluatorUnavailable(str(payload))
             if not proc.is_alive():
                 break
+        proc.join(timeout=5)  # the pipe's EOF can come before the exit status: wait for it
         code = proc.exitcode
         self._kill()
         if code is None:

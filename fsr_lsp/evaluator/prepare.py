@@ -8,6 +8,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..kernels import Kernel, discover
 from ..kernels.aliases import with_included_aliases
@@ -15,8 +16,11 @@ from ..kernels.lexical import code_only
 from ..source import SourceText
 from ..spec import Spec, parse_spec
 from ..spec.parse import template_substitution
-from .candidate import check_candidate
+from .candidate import CandidateCheck, check_candidate
+from .compiler_output import scrub
 from .compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
+from .limits import CompileLimits
+from .preprocessing import original_includes
 from .device_unit import device_unit, missing_headers
 from .plan import build_plans
 from .records import Check, CompileResult, Defences, EvalJob, EvalResult, TimingConfig
@@ -41,6 +45,7 @@ class EvalOptions:
     defences: Defences = field(default_factory=Defences)
     skip_unchanged: bool = True  # the original's own code as a candidate is "unchanged", not timed
     screen: bool = False  # a tuner's quick look (see SCREEN_TIMING); its results are never verdicts
+    limits: CompileLimits = field(default_factory=CompileLimits)  # on compiling a candidate (untrusted text)
 
     def job_settings(self) -> tuple[int, TimingConfig, Defences]:
         """Seeds per size, timing and defences of a job: the user's, or a screening job's."""
@@ -52,7 +57,8 @@ class EvalOptions:
     def compile_options(self, arch: str, compiler: str | None = None, candidate: bool = False) -> CompileOptions:
         flags = self.flags + (self.candidate_flags if candidate else ())
         return CompileOptions(arch=arch, flags=flags, include_dirs=self.include_dirs,
-                              compiler=compiler or self.compiler, nvcc=self.nvcc, cache_dir=self.cache_dir)  # type: ignore[arg-type]
+                              compiler=compiler or self.compiler, nvcc=self.nvcc, cache_dir=self.cache_dir,  # type: ignore[arg-type]
+                              limits=self.limits if candidate else None)
 
 
 @dataclass
@@ -101,7 +107,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     cand_spec: Spec | None = None
     launch_changed = False
     if candidate is not None:
-        vetted = check_candidate(SourceText(source), kernel, spec, candidate)
+        vetted = check_candidate(SourceText(source), kernel, spec, candidate, options.include_dirs)
         if not vetted.ok:
             result = _early(kernel_name, "rejected", vetted.reason, started)
             result.checks = checks + [Check("candidate rules", "fail", vetted.reason)]
@@ -114,9 +120,14 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
                                                       "whitespace and comments) with the same launch; not timed", started)
             result.checks = checks + [Check("changes the code", "fail", "same code and launch as the original")]
             return Prepared(result=result)
-        cand = compile_kernel(vetted.source, ref, options.compile_options(arch, orig.compiler, candidate=True))
+        shown = _candidate_log(vetted, source)
+        cand = shown(compile_kernel(vetted.source, ref, options.compile_options(arch, orig.compiler, candidate=True)))
+        if cand.limit:
+            result = _early(kernel_name, "rejected", cand.log, started)
+            result.checks = checks + [Check("compile candidate", "fail", cand.log)]
+            return Prepared(result=result)
         if not cand.ok and orig.compiler == "nvrtc":
-            cand = compile_kernel(vetted.source, ref, options.compile_options(arch, "nvcc", candidate=True))
+            cand = shown(compile_kernel(vetted.source, ref, options.compile_options(arch, "nvcc", candidate=True)))
             if cand.ok:  # time both with the same compiler's code
                 orig = compile_kernel(source, ref, options.compile_options(arch, "nvcc"))
         if not cand.ok:
@@ -165,6 +176,13 @@ def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: C
             return failed, source
         missing += more
     return failed, source
+
+
+def _candidate_log(vetted: CandidateCheck, original: str) -> Callable[[CompileResult], CompileResult]:
+    """The compiler's text about a candidate as the candidate may see it: its own lines named,
+    no text of files outside it, the original and the headers they may include."""
+    headers = {name.strip('<>"').rsplit("/", 1)[-1] for name in original_includes(original)}
+    return lambda c: dataclasses.replace(c, log=scrub(c.log, vetted.lines, headers)) if c.log and not c.limit else c
 
 
 def kernel_ref(kernel: Kernel, spec: Spec) -> KernelRef:

@@ -58,6 +58,7 @@ class CompileResult:
     cached: bool = False
     compiler: str = ""
     resources: Resources | None = None
+    limit: str = ""  # the limit that stopped the compiler (memory, cpu, output, wall); '' when none did
 
 
 @dataclass

@@ -14,6 +14,9 @@ from .proposal import Tried
 
 MAX_HISTORY_LINES = 12
 MAX_ERROR_LINES = 30
+MAX_ERROR_LINE_CHARS = 400
+MAX_SHOWN_SOURCE = 32 * 1024  # a candidate shown as fastest or slowest; a larger one is named, not shown
+PROMPT_CAP = 192 * 1024  # sections are dropped, least useful first, to stay under it
 _DIAGNOSTIC = re.compile(r"\berror\s*:|fatal error|\bwarning\s*#|ptxas (error|fatal)")
 
 
@@ -34,18 +37,29 @@ def propose_prompt(ctx: RoundContext, index: int, count: int) -> str:
         task = template("task_fsr.md").substitute(index=index + 1, count=count, round=ctx.round + 1, rounds=ctx.rounds)
     # Staged refinement starts from the code alone; profiler feedback joins after the first rounds.
     show_resources = ctx.mode == "fsr" or ctx.round >= 2
-    return template("propose.md").substitute(
-        kernel=ctx.kernel_text.strip(), declarations=describe_declarations(ctx), workload=ctx.workload, buffers=describe_buffers(ctx.bench),
-        gpu=describe_gpu(ctx.gpu), baseline_ms=f"{ctx.baseline_ms:.4g}", bench_size=ctx.bench.label,
-        resources=describe_resources(ctx) if show_resources else "", profile=describe_profile(ctx),
-        history=history_section(ctx),
-        task=task.strip()).strip()
+    sections = {"declarations": describe_declarations(ctx), "resources": describe_resources(ctx) if show_resources else "",
+                "profile": describe_profile(ctx), "history": history_section(ctx)}
+    # Over the cap: the slowest example goes first, then the fastest's code, then the rest.
+    for trim in ("", "slowest", "fastest", "profile", "declarations"):
+        if trim in ("slowest", "fastest"):
+            sections["history"] = history_section(ctx, show=("fastest",) if trim == "slowest" else ())
+        elif trim:
+            sections[trim] = ""
+        prompt = template("propose.md").substitute(
+            kernel=ctx.kernel_text.strip(), workload=ctx.workload, buffers=describe_buffers(ctx.bench),
+            gpu=describe_gpu(ctx.gpu), baseline_ms=f"{ctx.baseline_ms:.4g}", bench_size=ctx.bench.label,
+            task=task.strip(), **sections).strip()
+        if len(prompt.encode()) <= PROMPT_CAP:
+            break
+    return prompt
 
 
-def fix_prompt(failed: Tried) -> str:
+def fix_prompt(failed: Tried) -> str | None:
+    """The request to fix a failed candidate, or None when it would be over the prompt cap."""
     r = failed.result
-    return template("fix.md").substitute(status=r.status.replace("_", " "), candidate=failed.proposal.source.strip(),
-                                         error=error_text(r)).strip()
+    prompt = template("fix.md").substitute(status=r.status.replace("_", " "), candidate=failed.proposal.source.strip(),
+                                           error=error_text(r)[: MAX_ERROR_LINES * MAX_ERROR_LINE_CHARS]).strip()
+    return prompt if len(prompt.encode()) <= PROMPT_CAP else None
 
 
 def describe_declarations(ctx: RoundContext) -> str:
@@ -104,14 +118,14 @@ def describe_profile(ctx: RoundContext) -> str:
     return "\n".join(lines + [f"- {line}" for line in facts.describe()]) + "\n"
 
 
-def history_section(ctx: RoundContext) -> str:
+def history_section(ctx: RoundContext, show: tuple[str, ...] = ("fastest", "slowest")) -> str:
     """Earlier candidates with their measured times; the fastest and the slowest verified ones
     shown side by side so the model can contrast what helped and what hurt."""
     if not ctx.history:
         return "No candidates have been tried yet."
     lines = ["## Candidates so far (speedup over the original; higher is better)", ""]
     for t in ctx.history[-MAX_HISTORY_LINES:]:
-        what = t.proposal.note or t.proposal.generator
+        what = (t.proposal.note or t.proposal.generator)[:200]
         if t.verified and t.result.speedup:
             lines.append(f"- {what}: verified, {t.result.speedup:.2f}x ({t.time_ms:.4g} ms)")
         else:
@@ -120,11 +134,18 @@ def history_section(ctx: RoundContext) -> str:
     if verified:
         fastest = max(verified, key=lambda t: t.result.speedup or 0)
         slowest = min(verified, key=lambda t: t.result.speedup or 0)
-        lines += ["", f"### Fastest so far: {fastest.result.speedup:.2f}x", "```cuda", fastest.proposal.source.strip(), "```"]
-        if slowest is not fastest:
-            lines += ["", f"### Slowest verified: {slowest.result.speedup:.2f}x", "```cuda",
-                      slowest.proposal.source.strip(), "```"]
+        if "fastest" in show:
+            lines += ["", f"### Fastest so far: {fastest.result.speedup:.2f}x", *_shown(fastest.proposal.source)]
+        if slowest is not fastest and "slowest" in show:
+            lines += ["", f"### Slowest verified: {slowest.result.speedup:.2f}x", *_shown(slowest.proposal.source)]
     return "\n".join(lines)
+
+
+def _shown(source: str) -> list[str]:
+    size = len(source.encode())
+    if size > MAX_SHOWN_SOURCE:
+        return [f"(its code, {size // 1024} KB, is too long to show)"]
+    return ["```cuda", source.strip(), "```"]
 
 
 def error_text(result: EvalResult) -> str:
@@ -148,7 +169,7 @@ def _trim_compiler(log: str) -> str:
         if _DIAGNOSTIC.search(line):
             keep.extend(lines[i: i + 3])  # the message, the source line, the caret
     keep = keep or lines
-    return "\n".join(keep[:MAX_ERROR_LINES])
+    return "\n".join(line[:MAX_ERROR_LINE_CHARS] for line in keep[:MAX_ERROR_LINES])
 
 
 def _first_line(text: str) -> str:

@@ -11,6 +11,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from ..redaction import redact
 from .loop import SearchOutcome
 from .proposal import Tried
 
@@ -25,7 +26,7 @@ pre.diff .hunk{color:#6639ba;display:block} details{margin:4px 0}"""
 
 def write_report(outcome: SearchOutcome, kernel: str, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(outcome, kernel), encoding="utf-8")
+    path.write_text(redact(render(outcome, kernel)), encoding="utf-8")
     return path
 
 

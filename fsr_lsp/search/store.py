@@ -21,6 +21,7 @@ from typing import Iterable
 
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import from_json, to_json
+from ..redaction import redact, register
 from .proposal import Proposal, Tried
 
 _SCHEMA = """
@@ -86,7 +87,8 @@ class HistoryStore:
         folder = Path(workspace) / ".fsr"
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / "history.sqlite"
-        self._secrets = [s for s in secrets if s and len(s) >= 4]
+        for secret in secrets:
+            register(secret)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -104,9 +106,7 @@ class HistoryStore:
         self.close()
 
     def redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "[redacted]")
-        return text
+        return redact(text)
 
     # ------------------------------------------------------------ searches
 
@@ -127,7 +127,7 @@ class HistoryStore:
     def record(self, key: str, search_id: int | None, file: str, kernel: str, tried: Tried) -> None:
         p, r = tried.proposal, tried.result
         time_ms = r.candidate_time.median_ms if r.candidate_time else None
-        row = (key, search_id, p.key, file, kernel, p.round, p.generator, self.redact(p.note), p.source,
+        row = (key, search_id, p.key, file, kernel, p.round, p.generator, self.redact(p.note), self.redact(p.source),
                " ".join(p.flags), self.redact(p.prompt), self.redact(p.response), p.parent, r.status,
                self.redact(r.message), r.speedup, time_ms, r.gpu.name if r.gpu else "",
                self.redact(to_json(r)), time.time())

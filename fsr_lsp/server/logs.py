@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import sys
 
+from ..redaction import RedactingFilter
+
 PROTOCOL = "pygls"
 OWN = "fsr_lsp"
 LEVELS = ("debug", "info", "warning", "error")
@@ -31,6 +33,7 @@ def configure(level: str = "info", file: str | None = None) -> None:
     handler = logging.FileHandler(file) if file else logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_ProtocolAtDebug())
+    handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG)

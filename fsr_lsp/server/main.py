@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..redaction import register_environment
 from .logs import LEVELS, configure
 
 
@@ -16,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="info (default) logs fsr's own messages; debug adds every JSON-RPC payload, "
                              "document text included")
     args = parser.parse_args(argv)
+    register_environment()  # keys the environment holds are redacted from the first log line on
     configure(args.log_level, args.log_file)
     from .server import server
 

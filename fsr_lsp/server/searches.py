@@ -48,6 +48,11 @@ class SearchJob:
         return self.uri, self.kernel
 
 
+def new_token() -> str:
+    """A fresh work-done progress token (pygls never forgets one)."""
+    return f"fsr-{uuid.uuid4().hex}"
+
+
 class Searches:
     """The searches of one server; knows nothing of LSP (the server passes callbacks)."""
 
@@ -71,8 +76,9 @@ class Searches:
 
     def start(self, uri: str, kernel: str, text: str, path: Path, workspace: Path, settings: Settings,
               on_progress: Callable[[SearchJob, Progress], None], on_done: Callable[[SearchJob], None],
-              draft: str | None = None, ask_model: Callable[[LLMConfig], Draft] | None = None) -> SearchJob:
-        job = SearchJob(uri, kernel, text, token=f"fsr-{uuid.uuid4().hex}", draft=draft, ask_model=ask_model)
+              draft: str | None = None, ask_model: Callable[[LLMConfig], Draft] | None = None,
+              token: str | None = None) -> SearchJob:
+        job = SearchJob(uri, kernel, text, token=token or new_token(), draft=draft, ask_model=ask_model)
         self.running[job.key] = job
         loop = asyncio.get_running_loop()
 

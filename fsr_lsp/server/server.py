@@ -19,6 +19,7 @@ from ..drafting.draft import Draft
 from ..drafting.model_draft import model_draft
 from ..drafting.origin import KernelSpec
 from ..llmclient import ChatClient, LLMConfig
+from ..redaction import redact
 from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.store import HistoryStore
 from ..source import Position, SourceText
@@ -29,7 +30,7 @@ from .logs import set_level
 from .drafts import Drafts, draft_title, hover_lines
 from .diagnostics import (SOURCE, compiler_diagnostics, lsp_position, lsp_range, orphan_spec_diagnostics,
                           resource_diagnostics, spec_diagnostics)
-from .searches import SearchJob, Searches
+from .searches import SearchJob, Searches, new_token
 from .settings import Settings, load_settings
 from .watch import WorkspaceWatcher, affects
 
@@ -52,6 +53,21 @@ class FsrServer(LanguageServer):
         self.shown: set[str] = set()  # messages shown once
         self.watcher: WorkspaceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+
+    # ------------------------------------------------------------ what leaves for the client, redacted
+
+    def window_show_message(self, params: types.ShowMessageParams) -> None:
+        params.message = redact(params.message)
+        super().window_show_message(params)
+
+    def window_log_message(self, params: types.LogMessageParams) -> None:
+        params.message = redact(params.message)
+        super().window_log_message(params)
+
+    def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None:
+        for d in params.diagnostics:
+            d.message = redact(d.message)
+        super().text_document_publish_diagnostics(params)
 
     # ------------------------------------------------------------ helpers
 
@@ -152,19 +168,20 @@ class FsrServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         path = Path(doc.path)
         draft, ask_model = self._draft_for_search(uri, kernel)
-        job = self.searches.start(uri, kernel, doc.source, path, self.workspace_root(path), self.settings,
-                                  self._progress, self._finished, draft=draft, ask_model=ask_model)
-        self.notify_progress(job, "starting", 0, done=False)
-        if self._supports_progress():
+        token = new_token()
+        if self._supports_progress():  # begun before the search can report anything
             try:
-                await self.work_done_progress.create_async(job.token)
+                await self.work_done_progress.create_async(token)
             except Exception:  # a client that refuses a token still gets the result
                 log.warning("client refused progress token")
-            self.work_done_progress.begin(job.token, types.WorkDoneProgressBegin(
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
                 title=f"FSR: optimizing {kernel}", cancellable=True, message="starting", percentage=0))
-            future = self.work_done_progress.tokens.get(job.token)
+            future = self.work_done_progress.tokens.get(token)
             if future is not None:
                 future.add_done_callback(lambda f: self.searches.cancel(uri, kernel) if f.cancelled() else None)
+        job = self.searches.start(uri, kernel, doc.source, path, self.workspace_root(path), self.settings,
+                                  self._progress, self._finished, draft=draft, ask_model=ask_model, token=token)
+        self.notify_progress(job, "starting", 0, done=False)
         return f"optimizing {kernel}"
 
     def kernel_spec(self, uri: str, kernel: Kernel) -> KernelSpec:
@@ -218,7 +235,7 @@ class FsrServer(LanguageServer):
                 message=message, percentage=percentage, cancellable=True))
 
     def notify_progress(self, job: SearchJob, message: str, percentage: int, done: bool) -> None:
-        self.protocol.notify(PROGRESS_NOTIFICATION, {"uri": job.uri, "kernel": job.kernel, "message": message,
+        self.protocol.notify(PROGRESS_NOTIFICATION, {"uri": job.uri, "kernel": job.kernel, "message": redact(message),
                                                      "percentage": percentage, "done": done})
 
     def _finished(self, job: SearchJob) -> None:
@@ -231,7 +248,7 @@ class FsrServer(LanguageServer):
                 self.drafts.remember(job.uri, kernel, searched, job.proof)
         self.notify_progress(job, outcome.message[:200], 100, done=True)
         if self._supports_progress():
-            self.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=outcome.message[:200]))
+            self.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=redact(outcome.message[:200])))
         if outcome.problem:
             self.show_once(f"FSR {job.kernel}: {outcome.problem}")
         for note in outcome.notes:  # e.g. no profiler: the search ran, with less to tell the model
@@ -379,7 +396,7 @@ def hover(ls: FsrServer, params: types.HoverParams) -> types.Hover | None:
         best = _stored_best(ls, Path(doc.path), kernel.name)
         if best:
             lines.append(f"- {best}")
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines)),
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=redact("\n".join(lines))),
                        range=lsp_range(src, kernel.name_span, ls.encoding))
 
 

@@ -19,6 +19,7 @@ class Settings:
     llm_api_key_env: str = "OPENAI_API_KEY"
     llm_temperature: float = 0.7
     llm_timeout: float = 120.0
+    llm_max_answer_bytes: int = 256 * 1024  # a larger answer is refused unread
     search_rounds: int = 4
     search_candidates: int = 8
     search_time_budget: float = 300.0
@@ -40,7 +41,8 @@ class Settings:
 
     def search_config(self) -> SearchConfig:
         llm = LLMConfig(base_url=self.llm_base_url, model=self.llm_model, api_key_env=self.llm_api_key_env,
-                        temperature=self.llm_temperature, timeout=self.llm_timeout)
+                        temperature=self.llm_temperature, timeout=self.llm_timeout,
+                        max_answer_bytes=self.llm_max_answer_bytes)
         return SearchConfig(rounds=self.search_rounds, candidates=self.search_candidates,
                             time_budget=self.search_time_budget, target_speedup=self.search_target_speedup or None,
                             fix_attempts=self.search_fix_attempts, sanitize_winner=self.search_sanitize,
@@ -50,7 +52,7 @@ class Settings:
 # setting key (as the client spells it) -> field name
 KEYS: dict[str, str] = {
     "llm.baseUrl": "llm_base_url", "llm.model": "llm_model", "llm.apiKeyEnv": "llm_api_key_env",
-    "llm.temperature": "llm_temperature", "llm.timeout": "llm_timeout",
+    "llm.temperature": "llm_temperature", "llm.timeout": "llm_timeout", "llm.maxAnswerBytes": "llm_max_answer_bytes",
     "search.rounds": "search_rounds", "search.candidates": "search_candidates",
     "search.timeBudget": "search_time_budget", "search.targetSpeedup": "search_target_speedup",
     "search.fixAttempts": "search_fix_attempts", "search.sanitize": "search_sanitize",

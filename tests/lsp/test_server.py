@@ -9,7 +9,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from ..fake_llm import answer, stall
+from ..fake_llm import KEY, answer, stall, status
 from ..search_helpers import example
 from .conftest import LLM, edits_in, open_file, wait_until
 
@@ -269,3 +269,30 @@ async def test_a_block_that_attaches_to_no_kernel_is_a_warning_on_the_block(clie
     assert warning.severity == types.DiagnosticSeverity.Warning
     assert warning.range.start.line == SAXPY[:spec_start].count("\n")
     assert "attaches to no kernel" in warning.message and "host code `int host_counter = 0;`" in warning.message
+
+
+async def test_a_key_the_endpoint_echoes_never_reaches_the_client(client: LanguageClient):
+    secret = "sk-lsp-test-secret"  # the server's key (conftest): not key-shaped, only knowing it redacts it
+    LLM.steps[:] = [answer(candidate("verified 1.8", f"key {KEY}").content + f"\nChange: sent with {KEY}"),
+                    status(401, f"Incorrect API key provided: {KEY}")]
+    uri = open_file(client, name(client, "echo.cu"), SAXPY)
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.optimize", arguments=[uri, "saxpy"]))
+    await wait_until(lambda: [d for d in diagnostics(client, uri) if d.code == "fsr-win"])
+    position = types.Position(line=SAXPY.splitlines().index("__global__ void saxpy(int n, float a, const float* x, float* y)"),
+                              character=18)
+    hover = await client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri),
+                                                                     position=position))
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=types.Range(start=position, end=position),
+        context=types.CodeActionContext(diagnostics=[])))
+    apply = next(a for a in actions if a.title.startswith("Apply FSR rewrite"))
+    resolved = apply if apply.edit is not None else await client.code_action_resolve_async(apply)
+    LLM.steps[:] = [status(401, f"Incorrect API key provided: {KEY}")] * 2  # both candidates of the round
+    other = open_file(client, name(client, "echo2.cu"), SAXPY)
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.optimize", arguments=[other, "saxpy"]))
+    await wait_until(lambda: any("Incorrect API key provided" in m.message for m in client.messages), 60)
+    seen = [m.message for m in client.messages] + [m.message for m in client.log_messages] + \
+        [d.message for ds in client.diagnostics.values() for d in ds] + [hover.contents.value, str(resolved.edit)] + \
+        [str(r) for rs in client.progress_reports.values() for r in rs]
+    assert any("[redacted]" in text for text in seen)
+    assert not [text for text in seen if secret in text]

@@ -11,7 +11,7 @@ export const CLIENT_KEYS = ["server.command", "server.python"];
 
 /** Every `fsr.*` key the server reads (package.json contributes each, with its default). */
 export const SERVER_KEYS = [
-  "llm.baseUrl", "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout",
+  "llm.baseUrl", "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes",
   "search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup", "search.fixAttempts",
   "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.arch", "compiler.flags", "includePaths", "gpu", "autoApply",
   "diagnostics.onOpen", "logLevel", "gpus", "evaluator.backend", "evaluator.address",

@@ -47,6 +47,8 @@ class LLMGenerator:
 
     def fix(self, ctx: RoundContext, failed: Tried) -> Proposal | None:
         prompt = fix_prompt(failed)
+        if prompt is None:
+            return None  # too long to send back: the candidate is dropped, not fixed
         answer = self._ask(prompt)
         p = self._proposal(ctx, prompt, answer)
         return Proposal(source=p.source, generator=p.generator, note=f"fix of {failed.proposal.note or 'a candidate'}: "
