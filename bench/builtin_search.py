@@ -13,7 +13,7 @@ from _common import ROOT, save, table
 
 from fsr_lsp.evaluator import Evaluator
 from fsr_lsp.search import SearchConfig, run_search
-from fsr_lsp.search.generators.builtin import BuiltinGenerator
+from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 from fsr_lsp.search.gpu_bench import GpuBench
 
 KERNELS = [("saxpy.cu", "saxpy"), ("softmax.cu", "softmax"), ("layernorm.cu", "layernorm"), ("matmul.cu", "matmul"),

@@ -19,12 +19,12 @@ import time
 
 from _common import ROOT, save, table
 
-from fsr_lsp.evaluator.ray_backend import DEFAULT_FACTORY, RayBackend, local_backend_on_this_gpu
-from fsr_lsp.evaluator.requests import EvalRequest
+from fsr_lsp.evaluator.backends.ray_cluster import DEFAULT_FACTORY, RayBackend, local_backend_on_this_gpu
+from fsr_lsp.evaluator.backends.local import EvalRequest
 from fsr_lsp.kernels import discover, kernel_source
-from fsr_lsp.search.tuning import Config, render, space_of
+from fsr_lsp.search.generators.tuner import Config, render, space_of
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec
+from fsr_lsp.specs import parse_spec
 
 KERNEL = ROOT / "bench" / "naive_kernels" / "transpose.cu"
 
@@ -53,9 +53,9 @@ def requests(count: int, gpu) -> list[EvalRequest]:
 
 def rate(backend: RayBackend, work: list[EvalRequest]) -> tuple[float, int]:
     backend.start()
-    backend.handle(work[:backend.gpus])  # compile caches and worker start-up out of the timing
+    backend.evaluate(work[:backend.gpus])  # compile caches and worker start-up out of the timing
     started = time.monotonic()
-    results = backend.handle(work)
+    results = backend.evaluate(work)
     seconds = time.monotonic() - started
     return len(work) / seconds * 60, sum(r.verified for r in results)
 

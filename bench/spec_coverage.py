@@ -73,7 +73,7 @@ def draft_speed() -> dict:
     from fsr_lsp.kernels.discover import _discover
     from fsr_lsp.kernels.lexical import lex
     from fsr_lsp.kernels.treesitter import parse
-    from fsr_lsp.spec.expr import parse_expr
+    from fsr_lsp.specs.expr import parse_expr
 
     times: list[float] = []
     cpu: list[float] = []

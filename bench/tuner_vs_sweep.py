@@ -24,11 +24,11 @@ from _common import ROOT, save, table
 from fsr_lsp.evaluator import Evaluator
 from fsr_lsp.kernels import discover, kernel_source
 from fsr_lsp.search import SearchConfig, run_search
-from fsr_lsp.search.generators.builtin import BuiltinGenerator
+from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 from fsr_lsp.search.gpu_bench import GpuBench
-from fsr_lsp.search.tuning import render, space_of
+from fsr_lsp.search.generators.tuner import render, space_of
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec
+from fsr_lsp.specs import parse_spec
 
 MIN_GAIN = SearchConfig().min_gain
 KERNELS = sorted((ROOT / "bench" / "naive_kernels").glob("*.cu"))

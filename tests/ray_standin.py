@@ -36,7 +36,7 @@ class ScriptedGpuBackend:
     def start(self) -> GpuInfo:
         return self.info
 
-    def handle(self, requests):
+    def evaluate(self, requests, cancel=None):
         return [self._one(r) for r in requests]
 
     def _one(self, r) -> EvalResult:

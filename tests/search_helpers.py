@@ -10,7 +10,7 @@ from fsr_lsp.kernels import find_kernel, kernel_source
 from fsr_lsp.search.context import RoundContext
 from fsr_lsp.search.workload import classify
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec, render_spec
+from fsr_lsp.specs import parse_spec, render_spec
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 GPU = GpuInfo(0, "Scripted GPU", "9.0", 132, 60 << 20, 140 << 30, bandwidth_gbps=4300.0)

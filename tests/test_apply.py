@@ -38,10 +38,10 @@ def test_a_launch_change_edits_only_the_grid_and_block_lines():
 
 def test_an_inferred_spec_is_written_out_with_the_new_launch():
     text = "// keep me\n__global__ void saxpy(int n, float a, const float* x, float* y)\n{\n    y[0] = a;\n}\n// and me\n"
-    from fsr_lsp.spec import render_spec
+    from fsr_lsp.specs import render_spec
     from fsr_lsp.kernels import find_kernel
     from fsr_lsp.source import SourceText
-    from fsr_lsp.spec import parse_spec
+    from fsr_lsp.specs import parse_spec
     import dataclasses
 
     spec = parse_spec(SourceText(text), find_kernel(text, "saxpy")).spec

@@ -8,7 +8,7 @@ import pytest
 
 from fsr_lsp.kernels import discover, find_kernel, kernel_source
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec
+from fsr_lsp.specs import parse_spec
 
 SPEC = """/* @fsr
 bench = { n = 4096 }

@@ -11,8 +11,8 @@ import pytest
 
 from fsr_lsp.evaluator import EvalOptions, prepare
 from fsr_lsp.evaluator.records import EvalResult, TimingStats
-from fsr_lsp.search.generators.builtin import BuiltinGenerator
-from fsr_lsp.search.tuning import Config, render, space_of
+from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
+from fsr_lsp.search.generators.tuner import Config, render, space_of
 
 from .search_helpers import GPU, context, example
 

@@ -8,7 +8,7 @@ from fsr_lsp.evaluator.preprocessing import original_includes, preprocessing_pro
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.kernels.pptokens import UnclearText, logical_lines
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec
+from fsr_lsp.specs import parse_spec
 
 from .conftest import EXAMPLES
 

@@ -16,7 +16,7 @@ from fsr_lsp.drafting import draft_specs
 from fsr_lsp.drafting.origin import kernel_specs
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec
+from fsr_lsp.specs import parse_spec
 
 SAMPLE = (Path(__file__).parent / "data" / "drafting" / "sample.cu").read_text()
 

@@ -1,6 +1,6 @@
 import pytest
 
-from fsr_lsp.spec.expr import ExprError, evaluate, evaluate_int, names_in
+from fsr_lsp.specs.expr import ExprError, evaluate, evaluate_int, names_in
 
 
 @pytest.mark.parametrize("text, env, value", [

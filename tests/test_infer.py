@@ -1,6 +1,6 @@
 from fsr_lsp.kernels import discover_kernels, find_kernel
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import BufferArg, parse_spec, spec_template
+from fsr_lsp.specs import BufferArg, parse_spec, spec_template
 
 from .conftest import read
 

@@ -46,6 +46,14 @@ def test_each_layer_imports_only_downwards(layer, forbidden):
         assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
 
 
+def test_every_remote_call_resolves():
+    """Work run on a backend's GPU by name (a cluster's worker imports it there)."""
+    from fsr_lsp.evaluator.backends.calls import REMOTE_CALLS, remote_call
+
+    for name in REMOTE_CALLS:
+        assert callable(remote_call(name)), name
+
+
 def test_the_servers_search_jobs_do_not_import_the_server():
     for name in ("searches.py", "settings.py", "edits.py", "logs.py", "check.py", "diagnostics.py", "watch.py"):
         found = imports(PACKAGE / "server" / name)

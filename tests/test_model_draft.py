@@ -8,12 +8,12 @@ import json
 import subprocess
 import sys
 
-from fsr_lsp.drafting.model_draft import model_draft
+from fsr_lsp.drafting.by_llm import model_draft
 from fsr_lsp.drafting.origin import kernel_specs
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.llmclient import ChatClient, LLMConfig
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec
+from fsr_lsp.specs import parse_spec
 
 from .fake_llm import FakeLLM, answer, status
 

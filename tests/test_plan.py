@@ -1,7 +1,7 @@
 from fsr_lsp.evaluator.plan import build_plans, edge_size
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec
+from fsr_lsp.specs import parse_spec
 
 KERNEL = "__global__ void mm(int M, int N, int K, float alpha, const float* A, const float* B, float* C) {}\n"
 SPEC = """/* @fsr

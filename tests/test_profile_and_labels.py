@@ -85,7 +85,7 @@ def test_no_profiler_is_a_note_for_the_user_and_the_prompt_goes_without(env):
 
 def test_the_builtin_tuner_is_not_profiled():
     from fsr_lsp.search import SearchConfig, run_search
-    from fsr_lsp.search.generators.builtin import BuiltinGenerator
+    from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 
     bench = ProfilingBench()
     run_search(example("saxpy.cu"), "saxpy.cu", "saxpy", SearchConfig(rounds=2, candidates=2, sanitize_winner=False),

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator import ray_backend
-from fsr_lsp.evaluator.pool import EvaluatorUnavailable
-from fsr_lsp.evaluator.ray_backend import RayBackend, ray_missing
-from fsr_lsp.evaluator.requests import EvalRequest
+from fsr_lsp.evaluator.backends import ray_cluster as ray_backend
+from fsr_lsp.evaluator.worker_client import EvaluatorUnavailable
+from fsr_lsp.evaluator.backends.ray_cluster import RayBackend, ray_missing
+from fsr_lsp.evaluator.backends.local import EvalRequest
 from fsr_lsp.search.gpu_bench import GpuBench
 from fsr_lsp.search.proposal import Proposal
 
@@ -27,6 +27,7 @@ else:
 
 ROOT = Path(__file__).resolve().parent.parent
 FACTORY = "tests.ray_standin:scripted_backend"
+STANDIN_CALLS = "echo=tests.ray_standin:echo;fails=tests.ray_standin:fails"  # registered calls, for the workers
 pytestmark = pytest.mark.timeout(180)
 
 
@@ -34,7 +35,8 @@ pytestmark = pytest.mark.timeout(180)
 def backend(tmp_path_factory):
     flags = tmp_path_factory.mktemp("ray-flags")
     ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "FSR_RAY_TEST_DIR": str(flags)}})
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "FSR_RAY_TEST_DIR": str(flags),
+                                       "FSR_REMOTE_CALLS": STANDIN_CALLS}})
     b = RayBackend("local", factory=FACTORY, timeout=5.0)
     yield b
     b.close()
@@ -49,7 +51,7 @@ def test_requests_fan_out_over_every_gpu_of_the_cluster(backend):
     info = backend.start()
     assert backend.gpus == 2 and info.host
     started = time.monotonic()
-    results = backend.handle([request(f"verified {1 + i / 10}") for i in range(6)])
+    results = backend.evaluate([request(f"verified {1 + i / 10}") for i in range(6)])
     elapsed = time.monotonic() - started
     assert [r.speedup for r in results] == [1.0, 1.1, 1.2, 1.3, 1.4, 1.5]  # in the order asked
     assert {r.gpu.uuid for r in results} == {"GPU-standin-0", "GPU-standin-1"}  # each names the GPU it ran on
@@ -58,19 +60,19 @@ def test_requests_fan_out_over_every_gpu_of_the_cluster(backend):
 
 def test_a_worker_that_dies_has_its_request_run_again_and_nothing_is_lost(backend):
     before = backend.resubmitted
-    results = backend.handle([request("verified 1.7 die-once"), request("verified 1.2"), request("die-always")])
+    results = backend.evaluate([request("verified 1.7 die-once"), request("verified 1.2"), request("die-always")])
     assert results[0].status == "verified" and results[0].speedup == 1.7
     assert results[1].status == "verified"
     assert results[2].status == "crashed" and "died twice" in results[2].message
     assert backend.resubmitted - before == 2  # die-once once, die-always once
-    assert backend.handle([request("verified 1.1")])[0].status == "verified"  # the restarted workers serve again
+    assert backend.evaluate([request("verified 1.1")])[0].status == "verified"  # the restarted workers serve again
 
 
 def test_cancel_cancels_what_is_queued_and_running(backend):
     cancel = threading.Event()
     threading.Timer(0.6, cancel.set).start()
     started = time.monotonic()
-    results = backend.handle([request(f"verified 1.{i}") for i in range(10)], cancel)
+    results = backend.evaluate([request(f"verified 1.{i}") for i in range(10)], cancel)
     assert time.monotonic() - started < 3.0
     statuses = [r.status for r in results]
     assert "cancelled" in statuses and statuses.count("verified") < 10
@@ -79,11 +81,11 @@ def test_cancel_cancels_what_is_queued_and_running(backend):
 def test_a_hung_request_is_a_timeout_and_its_worker_comes_back(backend, monkeypatch):
     monkeypatch.setattr(ray_backend, "GRACE_SECONDS", 0.5)
     started = time.monotonic()
-    results = backend.handle([request("hang", timeout=0.5), request("verified 1.3")])
+    results = backend.evaluate([request("hang", timeout=0.5), request("verified 1.3")])
     assert results[0].status == "timeout" and "restarted" in results[0].message
     assert results[1].status == "verified"
     assert time.monotonic() - started < 20
-    assert [r.status for r in backend.handle([request("verified 1.4"), request("verified 1.5")])] == ["verified"] * 2
+    assert [r.status for r in backend.evaluate([request("verified 1.4"), request("verified 1.5")])] == ["verified"] * 2
 
 
 def test_the_bench_runs_a_search_round_on_the_cluster(backend):
@@ -99,7 +101,7 @@ def test_a_cluster_without_gpus_is_a_clear_message(backend, monkeypatch):
     empty = RayBackend("local", factory=FACTORY)
     with pytest.raises(EvaluatorUnavailable, match="offers no GPU"):
         empty.start()
-    (result,) = empty.handle([request("verified 1.1")])
+    (result,) = empty.evaluate([request("verified 1.1")])
     assert result.status == "unavailable" and "ray start --head" in result.message
 
 
@@ -109,7 +111,7 @@ def test_workers_that_cannot_start_are_a_clear_message_not_a_hang(backend):
     with pytest.raises(EvaluatorUnavailable, match="started within 2 s: its GPUs may all be taken"):
         RayBackend("local", factory=FACTORY, start_timeout=2.0).start()
     assert time.monotonic() - started < 15
-    assert backend.handle([request("verified 1.2")])[0].status == "verified"  # the first backend is untouched
+    assert backend.evaluate([request("verified 1.2")])[0].status == "verified"  # the first backend is untouched
 
 
 def test_without_ray_installed_the_message_says_what_to_install(monkeypatch):
@@ -143,7 +145,7 @@ def test_the_servers_settings_choose_the_ray_backend():
 @pytest.mark.nvcc
 def test_the_local_backend_fans_a_round_out_over_every_local_gpu(cache_dir):
     from fsr_lsp.evaluator import EvalOptions, Evaluator
-    from fsr_lsp.evaluator.requests import LocalBackend
+    from fsr_lsp.evaluator.backends.local import LocalBackend
 
     from .fake_workers import scripted_slow
     from .search_helpers import example
@@ -157,9 +159,9 @@ def test_the_local_backend_fans_a_round_out_over_every_local_gpu(cache_dir):
     work = [EvalRequest(source, "saxpy", c, options) for c in candidates]
     try:
         backend.start()
-        backend.handle(work[:2])  # compiled once (cached), so the wall clock below is the GPUs' alone
+        backend.evaluate(work[:2])  # compiled once (cached), so the wall clock below is the GPUs' alone
         started = time.monotonic()
-        results = backend.handle(work)
+        results = backend.evaluate(work)
         elapsed = time.monotonic() - started
     finally:
         backend.close()
@@ -169,7 +171,7 @@ def test_the_local_backend_fans_a_round_out_over_every_local_gpu(cache_dir):
 
 
 def test_gpu_lists_read_as_the_cli_writes_them(monkeypatch):
-    from fsr_lsp.evaluator.requests import local_gpus
+    from fsr_lsp.evaluator.backends.local import local_gpus
 
     assert local_gpus("1") == [1] and local_gpus("0,2") == [0, 2]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
@@ -204,10 +206,10 @@ def test_the_servers_gpus_setting_gives_one_worker_per_local_gpu():
 
 
 def test_work_of_the_layers_above_runs_whole_on_a_cluster_gpu(backend):
-    answer = backend.call("tests.ray_standin:echo", {"kernel": "k"})
+    answer = backend.call("echo", {"kernel": "k"})
     assert answer["kernel"] == "k" and answer["gpu"].startswith("GPU-standin-")
     with pytest.raises(EvaluatorUnavailable, match="GPU worker failed"):
-        backend.call("tests.ray_standin:fails", {})
+        backend.call("fails", {})
 
 
 def test_a_drafted_spec_is_proven_on_the_cluster_and_cached_here(tmp_path):
@@ -233,7 +235,7 @@ def test_a_drafted_spec_is_proven_on_the_cluster_and_cached_here(tmp_path):
         first = prove_with(cluster, source, "saxpy", None, cache=cache)
         again = prove_with(cluster, source, "saxpy", None, cache=cache)
     assert first.status == "proven" and not first.cached and again.cached
-    assert cluster.calls == [("fsr_lsp.drafting.proof:prove_request", "saxpy", None)]  # once: then the cache
+    assert cluster.calls == [("prove", "saxpy", None)]  # once: then the cache
 
 
 @pytest.mark.nvcc

@@ -9,7 +9,7 @@ from .search_helpers import EXAMPLES
 def test_report_plots_times_per_round(tmp_path):
     from fsr_lsp.search import SearchConfig, run_search
     from .test_search_loop import BuiltinBench
-    from fsr_lsp.search.generators.builtin import BuiltinGenerator
+    from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 
     outcome = run_search((EXAMPLES / "saxpy.cu").read_text(), "saxpy.cu", "saxpy",
                          SearchConfig(rounds=2, candidates=3, sanitize_winner=False), BuiltinBench(), BuiltinGenerator())

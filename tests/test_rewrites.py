@@ -14,7 +14,7 @@ from fsr_lsp.evaluator import EvalOptions, prepare
 from fsr_lsp.evaluator.candidate import check_candidate
 from fsr_lsp.kernels import discover, find_kernel
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec
+from fsr_lsp.specs import parse_spec
 
 REWRITES = Path(__file__).parent / "data" / "rewrites"
 CASES = sorted((p.parent.name, p.name) for p in REWRITES.glob("*/*.cu"))

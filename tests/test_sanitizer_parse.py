@@ -10,7 +10,7 @@ from fsr_lsp.evaluator.plan import build_plans
 from fsr_lsp.evaluator.records import EvalJob, KernelBinary
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import parse_spec
+from fsr_lsp.specs import parse_spec
 
 from .conftest import EXAMPLES
 

@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from fsr_lsp.search import HistoryStore, LLMConfig, SearchConfig, run_search
-from fsr_lsp.search.generators.builtin import BuiltinGenerator
+from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 from fsr_lsp.search.generators.llm import LLMGenerator
 
 from .fake_llm import FakeLLM, answer, status

@@ -4,7 +4,7 @@ import pytest
 
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
-from fsr_lsp.spec import BufferArg, Init, ScalarArg, parse_spec, render_spec
+from fsr_lsp.specs import BufferArg, Init, ScalarArg, parse_spec, render_spec
 
 KERNEL = "__global__ void saxpy(int n, float a, const float* x, float* y) { }\n"
 GOOD = """/* @fsr

@@ -13,7 +13,7 @@ from fsr_lsp.evaluator.plan import build_plans  # noqa: E402
 from fsr_lsp.evaluator.records import Defences, EvalJob, TimingConfig  # noqa: E402
 from fsr_lsp.kernels import find_kernel  # noqa: E402
 from fsr_lsp.source import SourceText  # noqa: E402
-from fsr_lsp.spec import parse_spec  # noqa: E402
+from fsr_lsp.specs import parse_spec  # noqa: E402
 
 from . import fake_kernels  # noqa: E402,F401  (registers the Python kernels)
 from .fake_gpu import FakeSession, binary  # noqa: E402
@@ -153,7 +153,7 @@ def test_guard_bands_keep_the_buffer_256_byte_aligned_and_grow_with_it():
 def test_timed_inputs_are_refilled_in_place_within_the_specs_range(dtype, init, low, high):
     from fsr_lsp.evaluator.gpu.buffers import refill, storage_dtype
     from fsr_lsp.evaluator.records import ArgPlan
-    from fsr_lsp.spec.model import Init
+    from fsr_lsp.specs.model import Init
 
     t = torch.empty(20000, dtype=storage_dtype(torch, dtype))
     before = t.data_ptr()

@@ -13,13 +13,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..evaluator import EvalOptions, Evaluator
-from ..evaluator.ray_backend import RayBackend, ray_missing
-from ..evaluator.requests import LocalBackend, local_gpus
+from ..evaluator.backends.ray_cluster import RayBackend, ray_missing
+from ..evaluator.backends.local import LocalBackend, local_gpus
 from ..evaluator.support import gpu_support_missing
 from ..kernels import find_kernel
 from ..search import HistoryStore, SearchConfig, SearchOutcome, run_search
 from ..search.apply import ApplyError, rewrite_if_unchanged
-from ..search.generators.builtin import BuiltinGenerator
+from ..search.generators.tuner.generator import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
 from ..search.gpu_bench import GpuBench
 from ..search.report import write_report

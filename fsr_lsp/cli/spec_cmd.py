@@ -12,12 +12,12 @@ from pathlib import Path
 from rich.markup import escape
 
 from ..drafting.cache import ProofCache
-from ..drafting.model_draft import model_draft
+from ..drafting.by_llm import model_draft
 from ..drafting.origin import Drafter, KernelSpec, kernel_specs
 from ..drafting.proof import Proof, prove_with
 from ..evaluator import EvalOptions, Evaluator
-from ..evaluator.ray_backend import RayBackend, ray_missing
-from ..evaluator.requests import LocalBackend
+from ..evaluator.backends.ray_cluster import RayBackend, ray_missing
+from ..evaluator.backends.local import LocalBackend
 from ..evaluator.support import gpu_support_missing
 from ..llmclient import ChatClient
 from .common import add_llm_options, add_ray_option, fail, llm_config, make_console

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from ..evaluator.records import ITEMSIZE
-from ..kernels.ctypes import element_type
+from ..kernels.c_types import element_type
 from ..kernels.treesitter import parse
-from ..spec.expr import ExprError, evaluate
+from ..specs.expr import ExprError, evaluate
 from .host import Scope
 
 GUESSED_SIZE = 1 << 20  # bench value of a size the launch site gives no value for

@@ -20,11 +20,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..kernels import Kernel, Param
-from ..kernels.ctypes import element_type
+from ..kernels.c_types import element_type
 from ..kernels.discover import discover
 from ..kernels.lexical import lex, spec_blocks, split_top_level
 from ..source import SourceText
-from ..spec import evaluate_int, parse_spec
+from ..specs import evaluate_int, parse_spec
 from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
 from .host import Launch, Scope, find_launches
 from .writes import Access, direction, index_arrays, pointer_access

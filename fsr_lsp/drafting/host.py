@@ -14,7 +14,7 @@ from typing import Iterator
 
 from tree_sitter import Node
 
-from ..kernels.ctypes import element_type
+from ..kernels.c_types import element_type
 from ..kernels.lexical import split_top_level
 from ..kernels.treesitter import nodes_of, parse
 from ..source import SourceText

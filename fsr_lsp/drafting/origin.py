@@ -11,7 +11,7 @@ from typing import Callable, Literal
 from ..kernels import Kernel, discover, kernel_source
 from ..kernels.aliases import included_aliases, with_aliases
 from ..source import SourceText
-from ..spec import parse_spec, render_spec
+from ..specs import parse_spec, render_spec
 from .draft import Draft, draft_spec
 from .host import Launch, find_launches
 

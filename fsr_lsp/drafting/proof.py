@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 from ..evaluator import EvalOptions, Evaluator, EvaluatorUnavailable, prepare
+from ..evaluator.backends import Backend, LocalBackend
 from ..evaluator.records import Check, EvalResult
 from ..evaluator.sanitizer import sanitize_original
 from ..evaluator.serde import from_data, to_data
-from ..spec.edit import set_key
+from ..specs.edit import set_key
 from .placement import place_spec, proof_text
 
 PROOF_VERSION = "1"  # bump when what a proof checks changes: older cached verdicts no longer count
@@ -94,20 +95,18 @@ def prove(evaluator: Evaluator, text: str, kernel: str, block: str | None = None
     return proof
 
 
-def prove_with(backend: object, text: str, kernel: str, block: str | None = None, options: EvalOptions | None = None,
+def prove_with(backend: Backend, text: str, kernel: str, block: str | None = None, options: EvalOptions | None = None,
                *, cache: "ProofCache | None" = None, timeout: float | None = None,
                on_stage: Stage | None = None) -> Proof:
-    """`prove` on the backend the searches use: this machine's GPU, or one GPU of a cluster
-    (a backend with `call`), where the proof runs whole and comes back as plain data."""
-    call = getattr(backend, "call", None)
-    if call is None:
-        evaluator = getattr(backend, "evaluator", backend)
-        return prove(evaluator, text, kernel, block, options, cache=cache, timeout=timeout,  # type: ignore[arg-type]
-                     on_stage=on_stage)
+    """`prove` on the backend the searches use: this machine's GPU (stage by stage), or one GPU
+    of a cluster, where the proof runs whole (the registered call "prove") and comes back as
+    plain data."""
+    if isinstance(backend, LocalBackend):
+        return prove(backend.evaluator, text, kernel, block, options, cache=cache, timeout=timeout, on_stage=on_stage)
     options = options or EvalOptions()
     source = place_spec(text, kernel, block).text if block is not None else text
     try:
-        gpu = backend.start()  # type: ignore[attr-defined]
+        gpu = backend.start()
     except EvaluatorUnavailable as e:
         return Proof(kernel, "unavailable", f"the proof needs a GPU: {e}", spec=block or "")
     key = proof_key(source, kernel, gpu.name, options)
@@ -119,7 +118,7 @@ def prove_with(backend: object, text: str, kernel: str, block: str | None = None
         on_stage(f"proving the spec on the cluster ({gpu.name} on {gpu.host or 'a worker'})")
     payload = {"text": text, "kernel": kernel, "block": block, "options": to_data(options), "timeout": timeout}
     try:
-        proof = from_data(Proof, call("fsr_lsp.drafting.proof:prove_request", payload))
+        proof = from_data(Proof, backend.call("prove", payload))
     except EvaluatorUnavailable as e:
         return Proof(kernel, "unavailable", f"the proof needs a GPU: {e}", spec=block or "")
     if cache is not None and proof.settled:
@@ -127,9 +126,9 @@ def prove_with(backend: object, text: str, kernel: str, block: str | None = None
     return proof
 
 
-def prove_request(backend: object, payload: dict) -> dict:
-    """The remote half of `prove_with`: runs on the GPU's own backend in the cluster."""
-    evaluator = getattr(backend, "evaluator")
+def prove_request(backend: LocalBackend, payload: dict) -> dict:
+    """The remote half of `prove_with` (registered as "prove"): runs on the GPU's own backend."""
+    evaluator = backend.evaluator
     options = from_data(EvalOptions, payload["options"])
     return to_data(prove(evaluator, payload["text"], payload["kernel"], payload["block"], options,
                          timeout=payload.get("timeout")))

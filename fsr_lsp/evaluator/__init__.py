@@ -6,7 +6,7 @@ or language models.
 
 from .api import evaluate, run_prepared
 from .compiler import CompileOptions, KernelRef, compile_kernel, find_nvcc
-from .pool import Evaluator, EvaluatorUnavailable
+from .worker_client import Evaluator, EvaluatorUnavailable
 from .prepare import EvalOptions, Prepared, prepare
 from .records import (Check, CompileResult, EvalJob, EvalResult, GpuInfo, KernelBinary, Mismatch, Resources,
                       TimingConfig, TimingStats)

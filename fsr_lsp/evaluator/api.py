@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .pool import Evaluator, EvaluatorUnavailable, StageCallback
+from .worker_client import Evaluator, EvaluatorUnavailable, StageCallback
 from .prepare import EvalOptions, Prepared, prepare
 from .records import CompileResult, EvalResult
 from .sanitizer import sanitize

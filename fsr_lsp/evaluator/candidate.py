@@ -18,7 +18,7 @@ from ..kernels import Kernel, abi_signature, discover
 from ..kernels.lexical import macro_aliases
 from ..kernels.treesitter import parse
 from ..source import SourceText, Span
-from ..spec import Spec, parse_spec
+from ..specs import Spec, parse_spec
 from .compiler_output import CandidateLines
 from .preprocessing import preprocessing_problem
 

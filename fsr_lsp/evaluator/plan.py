@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..kernels import Kernel
-from ..spec import BufferArg, Spec, evaluate, evaluate_int, tolerance
-from ..spec.model import SizeSet
-from ..spec.parse import param_dtype, template_substitution
+from ..specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
+from ..specs.model import SizeSet
+from ..specs.parse import param_dtype, template_substitution
 from .records import ArgPlan, LaunchPlan, SizePlan
 
 EDGE_MULTIPLE = 32  # sizes that are all multiples of this get an extra edge size

@@ -14,8 +14,8 @@ from ..kernels import Kernel, discover
 from ..kernels.aliases import with_included_aliases
 from ..kernels.lexical import code_only
 from ..source import SourceText
-from ..spec import Spec, parse_spec
-from ..spec.parse import template_substitution
+from ..specs import Spec, parse_spec
+from ..specs.parse import template_substitution
 from .candidate import CandidateCheck, check_candidate
 from .compiler_output import scrub
 from .compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..spec.model import Init
+from ..specs.model import Init
 
 Status = Literal[
     "verified",  # correct at every size and seed, timed (a candidate), or self-consistent (original)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from .ctypes import element_type
+from .c_types import element_type
 from .model import Kernel, Param
 
 _TYPEDEF = re.compile(r"\btypedef\s+([\w\s:]+?)\s+(\w+)\s*;")

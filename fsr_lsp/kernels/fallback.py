@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..source import SourceText
-from .ctypes import parse_param
+from .c_types import parse_param
 from .lexical import active_text, defined_macros, mask, split_top_level
 from .model import Kernel
 

@@ -8,7 +8,7 @@ import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 from ..source import SourceText
-from .ctypes import parse_param
+from .c_types import parse_param
 from .model import Kernel
 
 _WRAPPERS = ("template_declaration", "linkage_specification")

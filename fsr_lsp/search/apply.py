@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from ..kernels import Kernel, find_kernel
 from ..kernels.lexical import mask, split_top_level
 from ..source import SourceText
-from ..spec import Spec, parse_spec, render_spec
-from ..spec.edit import set_key, toml_value
-from ..spec.expr import replace_literal
+from ..specs import Spec, parse_spec, render_spec
+from ..specs.edit import set_key, toml_value
+from ..specs.expr import replace_literal
 
 
 class ApplyError(RuntimeError):

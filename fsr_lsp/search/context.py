@@ -7,7 +7,7 @@ from typing import Callable
 
 from ..evaluator.records import EvalResult, GpuInfo, SizePlan
 from ..kernels import Kernel
-from ..spec import Spec
+from ..specs import Spec
 from ..evaluator.profile import ProfileFacts
 from .proposal import Proposal, Tried
 from .workload import Workload

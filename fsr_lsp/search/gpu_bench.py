@@ -9,16 +9,16 @@ import threading
 from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.profile import Profiled
 from ..evaluator.records import EvalResult, GpuInfo
-from ..evaluator.requests import EvalRequest, LocalBackend
+from ..evaluator.backends import Backend, EvalRequest, LocalBackend
 from .proposal import Proposal
 
 CONFIRM_SEEDS = 8
 
 
 class GpuBench:
-    def __init__(self, backend: LocalBackend | Evaluator, source: str, kernel: str, options: EvalOptions | None = None,
+    def __init__(self, backend: Backend | Evaluator, source: str, kernel: str, options: EvalOptions | None = None,
                  workers: int = 0, cancel: threading.Event | None = None) -> None:
-        self.backend = LocalBackend(backend, workers) if isinstance(backend, Evaluator) else backend
+        self.backend: Backend = LocalBackend(backend, workers) if isinstance(backend, Evaluator) else backend
         self.source = source
         self.kernel = kernel
         self.options = options or EvalOptions()
@@ -33,20 +33,20 @@ class GpuBench:
         return self.options.flags
 
     def baseline(self) -> EvalResult:
-        return self.backend.handle([EvalRequest(self.source, self.kernel, None, self.options)], self.cancel)[0]
+        return self.backend.evaluate([EvalRequest(self.source, self.kernel, None, self.options)], self.cancel)[0]
 
     def evaluate(self, proposals: list[Proposal]) -> list[EvalResult]:
-        return self.backend.handle([self._request(p, self.options) for p in proposals], self.cancel)
+        return self.backend.evaluate([self._request(p, self.options) for p in proposals], self.cancel)
 
     def screen(self, proposals: list[Proposal]) -> list[EvalResult]:
         """The bench size only, one input set, few repetitions: enough to rank configurations.
         Its results are marked `screened` and never count as verified."""
         screening = dataclasses.replace(self.options, screen=True)
-        return self.backend.handle([self._request(p, screening) for p in proposals], self.cancel)
+        return self.backend.evaluate([self._request(p, screening) for p in proposals], self.cancel)
 
     def confirm(self, proposal: Proposal) -> EvalResult:
         strict = dataclasses.replace(self.options, seeds_per_size=CONFIRM_SEEDS)
-        return self.backend.handle([dataclasses.replace(self._request(proposal, strict), action="confirm")],
+        return self.backend.evaluate([dataclasses.replace(self._request(proposal, strict), action="confirm")],
                                    self.cancel)[0]
 
     def profile(self, proposal: Proposal | None) -> Profiled:

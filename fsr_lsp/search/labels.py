@@ -9,7 +9,7 @@ import re
 from ..kernels import find_kernel
 from ..kernels.lexical import code_only
 from ..source import SourceText
-from ..spec import Spec, parse_spec
+from ..specs import Spec, parse_spec
 
 MAX_LABEL = 120
 _CHANGE = re.compile(r"^[ \t>*_#-]*change\s*[:\-]\s*(.+?)\s*$", re.I | re.M)

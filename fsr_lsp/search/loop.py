@@ -20,7 +20,7 @@ from ..evaluator.profile import ProfileFacts
 from ..evaluator.records import EvalResult, GpuInfo, SizePlan
 from ..kernels import find_kernel, kernel_source
 from ..source import SourceText
-from ..spec import parse_spec, render_spec
+from ..specs import parse_spec, render_spec
 from .config import SearchConfig
 from .context import RoundContext
 from .generators.base import Generator, GeneratorError

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluator.compiler import find_nvcc
-from ..evaluator.pool import EvaluatorUnavailable
+from ..evaluator.worker_client import EvaluatorUnavailable
 from ..evaluator.ptxas import mangled_name, parse_resources
 from ..evaluator.records import Resources
 from .nvcc_output import Message, parse_messages
@@ -88,7 +88,7 @@ def remote_check(backend: Any, text: str, path: Path, settings: Settings) -> Che
     payload = {"text": text, "name": path.name, "headers": headers, "arch": settings.compiler_arch,
                "flags": list(settings.compiler_flags)}
     try:
-        answer = backend.call("fsr_lsp.server.check:compile_here", payload, timeout=TIMEOUT + 30)
+        answer = backend.call("compile", payload, timeout=TIMEOUT + 30)
     except EvaluatorUnavailable as e:
         return CheckResult(problem=f"on-save diagnostics could not compile on the cluster: {e}")
     if answer.get("problem"):

@@ -8,7 +8,7 @@ from lsprotocol import types
 from ..evaluator.records import Resources
 from ..kernels import Kernel, OrphanSpec
 from ..source import SourceText, Span, units
-from ..spec import parse_spec
+from ..specs import parse_spec
 from .check import CheckResult
 from .nvcc_output import Message
 

@@ -16,12 +16,12 @@ from ..drafting.placement import place_spec
 from ..drafting.draft import Draft
 from ..drafting.proof import Proof, prove_with
 from ..evaluator import EvalOptions, Evaluator
-from ..evaluator.ray_backend import RayBackend, ray_missing
-from ..evaluator.requests import LocalBackend, local_gpus
+from ..evaluator.backends.ray_cluster import RayBackend, ray_missing
+from ..evaluator.backends.local import LocalBackend, local_gpus
 from ..evaluator.support import gpu_support_missing, load
 from ..llmclient import LLMConfig
 from ..search import HistoryStore, Progress, SearchOutcome, run_search
-from ..search.generators.builtin import BuiltinGenerator
+from ..search.generators.tuner.generator import BuiltinGenerator
 from ..search.generators.llm import LLMGenerator
 from ..search.gpu_bench import GpuBench
 from .settings import Settings

@@ -16,14 +16,14 @@ from .. import __version__
 from ..kernels import Kernel, discover, discover_kernels, kernel_at
 from ..search import Progress
 from ..drafting.draft import Draft
-from ..drafting.model_draft import model_draft
+from ..drafting.by_llm import model_draft
 from ..drafting.origin import KernelSpec
 from ..llmclient import ChatClient, LLMConfig
 from ..redaction import redact
 from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.store import HistoryStore
 from ..source import Position, SourceText
-from ..spec import spec_template
+from ..specs import spec_template
 from .check import CheckResult, check_source
 from .edits import EditSupport, workspace_edit
 from .logs import set_level

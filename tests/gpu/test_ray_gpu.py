@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.ray_backend import RayBackend
+from fsr_lsp.evaluator.backends.ray_cluster import RayBackend
 from fsr_lsp.search import SearchConfig, run_search
-from fsr_lsp.search.generators.builtin import BuiltinGenerator
+from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 from fsr_lsp.search.gpu_bench import GpuBench
 
 from .conftest import QUICK

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fsr_lsp.search import LLMConfig, SearchConfig, run_search
-from fsr_lsp.search.generators.builtin import BuiltinGenerator
+from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 from fsr_lsp.search.generators.llm import LLMGenerator
 from fsr_lsp.search.gpu_bench import GpuBench
 

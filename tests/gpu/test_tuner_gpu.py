@@ -8,7 +8,7 @@ import pytest
 
 from fsr_lsp.evaluator.profile import find_ncu
 from fsr_lsp.search import SearchConfig, run_search
-from fsr_lsp.search.generators.builtin import BuiltinGenerator
+from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 from fsr_lsp.search.gpu_bench import GpuBench
 from fsr_lsp.search.proposal import Proposal
 

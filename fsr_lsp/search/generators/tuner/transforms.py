@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ...kernels import Kernel
+from ....kernels import Kernel
 
 _GLOBAL_INDEX = re.compile(
     r"(?:const\s+)?(?:int|unsigned(?:\s+int)?|long\s+long|size_t)\s+(\w+)\s*=\s*"

@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import time
 
-from ..context import RoundContext
-from ..proposal import Proposal, Tried
-from ..tuning import Annealer, Config, Space, render, space_of
-from ..tuning.space import KNOBS
+from ...context import RoundContext
+from ...proposal import Proposal, Tried
+from .render import render
+from .space import KNOBS, Config, Space, space_of
+from .strategy import Annealer
 
 ANNEAL_BUDGET = 64  # configurations screened per round after the sweep
 ROUND_SECONDS = 40.0  # of screening per round at most

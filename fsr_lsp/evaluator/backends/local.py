@@ -1,6 +1,5 @@
-"""GPU work as plain data: a request names the source, the kernel, the candidate and the
-options; a backend (a local worker, or GPUs on a Ray cluster) answers with result records.
-Nothing in a request needs this machine's files, compiler or GPU."""
+"""This machine's GPUs as a backend: one evaluator worker process per GPU; candidates compile
+in parallel on the CPU cores while the GPUs run, one job at a time per GPU."""
 
 from __future__ import annotations
 
@@ -10,27 +9,16 @@ import shutil
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any
 
-from .api import evaluate, run_prepared
-from .pool import Evaluator
-from .prepare import EvalOptions, prepare
-from .profile import Profiled, profile
-from .records import EvalResult, GpuInfo
-
-Action = Literal["evaluate", "confirm"]  # confirm: with the sanitizers on a verified candidate
-
-
-@dataclass(frozen=True)
-class EvalRequest:
-    source: str
-    kernel: str
-    candidate: str | None = None  # None: the original alone (a baseline)
-    options: EvalOptions = field(default_factory=EvalOptions)
-    action: Action = "evaluate"
-    timeout: float | None = None  # per job, on the GPU; None: the evaluator's own
-
+from ..api import evaluate as evaluate_one
+from ..api import run_prepared
+from ..worker_client import Evaluator
+from ..prepare import EvalOptions, prepare
+from ..profile import Profiled, profile
+from ..records import EvalResult, GpuInfo
+from .calls import remote_call
+from .request import EvalRequest
 
 class LocalBackend:
     """This machine's GPUs: candidates compile in parallel on the CPU cores, then run on the
@@ -49,7 +37,7 @@ class LocalBackend:
     def gpus(self) -> int:
         return len(self.evaluators)
 
-    def handle(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
+    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
         cancel = cancel or threading.Event()
         plain = [i for i, r in enumerate(requests) if r.action == "evaluate" and r.candidate is not None]
         arch = self.start().arch if plain else ""
@@ -73,7 +61,7 @@ class LocalBackend:
                     elif i in prepared and evaluator.start().arch == arch:
                         results[i] = run_prepared(evaluator, prepared[i].result(), timeout=r.timeout)
                     else:
-                        results[i] = evaluate(evaluator, r.source, r.kernel, r.candidate, r.options,
+                        results[i] = evaluate_one(evaluator, r.source, r.kernel, r.candidate, r.options,
                                               sanitize_winner=r.action == "confirm", timeout=r.timeout)
 
             with ThreadPoolExecutor(max_workers=len(self.evaluators)) as gpu_pool:
@@ -87,6 +75,10 @@ class LocalBackend:
             return Profiled(None, f"not profiled: {prepared.result.message if prepared.result else 'no job'}")
         return profile(prepared.job, self.evaluator.device_index,
                        "candidate" if request.candidate is not None else "original")
+
+    def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
+        """The registered call `name` (calls.py) on this machine's first GPU."""
+        return remote_call(name)(self, payload)
 
     def cancel(self) -> None:
         """Stop the jobs running now (the search's own cancel event stops the rest)."""

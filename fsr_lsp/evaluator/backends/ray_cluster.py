@@ -20,12 +20,13 @@ import threading
 import time
 from typing import Any
 
-from .pool import EvaluatorUnavailable
-from .profile import Profiled
-from .records import EvalResult, GpuInfo
-from .requests import EvalRequest
-from .serde import from_data, to_data
-from .support import load
+from ..worker_client import EvaluatorUnavailable
+from ..profile import Profiled
+from ..records import EvalResult, GpuInfo
+from ..serde import from_data, to_data
+from ..support import load
+from .calls import remote_call
+from .request import EvalRequest
 
 RAY_MISSING = "the ray backend needs Ray on this machine: pip install 'fsr-lsp[ray]'"
 DEFAULT_FACTORY = "fsr_lsp.evaluator.ray_backend:local_backend_on_this_gpu"
@@ -49,8 +50,8 @@ def import_ray() -> Any:
 
 def local_backend_on_this_gpu() -> Any:
     """In an actor: Ray has made its one GPU device 0 (CUDA_VISIBLE_DEVICES)."""
-    from .pool import Evaluator
-    from .requests import LocalBackend
+    from ..worker_client import Evaluator
+    from .local import LocalBackend
 
     return LocalBackend(Evaluator(0))
 
@@ -68,17 +69,16 @@ class GpuActor:
         info.host = info.host or socket.gethostname()
         return to_data(info)
 
-    def handle(self, request: dict) -> dict:
-        result = self.backend.handle([from_data(EvalRequest, request)])[0]
+    def evaluate(self, request: dict) -> dict:
+        result = self.backend.evaluate([from_data(EvalRequest, request)])[0]
         return to_data(result)
 
     def profile(self, request: dict) -> dict:
         return to_data(self.backend.profile(from_data(EvalRequest, request)))
 
-    def call(self, function: str, payload: dict) -> dict:
-        """`function(backend, payload)` on this GPU's backend: work of the layers above the
-        evaluator (a spec's proof), named by import path so that the evaluator needs none of them."""
-        return load(function)(self.backend, payload)
+    def call(self, name: str, payload: dict) -> dict:
+        """The registered call `name` (calls.py) on this GPU's backend."""
+        return remote_call(name)(self.backend, payload)
 
 
 class RayBackend:
@@ -114,7 +114,7 @@ class RayBackend:
         return list(self._infos)
 
     def cancel(self) -> None:
-        """Nothing to do: `handle` cancels its requests when the search's cancel event is set."""
+        """Nothing to do: `evaluate` cancels its requests when the search's cancel event is set."""
 
     def close(self) -> None:
         if not self._actors:
@@ -156,7 +156,7 @@ class RayBackend:
 
     # ------------------------------------------------------------ work
 
-    def handle(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
+    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
         """Every request on some GPU of the cluster, at most one per GPU at a time; results in
         the order of the requests."""
         try:
@@ -181,7 +181,7 @@ class RayBackend:
             while queue and idle:
                 i, a = queue.pop(0), idle.pop(0)
                 attempts[i] += 1
-                running[self._actors[a].handle.remote(to_data(requests[i]))] = (i, a, time.monotonic())
+                running[self._actors[a].evaluate.remote(to_data(requests[i]))] = (i, a, time.monotonic())
             done, _ = ray.wait(list(running) + list(reviving), num_returns=1, timeout=0.2)
             for ref in done:
                 if ref in reviving:
@@ -229,12 +229,12 @@ class RayBackend:
                 results[i] = EvalResult(kernel=r.kernel, status="timeout",
                                         message=f"no result within {limit:.0f} s on the cluster; its worker was restarted")
 
-    def call(self, function: str, payload: dict, timeout: float | None = None) -> dict:
-        """`function(backend, payload) -> dict` on one GPU of the cluster (plain data both ways);
-        raises EvaluatorUnavailable when no worker can run it."""
+    def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
+        """The registered call `name` (calls.py) on one GPU of the cluster (plain data both
+        ways); raises EvaluatorUnavailable when no worker can run it."""
         ray = import_ray()
         self.start()
-        ref = self._actors[0].call.remote(function, payload)
+        ref = self._actors[0].call.remote(name, payload)
         try:
             return ray.get(ref, timeout=timeout)
         except Exception as e:

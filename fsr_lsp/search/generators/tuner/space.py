@@ -9,10 +9,10 @@ import random
 import re
 from dataclasses import dataclass
 
-from ...evaluator.records import GpuInfo
-from ...kernels import Kernel
-from ...spec import Spec
-from ...spec.expr import has_literal
+from ....evaluator.records import GpuInfo
+from ....kernels import Kernel
+from ....specs import Spec
+from ....specs.expr import has_literal
 from .transforms import grid_stride_site, has_loops, privatizable, uses_block_dim
 
 MAX_THREADS = 1024

@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kernels.ctypes import element_type
+from ..kernels.c_types import element_type
 from ..kernels.model import Kernel, Param, SpecComment
 from ..source import SourceText, Span
 from .expr import ExprError, evaluate, evaluate_int

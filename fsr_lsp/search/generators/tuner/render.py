@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...evaluator.records import GpuInfo
-from ...kernels import Kernel
-from ...spec import Spec, render_spec
-from ...spec.expr import has_literal, replace_literal
-from ..proposal import Proposal
+from ....evaluator.records import GpuInfo
+from ....kernels import Kernel
+from ....specs import Spec, render_spec
+from ....specs.expr import has_literal, replace_literal
+from ...proposal import Proposal
 from . import transforms
 from .space import Config, Space
 

@@ -1,0 +1,78 @@
+"""Where GPU work runs: one interface (`Backend`), two kinds behind it, one factory.
+
+`local`: this machine's GPUs, an evaluator worker process each (local.py). `ray`: the GPUs of
+a Ray cluster, an actor each (ray_cluster.py). Requests and results are plain data
+(request.py); work of the layers above runs on a backend's GPU by registered name (calls.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from ..profile import Profiled
+from ..records import EvalResult, GpuInfo
+from ..support import gpu_support_missing
+from .calls import REMOTE_CALLS, remote_call
+from .local import LocalBackend, local_gpus
+from .ray_cluster import RayBackend, ray_missing
+from .request import EvalRequest
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """GPUs that take requests and answer with records; every method is safe to call from the
+    search's thread while another thread cancels."""
+
+    def start(self) -> GpuInfo:
+        """Start the workers if needed; the first GPU's facts. Raises EvaluatorUnavailable."""
+
+    @property
+    def gpus(self) -> int:
+        """How many GPUs a round's requests fan out over."""
+
+    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
+        """A result per request, in their order; never raises for what a candidate does."""
+
+    def profile(self, request: EvalRequest) -> Profiled:
+        """Nsight Compute facts about one kernel at the bench size, or why there are none."""
+
+    def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
+        """The registered call `name` (calls.py) where the GPU is."""
+
+    def cancel(self) -> None:
+        """Stop what runs now."""
+
+    def close(self) -> None:
+        """Stop the workers."""
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """Which backend, from the settings: `local` GPUs (`gpus`: "0", "0,1" or "all") or a `ray`
+    cluster at `address` (auto, ray://host:10001, local)."""
+
+    kind: Literal["local", "ray"] = "local"
+    gpus: str = "0"
+    address: str = "auto"
+    timeout: float = 120.0  # per job, before a hung kernel is killed
+
+
+def backend_missing(choice: BackendChoice, needs: str = "GPU evaluation needs") -> str:
+    """Why this machine cannot use the chosen backend ('' when it can)."""
+    return ray_missing() if choice.kind == "ray" else gpu_support_missing(needs)
+
+
+def make_backend(choice: BackendChoice) -> Backend:
+    """The one place that chooses between the local and the Ray backend. Raises ValueError
+    for a `gpus` that is no index, list or `all`."""
+    if choice.kind == "ray":
+        return RayBackend(choice.address, timeout=choice.timeout)
+    from ..worker_client import Evaluator
+
+    return LocalBackend([Evaluator(i, timeout=choice.timeout) for i in local_gpus(choice.gpus)])
+
+
+__all__ = ["Backend", "BackendChoice", "EvalRequest", "LocalBackend", "REMOTE_CALLS", "RayBackend", "backend_missing",
+           "local_gpus", "make_backend", "ray_missing", "remote_call"]
