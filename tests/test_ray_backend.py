@@ -124,16 +124,16 @@ def test_without_ray_installed_the_message_says_what_to_install(monkeypatch):
 
 def test_the_servers_settings_choose_the_ray_backend():
     from fsr_lsp.server.searches import Searches
-    from fsr_lsp.server.settings import load_settings
+    from fsr_lsp.settings import load_settings
 
     loaded = load_settings({"evaluator": {"backend": "ray", "address": "ray://gpu-box:10001"}})
     assert loaded.problems == []
     settings = loaded.settings
     assert (settings.evaluator_backend, settings.evaluator_address) == ("ray", "ray://gpu-box:10001")
     searches = Searches()
-    backend = searches._backend(settings)
+    backend = searches.backend(settings)
     assert isinstance(backend, RayBackend) and backend.address == "ray://gpu-box:10001"
-    assert searches._backend(settings) is backend  # one connection per address
+    assert searches.backend(settings) is backend  # one connection per address
     assert searches.remote(settings) is backend  # on-save checks without a local nvcc compile there
     assert searches.remote(load_settings({}).settings) is None
     assert searches.unavailable(settings) == ""  # no CUDA needed here: the cluster compiles and runs
@@ -182,7 +182,7 @@ def test_on_save_checks_without_nvcc_say_why_they_are_off(monkeypatch):
     import asyncio
 
     from fsr_lsp.server import check
-    from fsr_lsp.server.settings import Settings
+    from fsr_lsp.settings import Settings
 
     monkeypatch.setattr(check, "find_nvcc", lambda _: None)
     local = asyncio.run(check.check_source("", Path("k.cu"), Settings()))
@@ -193,13 +193,13 @@ def test_on_save_checks_without_nvcc_say_why_they_are_off(monkeypatch):
 
 def test_the_servers_gpus_setting_gives_one_worker_per_local_gpu():
     from fsr_lsp.server.searches import Searches
-    from fsr_lsp.server.settings import load_settings
+    from fsr_lsp.settings import load_settings
 
     searches = Searches()
-    two = searches._backend(load_settings({"gpus": "0,1"}).settings)
+    two = searches.backend(load_settings({"gpus": "0,1"}).settings)
     assert [e.device_index for e in two.evaluators] == [0, 1] and two.gpus == 2
-    assert searches._backend(load_settings({"gpus": "0,1"}).settings) is two
-    one = searches._backend(load_settings({"gpu": 1}).settings)
+    assert searches.backend(load_settings({"gpus": "0,1"}).settings) is two
+    one = searches.backend(load_settings({"gpu": 1}).settings)
     assert [e.device_index for e in one.evaluators] == [1]
     assert one.evaluator.device_index == 1  # proofs run on the first GPU of the list
     searches.shutdown()
@@ -243,7 +243,7 @@ def test_on_save_checks_compile_on_the_cluster_with_the_files_headers(backend, m
     import asyncio
 
     from fsr_lsp.server import check
-    from fsr_lsp.server.settings import Settings
+    from fsr_lsp.settings import Settings
 
     monkeypatch.setattr(check, "find_nvcc", lambda _: None)  # this process only: the workers have theirs
     (tmp_path / "util").mkdir()

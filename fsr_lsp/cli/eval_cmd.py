@@ -10,7 +10,9 @@ from ..evaluator import EvalOptions, Evaluator, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import to_json
 from ..evaluator.support import gpu_support_missing
-from .common import add_gpu_options, fail, make_console
+from ..evaluator.backends import local_gpus
+from ..settings import add_setting_flags, settings_from_args
+from .common import fail, make_console
 from .render import render_result
 
 EXIT = {"verified": 0, "spec_error": 2, "unavailable": 3}
@@ -28,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=3, help="random input sets per size (default 3)")
     p.add_argument("--seed", type=int, help="base seed (default: fresh every run)")
     p.add_argument("--reps", type=int, default=300, help="most timed runs per kernel (default 300)")
-    add_gpu_options(p)
+    add_setting_flags(p, "gpus", "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.flags", "includePaths")
     p.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
     p.set_defaults(run=run)
 
@@ -42,18 +44,27 @@ def run(args: argparse.Namespace) -> int:
     missing = gpu_support_missing("GPU evaluation needs")
     if missing:
         return fail(missing, 3)
-    options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(args.file.parent), *args.include_dirs),
+    try:
+        settings = settings_from_args(args)
+    except ValueError as e:
+        return fail(str(e), 2)
+    try:
+        gpu = local_gpus(settings.gpus or "0")[0]
+    except ValueError:
+        return fail(f"--gpu {settings.gpus}: expected a GPU index", 2)
+    options = EvalOptions(flags=settings.compiler_flags, include_dirs=(str(args.file.parent), *settings.include_paths),
+                          nvcc=settings.compiler_nvcc or None,
                           compiler=args.compiler, seeds_per_size=args.seeds, base_seed=args.seed,
                           timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)))
-    with Evaluator(args.gpu, timeout=args.timeout) as evaluator, _Status(not args.json) as status:
+    with Evaluator(gpu, timeout=args.timeout) as evaluator, _Status(not args.json) as status:
         result = evaluate(evaluator, source, args.kernel, candidate, options,
-                          sanitize_winner=not args.no_sanitize, on_stage=status.update)
+                          sanitize_winner=settings.search_sanitize, on_stage=status.update)
     if result.status == "unavailable":
         return fail(result.message, 3)
     if args.json:
         print(to_json(result, indent=2))
     else:
-        render_result(result, args.file, args.candidate, min_gain=args.min_gain)
+        render_result(result, args.file, args.candidate, min_gain=settings.search_min_gain)
     return EXIT.get(result.status, 1)
 
 

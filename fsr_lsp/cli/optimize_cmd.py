@@ -1,4 +1,6 @@
-"""`fsr optimize FILE.cu --kernel NAME`: the search, with a progress bar, a table, a report."""
+"""`fsr optimize FILE.cu --kernel NAME`: the editor's Optimize from the command line (the same use
+case: a kernel with no spec gets a draft from its launch anywhere in the workspace, proven
+first), with a progress bar, a table and a report."""
 
 from __future__ import annotations
 
@@ -8,42 +10,40 @@ import threading
 import time
 from pathlib import Path
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..evaluator import EvalOptions, Evaluator
-from ..evaluator.backends.ray_cluster import RayBackend, ray_missing
-from ..evaluator.backends.local import LocalBackend, local_gpus
-from ..evaluator.support import gpu_support_missing
+from ..drafting.by_llm import model_draft
+from ..drafting.workspace import LaunchIndex
 from ..kernels import find_kernel
-from ..search import HistoryStore, SearchConfig, SearchOutcome, run_search
-from ..search.apply import ApplyError, rewrite_if_unchanged
-from ..search.generators.tuner.generator import BuiltinGenerator
-from ..search.generators.llm import LLMGenerator
-from ..search.gpu_bench import GpuBench
+from ..llmclient import ChatClient
+from ..search import SearchOutcome
+from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.report import write_report
-from .common import add_gpu_options, add_llm_options, add_ray_option, fail, llm_config, make_console
+from ..settings import add_setting_flags, settings_from_args
+from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
+from .common import fail, make_console
 from .workspace import workspace_of
+
+SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup",
+                "search.fixAttempts", "search.sanitize", "search.minGain", "llm.baseUrl", "llm.model", "llm.apiKeyEnv",
+                "llm.temperature", "llm.timeout", "llm.maxAnswerBytes", "compiler.nvcc", "compiler.flags",
+                "includePaths", "gpus", "evaluator.address")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("optimize", help="search for a faster verified rewrite of a kernel",
                        description="Run the FSR search on one kernel: rounds of candidates from the LLM endpoint "
-                                   "(or the built-in generator), each verified against the original and timed.")
+                                   "(or the built-in generator), each verified against the original and timed. "
+                                   "A kernel without an @fsr spec gets one drafted from its launch (in any source "
+                                   "file of the workspace), proven on the GPU first.")
     p.add_argument("file", type=Path)
     p.add_argument("--kernel", "-k", required=True)
-    p.add_argument("--rounds", type=int, default=4, help="search depth (default 4)")
-    p.add_argument("--candidates", type=int, default=8, help="candidates per round; 1 = staged refinement (default 8)")
-    p.add_argument("--time-budget", type=float, default=300.0, help="seconds for the whole search (default 300)")
-    p.add_argument("--target-speedup", type=float, help="stop once a verified candidate is this much faster")
-    p.add_argument("--fix-attempts", type=int, default=1, help="times a failed candidate is sent back to be fixed")
     p.add_argument("--apply", action="store_true", help="write the fastest verified rewrite into FILE")
-    add_llm_options(p)
     p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
     p.add_argument("--workspace", type=Path, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
-    add_gpu_options(p, several=True)
-    add_ray_option(p)
+    add_setting_flags(p, *SEARCH_FLAGS)
     p.set_defaults(run=run)
 
 
@@ -53,31 +53,31 @@ def run(args: argparse.Namespace) -> int:
         source = args.file.read_text(encoding="utf-8")
     except OSError as e:
         return fail(f"cannot read {e.filename}: {e.strerror}", 2)
-    if find_kernel(source, args.kernel) is None:
+    kernel = find_kernel(source, args.kernel)
+    if kernel is None:
         return fail(f"no kernel named {args.kernel} in {args.file}", 2)
-    missing = ray_missing() if args.ray else gpu_support_missing("the search needs")
+    try:
+        settings = settings_from_args(args)
+    except ValueError as e:
+        return fail(str(e), 2)
+    optimizer = Optimizer()
+    missing = optimizer.unavailable(settings)
     if missing:
-        return fail(missing, 3)
-    llm = llm_config(args)
-    config = SearchConfig(rounds=args.rounds, candidates=args.candidates, time_budget=args.time_budget,
-                          target_speedup=args.target_speedup, fix_attempts=args.fix_attempts,
-                          sanitize_winner=not args.no_sanitize, min_gain=args.min_gain, llm=llm)
-    generator = LLMGenerator(llm) if llm.configured else BuiltinGenerator()
+        return fail(missing.removeprefix("fsr: "), 3)
     workspace = workspace_of(args.file, args.workspace)
-    options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(args.file.parent.resolve()), *args.include_dirs))
-    cancel = threading.Event()
-    secrets = [os.environ.get(llm.api_key_env, "")]
+    plan = plan_spec(LaunchIndex(workspace), args.file.resolve(), source, kernel, settings,
+                     model_drafter=lambda: _model_drafter(settings))
+    if plan.message:
+        console.print(escape(plan.message), highlight=False)
+    if plan.draft:
+        console.print(plan.draft, markup=False, highlight=False)
+    job = OptimizeRun(source, args.file.resolve(), args.kernel, workspace, settings, plan)
     try:
-        gpus = local_gpus(args.gpu)
-    except ValueError:
-        return fail(f"--gpu {args.gpu}: expected an index, a list such as 0,1, or all", 2)
-    backend = RayBackend(args.ray) if args.ray else LocalBackend([Evaluator(i) for i in gpus])
-    try:
-        with HistoryStore(workspace, secrets=secrets) as store:
-            bench = GpuBench(backend, source, args.kernel, options, cancel=cancel)
-            outcome = _run_with_progress(console, source, args, config, bench, generator, store, cancel)
+        outcome = _run_with_progress(console, optimizer, job)
+    except ValueError as e:  # a --gpu that names no GPU
+        return fail(str(e), 2)
     finally:
-        backend.close()
+        optimizer.close()
     if outcome.status == "failed" and outcome.baseline is not None and outcome.baseline.status == "unavailable":
         return fail(outcome.baseline.message, 3)
     _print_outcome(outcome, args.kernel)
@@ -85,11 +85,17 @@ def run(args: argparse.Namespace) -> int:
     if outcome.tried:
         print(f"report: {write_report(outcome, args.kernel, report)}")
     if args.apply and outcome.best is not None:
-        return _apply(args.file, args.kernel, outcome, source)
+        return _apply(args.file, job)
     return {"improved": 0, "no_win": 0, "cancelled": 130}.get(outcome.status, 1)
 
 
-def _run_with_progress(console, source, args, config, bench, generator, store, cancel) -> SearchOutcome:
+def _model_drafter(settings):
+    chat = ChatClient(settings.llm_config())
+    return lambda src, k, launches, why: model_draft(chat, src, k, launches, why)
+
+
+def _run_with_progress(console, optimizer: Optimizer, job: OptimizeRun) -> SearchOutcome:
+    config = job.settings.search_config()
     total = config.rounds * config.candidates
     result: dict[str, SearchOutcome] = {}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -102,8 +108,10 @@ def _run_with_progress(console, source, args, config, bench, generator, store, c
                        best=best)
 
         def work() -> None:
-            result["outcome"] = run_search(source, str(args.file), args.kernel, config, bench, generator, store,
-                                           progress, cancel)
+            try:
+                result["outcome"] = optimizer.run(job, progress)
+            except BaseException as e:  # re-raised in the main thread
+                result["error"] = e
 
         thread = threading.Thread(target=work, daemon=True)
         thread.start()
@@ -111,10 +119,12 @@ def _run_with_progress(console, source, args, config, bench, generator, store, c
             while thread.is_alive():
                 thread.join(0.2)
         except KeyboardInterrupt:
-            cancel.set()
-            bench.backend.cancel()
+            job.cancel.set()
+            optimizer.cancel()
             bar.update(task, description="cancelling: keeping what was found")
             thread.join()
+    if "error" in result:
+        raise result["error"]
     return result["outcome"]
 
 
@@ -133,13 +143,17 @@ def _print_outcome(outcome: SearchOutcome, kernel: str) -> None:
     console.print(f"[{style}]{escape(kernel)}: {outcome.status.replace('_', ' ')}[/]: {escape(outcome.message)}", highlight=False)
 
 
-def _apply(file: Path, kernel: str, outcome: SearchOutcome, searched: str) -> int:
+def _apply(file: Path, job: OptimizeRun) -> int:
     """Write the winner into the file as it is now, only if its kernel is still the one that
-    was searched (the rest of the file may have changed meanwhile)."""
-    assert outcome.best is not None
+    was searched (the rest of the file may have changed meanwhile), with the proven spec block
+    when the search ran on a draft."""
+    outcome = job.outcome
+    assert outcome is not None and outcome.best is not None
     current = file.read_text(encoding="utf-8")
+    candidate = outcome.best.proposal.source
     try:
-        rewrite = rewrite_if_unchanged(current, searched, kernel, outcome.best.proposal.source)
+        rewrite = rewrite_with_block(current, job.searched_text, job.kernel, candidate, job.draft) if job.draft \
+            else rewrite_if_unchanged(current, job.text, job.kernel, candidate)
     except ApplyError as e:
         return fail(f"not applied: {e}", 1)
     tmp = file.with_name(f".{file.name}.fsr-tmp")

@@ -15,12 +15,10 @@ from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
 from ..drafting.origin import Drafter, KernelSpec, kernel_specs
 from ..drafting.proof import Proof, prove_with
-from ..evaluator import EvalOptions, Evaluator
-from ..evaluator.backends.ray_cluster import RayBackend, ray_missing
-from ..evaluator.backends.local import LocalBackend
-from ..evaluator.support import gpu_support_missing
+from ..evaluator.backends import backend_missing, make_backend
 from ..llmclient import ChatClient
-from .common import add_llm_options, add_ray_option, fail, llm_config, make_console
+from ..settings import Settings, add_setting_flags, settings_from_args
+from .common import fail, make_console
 from .eval_cmd import _Status
 from .workspace import workspace_of
 
@@ -36,13 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", "-k", help="only this kernel")
     p.add_argument("--json", action="store_true", help="one JSON array, an object per kernel")
     p.add_argument("--check", action="store_true", help="prove each spec on the GPU (exit 1 if one fails)")
-    p.add_argument("--gpu", type=int, default=0, help="GPU index for --check (default 0)")
-    add_ray_option(p)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung kernel is killed")
-    p.add_argument("--flag", action="append", default=[], dest="flags", metavar="FLAG", help="extra nvcc flag")
-    p.add_argument("-I", action="append", default=[], dest="include_dirs", metavar="DIR", help="include directory")
     p.add_argument("--workspace", type=Path, help="folder holding .fsr/ with the proof cache")
-    add_llm_options(p, "none: no model drafts")
+    add_setting_flags(p, "gpus", "evaluator.address", "compiler.nvcc", "compiler.flags", "includePaths", "llm.baseUrl",
+                      "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes")
     p.set_defaults(run=run)
 
 
@@ -50,21 +45,28 @@ def run(args: argparse.Namespace) -> int:
     missing = [str(f) for f in args.files if not f.is_file()]
     if missing:
         return fail(f"cannot read {', '.join(missing)}", 2)
-    llm = llm_config(args)
+    try:
+        settings = settings_from_args(args)
+    except ValueError as e:
+        return fail(str(e), 2)
+    llm = settings.llm_config()
     drafter: Drafter | None = None
     if llm.configured:
         chat = ChatClient(llm)
         drafter = lambda src, k, launches, why: model_draft(chat, src, k, launches, why)  # noqa: E731
-    specs = [s for s in kernel_specs(list(args.files), drafter, tuple(map(Path, args.include_dirs)))
+    specs = [s for s in kernel_specs(list(args.files), drafter, tuple(map(Path, settings.include_paths)))
              if args.kernel in (None, s.kernel)]
     if args.kernel and not specs:
         return fail(f"no kernel named {args.kernel} in {', '.join(map(str, args.files))}", 2)
     proofs: dict[tuple[str, str], Proof] = {}
     if args.check:
-        why = ray_missing() if args.ray else gpu_support_missing("--check needs")
+        why = backend_missing(settings.backend_choice(), "--check needs")
         if why:
             return fail(why, 3)
-        proofs = _prove_all(args, specs)
+        try:
+            proofs = _prove_all(args, settings, specs)
+        except ValueError:
+            return fail(f"--gpu {settings.gpus}: expected a GPU index, a list such as 0,1, or all", 2)
     if args.json:
         print(json.dumps([_json(s, proofs.get((s.file, s.kernel)), args.check) for s in specs], indent=2))
     else:
@@ -72,17 +74,16 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(p.status == "failed" for p in proofs.values()) else 0
 
 
-def _prove_all(args: argparse.Namespace, specs: list[KernelSpec]) -> dict[tuple[str, str], Proof]:
+def _prove_all(args: argparse.Namespace, settings: Settings, specs: list[KernelSpec]) -> dict[tuple[str, str], Proof]:
     out = {}
-    backend = RayBackend(args.ray, timeout=args.timeout) if args.ray else \
-        LocalBackend(Evaluator(args.gpu, timeout=args.timeout))
+    backend = make_backend(settings.backend_choice(timeout=args.timeout))
     with contextlib.closing(backend), ProofCache(workspace_of(args.files[0], args.workspace)) as cache, \
             _Status(not args.json) as status:
         for s in specs:
             if s.spec is None:
                 continue
             path = Path(s.file)
-            options = EvalOptions(flags=tuple(args.flags), include_dirs=(str(path.parent.resolve()), *args.include_dirs))
+            options = settings.eval_options(path)
             status.update(f"proving the spec of {s.kernel}")
             block = None if s.origin == "attached" else s.spec
             out[(s.file, s.kernel)] = prove_with(backend, path.read_text(encoding="utf-8", errors="replace"), s.kernel,

@@ -1,4 +1,8 @@
-"""Specs drafted from where a kernel is launched (host code), for kernels that have none."""
+"""Specs for kernels that have none: drafted from where a kernel is launched (launches and
+host scope in host.py, C expressions in cexpr.py, what the body writes in writes.py, the
+draft in draft.py), across a workspace (workspace.py) or by a model (by_llm.py); where a spec comes
+from (origin.py), where it goes in the file (placement.py), and its proof on the GPU with
+the original kernel (proof.py, cached in cache.py)."""
 
 from .draft import Draft, draft_spec, draft_specs
 from .host import Launch, find_launches

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernels import find_kernel
+from ..kernels import require_kernel
 from ..source import SourceText
 
 
@@ -25,9 +25,7 @@ def place_spec(text: str, kernel_name: str, block: str) -> Placed:
     """The file with `block` as the kernel's @fsr block: inserted above the definition, or in
     place of the block it has."""
     src = SourceText(text)
-    kernel = find_kernel(src, kernel_name)
-    if kernel is None:
-        raise NoSuchKernel(f"no kernel named {kernel_name}")
+    kernel = require_kernel(src, kernel_name, NoSuchKernel)
     block = block.rstrip("\n")
     if kernel.spec is not None:
         s = kernel.spec.span
@@ -42,7 +40,5 @@ def proof_text(text: str, kernel_name: str) -> str:
     """What a kernel's proof depends on: the file up to the end of its definition (its includes,
     macros and helpers, the block itself); host code after it is not compiled into the kernel."""
     src = SourceText(text)
-    kernel = find_kernel(src, kernel_name)
-    if kernel is None:
-        raise NoSuchKernel(f"no kernel named {kernel_name}")
+    kernel = require_kernel(src, kernel_name, NoSuchKernel)
     return src.slice(0, kernel.definition_span.end_byte)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..source import SourceText
+from .brackets import closing
 from .model import Kernel, SpecComment
 
 _IDENT = re.compile(rb"[A-Za-z_]\w*")
@@ -109,7 +110,7 @@ def _item(m: bytes, i: int, end: int) -> tuple[int | None, tuple[int, int] | Non
         elif depth == 0 and ch == b";":
             return j + 1, block
         elif depth == 0 and ch == b"{":
-            close = _match_brace(m, j, end)
+            close = closing(m, j, b"{", b"}", end)
             if close < 0:
                 return None, None
             if block is None:
@@ -120,18 +121,6 @@ def _item(m: bytes, i: int, end: int) -> tuple[int | None, tuple[int, int] | Non
             j = close
         j += 1
     return None, None
-
-
-def _match_brace(m: bytes, i: int, end: int) -> int:
-    depth = 0
-    for j in range(i, end):
-        if m[j] == 0x7B:
-            depth += 1
-        elif m[j] == 0x7D:
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
 
 
 def _declared_name(head: bytes) -> bytes | None:

@@ -80,6 +80,19 @@ def find_kernel(source: str | SourceText, name: str) -> Kernel | None:
     return next((k for k in discover_kernels(source) if k.name == name), None)
 
 
+class KernelNotFound(LookupError):
+    pass
+
+
+def require_kernel(source: str | SourceText, name: str, error: type[Exception] = KernelNotFound,
+                   message: str = "no kernel named {name}") -> Kernel:
+    """The kernel named `name`, or `error(message)`: the one lookup that must find it."""
+    kernel = find_kernel(source, name)
+    if kernel is None:
+        raise error(message.format(name=name))
+    return kernel
+
+
 def kernel_at(source: str | SourceText, byte: int) -> Kernel | None:
     """The kernel whose definition (or spec comment) contains a byte offset."""
     return next((k for k in discover_kernels(source) if k.span.start_byte <= byte <= k.span.end_byte), None)

@@ -12,6 +12,7 @@ import re
 
 from ..source import SourceText
 from .c_types import parse_param
+from .brackets import closing
 from .lexical import active_text, defined_macros, mask, split_top_level
 from .model import Kernel
 
@@ -33,13 +34,13 @@ def scan_kernel(src: SourceText, m: bytes, start: int, pos: int, limit: int) -> 
         pos = ident.end()
         nxt = _skip_ws(m, pos)
         if word in _ATTRIBUTES and nxt < limit and m[nxt : nxt + 1] == b"(":
-            close = _match(m, nxt, limit, b"(", b")")
+            close = closing(m, nxt, b"(", b")", limit)
             if word == b"__launch_bounds__":
                 bounds_text = src.slice(nxt + 1, close if close > 0 else limit).strip()
             pos = close + 1 if close > 0 else limit
             continue
         if nxt < limit and m[nxt : nxt + 1] == b"(":
-            close = _match(m, nxt, limit, b"(", b")")
+            close = closing(m, nxt, b"(", b")", limit)
             after = _IDENT.match(m, _skip_ws(m, close + 1)) if close > 0 else None
             if after is not None and after.group() not in (b"const", b"noexcept"):
                 pos = close + 1  # `MACRO(args) name(...)`: an attribute-like macro, not the name
@@ -49,7 +50,7 @@ def scan_kernel(src: SourceText, m: bytes, start: int, pos: int, limit: int) -> 
             break
     if name is None:
         return None
-    close = _match(m, pos, limit, b"(", b")")
+    close = closing(m, pos, b"(", b")", limit)
     params_end = close if close > 0 else _end_of_params(m, pos, limit)
     params_text = src.slice(pos + 1, params_end)
     if "#" in params_text or "/" in params_text:  # `#ifdef` lines or comments inside the list
@@ -64,7 +65,7 @@ def scan_kernel(src: SourceText, m: bytes, start: int, pos: int, limit: int) -> 
         if after < limit and m[after : after + 1] == b";":
             return None  # a declaration, not a definition
         if after < limit:
-            body_close = _match(m, after, limit, b"{", b"}")
+            body_close = closing(m, after, b"{", b"}", limit)
             complete = body_close > 0
             end = body_close + 1 if complete else _trim_end(m, limit)
     definition_start = _prefix_start(data, m, start)
@@ -87,20 +88,6 @@ def _skip_ws(m: bytes, i: int) -> int:
     while i < len(m) and m[i] in b" \t\r\n":
         i += 1
     return i
-
-
-def _match(m: bytes, i: int, limit: int, open_: bytes, close: bytes) -> int:
-    """Index of the bracket closing the one at i, or -1 before `limit`."""
-    depth = 0
-    for j in range(i, limit):
-        ch = m[j : j + 1]
-        if ch == open_:
-            depth += 1
-        elif ch == close:
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
 
 
 def _end_of_params(m: bytes, i: int, limit: int) -> int:
@@ -137,7 +124,7 @@ def _template_params(src: SourceText, m: bytes, definition_start: int, marker: i
     if not t:
         return ()
     open_ = definition_start + t.end() - 1
-    close = _match(m.replace(b">>", b"> "), open_, marker, b"<", b">")
+    close = closing(m.replace(b">>", b"> "), open_, b"<", b">", marker)
     if close < 0:
         return ()
     return tuple(p.strip() for p in split_top_level(src.slice(open_ + 1, close)) if p.strip())

@@ -6,12 +6,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..kernels import Kernel, find_kernel
+from ..kernels import Kernel, find_kernel, require_kernel
 from ..kernels.lexical import mask, split_top_level
 from ..source import SourceText
 from ..specs import Spec, parse_spec, render_spec
 from ..specs.edit import set_key, toml_value
 from ..specs.expr import replace_literal
+
+
+GONE = "kernel {name} is no longer in the file"
 
 
 class ApplyError(RuntimeError):
@@ -30,15 +33,11 @@ def rewrite_file(text: str, kernel_name: str, candidate: str) -> Rewrite:
     """The file with `kernel_name` replaced by `candidate` (device code, optionally with its own
     @fsr block). Raises ApplyError when the kernel is gone or the candidate is not a kernel."""
     src = SourceText(text)
-    kernel = find_kernel(src, kernel_name)
-    if kernel is None:
-        raise ApplyError(f"kernel {kernel_name} is no longer in the file")
+    kernel = require_kernel(src, kernel_name, ApplyError, GONE)
     if not kernel.complete:
         raise ApplyError(f"kernel {kernel_name} is being edited (unbalanced braces)")
     cand_src = SourceText(candidate)
-    cand = find_kernel(cand_src, kernel_name)
-    if cand is None:
-        raise ApplyError(f"the rewrite does not define {kernel_name}")
+    cand = require_kernel(cand_src, kernel_name, ApplyError, "the rewrite does not define {name}")
     body = candidate
     if cand.spec is not None:
         body = cand_src.slice(0, cand.spec.span.start_byte) + cand_src.slice(cand.spec.span.end_byte, len(cand_src.data))
@@ -173,9 +172,7 @@ def _describe(dims: tuple) -> str:
 def rewrite_if_unchanged(current: str, searched: str, kernel_name: str, candidate: str) -> Rewrite:
     """The rewrite applied to the file as it is now, provided the kernel (with its spec) is
     still exactly what was searched; edits elsewhere in the file are kept."""
-    now, then = find_kernel(current, kernel_name), find_kernel(searched, kernel_name)
-    if now is None:
-        raise ApplyError(f"kernel {kernel_name} is no longer in the file")
+    now, then = require_kernel(current, kernel_name, ApplyError, GONE), find_kernel(searched, kernel_name)
     if then is None or _kernel_text(current, now) != _kernel_text(searched, then):
         raise ApplyError(f"kernel {kernel_name} changed since the search started; search it again")
     return rewrite_file(current, kernel_name, candidate)
@@ -209,9 +206,7 @@ def rewrite_with_block(current: str, searched: str, kernel_name: str, candidate:
     """The rewrite of a search that ran on a drafted spec (`searched` is the file with `block`
     above the kernel): applied to the file as it is now, with the block inserted too, so the
     file says what the rewrite was verified against. Edits are in `current`'s coordinates."""
-    kernel = find_kernel(current, kernel_name)
-    if kernel is None:
-        raise ApplyError(f"kernel {kernel_name} is no longer in the file")
+    kernel = require_kernel(current, kernel_name, ApplyError, GONE)
     src = SourceText(current)
     block = block.rstrip("\n")
     if kernel.spec is not None:  # the user put a block there since: it must be the one searched with

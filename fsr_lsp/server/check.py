@@ -19,7 +19,7 @@ from ..evaluator.worker_client import EvaluatorUnavailable
 from ..evaluator.ptxas import mangled_name, parse_resources
 from ..evaluator.records import Resources
 from .nvcc_output import Message, parse_messages
-from .settings import Settings
+from ..settings import Settings
 
 TIMEOUT = 120.0
 HEADER_DEPTH = 4  # levels of quoted includes shipped with a remote check

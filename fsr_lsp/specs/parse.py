@@ -12,6 +12,7 @@ from ..kernels.c_types import element_type
 from ..kernels.model import Kernel, Param, SpecComment
 from ..source import SourceText, Span
 from .expr import ExprError, evaluate, evaluate_int
+from .locate import locate, strip_stars
 from .model import Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, default_init
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template")
@@ -56,7 +57,7 @@ def parse_spec(src: SourceText, kernel: Kernel) -> SpecResult:
 
         return infer_spec(src, kernel)
     comment = kernel.spec
-    ctx = _Ctx(src, kernel, comment, _strip_stars(comment.body))
+    ctx = _Ctx(src, kernel, comment, strip_stars(comment.body))
     try:
         data = tomllib.loads(ctx.body)
     except tomllib.TOMLDecodeError as e:
@@ -386,15 +387,6 @@ def _fmt(sizes: SizeSet) -> str:
     return ", ".join(f"{k}={v}" for k, v in sizes.items())
 
 
-def _strip_stars(body: str) -> str:
-    """Allow doc-comment style blocks (` * key = value`) by blanking the leading `*`."""
-    lines = body.split("\n")
-    content = [ln for ln in lines[1:] if ln.strip()]
-    if content and all(ln.lstrip().startswith("*") for ln in content):
-        lines = [lines[0]] + [re.sub(r"^(\s*)\*", r"\1 ", ln) for ln in lines[1:]]
-    return "\n".join(lines)
-
-
 def _toml_error_span(ctx: _Ctx, message: str) -> Span:
     m = _TOML_POS.search(message)
     if not m:
@@ -406,29 +398,3 @@ def _toml_error_span(ctx: _Ctx, message: str) -> Span:
     start = ctx.comment.body_start_byte + len(prefix.encode()) + len(lines[line][:col].encode())
     end = ctx.comment.body_start_byte + len(prefix.encode()) + len(lines[line].encode())
     return ctx.src.span(start, max(start, end))
-
-
-def locate(src: SourceText, comment: SpecComment, body: str, key: str | None, section: str | None) -> Span:
-    """Best place to report a problem with `key`: its `key = ...` line, else the `@fsr` line."""
-    base = comment.body_start_byte
-    if key is not None:
-        search_from = 0
-        if section is not None:
-            header = re.search(rf"^\s*\[\s*{re.escape(section)}\s*\]", body, re.M)
-            if header:
-                search_from = header.end()
-        m = re.compile(rf"^[ \t]*(?:{re.escape(section)}\.)?{re.escape(key)}[ \t]*=.*$", re.M).search(body, search_from) \
-            if section else None
-        if m is None:
-            m = re.compile(rf"^[ \t]*{re.escape(key)}[ \t]*=.*$|\[\s*{re.escape(key)}\s*\]", re.M).search(body)
-        if m is None:
-            m = re.compile(rf"\b{re.escape(key)}\b").search(body)
-        if m is not None:
-            text = m.group().rstrip()
-            lead = len(text) - len(text.lstrip())
-            text = text.split("#")[0].rstrip() or text
-            start = base + len(body[: m.start() + lead].encode())
-            return src.span(start, start + len(text.strip().encode()))
-    first = comment.span.start_byte
-    line_end = src.data.find(b"\n", first)
-    return src.span(first, line_end if line_end > 0 else comment.span.end_byte)

@@ -1,0 +1,2 @@
+"""Who proposes rewrites: the interface (base.py), a language model behind any OpenAI-compatible
+endpoint (llm.py), and the built-in tuner (tuner/), used when no endpoint is set."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from ....kernels import Kernel
+from ....kernels.brackets import closing
 
 _GLOBAL_INDEX = re.compile(
     r"(?:const\s+)?(?:int|unsigned(?:\s+int)?|long\s+long|size_t)\s+(\w+)\s*=\s*"
@@ -22,7 +23,7 @@ _BLOCK_DIM = re.compile(r"\bblockDim\s*\.\s*([xyz])\b")
 def add_restrict(text: str, kernel: Kernel, const_names: frozenset[str] = frozenset()) -> str:
     """`__restrict__` on every pointer parameter; `const` too on those named (read-only ones)."""
     open_ = text.find("(", text.find(kernel.name))
-    close = matching(text, open_)
+    close = closing(text, open_, "(", ")")
     if open_ < 0 or close < 0:
         return text
     params = []
@@ -116,22 +117,10 @@ def _statement_end(text: str) -> int:
     """Length of the statement at the start of `text`: a braced block or up to `;`."""
     stripped = len(text) - len(text.lstrip())
     if text[stripped:stripped + 1] == "{":
-        close = matching(text, stripped, "{", "}")
+        close = closing(text, stripped, "{", "}")
         return close + 1 if close >= 0 else len(text)
     semi = text.find(";")
     return semi + 1 if semi >= 0 else len(text)
-
-
-def matching(text: str, i: int, open_: str = "(", close: str = ")") -> int:
-    depth = 0
-    for j in range(max(i, 0), len(text)):
-        if text[j] == open_:
-            depth += 1
-        elif text[j] == close:
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
 
 
 PRIVATE_MAX_ELEMENTS = 8192  # 32 KiB of 4-byte counters: leaves room for two blocks per SM

@@ -8,8 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..drafting.host import Launch, find_launches
+from ..kernels import Kernel
+from ..kernels.aliases import included_aliases, with_aliases
 from ..source import SourceText
+from .host import Launch, find_launches
+from .origin import Drafter, KernelSpec, spec_of
 
 SOURCES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl")
 SKIPPED_DIRS = {".git", ".fsr", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".cache"}
@@ -77,3 +80,14 @@ class LaunchIndex:
             return str(path.resolve().relative_to(self.root.resolve()))
         except ValueError:
             return str(path)
+
+
+def workspace_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, open_documents: dict[Path, str] | None = None,
+                   drafter: Drafter | None = None, include_dirs: tuple[str, ...] = ()) -> KernelSpec:
+    """The kernel's spec and its origin, with launches from every file of the workspace (open
+    documents as the editor holds them), element types from the headers the file includes."""
+    docs = {p.resolve(): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
+    docs[path.resolve()] = text
+    types = included_aliases(text, (path.parent, *map(Path, include_dirs)))
+    return spec_of(index.relative(path), SourceText(text), with_aliases(kernel, types), index.launches(docs),
+                   drafter, types=types)

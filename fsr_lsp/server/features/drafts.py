@@ -1,7 +1,7 @@
 """Specs for kernels without one, in the editor: the draft from a launch anywhere in the
 workspace (the quick fix inserts it), what the hover says of where each value came from, and
 the proof's verdict as a diagnostic on the kernel. Optimize proves a draft before it searches
-(searches.py); this module knows where the last proofs stand."""
+(the Optimize use case); this module knows where the last proofs stand."""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from ..drafting.origin import Drafter, KernelSpec, spec_of
-from ..drafting.proof import Proof
-from ..kernels import Kernel
-from ..kernels.aliases import included_aliases, with_aliases
-from ..source import SourceText
-from .diagnostics import SOURCE, lsp_range
-from .launch_index import SOURCES, LaunchIndex
+from ...drafting.origin import Drafter, KernelSpec
+from ...drafting.proof import Proof
+from ...drafting.workspace import LaunchIndex, workspace_spec
+from ...kernels import Kernel
+from ...source import SourceText
+from ..diagnostics import SOURCE, lsp_range
 
 
 @dataclass
@@ -44,12 +43,7 @@ class Drafts:
     def spec(self, root: Path, path: Path, text: str, kernel: Kernel, open_documents: dict[Path, str],
              drafter: Drafter | None = None, include_dirs: tuple[str, ...] = ()) -> KernelSpec:
         """The kernel's spec and its origin, with launches from every file of the workspace."""
-        index = self.index_for(root)
-        docs = {p.resolve(): t for p, t in open_documents.items() if p.suffix.lower() in SOURCES}
-        docs[path.resolve()] = text
-        types = included_aliases(text, (path.parent, *map(Path, include_dirs)))
-        return spec_of(index.relative(path), SourceText(text), with_aliases(kernel, types), index.launches(docs),
-                       drafter, types=types)
+        return workspace_spec(self.index_for(root), path, text, kernel, open_documents, drafter, include_dirs)
 
     def remember(self, uri: str, kernel: Kernel, src: SourceText, proof: Proof) -> None:
         d = kernel.definition_span
@@ -73,6 +67,10 @@ class Drafts:
                                            f"{proof.message}",
                 data={"kernel": k.name, "check": proof.check, "argument": proof.argument}))
         return out
+
+
+def register(server: object) -> None:
+    """Nothing to register: drafts show through documents (diagnostics), hover and code actions."""
 
 
 def draft_title(kernel: str, spec: KernelSpec) -> str:

@@ -1,0 +1,159 @@
+"""Code actions: Optimize (or Cancel) on a kernel, the spec quick fixes (the draft from a launch,
+the filled-in template, a block size), and Apply FSR rewrite, whose edit is computed when
+chosen by clients that resolve (VS Code, Neovim) and with the action for those that do not
+(Emacs eglot)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lsprotocol import types
+
+from ...kernels import Kernel, discover_kernels
+from ...source import Position, SourceText
+from ...specs import spec_template
+from ..diagnostics import SOURCE, lsp_position
+from ..edits import EditSupport, workspace_edit
+from ..searches import SearchJob
+from ..server import FsrServer, is_cuda
+from .commands import CANCEL, OPTIMIZE
+from .drafts import draft_title
+from .hover import kernel_at_position
+from .searches import kernel_spec, rewrite_edit
+
+APPLY_KIND = types.CodeActionKind.RefactorRewrite
+
+
+def register(server: FsrServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, APPLY_KIND,
+                                                               types.CodeActionKind.Refactor],
+                                            resolve_provider=True))
+    def code_action(ls: FsrServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        if not is_cuda(uri):
+            return []
+        doc = ls.workspace.get_text_document(uri)
+        at = _Document(uri, doc.version, SourceText(doc.source), ls.encoding, ls.edit_support)
+        kernel = kernel_at_position(at.src, params.range.start, ls.encoding)
+        actions: list[types.CodeAction] = []
+        if kernel is not None:
+            actions += _kernel_actions(ls, at, kernel)
+        for d in params.context.diagnostics:
+            if d.source != SOURCE or not str(d.code or "").startswith("spec") or not isinstance(d.data, dict):
+                continue
+            k = next((k for k in discover_kernels(at.src) if k.name == d.data.get("kernel")), None)
+            if k is None:
+                continue
+            if k.spec is None:
+                if not any(a.title.startswith(("Insert @fsr", "Draft @fsr")) for a in actions):
+                    for fix in _spec_fixes(ls, at, k):
+                        fix.diagnostics = [d]
+                        actions.append(fix)
+                continue
+            if d.code == "spec-block":
+                actions.append(_set_block(at, k, d))
+            actions.append(_reset_spec(at, k, d))
+        return actions
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    def resolve_code_action(ls: FsrServer, action: types.CodeAction) -> types.CodeAction:
+        data = action.data if isinstance(action.data, dict) else {}
+        job = ls.searches.finished.get((data.get("uri", ""), data.get("kernel", "")))
+        if job is None or job.outcome is None or job.outcome.best is None:
+            action.disabled = types.CodeActionDisabled(reason="no verified rewrite is available any more")
+            return action
+        edit, why = rewrite_edit(ls, job)
+        if edit is None:
+            action.disabled = types.CodeActionDisabled(reason=why)
+        else:
+            action.edit = edit
+        return action
+
+
+@dataclass(frozen=True)
+class _Document:
+    """The document a code action request is about, as it is now, and how the client edits."""
+
+    uri: str
+    version: int | None
+    src: SourceText
+    encoding: str
+    support: EditSupport
+
+    def edit(self, start: int, end: int, text: str) -> types.WorkspaceEdit:
+        rng = types.Range(start=lsp_position(self.src, start, self.encoding), end=lsp_position(self.src, end, self.encoding))
+        return workspace_edit(self.support, self.uri, self.version, [types.TextEdit(range=rng, new_text=text)])
+
+
+def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.CodeAction]:
+    actions = []
+    uri = at.uri
+    running = (uri, kernel.name) in ls.searches.running
+    actions.append(types.CodeAction(
+        title=f"Optimize `{kernel.name}` with FSR" if not running else f"Cancel the FSR search of `{kernel.name}`",
+        kind=types.CodeActionKind.Refactor,
+        command=types.Command(title="FSR", command=CANCEL if running else OPTIMIZE, arguments=[uri, kernel.name])))
+    if kernel.spec is None:
+        actions += _spec_fixes(ls, at, kernel)
+    job = ls.searches.finished.get((uri, kernel.name))
+    if job is not None and job.outcome is not None and job.outcome.best is not None:
+        apply = _apply_action(ls, at, job)
+        if apply is not None:
+            actions.append(apply)
+    return actions
+
+
+def _apply_action(ls: FsrServer, at: _Document, job: SearchJob) -> types.CodeAction | None:
+    """Lazy (the edit is computed when chosen) for clients that resolve `edit`; for the others
+    the edit itself, computed against the document version of this request."""
+    assert job.outcome is not None and job.outcome.best is not None
+    r = job.outcome.best.result
+    launch = ", changes the launch" if "@fsr" in job.outcome.best.proposal.source else ""
+    action = types.CodeAction(title=f"Apply FSR rewrite ({r.speedup:.2f}x{launch})", kind=APPLY_KIND,
+                              data={"uri": at.uri, "kernel": job.kernel})
+    if at.support.resolve_edit:
+        return action
+    edit, why = rewrite_edit(ls, job)
+    if edit is not None:
+        action.edit = edit
+        return action
+    if at.support.disabled_actions:
+        action.disabled = types.CodeActionDisabled(reason=why)
+        return action
+    return None
+
+
+def _spec_fixes(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.CodeAction]:
+    """The draft from a launch (preferred) when there is one, and the filled-in template."""
+    out = []
+    spec = kernel_spec(ls, at.uri, kernel) if kernel.complete else None
+    if spec is not None and spec.origin == "drafted" and spec.spec and spec.launch:
+        start = kernel.definition_span.start_byte
+        out.append(types.CodeAction(title=draft_title(kernel.name, spec), kind=types.CodeActionKind.QuickFix,
+                                    is_preferred=True, edit=at.edit(start, start, spec.spec)))
+    out.append(_insert_spec(at, kernel))
+    return out
+
+
+def _insert_spec(at: _Document, kernel: Kernel) -> types.CodeAction:
+    start = kernel.definition_span.start_byte
+    return types.CodeAction(title=f"Insert @fsr spec for `{kernel.name}`", kind=types.CodeActionKind.QuickFix,
+                            edit=at.edit(start, start, spec_template(kernel)))
+
+
+def _reset_spec(at: _Document, kernel: Kernel, d: types.Diagnostic) -> types.CodeAction:
+    assert kernel.spec is not None
+    span = kernel.spec.span
+    return types.CodeAction(title=f"Replace the @fsr spec of `{kernel.name}` with a filled-in template",
+                            kind=types.CodeActionKind.QuickFix, diagnostics=[d],
+                            edit=at.edit(span.start_byte, span.end_byte, spec_template(kernel).rstrip("\n")))
+
+
+def _set_block(at: _Document, kernel: Kernel, d: types.Diagnostic) -> types.CodeAction:
+    bound = (kernel.launch_bounds or "").split(",")[0].strip()
+    threads = min(256, int(bound)) if bound.isdigit() else 256
+    start = at.src.byte_at(Position(d.range.start.line, d.range.start.character), at.encoding)
+    end = at.src.byte_at(Position(d.range.end.line, d.range.end.character), at.encoding)
+    return types.CodeAction(title=f"Set block = {threads}", kind=types.CodeActionKind.QuickFix, diagnostics=[d],
+                            is_preferred=True, edit=at.edit(start, end, f"block = {threads}"))

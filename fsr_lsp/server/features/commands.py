@@ -1,0 +1,76 @@
+"""Workspace commands: fsr.optimize and fsr.cancel (the code actions' commands), and for editor
+extensions fsr.optimizeAt (the kernel at a position), fsr.searches (what is running) and
+fsr.historyAt (the stored candidates of the kernel at a position)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from ...kernels import Kernel
+from ...search.store import HistoryStore
+from ...source import SourceText
+from ..server import FsrServer
+from .hover import kernel_at_position
+
+OPTIMIZE, CANCEL = "fsr.optimize", "fsr.cancel"
+OPTIMIZE_AT, SEARCHES, HISTORY_AT = "fsr.optimizeAt", "fsr.searches", "fsr.historyAt"
+
+
+def register(server: FsrServer) -> None:
+    from .searches import optimize
+
+    @server.command(OPTIMIZE)
+    async def optimize_command(ls: FsrServer, *args: Any) -> str:
+        uri, kernel = _command_args(args)
+        return await optimize(ls, uri, kernel)
+
+
+    @server.command(CANCEL)
+    def cancel_command(ls: FsrServer, *args: Any) -> str:
+        uri, kernel = _command_args(args)
+        return "cancelling" if ls.searches.cancel(uri, kernel) else f"no search of {kernel} is running"
+
+
+    @server.command(OPTIMIZE_AT)
+    async def optimize_at_command(ls: FsrServer, *args: Any) -> str:
+        kernel = _kernel_from_position(ls, args)
+        if kernel is None:
+            return "no kernel at the cursor"
+        return await optimize(ls, str(_flat(args)[0]), kernel.name)
+
+
+    @server.command(SEARCHES)
+    def searches_command(ls: FsrServer, *args: Any) -> list[dict]:
+        return [{"uri": uri, "kernel": kernel} for uri, kernel in ls.searches.running]
+
+
+    @server.command(HISTORY_AT)
+    def history_at_command(ls: FsrServer, *args: Any) -> dict:
+        kernel = _kernel_from_position(ls, args)
+        if kernel is None:
+            return {"kernel": None, "rows": []}
+        path = Path(ls.workspace.get_text_document(str(_flat(args)[0])).path)
+        with HistoryStore(ls.workspace_root(path)) as store:
+            rows = store.history(str(path), kernel.name)
+        return {"kernel": kernel.name, "rows": [{"round": r.round + 1, "generator": r.generator, "status": r.status,
+                                                 "speedup": r.speedup, "time_ms": r.time_ms, "message": r.message[:200]}
+                                                for r in rows]}
+
+
+def _flat(args: tuple) -> tuple:
+    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args
+
+
+def _kernel_from_position(ls: FsrServer, args: tuple) -> Kernel | None:
+    uri, line, character = _flat(args)[:3]
+    src = SourceText(ls.workspace.get_text_document(str(uri)).source)
+    return kernel_at_position(src, types.Position(line=int(line), character=int(character)), ls.encoding)
+
+
+def _command_args(args: tuple) -> tuple[str, str]:
+    if len(args) == 1 and isinstance(args[0], list):  # some clients wrap the arguments once more
+        args = tuple(args[0])
+    return str(args[0]), str(args[1])

@@ -1,0 +1,180 @@
+"""Optimize in the editor: the search starts in the background (the Optimize use case, in its own
+thread), reports LSP work-done progress and `fsr/searchProgress`, and ends as a diagnostic on
+the kernel with an Apply action whose edit is built against the document as it is then."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from lsprotocol import types
+
+from ...drafting.by_llm import model_draft
+from ...drafting.origin import KernelSpec
+from ...kernels import Kernel, discover_kernels
+from ...llmclient import ChatClient
+from ...redaction import redact
+from ...search import Progress
+from ...search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
+from ...source import SourceText
+from ...workflows.optimize import OptimizeRun, plan_spec
+from ..diagnostics import SOURCE, lsp_position, lsp_range
+from ..edits import workspace_edit
+from ..searches import SearchJob, new_token
+from ..server import FsrServer
+
+log = logging.getLogger("fsr_lsp")
+PROGRESS_NOTIFICATION = "fsr/searchProgress"  # for editor extensions: {uri, kernel, message, percentage, done}
+
+
+def register(server: FsrServer) -> None:
+    """Nothing to register: the commands (features/commands.py) start and cancel searches."""
+
+
+def open_documents(ls: FsrServer) -> dict[Path, str]:
+    return {Path(d.path): d.source for d in ls.workspace.text_documents.values()}
+
+
+def kernel_spec(ls: FsrServer, uri: str, kernel: Kernel) -> KernelSpec:
+    """The kernel's spec and where it comes from (its block, a launch anywhere in the workspace,
+    its signature), for code actions, hover and Optimize."""
+    doc = ls.workspace.get_text_document(uri)
+    path = Path(doc.path)
+    return ls.drafts.spec(ls.workspace_root(path), path, doc.source, kernel, open_documents(ls),
+                          include_dirs=ls.settings.include_paths)
+
+
+async def optimize(ls: FsrServer, uri: str, kernel_name: str) -> str:
+    """Start a search of the kernel and return at once with what was started (or why not)."""
+    if (uri, kernel_name) in ls.searches.running:
+        message = f"{kernel_name} is already being optimized"
+        ls.show(message)
+        return message
+    why = ls.searches.unavailable(ls.settings)
+    if why:
+        ls.show_once(why)
+        return why
+    doc = ls.workspace.get_text_document(uri)
+    path = Path(doc.path)
+    kernel = next((k for k in discover_kernels(doc.source) if k.name == kernel_name), None)
+    if kernel is None:
+        return f"no kernel named {kernel_name}"
+    root = ls.workspace_root(path)
+    plan = plan_spec(ls.drafts.index_for(root), path, doc.source, kernel, ls.settings, open_documents(ls),
+                     model_drafter=lambda: _model_drafter(ls))
+    if plan.draft is not None:
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
+                                                     message=f"fsr: drafted @fsr spec for {kernel_name}:\n{plan.draft}"))
+    if plan.message:
+        ls.show(f"FSR {plan.message} (see the log)" if plan.draft else f"FSR {plan.message}")
+    token = new_token()
+    if ls.supports_progress:  # begun before the search can report anything
+        try:
+            await ls.work_done_progress.create_async(token)
+        except Exception:  # a client that refuses a token still gets the result
+            log.warning("client refused progress token")
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title=f"FSR: optimizing {kernel_name}", cancellable=True, message="starting", percentage=0))
+        future = ls.work_done_progress.tokens.get(token)
+        if future is not None:
+            future.add_done_callback(lambda f: ls.searches.cancel(uri, kernel_name) if f.cancelled() else None)
+    run = OptimizeRun(doc.source, path, kernel_name, root, ls.settings, plan)
+    job = ls.searches.start(uri, run, lambda j, p: _progress(ls, j, p), lambda j: _finished(ls, j), token=token)
+    notify_progress(ls, job, "starting", 0, done=False)
+    return f"optimizing {kernel_name}"
+
+
+def _model_drafter(ls: FsrServer):
+    llm = ls.settings.llm_config()
+    chat = ChatClient(llm)
+    return lambda src, kernel, launches, why: model_draft(chat, src, kernel, launches, why)
+
+
+def _progress(ls: FsrServer, job: SearchJob, p: Progress) -> None:
+    if job.key not in ls.searches.running:
+        return
+    total = max(p.rounds, 1)
+    best = f", best {p.best_speedup:.2f}x" if p.best_speedup else ""
+    message = f"round {p.round}/{p.rounds}: {p.tried} tried{best}" if p.round else p.message[:200]
+    percentage = min(99, int(100 * p.round / total))
+    notify_progress(ls, job, message, percentage, done=False)
+    if ls.supports_progress:
+        ls.work_done_progress.report(job.token, types.WorkDoneProgressReport(
+            message=redact(message), percentage=percentage, cancellable=True))
+
+
+def notify_progress(ls: FsrServer, job: SearchJob, message: str, percentage: int, done: bool) -> None:
+    ls.protocol.notify(PROGRESS_NOTIFICATION, {"uri": job.uri, "kernel": job.kernel, "message": redact(message),
+                                               "percentage": percentage, "done": done})
+
+
+def _finished(ls: FsrServer, job: SearchJob) -> None:
+    from .documents import publish
+
+    outcome = job.outcome
+    assert outcome is not None
+    if job.proof is not None:
+        searched = SourceText(job.searched_text)
+        kernel = next((k for k in discover_kernels(searched) if k.name == job.kernel), None)
+        if kernel is not None:
+            ls.drafts.remember(job.uri, kernel, searched, job.proof)
+    notify_progress(ls, job, outcome.message[:200], 100, done=True)
+    if ls.supports_progress:
+        ls.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=redact(outcome.message[:200])))
+    if outcome.problem:
+        ls.show_once(f"FSR {job.kernel}: {outcome.problem}")
+    for note in outcome.notes:  # e.g. no profiler: the search ran, with less to tell the model
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=f"FSR {job.kernel}: {note}"))
+    if outcome.status == "improved":
+        if ls.settings.auto_apply:
+            asyncio.ensure_future(_auto_apply(ls, job))
+    elif outcome.status in ("no_win", "cancelled"):
+        ls.show(f"FSR {job.kernel}: {outcome.message}")
+    elif not outcome.problem:
+        ls.show_once(f"FSR {job.kernel}: {outcome.message}")
+    if job.uri in ls.workspace.text_documents:
+        publish(ls, job.uri)
+
+
+async def _auto_apply(ls: FsrServer, job: SearchJob) -> None:
+    edit, _ = rewrite_edit(ls, job)
+    if edit is not None:
+        await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=f"FSR rewrite of {job.kernel}"))
+
+
+def rewrite_edit(ls: FsrServer, job: SearchJob) -> tuple[types.WorkspaceEdit | None, str]:
+    """The verified rewrite as a versioned edit of the document as it is now, or why not."""
+    assert job.outcome is not None and job.outcome.best is not None
+    doc = ls.workspace.get_text_document(job.uri)
+    candidate = job.outcome.best.proposal.source
+    try:
+        rewrite = rewrite_with_block(doc.source, job.searched_text, job.kernel, candidate, job.draft) \
+            if job.draft else rewrite_if_unchanged(doc.source, job.searched_text, job.kernel, candidate)
+    except ApplyError as e:
+        return None, str(e)
+    src = SourceText(doc.source)
+    edits = [types.TextEdit(range=types.Range(start=lsp_position(src, start, ls.encoding),
+                                              end=lsp_position(src, end, ls.encoding)), new_text=new)
+             for start, end, new in rewrite.edits]
+    r = job.outcome.best.result
+    annotation = types.ChangeAnnotation(label=f"FSR rewrite of {job.kernel} ({r.speedup:.2f}x, verified)",
+                                        needs_confirmation=True, description=" ".join([job.outcome.message, *rewrite.notes]))
+    if rewrite.notes:
+        ls.show(f"FSR {job.kernel}: " + "; ".join(rewrite.notes), types.MessageType.Warning)
+    return workspace_edit(ls.edit_support, job.uri, doc.version, edits, annotation), ""
+
+
+def search_diagnostics(ls: FsrServer, uri: str, src: SourceText, kernels: list[Kernel]) -> list[types.Diagnostic]:
+    """An Information diagnostic on each kernel with a verified win."""
+    out = []
+    for k in kernels:
+        job = ls.searches.finished.get((uri, k.name))
+        if job is None or job.outcome is None or job.outcome.best is None:
+            continue
+        launch = " (changes the launch configuration)" if "@fsr" in job.outcome.best.proposal.source else ""
+        out.append(types.Diagnostic(range=lsp_range(src, k.name_span, ls.encoding),
+                                    message=f"FSR: {job.outcome.message}{launch}",
+                                    severity=types.DiagnosticSeverity.Information, source=SOURCE, code="fsr-win",
+                                    data={"kernel": k.name}))
+    return out

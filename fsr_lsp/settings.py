@@ -1,0 +1,236 @@
+"""The one table of settings (section `fsr`): what each key is called in an editor, its type,
+default and meaning, and the `fsr` flag that sets it.
+
+The editor (initializationOptions, workspace/configuration), the CLI (its flags are made from
+this table) and the VS Code extension's `package.json` (checked against it by a test) read
+the same fields. Keys may come nested (`{"search": {"rounds": 4}}`, as VS Code sends them) or
+dotted (`{"search.rounds": 4}`); unknown keys, wrong types and anything that looks like a
+secret are reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .evaluator.backends import BackendChoice
+from .evaluator.prepare import EvalOptions
+from .search.config import LLMConfig, SearchConfig
+
+
+def setting(default: Any, key: str, help: str, cli: str | None = None, choices: tuple[str, ...] = (),
+            minimum: float | None = None, env: str | None = None) -> Any:
+    """A field of `Settings`: its client key, help text, and `fsr` flag (None: the editor only),
+    whose default an environment variable `env` may give on the command line."""
+    return field(default=default, metadata={"key": key, "help": help, "cli": cli, "choices": choices,
+                                            "minimum": minimum, "env": env})
+
+
+@dataclass(frozen=True)
+class Settings:
+    llm_base_url: str = setting("", "llm.baseUrl", "OpenAI-compatible endpoint; empty: the built-in generator",
+                                "--llm-base-url", env="FSR_LLM_BASE_URL")
+    llm_model: str = setting("", "llm.model", "model name", "--llm-model", env="FSR_LLM_MODEL")
+    llm_api_key_env: str = setting("OPENAI_API_KEY", "llm.apiKeyEnv",
+                                   "name of the environment variable holding the key (never the key itself)",
+                                   "--llm-key-env", env="FSR_LLM_KEY_ENV")
+    llm_temperature: float = setting(0.7, "llm.temperature", "sampling temperature", "--llm-temperature", minimum=0)
+    llm_timeout: float = setting(120.0, "llm.timeout", "seconds per request", "--llm-timeout", minimum=1)
+    llm_max_answer_bytes: int = setting(256 * 1024, "llm.maxAnswerBytes",
+                                        "a model's answer larger than this is refused unread",
+                                        "--llm-max-answer-bytes", minimum=1024)
+    search_rounds: int = setting(4, "search.rounds", "search depth: rounds of candidates", "--rounds", minimum=1)
+    search_candidates: int = setting(8, "search.candidates", "candidates per round; 1: staged refinement",
+                                     "--candidates", minimum=1)
+    search_time_budget: float = setting(300.0, "search.timeBudget", "seconds of wall clock per search",
+                                        "--time-budget", minimum=1)
+    search_target_speedup: float = setting(0.0, "search.targetSpeedup",
+                                           "stop early at this verified speedup (0: never)", "--target-speedup",
+                                           minimum=0)
+    search_fix_attempts: int = setting(1, "search.fixAttempts", "times a failed candidate is sent back to be fixed",
+                                       "--fix-attempts", minimum=0)
+    search_sanitize: bool = setting(True, "search.sanitize",
+                                    "compute-sanitizer on each round's leaders and the winner before they count",
+                                    "--no-sanitize")
+    search_min_gain: float = setting(0.02, "search.minGain", "a win's whole speedup interval must lie above 1 + this",
+                                     "--min-gain", minimum=0)
+    compiler_nvcc: str = setting("", "compiler.nvcc", "nvcc path (default: PATH, CUDA_HOME)", "--nvcc")
+    compiler_arch: str = setting("sm_90a", "compiler.arch", "-arch for on-save checks (searches use the GPU's own)")
+    compiler_flags: tuple[str, ...] = setting((), "compiler.flags", "extra nvcc flags", "--flag")
+    include_paths: tuple[str, ...] = setting((), "includePaths", "extra include directories", "-I")
+    gpu: int = setting(0, "gpu", "GPU index for searches", minimum=0)
+    gpus: str = setting("", "gpus", 'several local GPUs ("0,1" or "all"): a round fans out over them', "--gpu")
+    evaluator_backend: str = setting("local", "evaluator.backend",
+                                     "local: this machine's GPU; ray: the GPUs of a Ray cluster",
+                                     choices=("local", "ray"))
+    evaluator_address: str = setting("auto", "evaluator.address", "with ray: auto, ray://host:10001, or local",
+                                     "--ray", env="FSR_RAY_ADDRESS")
+    auto_apply: bool = setting(False, "autoApply", "offer a win through workspace/applyEdit as soon as it is found")
+    diagnostics_on_open: bool = setting(True, "diagnostics.onOpen", "compile on open as well as on save")
+    log_level: str = setting("", "logLevel", "the log's level (empty: as started); debug adds JSON-RPC payloads")
+
+    def llm_config(self) -> LLMConfig:
+        return LLMConfig(base_url=self.llm_base_url, model=self.llm_model, api_key_env=self.llm_api_key_env,
+                         temperature=self.llm_temperature, timeout=self.llm_timeout,
+                         max_answer_bytes=self.llm_max_answer_bytes)
+
+    def search_config(self) -> SearchConfig:
+        return SearchConfig(rounds=self.search_rounds, candidates=self.search_candidates,
+                            time_budget=self.search_time_budget, target_speedup=self.search_target_speedup or None,
+                            fix_attempts=self.search_fix_attempts, sanitize_winner=self.search_sanitize,
+                            min_gain=self.search_min_gain, llm=self.llm_config())
+
+    def eval_options(self, file: Path) -> EvalOptions:
+        """Compile options for a kernel of `file` (its folder is an include path)."""
+        return EvalOptions(flags=self.compiler_flags, include_dirs=(str(file.parent.resolve()), *self.include_paths),
+                           nvcc=self.compiler_nvcc or None)
+
+    def backend_choice(self, timeout: float = 120.0) -> BackendChoice:
+        return BackendChoice(kind=self.evaluator_backend, gpus=self.gpus or str(self.gpu),  # type: ignore[arg-type]
+                             address=self.evaluator_address, timeout=timeout)
+
+
+# setting key (as the client spells it) -> field name
+KEYS: dict[str, str] = {f.metadata["key"]: f.name for f in fields(Settings)}
+# Read by the editor extension itself (how to start the server), not by the server.
+CLIENT_SIDE = {"server.command", "server.python"}
+_DEFAULTS = Settings()
+
+
+@dataclass
+class Loaded:
+    settings: Settings
+    problems: list[str] = field(default_factory=list)
+
+
+def load_settings(options: Any, base: Settings | None = None) -> Loaded:
+    """Settings from a client's `fsr` section (None or {} keeps the defaults)."""
+    flat = _flatten(options or {})
+    if "fsr" in {k.split(".")[0] for k in flat} and not any(k in KEYS for k in flat):
+        flat = {k[4:]: v for k, v in flat.items() if k.startswith("fsr.")}  # the whole options object was sent
+    values = {f.name: getattr(base or _DEFAULTS, f.name) for f in fields(Settings)}
+    problems = []
+    for key, value in flat.items():
+        if key in CLIENT_SIDE:
+            continue
+        name = KEYS.get(key)
+        if name is None:
+            if "secret" in key.lower() or key.lower().endswith("key"):
+                problems.append(f"fsr.{key}: secrets are never read from settings; name an environment variable in "
+                                "fsr.llm.apiKeyEnv instead")
+            else:
+                problems.append(f"fsr.{key}: unknown setting")
+            continue
+        problem, converted = check_value(name, value)
+        if problem:
+            problems.append(f"fsr.{key}: {problem}")
+            continue
+        values[name] = converted
+    return Loaded(Settings(**values), problems)
+
+
+def check_value(name: str, value: Any) -> tuple[str, Any]:
+    """('', the value as the field's type), or (what is wrong, None)."""
+    meta = _META[name]
+    kind = type(getattr(_DEFAULTS, name))
+    converted = _convert(value, kind)
+    if converted is None:
+        return f"expected {kind.__name__}, got {value!r}", None
+    if meta["choices"] and converted not in meta["choices"]:
+        return f"expected one of {', '.join(meta['choices'])}, got {value!r}", None
+    if meta["minimum"] is not None and converted < meta["minimum"]:
+        return f"expected at least {meta['minimum']:g}, got {value!r}", None
+    return "", converted
+
+
+_META = {f.name: f.metadata for f in fields(Settings)}
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and key not in KEYS:
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def _convert(value: Any, kind: type) -> Any:
+    if kind is bool:
+        return value if isinstance(value, bool) else None
+    if kind is int:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if kind is float:
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if kind is str:
+        return value if isinstance(value, str) else None
+    if kind is tuple:
+        if isinstance(value, str):
+            return tuple(value.split())
+        if isinstance(value, list) and all(isinstance(x, str) for x in value):
+            return tuple(value)
+        return None
+    return None
+
+
+# ------------------------------------------------------------ the CLI's flags, from the same table
+
+def add_setting_flags(parser: argparse.ArgumentParser, *keys: str) -> None:
+    """The `fsr` flags of these settings, with the table's defaults and help."""
+    for key in keys:
+        f = _FIELDS[key]
+        meta = f.metadata
+        flag, default = meta["cli"], getattr(_DEFAULTS, f.name)
+        assert flag, f"{key} has no CLI flag"
+        dest = f"setting_{f.name}"
+        metavar = flag.lstrip("-").upper().replace("-", "_")
+        if isinstance(default, bool):
+            parser.add_argument(flag, dest=dest, action="store_false" if default else "store_true",
+                                default=default, help=("off: " if default else "") + meta["help"])
+        elif isinstance(default, tuple):
+            parser.add_argument(flag, dest=dest, action="append", default=[], metavar="DIR" if flag == "-I" else metavar,
+                                help=f"{meta['help']} (repeatable)")
+        elif key == "evaluator.address":  # --ray ADDRESS chooses the Ray backend; none: this machine's GPUs
+            parser.add_argument(flag, dest=dest, default=os.environ.get(meta["env"], ""), metavar="ADDRESS",
+                                help="evaluate on the GPUs of a Ray cluster: auto, ray://host:10001, or local "
+                                     f"(default: ${meta['env']}; none: this machine's GPU)")
+        else:
+            env_default = os.environ.get(meta["env"]) if meta["env"] else None
+            shown = f"${meta['env']}, else {default!r}" if meta["env"] else repr(default)
+            parser.add_argument(flag, dest=dest, type=type(default), default=env_default or default, metavar=metavar,
+                                help=f"{meta['help']} (default {shown})".replace("%", "%%"))
+
+
+def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -> Settings:
+    """Settings with what the flags of `add_setting_flags` say; the rest from `base`. Raises
+    ValueError naming the flag of a value the table refuses."""
+    values = {f.name: getattr(base or _DEFAULTS, f.name) for f in fields(Settings)}
+    for f in fields(Settings):
+        dest = f"setting_{f.name}"
+        if not hasattr(args, dest):
+            continue
+        value = getattr(args, dest)
+        if f.name == "evaluator_address":
+            if value:
+                values["evaluator_backend"], values["evaluator_address"] = "ray", value
+            continue
+        problem, converted = check_value(f.name, list(value) if isinstance(values[f.name], tuple) else value)
+        if problem:
+            raise ValueError(f"{f.metadata['cli']}: {problem}")
+        values[f.name] = converted
+    return Settings(**values)
+
+
+def cli_flags() -> dict[str, str]:
+    """Setting key -> its `fsr` flag, for the settings that have one."""
+    return {key: f.metadata["cli"] for key, f in _FIELDS.items() if f.metadata["cli"]}
+
+
+_FIELDS = {f.metadata["key"]: f for f in fields(Settings)}

@@ -1,0 +1,94 @@
+"""Specs as text: a spec rendered as its `/* @fsr ... */` block, and a filled-in template for
+any kernel (the inferred spec when there is one, else a best guess with TODOs; a quick fix
+inserts it)."""
+
+from __future__ import annotations
+
+import json
+
+from ..kernels.model import Kernel
+from .infer import BENCH_N, DEFAULT_BLOCK, SCALAR_FLOAT, infer_from_signature
+from .model import BufferArg, Spec
+
+
+def spec_template(kernel: Kernel) -> str:
+    """A `/* @fsr ... */` block for the kernel: the inferred spec when there is one, otherwise
+    a best guess with `TODO` comments on what must be checked."""
+    spec, _ = infer_from_signature(kernel)
+    if spec is not None:
+        return render_spec(spec)
+    ints = [p for p in kernel.params if not p.is_pointer and p.dtype and p.dtype.startswith(("int", "uint"))]
+    names = [p.name for p in ints] or ["n"]
+    bench_value = BENCH_N if len(names) == 1 else 4096 if len(names) == 2 else 512
+    total = " * ".join(names)
+    lines = ["/* @fsr"]
+    lines.append("bench = { " + ", ".join(f"{n} = {bench_value}" for n in names) + " }  # TODO: sizes to time")
+    lines.append("tests = [ { " + ", ".join(f"{n} = 1" for n in names) + " }, { "
+                 + ", ".join(f"{n} = 1000" for n in names) + " } ]  # TODO: sizes to check")
+    grid = f'"cdiv({names[0]}, {DEFAULT_BLOCK})"' if len(names) == 1 else \
+        f'["cdiv({names[-1]}, 16)", "cdiv({names[0]}, 16)"]'
+    block = str(DEFAULT_BLOCK) if len(names) == 1 else "[16, 16]"
+    lines.append(f"grid = {grid}  # TODO: check the launch")
+    lines.append(f"block = {block}")
+    if kernel.is_template:
+        lines.append(f'template = "TODO"  # arguments for {", ".join(kernel.template_params)}')
+    lines.append("[args]")
+    for p in kernel.params:
+        if p.is_pointer:
+            direction = "in" if p.pointee_const else "inout"
+            note = "" if p.pointee_const else "  # TODO: out if the kernel never reads it"
+            lines.append(f'{p.name} = "{direction}[{total}]"{note}')
+        elif p in ints:
+            lines.append(f'{p.name} = "{p.name}"')
+        else:
+            lines.append(f"{p.name} = {SCALAR_FLOAT}  # TODO: a typical value")
+    lines.append("*/")
+    return "\n".join(lines) + "\n"
+
+
+def init_spelling(init) -> str:
+    """An Init as the spec writes it."""
+    if init.kind == "fill":
+        return "zeros()" if init.lo == 0 else f"fill({init.lo:g})"
+    if init.kind == "normal" and (init.lo, init.hi) == (0.0, 1.0):
+        return "normal()"
+    return f"{init.kind}({init.lo:g}, {init.hi:g})"
+
+
+def render_spec(spec: Spec) -> str:
+    """The TOML text of a spec inside a `/* @fsr ... */` comment."""
+
+    def value(v: object) -> str:
+        return json.dumps(v) if isinstance(v, str) else repr(v)
+
+    def table(d: dict) -> str:
+        return "{ " + ", ".join(f"{k} = {value(v)}" for k, v in d.items()) + " }"
+
+    def dims(d: tuple) -> str:
+        return value(d[0]) if len(d) == 1 else "[" + ", ".join(value(x) for x in d) + "]"
+
+    lines = ["/* @fsr", f"bench = {table(spec.bench)}"]
+    if spec.tests:
+        lines.append("tests = [ " + ", ".join(table(t) for t in spec.tests) + " ]")
+    lines.append(f"grid = {dims(spec.grid)}")
+    lines.append(f"block = {dims(spec.block)}")
+    if spec.smem:
+        lines.append(f"smem = {value(spec.smem)}")
+    for key in ("rtol", "atol"):
+        if getattr(spec, key) is not None:
+            lines.append(f"{key} = {getattr(spec, key)!r}")
+    if spec.template:
+        lines.append(f"template = {value(spec.template)}")
+    if spec.ref:
+        lines.append(f"ref = {table(spec.ref)}")
+    lines.append("[args]")
+    for a in spec.args:
+        if isinstance(a, BufferArg):
+            init = a.init
+            init_text = init_spelling(init)
+            lines.append(f'{a.name} = "{a.direction}[{a.length}] {init_text}"' if a.direction != "out"
+                         else f'{a.name} = "out[{a.length}]"')
+        else:
+            lines.append(f"{a.name} = {value(a.value)}")
+    lines.append("*/")
+    return "\n".join(lines) + "\n"

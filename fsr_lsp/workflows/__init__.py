@@ -1,0 +1,1 @@
+"""Use cases that the editor and the CLI share, written once: Optimize (optimize.py)."""

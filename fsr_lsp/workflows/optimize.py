@@ -1,0 +1,177 @@
+"""Optimize one kernel, as the editor and `fsr optimize` both do it.
+
+The steps: where the spec comes from (its block; a draft from a launch anywhere in the
+workspace; the model's draft when no launch says enough), the draft's proof on the original
+kernel, its placement above the kernel, the generator (the model's, or the built-in tuner),
+and the search with its history. What the result becomes (an edit in the editor, a rewritten
+file for the CLI) is the caller's.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..drafting.cache import ProofCache
+from ..drafting.draft import Draft
+from ..drafting.origin import Drafter, KernelSpec
+from ..drafting.placement import place_spec
+from ..drafting.proof import Proof, prove_with
+from ..drafting.workspace import LaunchIndex, workspace_spec
+from ..evaluator.backends import Backend, backend_missing, make_backend
+from ..evaluator.support import load
+from ..kernels import Kernel
+from ..llmclient import LLMConfig
+from ..search import HistoryStore, Progress, SearchOutcome, run_search
+from ..search.generators.llm import LLMGenerator
+from ..search.generators.tuner import BuiltinGenerator
+from ..search.gpu_bench import GpuBench
+from ..settings import Settings
+
+STAND_IN = "FSR_LSP_BENCH"  # "module:factory" of an evaluator stand-in (tests only)
+PROVER = "FSR_LSP_PROVER"  # "module:function" proving drafts without a GPU (tests only)
+ModelDraft = Callable[[LLMConfig], Draft]
+
+
+@dataclass
+class SpecPlan:
+    """Where the searched kernel's spec comes from, before anything runs."""
+
+    spec: KernelSpec
+    draft: str | None = None  # a block drafted from a launch: proven on the original, then searched with
+    ask_model: ModelDraft | None = None  # no spec and no launch to draft from: the model drafts one
+    message: str = ""  # what the user is told (the draft and where it came from); '' for an attached spec
+
+
+def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, settings: Settings,
+              open_documents: dict[Path, str] | None = None,
+              model_drafter: Callable[[], Drafter] | None = None) -> SpecPlan:
+    """The spec Optimize will search with: the kernel's own block, a draft from its launch, or
+    (no launch, an endpoint set) the model's draft; `model_drafter` makes the model's drafter."""
+    spec = workspace_spec(index, path, text, kernel, open_documents, include_dirs=settings.include_paths)
+    if kernel.spec is not None or spec.origin == "inferred":
+        return SpecPlan(spec)
+    if spec.origin == "drafted" and spec.spec is not None:
+        return SpecPlan(spec, draft=spec.spec, message=(
+            f"{kernel.name}: no @fsr spec; drafted one from the launch at {spec.launch}; proving it on the GPU with "
+            f"the original kernel, then searching"))
+    if settings.llm_config().configured and model_drafter is not None:
+        launches = index.launches(open_documents)
+        why = "; ".join(spec.problems) or "no launch found"
+        drafter = model_drafter()
+        from ..source import SourceText
+
+        src = SourceText(text)
+        return SpecPlan(spec, ask_model=lambda llm: drafter(src, kernel, launches, why), message=(
+            f"{kernel.name}: no @fsr spec and none from a launch; asking the model to draft one, then proving it"))
+    return SpecPlan(spec)
+
+
+@dataclass
+class OptimizeRun:
+    """One Optimize: what was asked, and what became of it."""
+
+    text: str  # the file as it was when Optimize was asked
+    path: Path
+    kernel: str
+    workspace: Path  # where .fsr/ (history, proofs) lives
+    settings: Settings
+    plan: SpecPlan | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    searched_text: str = ""  # the file searched: with the proven draft placed, when there was one
+    draft: str | None = None  # the proven block the rewrite must carry into the file
+    proof: Proof | None = None
+    outcome: SearchOutcome | None = None
+
+
+class Optimizer:
+    """Runs Optimize requests on the backend the settings choose (one per optimizer, kept
+    between requests: a worker per GPU, or one connection to a cluster)."""
+
+    def __init__(self) -> None:
+        self._backend: Backend | None = None
+        self._choice = None
+        self._lock = threading.Lock()
+
+    def unavailable(self, settings: Settings) -> str:
+        """Why searches cannot run here, or ''. With the ray backend this machine needs Ray,
+        not CUDA: the cluster's GPU machines compile and run."""
+        if os.environ.get(STAND_IN):
+            return ""
+        missing = backend_missing(settings.backend_choice(), "searches need")
+        return f"fsr: {missing}" if missing else ""
+
+    def backend(self, settings: Settings) -> Backend:
+        """This machine's GPU(s), or the Ray cluster the settings name (kept while they stay)."""
+        choice = settings.backend_choice()
+        with self._lock:
+            if self._backend is None or self._choice != choice:
+                if self._backend is not None:
+                    self._backend.close()
+                self._backend, self._choice = make_backend(choice), choice
+            return self._backend
+
+    def run(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome:
+        """Draft, prove and place the spec when the kernel has none, then search; the outcome
+        is also kept on the run."""
+        job.outcome = self._run(job, report)
+        return job.outcome
+
+    def _run(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome:
+        config = job.settings.search_config()
+        job.searched_text = job.searched_text or job.text
+        plan = job.plan or SpecPlan(KernelSpec(str(job.path), job.kernel, 0, "attached", None))
+        job.draft = plan.draft
+        if plan.ask_model is not None and config.llm.configured:
+            report(Progress(0, config.rounds, 0, 0, None, f"asking {config.llm.model} to draft the @fsr spec"))
+            drafted = plan.ask_model(config.llm)
+            if drafted.text is None:
+                return SearchOutcome("failed", f"{job.kernel} has no @fsr spec and none could be drafted: "
+                                               + "; ".join(drafted.problems))
+            job.draft = drafted.text
+        if job.draft is not None:
+            job.proof = self.prove(job, report)
+            if not job.proof.proven:
+                return SearchOutcome("failed", f"the drafted @fsr spec of {job.kernel} failed its proof: "
+                                               f"{job.proof.message}")
+            job.draft = job.proof.spec  # with the tolerance the proof may have added
+            job.searched_text = place_spec(job.searched_text, job.kernel, job.draft).text
+            if job.cancel.is_set():
+                return SearchOutcome("cancelled", "cancelled after the proof of the drafted spec")
+        generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
+        with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
+            return run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
+                              report, job.cancel)
+
+    def prove(self, job: OptimizeRun, report: Callable[[Progress], None]) -> Proof:
+        """The draft's proof on the original kernel (cached per kernel text and GPU in .fsr/)."""
+        rounds = job.settings.search_rounds
+        assert job.draft is not None
+        stand_in = os.environ.get(PROVER)
+        if stand_in:
+            return load(stand_in)(job.searched_text, job.kernel, job.draft)
+        with ProofCache(job.workspace) as cache:
+            return prove_with(self.backend(job.settings), job.searched_text, job.kernel, job.draft,
+                              job.settings.eval_options(job.path), cache=cache,
+                              on_stage=lambda message: report(Progress(0, rounds, 0, 0, None, message)))
+
+    def _bench(self, job: OptimizeRun) -> GpuBench:
+        stand_in = os.environ.get(STAND_IN)
+        if stand_in:
+            return load(stand_in)()
+        return GpuBench(self.backend(job.settings), job.searched_text, job.kernel, job.settings.eval_options(job.path),
+                        cancel=job.cancel)
+
+    def cancel(self) -> None:
+        """Stop the GPU work running now (each run's own cancel event stops the rest)."""
+        if self._backend is not None:
+            self._backend.cancel()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._backend is not None:
+                self._backend.close()
+            self._backend = None
