@@ -41,11 +41,34 @@ __global__ void saxpy(int n, float a, const float* {r}x, float* {r}y)
 """
 
 
+def pipelined(ev: Evaluator, variants: list, rows: list, records: list) -> None:
+    """As a search runs them: one batch to the backend, every candidate compiling on the CPU
+    cores while the GPU verifies and times the ones ready."""
+    from fsr_lsp.evaluator.backends import EvalRequest, LocalBackend
+
+    backend = LocalBackend(ev)
+    with tempfile.TemporaryDirectory() as cache:
+        options = EvalOptions(cache_dir=cache)
+        evaluate(ev, SOURCE, "saxpy", None, options)
+        evaluate(ev, SOURCE, "saxpy", candidate(64, 1, False), options)
+        started = time.perf_counter()
+        results = backend.evaluate([EvalRequest(SOURCE, "saxpy", candidate(*v), options) for v in variants])
+        wall = time.perf_counter() - started
+    verified = sum(r.verified for r in results)
+    compile_s = sum(r.compile["candidate"].seconds for r in results if "candidate" in r.compile)
+    gpu_s = sum(r.seconds for r in results)
+    rows.append(["auto, pipelined (as a search)", len(results), verified, wall, 60 * len(results) / wall,
+                 compile_s / len(results), gpu_s / len(results)])
+    records.append({"compiler": "auto", "pipelined": True, "candidates": len(results), "verified": verified,
+                    "wall_s": wall, "per_minute": 60 * len(results) / wall})
+
+
 def main() -> None:
     variants = list(itertools.product((128, 256, 512, 1024), (1, 2, 4, 8), (False, True)))
     rows, records = [], []
     with Evaluator() as ev:
         ev.start()
+        pipelined(ev, variants, rows, records)
         runs = [("auto", Defences()), ("nvcc", Defences()),
                 ("auto", Defences(chained_launches=1, poison_shared=False, unmapped_pages=False))]
         for compiler, defences in runs:

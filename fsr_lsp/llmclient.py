@@ -55,9 +55,9 @@ class ChatClient:
                                                api_key=os.environ.get(config.api_key_env) or "not-needed",
                                                timeout=config.timeout, max_retries=0)
 
-    def ask(self, system: str, prompt: str, temperature: float | None = None) -> str:
+    def ask(self, system: str, prompt: str, temperature: float | None = None, deadline: float | None = None) -> str:
         """The model's answer, redacted of anything that looks like a secret; raises ChatError
-        (its text redacted too) when no usable answer came."""
+        (its text redacted too) when no usable answer came, by `deadline` (monotonic clock) too."""
         if len(prompt.encode()) > self.config.max_prompt_bytes:
             raise ChatError(f"the prompt is {_kb(len(prompt.encode()))}, over the {_kb(self.config.max_prompt_bytes)} "
                             "cap; not sent")
@@ -67,8 +67,11 @@ class ChatClient:
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             wait = delay
+            if deadline is not None and time.monotonic() >= deadline - 0.05:
+                raise ChatError("the search's time ran out before the model answered")
             try:
-                content = self._complete(messages, self.config.temperature if temperature is None else temperature)
+                content = self._complete(messages, self.config.temperature if temperature is None else temperature,
+                                         deadline)
                 if content:
                     return redact(content)
                 last = "an empty or malformed answer"
@@ -89,17 +92,23 @@ class ChatClient:
             except (openai.APIResponseValidationError, ValueError, KeyError, TypeError, AttributeError) as e:
                 last = f"a malformed answer ({type(e).__name__})"
             if attempt + 1 < attempts:
-                self._sleep(min(wait, MAX_BACKOFF * 2))
+                left = deadline - time.monotonic() if deadline is not None else MAX_BACKOFF * 2
+                self._sleep(max(0.0, min(wait, MAX_BACKOFF * 2, left)))
                 delay = min(delay * 2, MAX_BACKOFF)
         raise ChatError(redact(f"{self.config.base_url}: {last} (gave up after {attempts} attempts)"))
 
-    def _complete(self, messages: list[dict], temperature: float) -> str:
+    def _complete(self, messages: list[dict], temperature: float, until: float | None = None) -> str:
         """One request, its answer read as it arrives: no more than `max_answer_bytes` (a
-        larger one is refused unread) and no longer than `timeout` in all (an endpoint that
-        drips a byte a second never times out per read)."""
+        larger one is refused unread) and no longer than `timeout` in all, nor past `until`
+        (an endpoint that drips a byte a second never times out per read)."""
         deadline = time.monotonic() + self.config.timeout
+        if until is not None:
+            deadline = min(deadline, until)
         cap = self.config.max_answer_bytes
-        with self._client.chat.completions.with_streaming_response.create(
+        client = self._client
+        if hasattr(client, "with_options"):  # no single read may outlast the deadline either
+            client = client.with_options(timeout=max(0.1, deadline - time.monotonic()))
+        with client.chat.completions.with_streaming_response.create(
                 model=self.config.model, messages=messages, temperature=temperature,
                 max_tokens=self.config.max_tokens) as response:
             declared = response.headers.get("content-length")

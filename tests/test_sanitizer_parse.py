@@ -1,8 +1,5 @@
 """compute-sanitizer's output, as each tool prints it, turned into checks that name the buffer."""
 
-import json
-import subprocess
-
 import pytest
 
 from fsr_lsp.evaluator import sanitizer
@@ -32,15 +29,15 @@ def use_tool(monkeypatch, answer):
     """`answer(tool, original)` -> (exit code, output) for each sanitizer child."""
     calls = []
 
-    def run(cmd, capture_output, text, timeout):
-        tool = cmd[cmd.index("--tool") + 1]
-        original = json.loads(open(cmd[-2]).read())["sanitize_original"]
-        calls.append((tool, original))
-        rc, out = answer(tool, original)
-        return subprocess.CompletedProcess(cmd, rc, stdout=out, stderr="")
+    def run_children(work, tool_path, device_index, timeout, cancel=None, prewarm=None):
+        out = {}
+        for tool, job in work:
+            calls.append((tool, job.sanitize_original))
+            out[tool] = answer(tool, job.sanitize_original)
+        return out
 
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "/usr/bin/compute-sanitizer")
-    monkeypatch.setattr(sanitizer.subprocess, "run", run)
+    monkeypatch.setattr(sanitizer, "_run_children", run_children)
     monkeypatch.setattr(sanitizer, "_original_verdicts", {})
     return calls
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 
-from ..redaction import register_environment
+from ..redaction import RedactingFilter, register_environment
 from . import eval_cmd, history_cmd, optimize_cmd, spec_cmd
 
 
@@ -21,6 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if os.environ.get("FSR_LOG_FILE"):  # for whoever debugs timing: fsr's own debug log, timestamped
+        logging.basicConfig(filename=os.environ["FSR_LOG_FILE"], level=logging.DEBUG,
+                            format="%(relativeCreated)8.0f ms %(threadName)s %(name)s: %(message)s")
+        logging.getLogger().handlers[0].addFilter(RedactingFilter())
     register_environment([getattr(args, "llm_key_env", "")])
     try:
         return args.run(args)

@@ -19,10 +19,12 @@ from ..drafting.workspace import LaunchIndex
 from ..kernels import find_kernel
 from ..llmclient import ChatClient
 from ..search import SearchOutcome
+from ..search.loop import first_win_seconds
 from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.report import write_report
 from ..settings import add_setting_flags, settings_from_args
 from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
+from . import STARTED
 from .common import fail, make_console
 from .workspace import workspace_of
 
@@ -71,16 +73,22 @@ def run(args: argparse.Namespace) -> int:
         console.print(escape(plan.message), highlight=False)
     if plan.draft:
         console.print(plan.draft, markup=False, highlight=False)
-    job = OptimizeRun(source, args.file.resolve(), args.kernel, workspace, settings, plan)
+    job = OptimizeRun(source, args.file.resolve(), args.kernel, workspace, settings, plan, started=STARTED)
     try:
         outcome = _run_with_progress(console, optimizer, job)
     except ValueError as e:  # a --gpu that names no GPU
+        optimizer.close()
         return fail(str(e), 2)
+    try:  # the answer first, then the workers go
+        return _finish(args, job, outcome, workspace, settings.search_sanitize)
     finally:
         optimizer.close()
+
+
+def _finish(args: argparse.Namespace, job: OptimizeRun, outcome: SearchOutcome, workspace: Path, sanitized: bool) -> int:
     if outcome.status == "failed" and outcome.baseline is not None and outcome.baseline.status == "unavailable":
         return fail(outcome.baseline.message, 3)
-    _print_outcome(outcome, args.kernel)
+    _print_outcome(outcome, args.kernel, sanitized)
     report = args.report or workspace / ".fsr" / "reports" / f"{args.kernel}-{time.strftime('%Y%m%d-%H%M%S')}.html"
     if outcome.tried:
         print(f"report: {write_report(outcome, args.kernel, report)}")
@@ -128,7 +136,7 @@ def _run_with_progress(console, optimizer: Optimizer, job: OptimizeRun) -> Searc
     return result["outcome"]
 
 
-def _print_outcome(outcome: SearchOutcome, kernel: str) -> None:
+def _print_outcome(outcome: SearchOutcome, kernel: str, sanitized: bool = True) -> None:
     console = make_console()
     if outcome.tried:
         table = Table("round", "candidate", "verdict", "ms", "speedup", box=None, pad_edge=False)
@@ -139,6 +147,10 @@ def _print_outcome(outcome: SearchOutcome, kernel: str) -> None:
         console.print(table)
     for note in outcome.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    first = first_win_seconds(outcome, sanitized)
+    if first is not None:
+        console.print(f"first fully verified win after {first:.1f} s; the search took {outcome.seconds:.1f} s",
+                      highlight=False)
     style = {"improved": "green", "no_win": "yellow"}.get(outcome.status, "bold red")
     console.print(f"[{style}]{escape(kernel)}: {outcome.status.replace('_', ' ')}[/]: {escape(outcome.message)}", highlight=False)
 

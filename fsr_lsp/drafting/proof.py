@@ -21,6 +21,7 @@ from typing import Callable, Literal
 
 from ..evaluator import EvalOptions, Evaluator, EvaluatorUnavailable, prepare
 from ..evaluator.backends import Backend, LocalBackend
+from ..evaluator.gpu_gate import gate
 from ..evaluator.records import Check, EvalResult
 from ..evaluator.sanitizer import sanitize_original
 from ..evaluator.serde import from_data, to_data
@@ -160,15 +161,17 @@ def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: 
         # runs that differ may be reading an unwritten output or past a buffer's end (whose
         # guard bands hold a different poison each run): memcheck and initcheck say which
         stage("two runs differ: compute-sanitizer memcheck and initcheck say why")
-        sharper = next((c for c in sanitize_original(job, evaluator.device_index, SANITIZER_TOOLS)
-                        if c.status == "fail"), None)
+        with gate(evaluator.device_index).shared():
+            sharper = next((c for c in sanitize_original(job, evaluator.device_index, SANITIZER_TOOLS)
+                            if c.status == "fail"), None)
         if sharper is not None:
             return _failure(kernel, block, result, sharper, result.checks + [sharper])
     if failed is not None or not result.verified:
         return _failure(kernel, block, result, failed)
     assert job is not None
     stage("proving the spec: compute-sanitizer memcheck and initcheck at every test size")
-    sanitized = sanitize_original(job, evaluator.device_index, SANITIZER_TOOLS)
+    with gate(evaluator.device_index).shared():
+        sanitized = sanitize_original(job, evaluator.device_index, SANITIZER_TOOLS)
     checks = result.checks + sanitized
     bad = next((c for c in sanitized if c.status == "fail"), None)
     if bad is not None:

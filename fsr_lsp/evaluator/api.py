@@ -3,38 +3,55 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 from .worker_client import Evaluator, EvaluatorUnavailable, StageCallback
 from .prepare import EvalOptions, Prepared, prepare
 from .records import CompileResult, EvalResult
-from .sanitizer import sanitize
+from .gpu_gate import gate
+from .sanitizer import TOOLS, Prewarm, sanitize
 
 
 def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | None = None,
              options: EvalOptions | None = None, *, sanitize_winner: bool = False,
-             timeout: float | None = None, on_stage: StageCallback | None = None) -> EvalResult:
+             timeout: float | None = None, on_stage: StageCallback | None = None,
+             cancel: threading.Event | None = None, prewarm: Prewarm | None = None) -> EvalResult:
     """Verify and time `candidate` (device code for `kernel`) against the kernel in `source`;
-    without a candidate, check that the original can serve as the oracle and time it."""
+    without a candidate, check that the original can serve as the oracle and time it. With
+    `sanitize_winner`, a verified candidate then runs under the sanitizers, whose children
+    (`prewarm`, else started here) load while the GPU works."""
     options = options or EvalOptions()
+    # The sanitizers' children load while the worker starts, compiles, verifies and times.
+    if prewarm is None and sanitize_winner and candidate is not None:
+        prewarm = Prewarm(TOOLS, evaluator.device_index)
     try:
-        gpu = evaluator.start()
-    except EvaluatorUnavailable as e:
-        return EvalResult(kernel=kernel, status="unavailable", message=str(e))
-    prepared = prepare(source, kernel, candidate, gpu.arch, options)
-    return run_prepared(evaluator, prepared, sanitize_winner=sanitize_winner, timeout=timeout, on_stage=on_stage)
+        try:
+            gpu = evaluator.start(cancel)
+        except EvaluatorUnavailable as e:
+            status = "cancelled" if cancel is not None and cancel.is_set() else "unavailable"
+            return EvalResult(kernel=kernel, status=status, message=str(e))  # type: ignore[arg-type]
+        prepared = prepare(source, kernel, candidate, gpu.arch, options)
+        return run_prepared(evaluator, prepared, sanitize_winner=sanitize_winner, timeout=timeout, on_stage=on_stage,
+                            cancel=cancel, prewarm=prewarm)
+    finally:
+        if prewarm is not None:
+            prewarm.close()
 
 
 def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: bool = False,
-                 timeout: float | None = None, on_stage: StageCallback | None = None) -> EvalResult:
+                 timeout: float | None = None, on_stage: StageCallback | None = None,
+                 cancel: threading.Event | None = None, prewarm: Prewarm | None = None) -> EvalResult:
     """The GPU half: run a prepared job (if any) and merge the CPU-side checks into its result.
-    Callers that compile many candidates in parallel call `prepare` themselves, then this."""
+    Callers that compile many candidates in parallel call `prepare` themselves, then this.
+    With `sanitize_winner`, a verified candidate then runs under the sanitizers (their children
+    already loading when `prewarm` is given), beside each other but never beside a timed run."""
     base = prepared.result
     assert base is not None
     base.gpu = evaluator.gpu
     if prepared.job is None:
         base.compile = _without_binaries(base.compile)
         return base
-    result = evaluator.run(prepared.job, timeout=timeout, on_stage=on_stage)
+    result = evaluator.run(prepared.job, timeout=timeout, on_stage=on_stage, stop=cancel)
     result.screened = prepared.job.screen
     result.checks = base.checks + result.checks
     result.compile = _without_binaries(base.compile)
@@ -42,16 +59,22 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
     if prepared.launch_changed:
         result.warnings.append("the candidate changes the launch configuration (grid, block or smem)")
     if sanitize_winner and result.verified and prepared.job.candidate is not None:
+        if cancel is not None and cancel.is_set():
+            return result
         if on_stage:
-            on_stage("compute-sanitizer memcheck and racecheck at every test size")
-        checks = sanitize(prepared.job, evaluator.device_index)
+            on_stage("compute-sanitizer memcheck and racecheck")
+        resources = result.resources.get("candidate")
+        with gate(evaluator.device_index).shared():
+            checks = sanitize(prepared.job, evaluator.device_index, native_ms=result.native_ms,
+                              static_shared=resources.shared_bytes if resources else None, cancel=cancel,
+                              prewarm=prewarm)
         result.checks += checks
         failed = [c for c in checks if c.status == "fail"]
         if failed:
             spec = failed[0].name.endswith("(spec)")
             result.status = "spec_error" if spec else "wrong"
             result.message = failed[0].detail if spec else f"{failed[0].name} found errors: {failed[0].detail}"
-        else:
+        elif not any(c.status == "skip" and c.detail == "cancelled" for c in checks):
             result.confirmed = True
     return result
 

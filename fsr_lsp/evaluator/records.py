@@ -244,6 +244,7 @@ class EvalResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     phase_seconds: dict[str, float] = field(default_factory=dict)  # worker time per phase: load, verify, ...
+    native_ms: dict[str, float] = field(default_factory=dict)  # per size label: one launch of the kernel checked
     restart_worker: bool = False  # set by the worker when its CUDA context can no longer be trusted
     confirmed: bool = False  # passed the sanitizers too (in a search: the leaders' check, with more seeds)
     screened: bool = False  # from a screening job: checked at the bench size only, never a verdict

@@ -1,8 +1,10 @@
 """compute-sanitizer on a round leader (memcheck, racecheck) or on the original kernel under a
-drafted spec (memcheck, initcheck), at every test size.
+drafted spec (memcheck, initcheck), at the sizes their cost allows (sanitizer_plan.py).
 
-Sanitizers slow kernels by 10-100x, so they run on the candidates a search promotes (each
-round's leader, and the winner), outside the timing worker: a child process runs the job in
+Sanitizers slow kernels by 10-100,000x, so they run on the candidates a search promotes (each
+round's leader, and the winner), outside the timing worker, the tools side by side (never
+beside a timed run): a child process per tool, started early (Prewarm) so that its imports
+overlap the GPU's verification, runs the job in
 `sanitize` mode under the tool, with every buffer its own exact-length allocation (256-byte
 aligned) that stays alive to the end, and prints where each buffer lives. memcheck's reports
 are read back against that map, so a failure names the argument, the size and how far: "reads
@@ -14,19 +16,26 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import os
 import re
+import shutil
+import signal
 import subprocess
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .records import Check, EvalJob, SizePlan
-from .sanitize_main import child_command
+from .sanitize_main import waiting_child_command
+from .sanitizer_plan import ToolPlan, plan_tool, uses_shared_memory
 from .serde import to_json
 from .support import find_cuda_tool, last_line
 
 TOOLS = ("memcheck", "racecheck")
+log = logging.getLogger("fsr_lsp.evaluator")
 _EXIT_ON_ERROR = 86
 # memcheck: "ERROR SUMMARY: 2 errors"; racecheck: "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?")
@@ -62,41 +71,90 @@ def sanitized_sizes(job: EvalJob) -> list[SizePlan]:
     return [p for p in job.sizes if p.role != "bench" or p.buffer_bytes <= job.defences.layered_max_bytes]
 
 
-def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS, timeout: float = 300.0) -> list[Check]:
-    """One Check per tool: pass, fail (naming the buffer, size and distance) or skip (no tool).
-    A memcheck failure the original shares is the spec's: that check says so (`spec` in its
-    name) and the caller turns it into a spec error."""
+class Prewarm:
+    """Sanitizer children started before the job they will check: Python, torch and pycuda load
+    while the GPU verifies and times the candidate; none touches the GPU before `sanitize` hands
+    it its job. Close it when the job fails (the children are killed)."""
+
+    def __init__(self, tools: tuple[str, ...] = TOOLS, device_index: int = 0) -> None:
+        tool_path = find_sanitizer()
+        self.children: dict[str, _Child] = {t: _Child.start(tool_path, t, device_index) for t in tools} \
+            if tool_path else {}
+
+    def take(self, tool: str) -> "_Child | None":
+        child = self.children.pop(tool, None)
+        if child is not None and child.proc.poll() is not None:  # gave up waiting: a fresh one instead
+            child.kill()
+            return None
+        return child
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.children) and all(c.proc.poll() is None for c in self.children.values())
+
+    def close(self) -> None:
+        for child in self.children.values():
+            child.kill()
+        self.children.clear()
+
+
+def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS, timeout: float = 300.0,
+             native_ms: dict[str, float] | None = None, static_shared: int | None = None,
+             cancel: threading.Event | None = None, prewarm: Prewarm | None = None) -> list[Check]:
+    """One Check per tool, the tools side by side: pass, fail (naming the buffer, size and
+    distance) or skip (no tool, or not needed), each saying which sizes it ran at and why the
+    others were left out (sanitizer_plan.py). A memcheck failure the original shares is the
+    spec's: that check says so (`spec` in its name) and the caller turns it into a spec error."""
     tool_path = find_sanitizer()
     if tool_path is None:
+        if prewarm:
+            prewarm.close()
         return [Check(f"sanitizer {t}", "skip", "compute-sanitizer not found") for t in tools]
-    sizes = sanitized_sizes(job)
+    shared = True if static_shared is None else uses_shared_memory(job, static_shared)
+    plans = {t: plan_tool(t, job, native_ms or {}, shared) for t in tools}
+    runs = {t: plans[t] for t in tools if not plans[t].skipped and plans[t].sizes}
+    outputs = _run_children([(t, _sanitize_job(job, plans[t].sizes, original=False)) for t in runs], tool_path,
+                            device_index, timeout, cancel, prewarm)
+    if prewarm:
+        prewarm.close()
     checks = []
     for tool in tools:
-        outcome = _run(tool_path, tool, job, sizes, device_index, timeout, original=False)
+        plan = plans[tool]
+        if tool not in runs:
+            checks.append(Check(f"sanitizer {tool}", "skip", plan.describe()))
+            continue
+        outcome = _outcome(tool, outputs[tool], plan, timeout)
         if tool == "memcheck" and outcome.check.status == "fail" and outcome.accesses:
-            shared = _shared_with_original(tool_path, job, sizes, device_index, timeout, outcome)
-            if shared:
-                outcome.check = Check("sanitizer memcheck (spec)", "fail", shared)
+            shared_fault = _shared_with_original(tool_path, job, plan.sizes, device_index, timeout, outcome, cancel)
+            if shared_fault:
+                outcome.check = Check("sanitizer memcheck (spec)", "fail", shared_fault)
         checks.append(outcome.check)
     return checks
 
 
 def sanitize_original(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = ("memcheck", "initcheck"),
-                      timeout: float = 300.0) -> list[Check]:
-    """The original kernel alone under each tool, at every test size with exact allocations and
-    `out` buffers left unwritten: the proof that a spec's lengths and directions fit it."""
+                      timeout: float = 300.0, cancel: threading.Event | None = None) -> list[Check]:
+    """The original kernel alone under each tool (side by side), at every test size with exact
+    allocations and `out` buffers left unwritten: the proof that a spec's lengths and
+    directions fit it."""
     tool_path = find_sanitizer()
     if tool_path is None:
         return [Check(f"sanitizer {t}", "skip", "compute-sanitizer not found") for t in tools]
     sizes = sanitized_sizes(job)
-    return [_run(tool_path, tool, job, sizes, device_index, timeout, original=True).check for tool in tools]
+    plan = ToolPlan("", sizes, [(p.label, f"over {job.defences.layered_max_bytes >> 20} MiB of buffers")
+                                for p in job.sizes if p not in sizes])
+    outputs = _run_children([(t, _sanitize_job(job, sizes, original=True)) for t in tools], tool_path, device_index,
+                            timeout, cancel)
+    return [_outcome(t, outputs[t], plan, timeout).check for t in tools]
 
 
 def _shared_with_original(tool_path: str, job: EvalJob, sizes: list[SizePlan], device_index: int, timeout: float,
-                          candidate: Outcome) -> str:
+                          candidate: Outcome, cancel: threading.Event | None) -> str:
     key = hashlib.sha256(job.original.cubin + job.original.entry.encode() + to_json(sizes).encode()).hexdigest()
     if key not in _original_verdicts:
-        _original_verdicts[key] = _run(tool_path, "memcheck", job, sizes, device_index, timeout, original=True)
+        out = _run_children([("memcheck", _sanitize_job(job, sizes, original=True))], tool_path, device_index,
+                            timeout, cancel)["memcheck"]
+        _original_verdicts[key] = _outcome("memcheck", out, ToolPlan("memcheck", sizes), timeout)
     original = _original_verdicts[key]
     buffers = sorted({a.buffer for a in original.accesses} & {a.buffer for a in candidate.accesses})
     if not buffers:
@@ -105,39 +163,117 @@ def _shared_with_original(tool_path: str, job: EvalJob, sizes: list[SizePlan], d
             + ", ".join(f"`{b}`" for b in buffers) + " is too small")
 
 
-def _run(tool_path: str, tool: str, job: EvalJob, sizes: list[SizePlan], device_index: int, timeout: float,
-         original: bool) -> Outcome:
-    small = dataclasses.replace(job, sizes=sizes, mode="sanitize", seeds_per_size=1, sanitize_original=original)
-    labels = ", ".join(p.label for p in sizes)
-    name = f"sanitizer {tool}"
-    with tempfile.TemporaryDirectory(prefix="fsr-sanitize-") as tmp:
+def _sanitize_job(job: EvalJob, sizes: list[SizePlan], original: bool) -> EvalJob:
+    return dataclasses.replace(job, sizes=sizes, mode="sanitize", seeds_per_size=1, sanitize_original=original)
+
+
+class _Child:
+    """One tool's child process, started waiting for its job (a folder with `job.json`, then `go`)."""
+
+    def __init__(self, tool: str, proc: subprocess.Popen, folder: Path) -> None:
+        self.tool, self.proc, self.folder = tool, proc, folder
+
+    @classmethod
+    def start(cls, tool_path: str, tool: str, device_index: int) -> "_Child":
+        folder = Path(tempfile.mkdtemp(prefix="fsr-sanitize-"))
         # No kernel filter: besides the kernel only torch's input fills run in that child.
+        # --launch-timeout 0: the child may wait long for its job before it touches CUDA.
         cmd = [tool_path, "--tool", tool, "--error-exitcode", str(_EXIT_ON_ERROR), "--print-limit", "100",
-               "--show-backtrace", "no",
-               *child_command(small, Path(tmp), device_index)]
+               "--show-backtrace", "no", "--launch-timeout", "0", *waiting_child_command(folder, device_index)]
+        with open(folder / "out", "wb") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        return cls(tool, proc, folder)
+
+    def go(self, job: EvalJob) -> None:
+        (self.folder / "job.json").write_text(to_json(job))
+        (self.folder / "go").touch()
+
+    def output(self) -> str:
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            return (self.folder / "out").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """Gone at once: a child killed with a CUDA context is reaped (and its folder removed)
+        by a daemon thread, while the driver tears the context down, not by the caller."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=0.2)
         except subprocess.TimeoutExpired:
-            return Outcome(Check(name, "skip", f"did not finish within {timeout:.0f} s"), [])
-    out = proc.stdout + proc.stderr
-    if os.environ.get("FSR_SANITIZER_LOG"):  # the tool's own words, for whoever debugs the parsing
-        log = Path(os.environ["FSR_SANITIZER_LOG"]) / f"{tool}-{'original' if original else 'candidate'}-{os.getpid()}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("a") as f:
-            f.write(out)
+            threading.Thread(target=self._reap, name="fsr-reap-sanitizer", daemon=True).start()
+            return
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _reap(self) -> None:
+        self.proc.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index: int, timeout: float,
+                  cancel: threading.Event | None = None, prewarm: Prewarm | None = None) -> dict[str, tuple[int | None, str]]:
+    """Each (tool, job) in its own child, all side by side (sanitizers may share the GPU with each
+    other, never with a timed run: the caller holds the GPU); the exit code (None: killed at the
+    timeout or on cancel, said in the text) and the output of each."""
+    children = []
+    for tool, job in work:
+        child = (prewarm.take(tool) if prewarm else None) or _Child.start(tool_path, tool, device_index)
+        child.go(job)
+        children.append(child)
+    deadline = time.monotonic() + timeout
+    log.debug("sanitizers: %s", ", ".join(t for t, _ in work))
+    out: dict[str, tuple[int | None, str]] = {}
+    try:
+        while len(out) < len(children):
+            for child in children:
+                if child.tool not in out and child.proc.poll() is not None:
+                    out[child.tool] = (child.proc.returncode, child.output())
+            if len(out) == len(children):
+                break
+            stop = "cancelled" if cancel is not None and cancel.is_set() else \
+                f"did not finish within {timeout:.0f} s" if time.monotonic() > deadline else ""
+            if stop:
+                for child in children:
+                    out.setdefault(child.tool, (None, stop))
+                break
+            time.sleep(0.05)
+    finally:
+        for child in children:
+            child.kill()
+        log.debug("sanitizers done")
+    if os.environ.get("FSR_SANITIZER_LOG"):  # the tools' own words, for whoever debugs the parsing
+        folder = Path(os.environ["FSR_SANITIZER_LOG"])
+        folder.mkdir(parents=True, exist_ok=True)
+        for (tool, job), (_, text) in zip(work, out.values()):
+            who = "original" if job.sanitize_original else "candidate"
+            with (folder / f"{tool}-{who}-{os.getpid()}.log").open("a") as f:
+                f.write(text)
+    return out
+
+
+def _outcome(tool: str, result: tuple[int | None, str], plan: ToolPlan, timeout: float) -> Outcome:
+    returncode, out = result
+    name = f"sanitizer {tool}"
+    if returncode is None:
+        return Outcome(Check(name, "skip", out), [])
     summary = _SUMMARY.search(out)
     errors = int(summary.group(1) or summary.group(2)) if summary else None
-    if proc.returncode == _EXIT_ON_ERROR or (errors or 0) > 0:
+    if returncode == _EXIT_ON_ERROR or (errors or 0) > 0:
         accesses = accesses_in(out)
         detail = describe_accesses(accesses) if accesses else _first_report(out)
         return Outcome(Check(name, "fail", detail, accesses[0].buffer if accesses else ""), accesses)
-    if proc.returncode != 0:
-        return Outcome(Check(name, "skip", f"the tool could not run here (exit {proc.returncode}): {last_line(out)}"), [])
+    if returncode != 0:
+        return Outcome(Check(name, "skip", f"the tool could not run here (exit {returncode}): {last_line(out)}"), [])
     if errors is None:
         return Outcome(Check(name, "skip", f"no summary from the tool: {last_line(out)}"), [])
-    left = [p.label for p in job.sizes if p.label not in {q.label for q in sizes}]
-    rest = f"; {', '.join(left)} left out (over {job.defences.layered_max_bytes >> 20} MiB of buffers)" if left else ""
-    return Outcome(Check(name, "pass", f"0 errors at {labels} (exact allocations){rest}"), [])
+    rest = "".join(f"; {label} left out ({why})" for label, why in plan.left_out)
+    return Outcome(Check(name, "pass", f"0 errors at {', '.join(p.label for p in plan.sizes)} (exact allocations){rest}"),
+                   [])
 
 
 def accesses_in(out: str) -> list[Access]:

@@ -7,17 +7,20 @@ caller gets a result saying what happened and the next job gets a fresh worker.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import signal
 import threading
 import time
 from typing import Any, Callable
 
+from .gpu_gate import gate
 from .records import EvalJob, EvalResult, GpuInfo
 from .serde import from_data, to_data
 from .worker import worker_main
 
 StageCallback = Callable[[str], None]
+log = logging.getLogger("fsr_lsp.evaluator")
 
 
 class EvaluatorUnavailable(RuntimeError):
@@ -37,7 +40,7 @@ class Evaluator:
         self._proc: Any = None
         self._conn: Any = None
         self._lock = threading.RLock()  # start() from any thread, and again inside run()
-        self._cancel = threading.Event()
+        self._cancels = 0  # cancel() calls so far: work that began before the latest one stops
         self.gpu: GpuInfo | None = None
         self.restarts = 0
 
@@ -49,24 +52,29 @@ class Evaluator:
 
     # -------------------------------------------------------------- lifecycle
 
-    def start(self) -> GpuInfo:
+    def start(self, stop: threading.Event | None = None) -> GpuInfo:
         """Start the worker if needed; raises EvaluatorUnavailable with a one-line reason.
         Safe from several threads: a start never races a job on the same pipe."""
         with self._lock:
-            return self._start()
+            return self._start(stop)
 
-    def _start(self) -> GpuInfo:
+    def _start(self, stop: threading.Event | None = None) -> GpuInfo:
         if self._proc is not None and self._proc.is_alive() and self.gpu is not None:
             return self.gpu
+        cancels = self._cancels
         self._kill()
         parent, child = self._mp.Pipe()
         proc = self._mp.Process(target=self._target, args=(child, self.device_index), daemon=True,
                                 name=f"fsr-gpu-worker-{self.device_index}")
+        log.debug("worker %d: starting", self.device_index)
         proc.start()
         child.close()
         self._proc, self._conn = proc, parent
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
+            if self._cancels != cancels or (stop is not None and stop.is_set()):  # it stops too
+                self._kill()
+                raise EvaluatorUnavailable("cancelled while the GPU worker was starting")
             if parent.poll(0.05):
                 try:
                     kind, payload = parent.recv()
@@ -87,17 +95,13 @@ class Evaluator:
         raise EvaluatorUnavailable(f"the GPU worker exited during start-up ({_exit_text(code)})")
 
     def close(self) -> None:
-        if self._conn is not None and self._proc is not None and self._proc.is_alive():
-            try:
-                self._conn.send(("stop",))
-                self._proc.join(timeout=5)
-            except (BrokenPipeError, OSError):
-                pass
+        """Stop the worker now: it holds nothing that needs a graceful end, and a CUDA context's
+        teardown is the driver's business, not the caller's time."""
         self._kill()
 
     def cancel(self) -> None:
-        """Stop the job in progress (from another thread): the worker is killed."""
-        self._cancel.set()
+        """Stop the job in progress, or the worker's start (from another thread): it is killed."""
+        self._cancels += 1
 
     def _kill(self) -> None:
         proc, conn = self._proc, self._conn
@@ -105,21 +109,28 @@ class Evaluator:
         if proc is not None:
             if proc.is_alive():
                 proc.kill()
-            proc.join(timeout=10)
+            proc.join(timeout=0.2)
+            if proc.exitcode is None:  # the driver is still tearing its context down: reap it later
+                _detach(proc)
         if conn is not None:
             conn.close()
 
     # -------------------------------------------------------------- jobs
 
-    def run(self, job: EvalJob, timeout: float | None = None, on_stage: StageCallback | None = None) -> EvalResult:
-        """Run one job; never raises for what the job does, never waits past `timeout`."""
-        with self._lock:
-            self._cancel.clear()
+    def run(self, job: EvalJob, timeout: float | None = None, on_stage: StageCallback | None = None,
+            stop: threading.Event | None = None) -> EvalResult:
+        """Run one job, alone on the GPU (gpu_gate.py); never raises for what the job does, never
+        waits past `timeout`."""
+        with self._lock, gate(self.device_index).exclusive():
+            cancels = self._cancels
             try:
-                gpu = self.start()
+                gpu = self.start(stop)
             except EvaluatorUnavailable as e:
+                if self._cancels != cancels or (stop is not None and stop.is_set()):
+                    return EvalResult(kernel=job.kernel, status="cancelled", message=str(e))
                 return EvalResult(kernel=job.kernel, status="unavailable", message=str(e))
             started = time.monotonic()
+            log.debug("worker %d: job %s (%d sizes)", self.device_index, job.kernel, len(job.sizes))
             limit = timeout if timeout is not None else self.timeout
             stage = "starting"
             try:
@@ -127,7 +138,8 @@ class Evaluator:
             except (BrokenPipeError, OSError):
                 return self._lost(job, "receiving the job", started)
             while True:
-                if self._cancel.is_set():
+                if self._cancels != cancels or (stop is not None and stop.is_set()):
+                    log.debug("worker %d: cancelled while %s", self.device_index, stage)
                     self._kill()
                     return _result(job, "cancelled", f"cancelled while {stage}", started, gpu)
                 try:
@@ -170,6 +182,15 @@ class Evaluator:
         self.restarts += 1
         return _result(job, "crashed", f"the worker process died ({how}) while {stage}; it will restart",
                        started, self.gpu)
+
+
+def _detach(proc: Any) -> None:
+    """A killed worker whose exit the kernel has not finished: reaped by a daemon thread, and
+    out of multiprocessing's list, whose exit handler would otherwise wait for it."""
+    children = getattr(multiprocessing.process, "_children", None)
+    if isinstance(children, set):
+        children.discard(proc)
+    threading.Thread(target=proc.join, name="fsr-reap-worker", daemon=True).start()
 
 
 def _result(job: EvalJob, status: str, message: str, started: float, gpu: GpuInfo | None) -> EvalResult:

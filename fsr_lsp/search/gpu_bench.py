@@ -49,6 +49,11 @@ class GpuBench:
         return self.backend.evaluate([dataclasses.replace(self._request(proposal, strict), action="confirm")],
                                    self.cancel)[0]
 
+    def interrupt(self) -> None:
+        """Stop the GPU work in flight now (the search's deadline or cancel; its cancel event,
+        already set, stops what is queued)."""
+        self.backend.cancel()
+
     def profile(self, proposal: Proposal | None) -> Profiled:
         """Nsight Compute facts about a candidate (the original when None) at the bench size."""
         if proposal is None:

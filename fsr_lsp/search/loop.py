@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Literal, Protocol
 
+import logging
+
 from ..evaluator.plan import build_plans
 from ..evaluator.profile import ProfileFacts
 from ..evaluator.records import EvalResult, GpuInfo, SizePlan
@@ -28,6 +30,7 @@ from .proposal import Proposal, Tried
 from .store import HistoryStore, search_key
 from .workload import classify
 
+log = logging.getLogger("fsr_lsp.search")
 FIXABLE = ("wrong", "compile_error", "rejected", "crashed", "timeout")
 BANDWIDTH_SLACK = 0.8  # faster than 1/0.8 of the measured copy bandwidth allows is suspicious
 
@@ -70,13 +73,55 @@ class SearchOutcome:
     problem: str = ""  # what stopped the search early (the generator failing), for the user
     notes: list[str] = field(default_factory=list)  # things the user should know (no profiler, ...)
     original: str = ""  # the kernel as searched (its @fsr block and definition), for diffs
+    unconfirmed: Tried | None = None  # a faster win whose stricter verification the search did not finish
 
 
 def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
                store: HistoryStore | None = None, on_progress: Callable[[Progress], None] | None = None,
-               cancel: threading.Event | None = None) -> SearchOutcome:
-    started = time.monotonic()
+               cancel: threading.Event | None = None, started: float | None = None) -> SearchOutcome:
+    """The search, ended by its rounds, its target, a cancel, or its deadline (`time_budget`
+    seconds after it starts, or after `started` on the monotonic clock when the caller began
+    the work earlier): at the deadline whatever is in flight stops (the bench's GPU work, model
+    requests, sanitizers) and the fastest fully verified candidate so far is the result."""
+    started = time.monotonic() if started is None else started
     cancel = cancel or threading.Event()
+    deadline = Deadline(started + config.time_budget, cancel, getattr(bench, "interrupt", None))
+    try:
+        return _search(source, file, kernel_name, config, bench, generator, store, on_progress, cancel, deadline)
+    finally:
+        deadline.close()
+
+
+class Deadline:
+    """At `at`, the search's cancel is set and the bench interrupted: every layer watches one or
+    the other, so everything in flight stops within a second or two."""
+
+    def __init__(self, at: float, cancel: threading.Event, interrupt: Callable[[], None] | None) -> None:
+        self.at, self.cancel, self.interrupt = at, cancel, interrupt
+        self.reached = threading.Event()
+        self._timer = threading.Timer(max(0.0, at - time.monotonic()), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        log.debug("deadline reached: interrupting")
+        self.reached.set()
+        self.cancel.set()
+        if self.interrupt is not None:
+            self.interrupt()
+
+    @property
+    def passed(self) -> bool:
+        return self.reached.is_set() or time.monotonic() >= self.at
+
+    def close(self) -> None:
+        self._timer.cancel()
+
+
+def _search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
+            store: HistoryStore | None, on_progress: Callable[[Progress], None] | None, cancel: threading.Event,
+            deadline: Deadline) -> SearchOutcome:
+    started = deadline.at - config.time_budget
     report = on_progress or (lambda _: None)
     src = SourceText(source)
     kernel = find_kernel(src, kernel_name)
@@ -93,6 +138,9 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
     report(Progress(0, config.rounds, 0, 0, None, "measuring the original"))
     baseline = bench.baseline()
     if not baseline.verified:
+        if deadline.passed:
+            return SearchOutcome("no_win", f"the time budget ({config.time_budget:g} s) ran out while measuring the "
+                                           "original", baseline=baseline, seconds=time.monotonic() - started, stopped="time")
         return SearchOutcome("failed", f"the original cannot be the oracle: {baseline.message}", baseline=baseline,
                              seconds=time.monotonic() - started)
     gpu = bench.gpu
@@ -112,11 +160,11 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
                            declarations=texts.declarations, screen=getattr(bench, "screen", None),
                            deadline=started + config.time_budget,
                            note=lambda m: report(Progress(round_ + 1, config.rounds, len(outcome.tried),
-                                                          _verified(outcome.tried), _best_speedup(history),
+                                                          _verified(outcome.tried), _best_speedup(history, config),
                                                           f"round {round_ + 1}: {m}")))
         if profiler and round_ >= 1:  # profiler facts help after the first round, not in it
             report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
-                            _best_speedup(history), f"round {round_ + 1}: profiling the leader"))
+                            _best_speedup(history, config), f"round {round_ + 1}: profiling the leader"))
             ctx.profile, ctx.profile_note = profiler.leader(ctx.seeds[0] if ctx.seeds else None)
         return ctx
 
@@ -142,16 +190,16 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
 
     stopped = "rounds"
     for round_ in range(config.rounds):
+        if deadline.passed:
+            stopped = "time"
+            break
         if cancel.is_set():
             stopped = "cancelled"
-            break
-        if time.monotonic() - started > config.time_budget:
-            stopped = "time"
             break
         outcome.rounds = round_ + 1
         ctx = context(round_)
         report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
-                        _best_speedup(history), f"round {round_ + 1}: generating"))
+                        _best_speedup(history, config), f"round {round_ + 1}: generating"))
         try:
             proposals = [_stamp(p, round_) for p in generator.propose(ctx, config.candidates)]
         except GeneratorError as e:
@@ -162,25 +210,32 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
             stopped = "exhausted"
             break
         report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
-                        _best_speedup(history), f"round {round_ + 1}: evaluating {len(proposals)} candidates"))
+                        _best_speedup(history, config), f"round {round_ + 1}: evaluating {len(proposals)} candidates"))
+        log.debug("round %d: evaluating %d", round_ + 1, len(proposals))
         batch = evaluate(proposals)
         batch += _fixes(batch, ctx, generator, config, evaluate, cancel, started)
+        log.debug("round %d: evaluated", round_ + 1)
         history += batch
         outcome.tried += batch
         if not cancel.is_set():
             report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
-                            _best_speedup(history), f"round {round_ + 1}: confirming the leaders"))
-            promote(history, bench, config, round_, record)
-        best = _best_speedup(history)
+                            _best_speedup(history, config), f"round {round_ + 1}: confirming the leaders"))
+            promote(history, bench, config, round_, record, started,
+                    lambda: report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
+                                            _best_speedup(history, config), f"round {round_ + 1}: a leader verified")))
+        best = _best_speedup(history, config)
         report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried), best,
                         f"round {round_ + 1} done"))
         if config.target_speedup and best and best >= config.target_speedup:
             stopped = "target"
             break
-    if cancel.is_set():
+    if deadline.passed:
+        stopped = "time"
+    elif cancel.is_set():
         stopped = "cancelled"
     outcome.stopped = stopped
-    _choose_winner(outcome, history, bench, bench_plan, config, cancel)
+    log.debug("choosing the winner (stopped: %s)", stopped)
+    _choose_winner(outcome, history, bench, bench_plan, config, cancel, started, gpu)
     outcome.seconds = time.monotonic() - started
     if store and search_id is not None:
         store.finish_search(search_id, {"status": outcome.status, "message": outcome.message, "stopped": stopped,
@@ -245,7 +300,8 @@ def _fixes(batch: list[Tried], ctx: RoundContext, generator: Generator, config: 
 
 
 def promote(history: list[Tried], bench: Bench, config: SearchConfig, round_: int,
-            record: Callable[[Tried], None]) -> None:
+            record: Callable[[Tried], None], started: float | None = None,
+            on_confirmed: Callable[[], None] | None = None) -> None:
     """Nothing is shown to a generator as the best, or seeds a round, before the full
     verification: the leaders (the next round's seeds) each pass it once (more seeds and, when
     on, the sanitizers at every test size). One that fails is demoted, and the history says why."""
@@ -256,14 +312,25 @@ def promote(history: list[Tried], bench: Bench, config: SearchConfig, round_: in
         if not pending:
             return
         for t in pending:
-            confirm(t, bench, f"round {round_ + 1} leader", record)
+            verdict = confirm(t, bench, f"round {round_ + 1} leader", record, started)
+            if verdict is None:
+                return  # interrupted (cancel, the deadline): the leaders stay unconfirmed
+            if verdict and on_confirmed is not None:
+                on_confirmed()  # a fully verified best shows at once, before the other leaders' turn
 
 
-def confirm(t: Tried, bench: Bench, role: str, record: Callable[[Tried], None]) -> bool:
-    """Run the stricter verification on a candidate once; a failure demotes it."""
+def confirm(t: Tried, bench: Bench, role: str, record: Callable[[Tried], None],
+            started: float | None = None) -> bool | None:
+    """Run the stricter verification on a candidate once; a failure demotes it. None when it was
+    interrupted (cancelled, or the deadline): the candidate stays as it was, unconfirmed."""
     confirmed = bench.confirm(t.proposal)
+    if confirmed.status == "cancelled" or (confirmed.verified and not confirmed.confirmed and
+                                           any(c.detail == "cancelled" for c in confirmed.checks)):
+        return None
     if confirmed.verified:
         t.result.confirmed = True
+        if started is not None:
+            t.confirmed_at = time.monotonic() - started
         t.result.checks += [c for c in confirmed.checks if c.name.startswith("sanitizer")]
     else:
         t.result.warnings.append(f"demoted as {role}: {confirmed.message}")
@@ -276,22 +343,22 @@ def confirm(t: Tried, bench: Bench, role: str, record: Callable[[Tried], None]) 
 
 
 def _choose_winner(outcome: SearchOutcome, history: list[Tried], bench: Bench, plan: SizePlan, config: SearchConfig,
-                   cancel: threading.Event) -> None:
+                   cancel: threading.Event, started: float, gpu: GpuInfo) -> None:
+    """The fastest fully verified win. `gpu` as the search began: asking the bench again after a
+    deadline would start the worker the deadline stopped."""
     candidates = ranked(history)
     outcome.best_tried = candidates[0] if candidates else None
     for t in candidates:
         if not t.result.is_win(config.min_gain):
             continue  # inside its own interval of 1 + min_gain: a faster one with a wider interval may not win
-        suspicious = _beyond_bandwidth(t, plan, bench.gpu)
-        if cancel.is_set() and not t.result.confirmed:  # keep what was found, never an unconfirmed suspicious one
-            if suspicious:
-                continue
-            if config.sanitize_winner:
-                t.result.warnings.append("not run under compute-sanitizer: the search was cancelled")
-            outcome.best = t
-            break
+        suspicious = _beyond_bandwidth(t, plan, gpu)
         if (suspicious or config.sanitize_winner) and not t.result.confirmed:
-            if not confirm(t, bench, "winner", lambda _: None):
+            # Interrupted (the deadline, a cancel): what was found is kept only if fully verified.
+            verdict = None if cancel.is_set() else confirm(t, bench, "winner", lambda _: None, started)
+            if verdict is None:
+                outcome.unconfirmed = outcome.unconfirmed or t
+                continue
+            if not verdict:
                 continue
         if suspicious:
             t.result.warnings.append(suspicious + "; confirmed by a stricter verification")
@@ -327,14 +394,17 @@ def _beyond_bandwidth(t: Tried, plan: SizePlan, gpu: GpuInfo) -> str:
 def _summary(outcome: SearchOutcome, config: SearchConfig) -> str:
     base = outcome.baseline.original_time.median_ms if outcome.baseline and outcome.baseline.original_time else 0
     gpu = outcome.baseline.gpu.name if outcome.baseline and outcome.baseline.gpu else "the GPU"
+    pending = _unfinished(outcome)
     if outcome.best:
         r = outcome.best.result
         sizes = len(r.sizes_checked)
         seeds = len(r.seeds)
         return (f"{r.speedup:.2f}x faster ({r.original_time.median_ms:.4g} ms -> {r.candidate_time.median_ms:.4g} ms "
-                f"on {gpu}; verified at {sizes} sizes, {seeds} input sets)")
+                f"on {gpu}; verified at {sizes} sizes, {seeds} input sets)" + (f"; {pending}" if pending else ""))
     failures = Counter(t.result.status for t in outcome.tried if not t.verified)
     why = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in failures.most_common())
+    if pending:
+        return f"no fully verified faster rewrite of the {base:.4g} ms original: {pending}" + (f"; {why}" if why else "")
     best = outcome.best_tried
     best_text = f"best verified {best.result.speedup:.3f}x ({best.proposal.note or best.proposal.generator}), " \
                 f"not beyond the noise and a {config.min_gain:.0%} minimum gain{_interval(best.result)}" \
@@ -342,16 +412,35 @@ def _summary(outcome: SearchOutcome, config: SearchConfig) -> str:
     return f"no faster verified rewrite of the {base:.4g} ms original: {best_text}" + (f"; {why}" if why else "")
 
 
+def _unfinished(outcome: SearchOutcome) -> str:
+    """A faster candidate the search could not fully verify before it was stopped, said plainly."""
+    t = outcome.unconfirmed
+    if t is None or (outcome.best is not None and (t.result.speedup or 0) <= (outcome.best.result.speedup or 0)):
+        return ""
+    when = "at the deadline" if outcome.stopped == "time" else "when the search was cancelled"
+    return f"{t.result.speedup:.2f}x passed the checks but its sanitizers had not finished {when}, so it is not a result"
+
+
 def _interval(result: EvalResult) -> str:
     return f" (interval {result.speedup_ci[0]:.3f}-{result.speedup_ci[1]:.3f})" if result.speedup_ci else ""
+
+
+def first_win_seconds(outcome: SearchOutcome, sanitized: bool = True) -> float | None:
+    """Seconds into the search when the first fully verified win was known (None: no win);
+    with the sanitizers on, when its stricter verification passed."""
+    wins = [t for t in outcome.tried if t.verified and t.result.is_win(0.0)]
+    times = [t.confirmed_at for t in wins if t.confirmed_at is not None] if sanitized else [t.found_at for t in wins]
+    return min(times) if outcome.best is not None and times else None
 
 
 def _verified(tried: list[Tried]) -> int:
     return sum(t.verified for t in tried)
 
 
-def _best_speedup(tried: list[Tried]) -> float | None:
-    r = ranked(tried)
+def _best_speedup(tried: list[Tried], config: SearchConfig) -> float | None:
+    """The fastest fully verified so far (the sanitizers passed too, when they are on): what
+    progress shows as the best."""
+    r = [t for t in ranked(tried) if t.result.confirmed or not config.sanitize_winner]
     return r[0].result.speedup if r else None
 
 

@@ -33,6 +33,7 @@ class Tried:
     result: EvalResult
     reused: bool = False  # the verdict came from the store, not a new evaluation
     found_at: float = 0.0  # seconds into the search when the verdict came
+    confirmed_at: float | None = None  # seconds into the search when the stricter verification passed
     fixes: list["Tried"] = field(default_factory=list)
 
     @property

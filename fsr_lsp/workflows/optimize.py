@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -85,6 +86,7 @@ class OptimizeRun:
     draft: str | None = None  # the proven block the rewrite must carry into the file
     proof: Proof | None = None
     outcome: SearchOutcome | None = None
+    started: float = 0.0  # monotonic clock when Optimize began: the time budget counts from there
 
 
 class Optimizer:
@@ -117,6 +119,7 @@ class Optimizer:
     def run(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome:
         """Draft, prove and place the spec when the kernel has none, then search; the outcome
         is also kept on the run."""
+        job.started = job.started or time.monotonic()
         job.outcome = self._run(job, report)
         return job.outcome
 
@@ -144,7 +147,7 @@ class Optimizer:
         generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
         with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
             return run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
-                              report, job.cancel)
+                              report, job.cancel, started=job.started)
 
     def prove(self, job: OptimizeRun, report: Callable[[Progress], None]) -> Proof:
         """The draft's proof on the original kernel (cached per kernel text and GPU in .fsr/)."""

@@ -3,6 +3,7 @@ in parallel on the CPU cores while the GPUs run, one job at a time per GPU."""
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import shutil
@@ -13,12 +14,16 @@ from typing import Any
 
 from ..api import evaluate as evaluate_one
 from ..api import run_prepared
-from ..worker_client import Evaluator
+from ..gpu_gate import gate
+from ..sanitizer import TOOLS, Prewarm
+from ..worker_client import Evaluator, EvaluatorUnavailable
 from ..prepare import EvalOptions, prepare
 from ..profile import Profiled, profile
 from ..records import EvalResult, GpuInfo
 from .calls import remote_call
 from .request import EvalRequest
+
+log = logging.getLogger("fsr_lsp.evaluator")
 
 class LocalBackend:
     """This machine's GPUs: candidates compile in parallel on the CPU cores, then run on the
@@ -28,6 +33,8 @@ class LocalBackend:
         self.evaluators = evaluators if isinstance(evaluators, list) else [evaluators]
         self.evaluator = self.evaluators[0]  # profiles and single requests
         self.workers = workers or os.cpu_count() or 2
+        self._warm: dict[int, Prewarm] = {}  # per GPU: sanitizer children loaded for the next confirmation
+        self._warm_lock = threading.Lock()
 
     def start(self) -> GpuInfo:
         infos = [e.start() for e in self.evaluators]
@@ -39,13 +46,24 @@ class LocalBackend:
 
     def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
         cancel = cancel or threading.Event()
+        log.debug("backend: %d requests (%s)", len(requests), ", ".join(sorted({r.action for r in requests})))
         plain = [i for i, r in enumerate(requests) if r.action == "evaluate" and r.candidate is not None]
-        arch = self.start().arch if plain else ""
+        try:
+            arch = self.evaluator.start(cancel).arch if plain else ""
+        except EvaluatorUnavailable as e:
+            status = "cancelled" if cancel.is_set() else "unavailable"
+            return [EvalResult(kernel=r.kernel, status=status, message=str(e)) for r in requests]  # type: ignore[arg-type]
+        if plain:  # a search is under way: its leaders' sanitizers will be wanted, let them load now
+            for e in self.evaluators:
+                self._keep_warm(e)
         results: list[EvalResult | None] = [None] * len(requests)
         pending = queue.SimpleQueue()
         for i in range(len(requests)):
             pending.put(i)
-        with ThreadPoolExecutor(max_workers=min(self.workers, max(len(plain), 1))) as compile_pool:
+        # Every candidate compiles on the CPU cores while the GPUs verify and time the ones ready:
+        # the GPU waits only for the first compile.
+        compile_pool = ThreadPoolExecutor(max_workers=min(self.workers, max(len(plain), 1)))
+        try:
             prepared = {i: compile_pool.submit(prepare, requests[i].source, requests[i].kernel, requests[i].candidate,
                                                arch, requests[i].options) for i in plain}
 
@@ -58,14 +76,19 @@ class LocalBackend:
                     r = requests[i]
                     if cancel.is_set():
                         results[i] = EvalResult(kernel=r.kernel, status="cancelled", message="search cancelled")
-                    elif i in prepared and evaluator.start().arch == arch:
-                        results[i] = run_prepared(evaluator, prepared[i].result(), timeout=r.timeout)
+                    elif i in prepared and _arch(evaluator, cancel) == arch:
+                        results[i] = run_prepared(evaluator, prepared[i].result(), timeout=r.timeout, cancel=cancel)
                     else:
+                        confirm = r.action == "confirm"
                         results[i] = evaluate_one(evaluator, r.source, r.kernel, r.candidate, r.options,
-                                              sanitize_winner=r.action == "confirm", timeout=r.timeout)
+                                                  sanitize_winner=confirm, timeout=r.timeout, cancel=cancel,
+                                                  prewarm=self._take_warm(evaluator) if confirm else None)
 
             with ThreadPoolExecutor(max_workers=len(self.evaluators)) as gpu_pool:
                 list(gpu_pool.map(drain, self.evaluators))  # re-raises what a worker thread raised
+        finally:
+            compile_pool.shutdown(wait=not cancel.is_set(), cancel_futures=True)  # a cancel waits for no compile
+        log.debug("backend: %d requests done", len(requests))
         assert all(r is not None for r in results)  # every request was drained
         return results  # type: ignore[return-value]
 
@@ -73,8 +96,24 @@ class LocalBackend:
         prepared = prepare(request.source, request.kernel, request.candidate, self.start().arch, request.options)
         if prepared.job is None:
             return Profiled(None, f"not profiled: {prepared.result.message if prepared.result else 'no job'}")
-        return profile(prepared.job, self.evaluator.device_index,
-                       "candidate" if request.candidate is not None else "original")
+        with gate(self.evaluator.device_index).shared():  # ncu replays kernels: never beside a timed run
+            return profile(prepared.job, self.evaluator.device_index,
+                           "candidate" if request.candidate is not None else "original")
+
+    def _keep_warm(self, evaluator: Evaluator) -> None:
+        """Sanitizer children loaded and waiting for this GPU's next confirmation."""
+        with self._warm_lock:
+            warm = self._warm.get(evaluator.device_index)
+            if warm is None or not warm.alive:
+                if warm is not None:
+                    warm.close()
+                self._warm[evaluator.device_index] = Prewarm(TOOLS, evaluator.device_index)
+
+    def _take_warm(self, evaluator: Evaluator) -> Prewarm | None:
+        with self._warm_lock:
+            warm = self._warm.pop(evaluator.device_index, None)
+        self._keep_warm(evaluator)  # the next confirmation's, loading while this one runs
+        return warm
 
     def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
         """The registered call `name` (calls.py) on this machine's first GPU."""
@@ -86,8 +125,20 @@ class LocalBackend:
             e.cancel()
 
     def close(self) -> None:
+        with self._warm_lock:
+            warm, self._warm = list(self._warm.values()), {}
+        for w in warm:
+            w.close()
         for e in self.evaluators:
             e.close()
+
+
+def _arch(evaluator: Evaluator, cancel: threading.Event) -> str:
+    """The GPU's arch, or '' when its worker cannot start (the request then says why)."""
+    try:
+        return evaluator.start(cancel).arch
+    except EvaluatorUnavailable:
+        return ""
 
 
 def local_gpus(spec: str | int) -> list[int]:

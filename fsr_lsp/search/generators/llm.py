@@ -28,7 +28,7 @@ class LLMGenerator:
     wants_profile = True  # the loop profiles each round's leader for the next prompt
 
     def __init__(self, config: LLMConfig, *, client: Any = None, sleep: Callable[[float], None] = time.sleep,
-                 parallel: int = 4) -> None:
+                 parallel: int = 8) -> None:
         self.config = config
         self.name = f"llm:{config.model}"
         self._parallel = parallel
@@ -37,7 +37,7 @@ class LLMGenerator:
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
         prompts = [propose_prompt(ctx, i, n) for i in range(n)]
         with ThreadPoolExecutor(max_workers=max(1, min(self._parallel, n))) as pool:
-            outcomes = list(pool.map(self._ask_safely, prompts))
+            outcomes = list(pool.map(lambda p: self._ask_safely(p, ctx.deadline), prompts))
         proposals = [self._proposal(ctx, prompt, answer) for prompt, answer in zip(prompts, outcomes)
                      if not isinstance(answer, GeneratorError)]
         if not proposals:
@@ -49,7 +49,7 @@ class LLMGenerator:
         prompt = fix_prompt(failed)
         if prompt is None:
             return None  # too long to send back: the candidate is dropped, not fixed
-        answer = self._ask(prompt)
+        answer = self._ask(prompt, ctx.deadline)
         p = self._proposal(ctx, prompt, answer)
         return Proposal(source=p.source, generator=p.generator, note=f"fix of {failed.proposal.note or 'a candidate'}: "
                         f"{p.note}"[:300], prompt=p.prompt, response=p.response, parent=failed.proposal.key,
@@ -57,15 +57,15 @@ class LLMGenerator:
 
     # ------------------------------------------------------------ one completion
 
-    def _ask_safely(self, prompt: str) -> str | GeneratorError:
+    def _ask_safely(self, prompt: str, deadline: float | None = None) -> str | GeneratorError:
         try:
-            return self._ask(prompt)
+            return self._ask(prompt, deadline)
         except GeneratorError as e:
             return e
 
-    def _ask(self, prompt: str) -> str:
+    def _ask(self, prompt: str, deadline: float | None = None) -> str:
         try:
-            return self._chat.ask(system_prompt(), prompt)
+            return self._chat.ask(system_prompt(), prompt, deadline=deadline)
         except ChatError as e:
             raise GeneratorError(str(e)) from None
 

@@ -22,6 +22,10 @@ from .strategy import Annealer
 
 ANNEAL_BUDGET = 64  # configurations screened per round after the sweep
 ROUND_SECONDS = 40.0  # of screening per round at most
+# The first round is short, so that a first verified win shows within seconds of the start: a
+# few seconds of screening, its two best configurations verified; later rounds screen longer.
+FIRST_ROUND_SECONDS = 2.0
+FIRST_ROUND_PROPOSALS = 2
 SWEEP_SHARE = 0.5  # of a round's screening time for the sweep of launch shapes at most
 VERIFY_SHARE = 0.4  # of the search's remaining time left for the full verification of what screening found
 BATCH = 16  # configurations compiled in parallel and screened together
@@ -41,6 +45,8 @@ class BuiltinGenerator:
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
         space, tuner = self._tuner(ctx)
         tried = {t.proposal.key for t in ctx.history}
+        if ctx.screen is not None and ctx.round == 0:
+            n = min(n, FIRST_ROUND_PROPOSALS)
         if ctx.screen is not None:
             self._explore(ctx, tuner)
             order = self._screened_order(tuner)
@@ -63,7 +69,7 @@ class BuiltinGenerator:
 
     def _explore(self, ctx: RoundContext, tuner: Annealer) -> None:
         now = time.monotonic()
-        deadline = now + self.seconds
+        deadline = now + (min(self.seconds, FIRST_ROUND_SECONDS) if ctx.round == 0 else self.seconds)
         if ctx.deadline is not None:
             deadline = min(deadline, now + max(0.0, ctx.deadline - now) * (1 - VERIFY_SHARE))
         if ctx.round == 0 or not tuner.times:

@@ -1,0 +1,64 @@
+"""Who may use a GPU at the same moment: a timed run has it alone; work that times nothing
+(compute-sanitizer tools, a profiler) may share it with each other, never with a timed run.
+
+One gate per device index in this process (every worker client and sanitizer run of this
+process goes through it). Timed runs wait for the shared work to end, and shared work waits
+while a timed run waits, so neither side starves.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+
+class GpuGate:
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._sharing = 0
+        self._exclusive = False
+        self._waiting_exclusive = 0
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """For a timed run: nothing else on this GPU meanwhile."""
+        with self._cond:
+            self._waiting_exclusive += 1
+            self._cond.wait_for(lambda: not self._exclusive and self._sharing == 0)
+            self._waiting_exclusive -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """For work that times nothing: beside other such work, never beside a timed run."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._exclusive and self._waiting_exclusive == 0)
+            self._sharing += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._sharing -= 1
+                self._cond.notify_all()
+
+    @property
+    def state(self) -> tuple[bool, int]:
+        """(a timed run holds it, how many share it): for tests and logs."""
+        with self._cond:
+            return self._exclusive, self._sharing
+
+
+_GATES: dict[int, GpuGate] = {}
+_LOCK = threading.Lock()
+
+
+def gate(device_index: int) -> GpuGate:
+    with _LOCK:
+        return _GATES.setdefault(device_index, GpuGate())
