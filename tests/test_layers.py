@@ -64,3 +64,12 @@ def test_the_servers_search_jobs_do_not_import_the_server():
     for name in ("searches.py", "edits.py", "logs.py", "check.py", "diagnostics.py", "watch.py"):
         found = imports(PACKAGE / "server" / name)
         assert "fsr_lsp.server.server" not in found and "fsr_lsp.server.main" not in found, name
+
+
+def test_no_module_is_over_400_lines_and_every_package_says_what_lives_there():
+    for path in PACKAGE.rglob("*.py"):
+        lines = path.read_text().count("\n")
+        assert lines <= 400, f"{path.relative_to(PACKAGE)} has {lines} lines: split it by what it holds"
+        if path.name == "__init__.py":
+            doc = ast.get_docstring(ast.parse(path.read_text()))
+            assert doc and len(doc) > 20, f"{path.relative_to(PACKAGE)} says nothing of what lives there"

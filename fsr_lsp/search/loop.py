@@ -8,72 +8,32 @@ same loop; the generator reads `ctx.mode`. The loop only sees the evaluator thro
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field
-from typing import Callable, Literal, Protocol
-
-import logging
+from dataclasses import asdict
+from typing import Callable
 
 from ..evaluator.plan import build_plans
 from ..evaluator.profile import ProfileFacts
-from ..evaluator.records import EvalResult, GpuInfo, SizePlan
 from ..kernels import find_kernel, kernel_source
 from ..source import SourceText
 from ..specs import parse_spec, render_spec
 from .config import SearchConfig
 from .context import RoundContext
+from .deadline import Deadline
 from .generators.base import Generator, GeneratorError
+from .outcome import Bench, Progress, SearchOutcome, ranked
 from .proposal import Proposal, Tried
 from .store import HistoryStore, search_key
+from .verdict import choose_winner, first_win_seconds, promote
 from .workload import classify
+
+__all__ = ["Bench", "Deadline", "Progress", "SearchOutcome", "first_win_seconds", "ranked", "run_search"]
 
 log = logging.getLogger("fsr_lsp.search")
 FIXABLE = ("wrong", "compile_error", "rejected", "crashed", "timeout")
-BANDWIDTH_SLACK = 0.8  # faster than 1/0.8 of the measured copy bandwidth allows is suspicious
-
-
-class Bench(Protocol):
-    gpu: GpuInfo
-    flags: tuple[str, ...]  # compile flags of both kernels: part of the search's identity
-
-    def baseline(self) -> EvalResult: ...
-
-    def evaluate(self, proposals: list[Proposal]) -> list[EvalResult]: ...
-
-    def confirm(self, proposal: Proposal) -> EvalResult:
-        """Stricter verification of a winner: more seeds, and the sanitizers."""
-        ...
-
-
-@dataclass
-class Progress:
-    round: int
-    rounds: int
-    tried: int
-    verified: int
-    best_speedup: float | None
-    message: str
-
-
-@dataclass
-class SearchOutcome:
-    status: Literal["improved", "no_win", "cancelled", "failed"]
-    message: str
-    baseline: EvalResult | None = None
-    best: Tried | None = None  # the verified win, when there is one
-    best_tried: Tried | None = None  # the fastest verified candidate, win or not
-    tried: list[Tried] = field(default_factory=list)  # this search's candidates (fixes included)
-    rounds: int = 0
-    seconds: float = 0.0
-    stopped: str = ""  # rounds, time, target, cancelled, exhausted, generator
-    search_key: str = ""
-    problem: str = ""  # what stopped the search early (the generator failing), for the user
-    notes: list[str] = field(default_factory=list)  # things the user should know (no profiler, ...)
-    original: str = ""  # the kernel as searched (its @fsr block and definition), for diffs
-    unconfirmed: Tried | None = None  # a faster win whose stricter verification the search did not finish
 
 
 def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
@@ -90,32 +50,6 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
         return _search(source, file, kernel_name, config, bench, generator, store, on_progress, cancel, deadline)
     finally:
         deadline.close()
-
-
-class Deadline:
-    """At `at`, the search's cancel is set and the bench interrupted: every layer watches one or
-    the other, so everything in flight stops within a second or two."""
-
-    def __init__(self, at: float, cancel: threading.Event, interrupt: Callable[[], None] | None) -> None:
-        self.at, self.cancel, self.interrupt = at, cancel, interrupt
-        self.reached = threading.Event()
-        self._timer = threading.Timer(max(0.0, at - time.monotonic()), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        log.debug("deadline reached: interrupting")
-        self.reached.set()
-        self.cancel.set()
-        if self.interrupt is not None:
-            self.interrupt()
-
-    @property
-    def passed(self) -> bool:
-        return self.reached.is_set() or time.monotonic() >= self.at
-
-    def close(self) -> None:
-        self._timer.cancel()
 
 
 def _search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
@@ -235,7 +169,7 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
         stopped = "cancelled"
     outcome.stopped = stopped
     log.debug("choosing the winner (stopped: %s)", stopped)
-    _choose_winner(outcome, history, bench, bench_plan, config, cancel, started, gpu)
+    choose_winner(outcome, history, bench, bench_plan, config, cancel, started, gpu)
     outcome.seconds = time.monotonic() - started
     if store and search_id is not None:
         store.finish_search(search_id, {"status": outcome.status, "message": outcome.message, "stopped": stopped,
@@ -262,11 +196,6 @@ class Profiler:
             if profiled.note and profiled.note not in self.outcome.notes:
                 self.outcome.notes.append(profiled.note)
         return self._facts[key]
-
-
-def ranked(tried: list[Tried]) -> list[Tried]:
-    """Verified candidates, fastest first (by speedup over the original each was timed against)."""
-    return sorted((t for t in tried if t.verified and t.result.speedup), key=lambda t: -(t.result.speedup or 0))
 
 
 def _stamp(p: Proposal, round_: int) -> Proposal:
@@ -297,140 +226,6 @@ def _fixes(batch: list[Tried], ctx: RoundContext, generator: Generator, config: 
         fixed += results
         pending = [t for t in results if t.result.status in FIXABLE]
     return fixed
-
-
-def promote(history: list[Tried], bench: Bench, config: SearchConfig, round_: int,
-            record: Callable[[Tried], None], started: float | None = None,
-            on_confirmed: Callable[[], None] | None = None) -> None:
-    """Nothing is shown to a generator as the best, or seeds a round, before the full
-    verification: the leaders (the next round's seeds) each pass it once (more seeds and, when
-    on, the sanitizers at every test size). One that fails is demoted, and the history says why."""
-    if not config.sanitize_winner:
-        return  # the regular verification is then the full one
-    while True:
-        pending = [t for t in ranked(history)[: config.seeds] if not t.result.confirmed]
-        if not pending:
-            return
-        for t in pending:
-            verdict = confirm(t, bench, f"round {round_ + 1} leader", record, started)
-            if verdict is None:
-                return  # interrupted (cancel, the deadline): the leaders stay unconfirmed
-            if verdict and on_confirmed is not None:
-                on_confirmed()  # a fully verified best shows at once, before the other leaders' turn
-
-
-def confirm(t: Tried, bench: Bench, role: str, record: Callable[[Tried], None],
-            started: float | None = None) -> bool | None:
-    """Run the stricter verification on a candidate once; a failure demotes it. None when it was
-    interrupted (cancelled, or the deadline): the candidate stays as it was, unconfirmed."""
-    confirmed = bench.confirm(t.proposal)
-    if confirmed.status == "cancelled" or (confirmed.verified and not confirmed.confirmed and
-                                           any(c.detail == "cancelled" for c in confirmed.checks)):
-        return None
-    if confirmed.verified:
-        t.result.confirmed = True
-        if started is not None:
-            t.confirmed_at = time.monotonic() - started
-        t.result.checks += [c for c in confirmed.checks if c.name.startswith("sanitizer")]
-    else:
-        t.result.warnings.append(f"demoted as {role}: {confirmed.message}")
-        t.result.status = "spec_error" if confirmed.status == "spec_error" else "wrong"
-        t.result.message = f"demoted as {role} by the stricter verification: {confirmed.message}"
-        t.result.checks += [c for c in confirmed.checks if c.status == "fail"]
-        t.result.mismatch = confirmed.mismatch or t.result.mismatch
-    record(t)
-    return confirmed.verified
-
-
-def _choose_winner(outcome: SearchOutcome, history: list[Tried], bench: Bench, plan: SizePlan, config: SearchConfig,
-                   cancel: threading.Event, started: float, gpu: GpuInfo) -> None:
-    """The fastest fully verified win. `gpu` as the search began: asking the bench again after a
-    deadline would start the worker the deadline stopped."""
-    candidates = ranked(history)
-    outcome.best_tried = candidates[0] if candidates else None
-    for t in candidates:
-        if not t.result.is_win(config.min_gain):
-            continue  # inside its own interval of 1 + min_gain: a faster one with a wider interval may not win
-        suspicious = _beyond_bandwidth(t, plan, gpu)
-        if (suspicious or config.sanitize_winner) and not t.result.confirmed:
-            # Interrupted (the deadline, a cancel): what was found is kept only if fully verified.
-            verdict = None if cancel.is_set() else confirm(t, bench, "winner", lambda _: None, started)
-            if verdict is None:
-                outcome.unconfirmed = outcome.unconfirmed or t
-                continue
-            if not verdict:
-                continue
-        if suspicious:
-            t.result.warnings.append(suspicious + "; confirmed by a stricter verification")
-        outcome.best = t
-        break
-    if outcome.best:
-        outcome.status = "improved"
-    elif outcome.stopped == "cancelled":
-        outcome.status = "cancelled"
-    elif outcome.stopped == "generator" and not outcome.tried:
-        outcome.status = "failed"
-    else:
-        outcome.status = "no_win"
-    summary = _summary(outcome, config)
-    if outcome.status == "failed":
-        outcome.message = outcome.problem
-    else:
-        outcome.message = summary if not outcome.problem else f"{summary} (stopped early: {outcome.problem})"
-
-
-def _beyond_bandwidth(t: Tried, plan: SizePlan, gpu: GpuInfo) -> str:
-    """A time below what the buffers' bytes allow at the measured bandwidth: worth a second look."""
-    if not gpu.bandwidth_gbps or t.time_ms is None:
-        return ""
-    nbytes = sum(a.nbytes * (2 if a.direction == "inout" else 1) for a in plan.args if a.kind == "buffer")
-    floor_ms = nbytes / (gpu.bandwidth_gbps * 1e9) * 1e3
-    if t.time_ms < BANDWIDTH_SLACK * floor_ms:
-        return (f"{t.time_ms:.4g} ms is below the {floor_ms:.4g} ms that moving {nbytes / 1e6:.1f} MB at the "
-                f"measured {gpu.bandwidth_gbps:.0f} GB/s takes")
-    return ""
-
-
-def _summary(outcome: SearchOutcome, config: SearchConfig) -> str:
-    base = outcome.baseline.original_time.median_ms if outcome.baseline and outcome.baseline.original_time else 0
-    gpu = outcome.baseline.gpu.name if outcome.baseline and outcome.baseline.gpu else "the GPU"
-    pending = _unfinished(outcome)
-    if outcome.best:
-        r = outcome.best.result
-        sizes = len(r.sizes_checked)
-        seeds = len(r.seeds)
-        return (f"{r.speedup:.2f}x faster ({r.original_time.median_ms:.4g} ms -> {r.candidate_time.median_ms:.4g} ms "
-                f"on {gpu}; verified at {sizes} sizes, {seeds} input sets)" + (f"; {pending}" if pending else ""))
-    failures = Counter(t.result.status for t in outcome.tried if not t.verified)
-    why = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in failures.most_common())
-    if pending:
-        return f"no fully verified faster rewrite of the {base:.4g} ms original: {pending}" + (f"; {why}" if why else "")
-    best = outcome.best_tried
-    best_text = f"best verified {best.result.speedup:.3f}x ({best.proposal.note or best.proposal.generator}), " \
-                f"not beyond the noise and a {config.min_gain:.0%} minimum gain{_interval(best.result)}" \
-        if best and best.result.speedup else "no candidate verified"
-    return f"no faster verified rewrite of the {base:.4g} ms original: {best_text}" + (f"; {why}" if why else "")
-
-
-def _unfinished(outcome: SearchOutcome) -> str:
-    """A faster candidate the search could not fully verify before it was stopped, said plainly."""
-    t = outcome.unconfirmed
-    if t is None or (outcome.best is not None and (t.result.speedup or 0) <= (outcome.best.result.speedup or 0)):
-        return ""
-    when = "at the deadline" if outcome.stopped == "time" else "when the search was cancelled"
-    return f"{t.result.speedup:.2f}x passed the checks but its sanitizers had not finished {when}, so it is not a result"
-
-
-def _interval(result: EvalResult) -> str:
-    return f" (interval {result.speedup_ci[0]:.3f}-{result.speedup_ci[1]:.3f})" if result.speedup_ci else ""
-
-
-def first_win_seconds(outcome: SearchOutcome, sanitized: bool = True) -> float | None:
-    """Seconds into the search when the first fully verified win was known (None: no win);
-    with the sanitizers on, when its stricter verification passed."""
-    wins = [t for t in outcome.tried if t.verified and t.result.is_win(0.0)]
-    times = [t.confirmed_at for t in wins if t.confirmed_at is not None] if sanitized else [t.found_at for t in wins]
-    return min(times) if outcome.best is not None and times else None
 
 
 def _verified(tried: list[Tried]) -> int:
