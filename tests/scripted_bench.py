@@ -69,3 +69,28 @@ class ScriptedBench:
                               message='the candidate does not compile:\nkernel.cu(7): error: identifier "q" is undefined\n'
                                       "      y[i] = q;\n             ^\n\n1 error detected")
         return EvalResult(kernel="k", status=kind, message=f"scripted {kind}", gpu=GPU)  # type: ignore[arg-type]
+
+
+class BrokenBench(ScriptedBench):
+    """A bench whose first call fails as a bug of ours or a locked history would."""
+
+    def baseline(self):
+        raise RuntimeError("database is locked")
+
+
+class SlowBench(ScriptedBench):
+    """Each evaluation takes a second unless the search interrupts it (a CLI's Ctrl-C, piped
+    progress)."""
+
+    def __init__(self):
+        super().__init__()
+        import threading
+
+        self.stop = threading.Event()
+
+    def interrupt(self):
+        self.stop.set()
+
+    def evaluate(self, proposals):
+        self.stop.wait(1.0)
+        return super().evaluate(proposals)

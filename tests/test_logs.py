@@ -79,3 +79,25 @@ def test_the_level_setting_raises_and_lowers_it_and_refuses_nonsense(tmp_path, r
     text = log.read_text()
     assert "fsr's own line" in text and "not shown at warning" not in text
     assert f"Sending data: {MARKER}" not in text and f"DEBUG pygls.protocol.json_rpc: Sending data: second {MARKER}" in text
+
+
+def test_a_debug_log_inside_the_watched_workspace_does_not_feed_itself(tmp_path):
+    """watchdog logs each event at DEBUG: a log file in the workspace must not become a loop of
+    events about its own lines."""
+    import time
+
+    from fsr_lsp.server.watch import WorkspaceWatcher
+
+    log = tmp_path / "fsr-debug.log"
+    logs.configure("debug", str(log))
+    watcher = WorkspaceWatcher(tmp_path, lambda path: None)
+    watcher.start()
+    try:
+        logging.getLogger("fsr_lsp").debug("one line")
+        time.sleep(1.0)
+        size = log.stat().st_size
+        time.sleep(1.0)
+        assert log.stat().st_size == size, "the log keeps growing on an idle server"
+    finally:
+        watcher.stop()
+        logs.configure("info", None)

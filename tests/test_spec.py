@@ -177,3 +177,23 @@ def test_constant_initialisers_are_checked(bins, total, needle):
     p, line = problem(HIST_SPEC.format(bins=bins, total=total) + HIST, "hist")
     assert needle in p.message, p.message
     assert line.startswith(("bins", "total"))
+
+
+def test_shared_memory_beyond_any_gpu_and_endless_test_lists_are_refused_before_the_gpu():
+    from fsr_lsp.kernels import find_kernel
+    from fsr_lsp.source import SourceText
+    from fsr_lsp.specs import parse_spec
+
+    from .conftest import EXAMPLES
+
+    saxpy = (EXAMPLES / "saxpy.cu").read_text()
+    huge = saxpy.replace("block = 256", 'block = 256\nsmem = "1 << 40"')
+    src = SourceText(huge)
+    result = parse_spec(src, find_kernel(src, "saxpy"))
+    assert any("smem" in p.message and "at most 232448" in p.message for p in result.problems)
+    many = saxpy.replace("tests = [ { n = 1 }, { n = 1000 }, { n = 65537 } ]",
+                         "tests = [ " + ", ".join(f"{{ n = {i + 1} }}" for i in range(20001)) + " ]")
+    assert many != saxpy
+    src = SourceText(many)
+    result = parse_spec(src, find_kernel(src, "saxpy"))
+    assert any("20001 test sizes; at most 64" in p.message for p in result.problems)

@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from ..redaction import redact
+
+
+class InputError(Exception):
+    """What the user gave cannot be used; the message is one line, the exit status 2."""
+
+
+def read_source(path: Path) -> str:
+    """A source file's text, or InputError saying plainly why not (missing, unreadable, not
+    UTF-8: which byte, where)."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError(f"{path} is not UTF-8 text: byte 0x{data[e.start]:02x} on line {line} (offset {e.start}); "
+                         "save it as UTF-8") from None
 
 
 def fail(message: str, code: int) -> int:

@@ -12,7 +12,10 @@ from ..evaluator.serde import to_json
 from ..evaluator.support import gpu_support_missing
 from ..evaluator.backends import local_gpus
 from ..settings import add_setting_flags, settings_from_args
-from .common import fail, make_console
+from ..kernels import discover
+from ..source import SourceText
+from ..specs import parse_spec
+from .common import InputError, fail, make_console, read_source
 from .render import render_result
 
 EXIT = {"verified": 0, "spec_error": 2, "unavailable": 3}
@@ -37,10 +40,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        source = args.file.read_text(encoding="utf-8")
-        candidate = args.candidate.read_text(encoding="utf-8") if args.candidate else None
-    except OSError as e:
-        return fail(f"cannot read {e.filename}: {e.strerror}", 2)
+        source = read_source(args.file)
+        candidate = read_source(args.candidate) if args.candidate else None
+    except InputError as e:
+        return fail(str(e), 2)
+    problem = _precheck(args, source)
+    if problem:  # what the CPU can tell is said before asking for a GPU
+        return fail(problem, 2)
     missing = gpu_support_missing("GPU evaluation needs")
     if missing:
         return fail(missing, 3)
@@ -66,6 +72,28 @@ def run(args: argparse.Namespace) -> int:
     else:
         render_result(result, args.file, args.candidate, min_gain=settings.search_min_gain)
     return EXIT.get(result.status, 1)
+
+
+def _precheck(args: argparse.Namespace, source: str) -> str:
+    """Why this evaluation cannot run, as far as the CPU can tell ('' when it can)."""
+    for name, value, floor in (("--reps", args.reps, 1), ("--seeds", args.seeds, 1)):
+        if value < floor:
+            return f"{name} {value}: expected at least {floor}"
+    if args.timeout <= 0:
+        return f"--timeout {args.timeout:g}: expected a positive number of seconds"
+    src = SourceText(source)
+    found = discover(src)
+    kernel = next((k for k in found.kernels if k.name == args.kernel), None)
+    if kernel is None:
+        names = ", ".join(k.name for k in found.kernels) or "none"
+        return f"no kernel named {args.kernel} in {args.file} (kernels there: {names})"
+    if not kernel.complete:
+        return f"{args.kernel} in {args.file} is incomplete: its braces do not balance"
+    result = parse_spec(src, kernel)
+    if result.spec is None:
+        errors = [f"line {p.span.start.line + 1}: {p.message}" for p in result.problems if p.severity == "error"]
+        return f"the @fsr spec of {args.kernel} is unusable: " + ("; ".join(errors[:3]) or "no spec")
+    return ""
 
 
 class _Status:

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..search import HistoryStore
-from .common import make_console
+from .common import fail, make_console
 from .workspace import workspace_of
 
 
@@ -24,8 +24,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with HistoryStore(workspace_of(args.file, args.workspace)) as store:
+    if not args.file.is_file():
+        return fail(f"cannot read {args.file}: no such file", 2)
+    workspace = workspace_of(args.file, args.workspace)
+    if not (workspace / ".fsr" / "history.sqlite").exists():  # nothing stored: and nothing created
+        make_console().print(f"no history in {workspace} (no search has run there)", markup=False)
+        return 0
+    with HistoryStore(workspace) as store:
         rows = store.history(str(args.file), args.kernel)
+        interrupted = store.interrupted(str(args.file), args.kernel)
     console = make_console()
     if not rows:
         console.print(f"no stored candidates for {args.kernel} in {args.file}", markup=False)
@@ -36,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
                       escape(r.generator[:40]), r.status, f"{r.time_ms:.4g}" if r.time_ms else "",
                       f"{r.speedup:.2f}x" if r.speedup else "", escape(r.message.splitlines()[0][:70] if r.message else ""))
     console.print(table)
+    if interrupted:
+        console.print(f"{interrupted} search{'es' if interrupted > 1 else ''} of {args.kernel} ended without "
+                      "finishing (the process was killed); what they evaluated is above", markup=False)
     if args.source:
         for r in rows:
             console.rule(f"round {r.round + 1}: {r.generator} ({r.status})")

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 
+from .. import scratch
 from ..redaction import RedactingFilter, register_environment
 from . import eval_cmd, history_cmd, optimize_cmd, spec_cmd
 
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
                             format="%(relativeCreated)8.0f ms %(threadName)s %(name)s: %(message)s")
         logging.getLogger().handlers[0].addFilter(RedactingFilter())
     register_environment([getattr(args, "llm_key_env", "")])
+    scratch.sweep()  # what a killed fsr left behind
     try:
         return args.run(args)
     except KeyboardInterrupt:

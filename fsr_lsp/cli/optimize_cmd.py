@@ -25,7 +25,7 @@ from ..search.report import write_report
 from ..settings import add_setting_flags, settings_from_args
 from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
 from . import STARTED
-from .common import fail, make_console
+from .common import InputError, fail, make_console, read_source
 from .workspace import workspace_of
 
 SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup",
@@ -52,9 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True)
     try:
-        source = args.file.read_text(encoding="utf-8")
-    except OSError as e:
-        return fail(f"cannot read {e.filename}: {e.strerror}", 2)
+        source = read_source(args.file)
+    except InputError as e:
+        return fail(str(e), 2)
     kernel = find_kernel(source, args.kernel)
     if kernel is None:
         return fail(f"no kernel named {args.kernel} in {args.file}", 2)
@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:  # a --gpu that names no GPU
         optimizer.close()
         return fail(str(e), 2)
+    except Exception as e:  # a bug of ours, a locked history: one line, never a traceback
+        optimizer.close()
+        return fail(f"the search failed: {type(e).__name__}: {e}", 1)
     try:  # the answer first, then the workers go
         return _finish(args, job, outcome, workspace, settings.search_sanitize)
     finally:
@@ -103,17 +106,26 @@ def _model_drafter(settings):
 
 
 def _run_with_progress(console, optimizer: Optimizer, job: OptimizeRun) -> SearchOutcome:
+    """The search in a thread; a progress bar on a terminal, a line per step when piped (a log
+    or a CI job sees the search move, not silence until the end)."""
     config = job.settings.search_config()
     total = config.rounds * config.candidates
     result: dict[str, SearchOutcome] = {}
+    live = console.is_terminal
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console, transient=False) as bar:
+                  TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console, transient=False,
+                  disable=not live) as bar:
         task = bar.add_task("starting", total=total, best="")
+        last = [""]
 
         def progress(p) -> None:
-            best = f"best {p.best_speedup:.2f}x" if p.best_speedup else ""
-            bar.update(task, description=f"round {p.round}/{p.rounds}: {p.message}", completed=min(p.tried, total),
-                       best=best)
+            best = f"best verified {p.best_speedup:.2f}x" if p.best_speedup else ""
+            description = f"round {p.round}/{p.rounds}: {p.message}"
+            bar.update(task, description=description, completed=min(p.tried, total), best=best)
+            line = f"{description} ({p.tried} tried{', ' + best if best else ''})"
+            if not live and line != last[0]:
+                last[0] = line
+                console.print(line, markup=False, highlight=False)
 
         def work() -> None:
             try:
@@ -133,6 +145,8 @@ def _run_with_progress(console, optimizer: Optimizer, job: OptimizeRun) -> Searc
             thread.join()
     if "error" in result:
         raise result["error"]
+    if "outcome" not in result:  # interrupted before the search could end: say so, no traceback
+        raise RuntimeError("interrupted before the search finished")
     return result["outcome"]
 
 

@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from .. import scratch
 from .limits import CompileLimits, run_limited
 from .ptxas import entry_functions, match_entry, parse_resources
 from .records import CompileResult, KernelBinary, Resources
@@ -103,7 +103,8 @@ def _compile_nvcc(source: str, kernel: KernelRef, options: CompileOptions) -> Co
     if nvcc is None:
         raise CompilerMissing("nvcc not found (set FSR_NVCC or CUDA_HOME, or put nvcc on PATH)")
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="fsr-nvcc-") as tmp:
+    with scratch.folder("nvcc") as folder:
+        tmp = str(folder)
         src_path = Path(tmp) / "kernel.cu"
         out_path = Path(tmp) / "kernel.cubin"
         src_path.write_text(source + _explicit_instantiation(kernel), encoding="utf-8")
@@ -117,7 +118,8 @@ def _compile_nvcc(source: str, kernel: KernelRef, options: CompileOptions) -> Co
                                      compiler="nvcc", limit=run.limit)
         else:
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=options.timeout, cwd=tmp)
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=options.timeout, cwd=tmp,
+                                      env={**os.environ, "TMPDIR": tmp})
             except subprocess.TimeoutExpired:
                 return CompileResult(False, None, f"nvcc did not finish within {options.timeout:.0f} s",
                                      time.perf_counter() - started, compiler="nvcc")

@@ -14,9 +14,10 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import scratch
 
 # Sets the limits, then becomes the command: no Python code runs between fork and exec (a
 # preexec_fn is unsafe in a process with threads, and the compile pool has them).
@@ -60,13 +61,13 @@ class LimitedRun:
 
 def run_limited(cmd: list[str], limits: CompileLimits, cwd: str) -> LimitedRun:
     """Run `cmd` under the limits, in its own process group (killed whole at the wall clock)."""
-    with tempfile.TemporaryDirectory(prefix="fsr-log-") as logs:
+    with scratch.folder("log") as logs:
         out_path, err_path = Path(logs) / "out", Path(logs) / "err"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             wrapped = [sys.executable, "-c", _TRAMPOLINE, str(limits.memory_bytes), str(limits.cpu_seconds),
                        str(limits.output_bytes), *cmd]
             proc = subprocess.Popen(wrapped, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
-                                    start_new_session=True)
+                                    start_new_session=True, env={**os.environ, "TMPDIR": cwd})
             try:
                 code = proc.wait(timeout=limits.wall_seconds)
                 wall = False

@@ -11,10 +11,10 @@ from __future__ import annotations
 import csv
 import dataclasses
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import scratch
 from .records import EvalJob
 from .sanitize_main import child_command
 from .support import find_cuda_tool, last_line
@@ -91,7 +91,7 @@ def profile(job: EvalJob, device_index: int = 0, who: str = "candidate", timeout
     run = dataclasses.replace(job, sizes=bench, mode="sanitize", seeds_per_size=1,
                               sanitize_original=who == "original" or job.candidate is None)
     metrics = ",".join(_METRICS.values()) + "," + _STALLS
-    with tempfile.TemporaryDirectory(prefix="fsr-profile-") as tmp:
+    with scratch.folder("profile") as tmp:
         log = Path(tmp) / "ncu.csv"
         binary = job.original if run.sanitize_original else job.candidate
         assert binary is not None

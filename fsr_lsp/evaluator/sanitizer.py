@@ -22,12 +22,12 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import scratch
 from .records import Check, EvalJob, SizePlan
 from .sanitize_main import waiting_child_command
 from .sanitizer_plan import ToolPlan, plan_tool, uses_shared_memory
@@ -175,7 +175,7 @@ class _Child:
 
     @classmethod
     def start(cls, tool_path: str, tool: str, device_index: int) -> "_Child":
-        folder = Path(tempfile.mkdtemp(prefix="fsr-sanitize-"))
+        folder = scratch.make("sanitize")
         # No kernel filter: besides the kernel only torch's input fills run in that child.
         # --launch-timeout 0: the child may wait long for its job before it touches CUDA.
         cmd = [tool_path, "--tool", tool, "--error-exitcode", str(_EXIT_ON_ERROR), "--print-limit", "100",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from typing import Callable
 
 from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.profile import Profiled
@@ -35,8 +36,9 @@ class GpuBench:
     def baseline(self) -> EvalResult:
         return self.backend.evaluate([EvalRequest(self.source, self.kernel, None, self.options)], self.cancel)[0]
 
-    def evaluate(self, proposals: list[Proposal]) -> list[EvalResult]:
-        return self.backend.evaluate([self._request(p, self.options) for p in proposals], self.cancel)
+    def evaluate(self, proposals: list[Proposal],
+                 on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
+        return self.backend.evaluate([self._request(p, self.options) for p in proposals], self.cancel, on_result)
 
     def screen(self, proposals: list[Proposal]) -> list[EvalResult]:
         """The bench size only, one input set, few repetitions: enough to rank configurations.

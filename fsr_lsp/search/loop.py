@@ -8,6 +8,7 @@ same loop; the generator reads `ctx.mode`. The loop only sees the evaluator thro
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -17,6 +18,7 @@ from typing import Callable
 
 from ..evaluator.plan import build_plans
 from ..evaluator.profile import ProfileFacts
+from ..evaluator.records import EvalResult
 from ..kernels import find_kernel, kernel_source
 from ..source import SourceText
 from ..specs import parse_spec, render_spec
@@ -110,13 +112,25 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
             tried.append(Tried(p, stored, reused=True) if stored else None)  # type: ignore[arg-type]
             if stored is None:
                 fresh.append(p)
-        results = iter(bench.evaluate(fresh)) if fresh else iter(())
-        tried = [t if t is not None else Tried(p, next(results)) for p, t in zip(proposals, tried)]
-        for t in tried:
-            t.found_at = time.monotonic() - started
-            if not t.reused:
-                record(t)
-        return tried
+        arrived: dict[int, float] = {}
+
+        def on_result(i: int, result: EvalResult) -> None:
+            """Stored the moment it arrives: a search killed mid-batch loses nothing evaluated."""
+            arrived[i] = time.monotonic() - started
+            record(Tried(fresh[i], result))
+
+        results = iter(_evaluate(bench, fresh, on_result)) if fresh else iter(())
+        index = iter(range(len(fresh)))
+        out = []
+        for p, t in zip(proposals, tried):
+            if t is None:
+                i = next(index)
+                t = Tried(p, next(results), found_at=arrived.get(i, time.monotonic() - started))
+                record(t)  # again, now with what the batch added (cheap: one row replaced)
+            else:
+                t.found_at = time.monotonic() - started
+            out.append(t)
+        return out
 
     def record(t: Tried) -> None:
         if store:
@@ -226,6 +240,13 @@ def _fixes(batch: list[Tried], ctx: RoundContext, generator: Generator, config: 
         fixed += results
         pending = [t for t in results if t.result.status in FIXABLE]
     return fixed
+
+
+def _evaluate(bench: Bench, proposals: list[Proposal], on_result: Callable[[int, EvalResult], None]) -> list[EvalResult]:
+    """The bench's results, each handed to `on_result` as it arrives when the bench can."""
+    if "on_result" in inspect.signature(bench.evaluate).parameters:
+        return bench.evaluate(proposals, on_result=on_result)
+    return bench.evaluate(proposals)
 
 
 def _verified(tried: list[Tried]) -> int:

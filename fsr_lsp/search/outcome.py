@@ -16,7 +16,10 @@ class Bench(Protocol):
 
     def baseline(self) -> EvalResult: ...
 
-    def evaluate(self, proposals: list[Proposal]) -> list[EvalResult]: ...
+    def evaluate(self, proposals: list[Proposal]) -> list[EvalResult]:
+        """A result per proposal; a bench may also take `on_result(index, result)`, called as
+        each arrives."""
+        ...
 
     def confirm(self, proposal: Proposal) -> EvalResult:
         """Stricter verification of a winner: more seeds, and the sanitizers."""

@@ -22,6 +22,7 @@ from typing import Iterable
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import from_json, to_json
 from ..redaction import redact, register
+from ..scratch import process_alive
 from .proposal import Proposal, Tried
 
 _SCHEMA = """
@@ -34,7 +35,8 @@ CREATE TABLE IF NOT EXISTS searches (
     started REAL NOT NULL,
     finished REAL,
     config TEXT NOT NULL,
-    outcome TEXT
+    outcome TEXT,
+    pid INTEGER
 );
 CREATE TABLE IF NOT EXISTS candidates (
     id INTEGER PRIMARY KEY,
@@ -94,6 +96,10 @@ class HistoryStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(searches)")}
+        if "pid" not in columns:  # a history from before searches knew their process
+            self._db.execute("ALTER TABLE searches ADD COLUMN pid INTEGER")
+        self._mark_interrupted()
 
     def close(self) -> None:
         with self._lock:
@@ -113,9 +119,27 @@ class HistoryStore:
     def start_search(self, key: str, file: str, kernel: str, gpu: str, config: dict) -> int:
         with self._lock, self._db:
             cur = self._db.execute(
-                "INSERT INTO searches (key, file, kernel, gpu, started, config) VALUES (?, ?, ?, ?, ?, ?)",
-                (key, file, kernel, gpu, time.time(), self.redact(json.dumps(config, default=str))))
+                "INSERT INTO searches (key, file, kernel, gpu, started, config, pid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, file, kernel, gpu, time.time(), self.redact(json.dumps(config, default=str)), os.getpid()))
             return int(cur.lastrowid)
+
+    def _mark_interrupted(self) -> None:
+        """Searches whose process is gone without ending them (a kill, a crash) are marked so."""
+        with self._lock, self._db:
+            rows = self._db.execute("SELECT id, pid FROM searches WHERE finished IS NULL").fetchall()
+            for search_id, pid in rows:
+                if pid is None or not process_alive(pid):
+                    self._db.execute("UPDATE searches SET finished = ?, outcome = ? WHERE id = ?",
+                                     (time.time(), json.dumps({"status": "interrupted",
+                                                               "message": "the search's process ended before it did"}),
+                                      search_id))
+
+    def interrupted(self, file: str, kernel: str) -> int:
+        """How many searches of this kernel ended without finishing."""
+        with self._lock:
+            rows = self._db.execute("SELECT outcome FROM searches WHERE file = ? AND kernel = ?",
+                                    (os.path.abspath(file), kernel)).fetchall()
+        return sum(1 for (outcome,) in rows if outcome and json.loads(outcome).get("status") == "interrupted")
 
     def finish_search(self, search_id: int, outcome: dict) -> None:
         with self._lock, self._db:
@@ -166,3 +190,4 @@ class HistoryStore:
                 "SELECT round, generator, status, speedup, time_ms, message, source, created FROM candidates "
                 "WHERE file = ? AND kernel = ? ORDER BY id", (os.path.abspath(file), kernel)).fetchall()
         return [StoredCandidate(*row) for row in rows]
+

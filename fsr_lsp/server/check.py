@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from ..evaluator.worker_client import EvaluatorUnavailable
 from ..evaluator.ptxas import mangled_name, parse_resources
 from ..evaluator.records import Resources
 from .nvcc_output import Message, parse_messages
+from .. import scratch
 from ..settings import Settings
 
 TIMEOUT = 120.0
@@ -48,7 +48,8 @@ async def check_source(text: str, path: Path, settings: Settings, remote: Any = 
         if remote is not None:
             return await asyncio.to_thread(remote_check, remote, text, path, settings)
         return CheckResult(problem=no_nvcc(settings))
-    with tempfile.TemporaryDirectory(prefix="fsr-check-") as tmp:
+    with scratch.folder("check") as scratch_dir:
+        tmp = str(scratch_dir)
         src = Path(tmp) / path.name
         src.write_text(text, encoding="utf-8")
         cmd = nvcc_command(nvcc, src, settings.compiler_arch, settings.compiler_flags,
@@ -123,7 +124,8 @@ def compile_here(backend: Any, payload: dict) -> dict:
     nvcc = find_nvcc(None)
     if nvcc is None:
         return {"problem": "nvcc is not on the GPU worker either"}
-    with tempfile.TemporaryDirectory(prefix="fsr-check-") as tmp:
+    with scratch.folder("check") as scratch_dir:
+        tmp = str(scratch_dir)
         inc = Path(tmp) / "inc"
         for name, content in payload["headers"].items():
             target = inc / name

@@ -37,6 +37,9 @@ def configure(level: str = "info", file: str | None = None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG)
+    # watchdog logs each event at DEBUG: with the log file in the workspace, every line written
+    # would be an event, logged, written, ... (1.2 MB/s and a busy core on an idle server)
+    logging.getLogger("watchdog").setLevel(logging.WARNING)
     set_level(level)
 
 

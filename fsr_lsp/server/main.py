@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import scratch
 from ..redaction import register_environment
 from .logs import LEVELS, configure
 
@@ -18,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
                              "document text included")
     args = parser.parse_args(argv)
     register_environment()  # keys the environment holds are redacted from the first log line on
+    scratch.sweep()  # what a killed fsr left behind
     configure(args.log_level, args.log_file)
     from .server import server
 

@@ -13,12 +13,15 @@ from ..kernels.model import Kernel, Param, SpecComment
 from ..source import SourceText, Span
 from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
+from .ref import read_ref
 from .model import Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, default_init
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template")
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
 _INIT = re.compile(r"^(uniform|normal|randint|zeros|fill)\s*\((.*)\)$")
 INIT_FORMS = "uniform(lo,hi), normal(), randint(lo,hi), zeros() or fill(v)"
+MAX_TESTS = 64
+MAX_SMEM = 227 * 1024  # dynamic shared memory per block, the most of any GPU (Hopper, opt-in)
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 MAX_THREADS_PER_BLOCK = 1024
 _INT_RANGE = {f"{sign}int{bits}": ((0, (1 << bits) - 1) if sign else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1))
@@ -80,6 +83,9 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
     if not isinstance(raw_tests, list):
         ctx.add("tests must be a list of size tables, e.g. [ { n = 1 }, { n = 1000 } ]", "tests")
     else:
+        if len(raw_tests) > MAX_TESTS:
+            ctx.add(f"{len(raw_tests)} test sizes; at most {MAX_TESTS} (each is run several times)", "tests")
+            raw_tests = raw_tests[:MAX_TESTS]
         for i, entry in enumerate(raw_tests):
             try:
                 tests.append(_sizes(ctx, entry, f"tests[{i}]", tuple(bench)))
@@ -101,12 +107,12 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
     if block is not None:
         _check_block(ctx, block)
     smem = data.get("smem", 0)
-    if not _expr_ok(ctx, smem, "smem", all_sizes, minimum=0):
+    if not _expr_ok(ctx, smem, "smem", all_sizes, minimum=0, maximum=MAX_SMEM):
         smem = 0
     rtol = _tolerance(ctx, data, "rtol")
     atol = _tolerance(ctx, data, "atol")
     args = _args(ctx, data.get("args"), all_sizes, template)
-    ref = _ref(ctx, data.get("ref"), args)
+    ref = read_ref(ctx, data.get("ref"), args)
     if grid is None or block is None or args is None:
         return None
     return Spec(bench=bench, tests=tuple(tests), grid=grid, block=tuple(int(b) for b in block), args=args,
@@ -150,8 +156,8 @@ def _launch_dims(ctx: _Ctx, value: Any, key: str, sizes: list[SizeSet], allow_ex
     return tuple(dims)
 
 
-def _expr_ok(ctx: _Ctx, value: Any, key: str, sizes: list[SizeSet], minimum: int) -> bool:
-    """Check that an int or expression gives an integer >= minimum at every size."""
+def _expr_ok(ctx: _Ctx, value: Any, key: str, sizes: list[SizeSet], minimum: int, maximum: int | None = None) -> bool:
+    """Check that an int or expression gives an integer in [minimum, maximum] at every size."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         ctx.add(f"{key} must be an integer or an expression string, got {value!r}", key, code=f"spec-{key}")
         return False
@@ -161,8 +167,9 @@ def _expr_ok(ctx: _Ctx, value: Any, key: str, sizes: list[SizeSet], minimum: int
         except ExprError as e:
             ctx.add(f"{key}: {e}", key, code=f"spec-{key}")
             return False
-        if v < minimum:
-            ctx.add(f"{key} = {value!r} gives {v} at {_fmt(s)}; it must be >= {minimum}", key, code=f"spec-{key}")
+        if v < minimum or (maximum is not None and v > maximum):
+            bound = f">= {minimum}" if v < minimum else f"at most {maximum} (what any GPU allows a block)"
+            ctx.add(f"{key} = {value!r} gives {v} at {_fmt(s)}; it must be {bound}", key, code=f"spec-{key}")
             return False
     return True
 
@@ -342,45 +349,6 @@ def _fill(ctx: _Ctx, p: Param, kind: str, values: list[float], dtype: str) -> In
         if not lo <= v <= hi:
             raise ctx.fail(f"{p.name}: fill({v:g}) does not fit {dtype}", p.name, "args", code="spec-bad-arg")
     return Init("fill", v, v)
-
-
-def _ref(ctx: _Ctx, table: Any, args: tuple[Arg, ...] | None) -> dict[str, str]:
-    if table is None:
-        return {}
-    if not isinstance(table, dict):
-        ctx.add('ref must be a table of output = "torch expression"', "ref")
-        return {}
-    outputs = {a.name for a in args or () if isinstance(a, BufferArg) and a.direction != "in"}
-    ref: dict[str, str] = {}
-    for name, expr in table.items():
-        if args is not None and name not in outputs:
-            ctx.add(f"ref names {name!r}, which is not an out or inout buffer", "ref")
-            continue
-        if not isinstance(expr, str):
-            ctx.add(f"ref.{name} must be a string with a torch expression", "ref")
-            continue
-        try:
-            check_ref_expr(expr)
-        except ExprError as e:
-            ctx.add(f"ref.{name}: {e}", "ref")
-            continue
-        ref[name] = expr
-    return ref
-
-
-def check_ref_expr(expr: str) -> None:
-    """A `ref` is the user's own torch code; refuse what has no business in it."""
-    try:
-        tree = ast.parse(expr, mode="eval")
-    except SyntaxError as e:
-        raise ExprError(f"invalid expression: {e.msg}") from None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            raise ExprError(f"attribute {node.attr!r} is not allowed")
-        if isinstance(node, ast.Name) and node.id.startswith("__"):
-            raise ExprError(f"name {node.id!r} is not allowed")
-        if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
-            raise ExprError(f"{type(node).__name__} is not allowed")
 
 
 def _fmt(sizes: SizeSet) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Callable, Literal, Protocol, runtime_checkable
 
 from ..profile import Profiled
 from ..records import EvalResult, GpuInfo
@@ -32,8 +32,10 @@ class Backend(Protocol):
     def gpus(self) -> int:
         """How many GPUs a round's requests fan out over."""
 
-    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
-        """A result per request, in their order; never raises for what a candidate does."""
+    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None,
+                 on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
+        """A result per request, in their order, each also handed to `on_result(index, result)`
+        as it arrives; never raises for what a candidate does."""
 
     def profile(self, request: EvalRequest) -> Profiled:
         """Nsight Compute facts about one kernel at the bench size, or why there are none."""

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 from ..api import evaluate as evaluate_one
 from ..api import run_prepared
@@ -44,7 +44,8 @@ class LocalBackend:
     def gpus(self) -> int:
         return len(self.evaluators)
 
-    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
+    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None,
+                 on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
         cancel = cancel or threading.Event()
         log.debug("backend: %d requests (%s)", len(requests), ", ".join(sorted({r.action for r in requests})))
         plain = [i for i, r in enumerate(requests) if r.action == "evaluate" and r.candidate is not None]
@@ -83,6 +84,8 @@ class LocalBackend:
                         results[i] = evaluate_one(evaluator, r.source, r.kernel, r.candidate, r.options,
                                                   sanitize_winner=confirm, timeout=r.timeout, cancel=cancel,
                                                   prewarm=self._take_warm(evaluator) if confirm else None)
+                    if on_result is not None:
+                        on_result(i, results[i])  # type: ignore[arg-type]
 
             with ThreadPoolExecutor(max_workers=len(self.evaluators)) as gpu_pool:
                 list(gpu_pool.map(drain, self.evaluators))  # re-raises what a worker thread raised

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..worker_client import EvaluatorUnavailable
 from ..profile import Profiled
@@ -32,6 +32,7 @@ RAY_MISSING = "the ray backend needs Ray on this machine: pip install 'fsr-lsp[r
 DEFAULT_FACTORY = "fsr_lsp.evaluator.ray_backend:local_backend_on_this_gpu"
 ATTEMPTS = 2  # a request that kills this many workers is a crash, not bad luck
 GRACE_SECONDS = 60.0  # past a request's own timeout before its actor is killed
+RESTART_WAIT = 60.0  # how long a worker that Ray is restarting is waited for by a single call
 SANITIZER_SECONDS = 900.0  # a confirmation also runs compute-sanitizer tools, each with its own limit
 
 
@@ -156,7 +157,8 @@ class RayBackend:
 
     # ------------------------------------------------------------ work
 
-    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None) -> list[EvalResult]:
+    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None,
+                 on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
         """Every request on some GPU of the cluster, at most one per GPU at a time; results in
         the order of the requests."""
         try:
@@ -191,6 +193,8 @@ class RayBackend:
                 try:
                     results[i] = from_data(EvalResult, ray.get(ref))
                     idle.append(a)
+                    if on_result is not None:
+                        on_result(i, results[i])
                 except Exception as e:  # the worker died under it (RayActorError, WorkerCrashedError, ...)
                     reviving[self._actors[a].start.remote()] = a  # Ray restarts it; it is used again once it answers
                     if attempts[i] < ATTEMPTS:
@@ -232,14 +236,31 @@ class RayBackend:
     def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
         """The registered call `name` (calls.py) on one GPU of the cluster (plain data both
         ways); raises EvaluatorUnavailable when no worker can run it."""
-        ray = import_ray()
         self.start()
-        ref = self._actors[0].call.remote(name, payload)
         try:
-            return ray.get(ref, timeout=timeout)
+            return self._on_a_worker("call", name, payload, timeout=timeout)
         except Exception as e:
-            ray.cancel(ref)
             raise EvaluatorUnavailable(f"the cluster's GPU worker failed: {_first_line(e)}") from None
+
+    def _on_a_worker(self, method: str, *args: Any, timeout: float | None = None) -> Any:
+        """`method(*args)` on the first worker that takes it: one restarting after a death (Ray
+        says it is unavailable for a moment) is waited for, a few seconds, then the next one."""
+        ray = import_ray()
+        deadline = time.monotonic() + RESTART_WAIT
+        last: BaseException | None = None
+        while True:
+            for actor in self._actors:
+                ref = getattr(actor, method).remote(*args)
+                try:
+                    return ray.get(ref, timeout=timeout)
+                except Exception as e:
+                    ray.cancel(ref)
+                    if "unavailable" not in str(e).lower() and "restarting" not in str(e).lower():
+                        raise
+                    last = e
+            if time.monotonic() > deadline:
+                raise last  # type: ignore[misc]
+            time.sleep(0.5)
 
     def profile(self, request: EvalRequest) -> Profiled:
         try:
@@ -248,7 +269,7 @@ class RayBackend:
         except EvaluatorUnavailable as e:
             return Profiled(None, str(e))
         try:
-            return from_data(Profiled, ray.get(self._actors[0].profile.remote(to_data(request))))
+            return from_data(Profiled, self._on_a_worker("profile", to_data(request)))
         except Exception as e:
             return Profiled(None, f"not profiled: the GPU worker failed: {_first_line(e)}")
 

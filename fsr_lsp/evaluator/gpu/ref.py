@@ -2,7 +2,7 @@
 
 They are the user's own code from their own file, like the kernel itself; they run with a
 namespace holding torch, the argument tensors and the sizes, and no builtins beyond a few
-harmless ones. `spec.parse.check_ref_expr` already refused dunder access.
+harmless ones. `specs.ref.check_ref_expr` already refused dunder access.
 """
 
 from __future__ import annotations

@@ -1,0 +1,125 @@
+"""Whatever a user types, `fsr` answers in one line at the right place, never with a traceback,
+and says what the CPU can tell before it asks for a GPU."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import EXAMPLES
+from .fake_llm import FakeLLM, answer
+
+ROOT = Path(__file__).resolve().parent.parent
+SAXPY = (EXAMPLES / "saxpy.cu").read_text()
+
+
+def fsr(*args, env=None, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *map(str, args)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def one_line(r):
+    assert "Traceback" not in r.stderr + r.stdout, r.stderr
+    return r.stderr.strip()
+
+
+@pytest.mark.parametrize("command", ["eval", "optimize"])
+def test_a_file_that_is_not_utf8_is_named_with_the_byte_and_line(tmp_path, command):
+    bad = tmp_path / "latin1.cu"
+    bad.write_bytes(SAXPY.encode().replace(b"Naive", b"Na\xefve", 1) + b"// caf\xe9\n")
+    r = fsr(command, bad, "-k", "saxpy")
+    assert r.returncode == 2
+    assert "is not UTF-8 text: byte 0x" in one_line(r) and "on line" in r.stderr
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["-k", "nope"], "no kernel named nope in"),
+    (["-k", "saxpy", "--reps", "0"], "--reps 0: expected at least 1"),
+    (["-k", "saxpy", "--seeds", "0"], "--seeds 0: expected at least 1"),
+    (["-k", "saxpy", "--timeout", "-1"], "--timeout -1: expected a positive number of seconds"),
+])
+def test_eval_checks_what_the_cpu_can_before_the_gpu(tmp_path, extra, says):
+    f = tmp_path / "saxpy.cu"
+    f.write_text(SAXPY)
+    r = fsr("eval", f, *extra)
+    assert r.returncode == 2 and says in one_line(r) and "not installed" not in r.stderr
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda s: s.replace("grid  =", "grid  = = "), "the @fsr spec of saxpy is unusable"),
+    (lambda s: s[: s.rindex("}")], "incomplete: its braces do not balance"),
+])
+def test_eval_reports_a_broken_file_before_the_gpu(tmp_path, edit, says):
+    f = tmp_path / "saxpy.cu"
+    f.write_text(edit(SAXPY))
+    r = fsr("eval", f, "-k", "saxpy")
+    assert r.returncode == 2 and says in one_line(r), r.stderr
+
+
+def test_history_of_a_missing_file_says_so_and_creates_nothing(tmp_path):
+    r = fsr("history", tmp_path / "missing.cu", "-k", "k", "--workspace", tmp_path)
+    assert r.returncode == 2 and "cannot read" in one_line(r) and not (tmp_path / ".fsr").exists()
+    f = tmp_path / "saxpy.cu"
+    f.write_text(SAXPY)
+    r = fsr("history", f, "-k", "saxpy", "--workspace", tmp_path)
+    assert r.returncode == 0 and "no history in" in r.stdout and not (tmp_path / ".fsr").exists()
+
+
+def test_spec_problems_print_as_written_whatever_brackets_they_hold(tmp_path):
+    f = tmp_path / "k.cu"
+    f.write_text(SAXPY.replace('n = "n"', 'n = "n"\nzz = "in[n]"').replace('y = "inout[n] normal()"',
+                                                                        'y = "inout[n] normal()" # [/x] [bold]'))
+    r = fsr("spec", f)
+    assert r.returncode == 0 and "Traceback" not in r.stderr
+    assert "problem: [args] names 'zz', which is not a parameter of saxpy" in r.stdout, r.stdout
+
+
+STAND_INS = {"FSR_LSP_BENCH": "tests.scripted_bench:BrokenBench", "PYTHONPATH": str(ROOT)}
+
+
+def test_a_failure_inside_the_search_is_one_line(tmp_path):
+    f = tmp_path / "saxpy.cu"
+    f.write_text(SAXPY)
+    r = fsr("optimize", f, "-k", "saxpy", "--workspace", tmp_path, env=STAND_INS)
+    assert r.returncode == 1 and one_line(r).splitlines()[-1] == "fsr: the search failed: RuntimeError: database is locked"
+    assert len([line for line in r.stderr.splitlines() if line.startswith("fsr:")]) == 1
+
+
+def optimize_slowly(tmp_path, llm):
+    f = tmp_path / "saxpy.cu"
+    f.write_text(SAXPY)
+    env = {**os.environ, "FSR_LSP_BENCH": "tests.scripted_bench:SlowBench", "PYTHONPATH": str(ROOT), "FSR_SLOW_KEY": "k"}
+    return subprocess.Popen([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", str(f), "-k", "saxpy", "--workspace",
+                             str(tmp_path), "--rounds", "20", "--candidates", "1", "--no-sanitize", "--llm-base-url",
+                             llm.base_url, "--llm-model", "m", "--llm-key-env", "FSR_SLOW_KEY", "--fix-attempts", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+
+
+WIN = answer("```cuda\n__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)\n{\n"
+             "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a * x[i] + y[i];"
+             "  // verdict: verified 1.5\n}\n```")
+
+
+def test_piped_progress_arrives_as_the_search_moves(tmp_path):
+    with FakeLLM(default=WIN) as llm:
+        proc = optimize_slowly(tmp_path, llm)
+        first = proc.stderr.readline()  # before the search ends
+        alive = proc.poll() is None
+        proc.kill()
+        proc.communicate()
+    assert alive and first.startswith("round ")
+
+
+def test_ctrl_c_keeps_what_was_found_and_ends_without_a_traceback(tmp_path):
+    with FakeLLM(default=WIN) as llm:
+        proc = optimize_slowly(tmp_path, llm)
+        time.sleep(6)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in out + err and "KeyError" not in out + err
+    assert proc.returncode in (0, 130), err
+    assert "saxpy:" in out  # the status line, with the table before it
