@@ -5,6 +5,7 @@ evaluator's worker process, searches in their own threads; no handler blocks."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from .check import CheckResult
 from .edits import EditSupport
 from .features.drafts import Drafts
 from .logs import set_level
+from .protocol import FsrProtocol
 from .searches import Searches
 from .watch import WorkspaceWatcher
 
@@ -28,7 +30,8 @@ CUDA_SUFFIXES = (".cu", ".cuh")
 
 class FsrServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("fsr-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("fsr-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=FsrProtocol)
         self.settings = Settings()
         self.checks: dict[str, CheckResult] = {}
         self.check_tasks: dict[str, asyncio.Task] = {}
@@ -52,6 +55,18 @@ class FsrServer(LanguageServer):
         for d in params.diagnostics:
             d.message = redact(d.message)
         super().text_document_publish_diagnostics(params)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Bad JSON is answered -32700 (no popup: the client sent it); the rest as pygls does."""
+        if isinstance(error, json.JSONDecodeError):
+            self.protocol.parse_error(error)  # type: ignore[attr-defined]
+            return
+        super().report_server_error(error, source)
+
+    def document(self, uri: str) -> Any:
+        """The open document, or None for a URI the client never opened (no disk read, no
+        traceback: a request about it simply has no answer)."""
+        return self.workspace.text_documents.get(uri)
 
     # ------------------------------------------------------------ shared helpers
 

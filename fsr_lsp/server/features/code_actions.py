@@ -33,7 +33,9 @@ def register(server: FsrServer) -> None:
         uri = params.text_document.uri
         if not is_cuda(uri):
             return []
-        doc = ls.workspace.get_text_document(uri)
+        doc = ls.document(uri)
+        if doc is None:
+            return []
         at = _Document(uri, doc.version, SourceText(doc.source), ls.encoding, ls.edit_support)
         kernel = kernel_at_position(at.src, params.range.start, ls.encoding)
         actions: list[types.CodeAction] = []

@@ -65,12 +65,19 @@ def _flat(args: tuple) -> tuple:
 
 
 def _kernel_from_position(ls: FsrServer, args: tuple) -> Kernel | None:
-    uri, line, character = _flat(args)[:3]
-    src = SourceText(ls.workspace.get_text_document(str(uri)).source)
-    return kernel_at_position(src, types.Position(line=int(line), character=int(character)), ls.encoding)
+    """The kernel at (uri, line, character), or None: also for arguments that are not that."""
+    try:
+        uri, line, character = _flat(args)[:3]
+        doc = ls.document(str(uri))
+        position = types.Position(line=int(line), character=int(character))
+    except (ValueError, TypeError):
+        return None
+    return kernel_at_position(SourceText(doc.source), position, ls.encoding) if doc is not None else None
 
 
 def _command_args(args: tuple) -> tuple[str, str]:
     if len(args) == 1 and isinstance(args[0], list):  # some clients wrap the arguments once more
         args = tuple(args[0])
+    if len(args) < 2:
+        return "", ""  # the command then answers that no such kernel or search exists
     return str(args[0]), str(args[1])

@@ -24,7 +24,9 @@ def register(server: FsrServer) -> None:
         uri = params.text_document.uri
         if not is_cuda(uri):
             return None
-        doc = ls.workspace.get_text_document(uri)
+        doc = ls.document(uri)
+        if doc is None:
+            return None
         src = SourceText(doc.source)
         kernel = kernel_at_position(src, params.position, ls.encoding)
         if kernel is None:

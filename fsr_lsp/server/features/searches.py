@@ -55,7 +55,9 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str) -> str:
     if why:
         ls.show_once(why)
         return why
-    doc = ls.workspace.get_text_document(uri)
+    doc = ls.document(uri)
+    if doc is None:
+        return f"{uri} is not open in the editor"
     path = Path(doc.path)
     kernel = next((k for k in discover_kernels(doc.source) if k.name == kernel_name), None)
     if kernel is None:

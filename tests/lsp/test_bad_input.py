@@ -1,0 +1,53 @@
+"""Bad input of every kind gets an answer at the protocol's level: invalid params an error
+response (never silence), a body that is not JSON -32700, a file the client never opened no
+traceback, and no Python traceback in any error's data. A raw stdio session, frame by frame."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def message(**kw) -> bytes:
+    return frame(json.dumps({"jsonrpc": "2.0", **kw}).encode())
+
+
+def test_every_bad_request_is_answered(tmp_path):
+    unknown = (tmp_path / "never_opened.cu").as_uri()
+    stream = b"".join([
+        message(id=1, method="initialize", params={"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}),
+        message(method="initialized", params={}),
+        message(id=2, method="textDocument/hover", params={"textDocument": {}}),  # no uri, no position
+        message(id=3, method="textDocument/codeAction", params={"range": 5}),
+        frame(b'{"jsonrpc": "2.0", "id": 4, "method": '),  # not JSON
+        message(id=5, method="textDocument/hover",
+                params={"textDocument": {"uri": unknown}, "position": {"line": 0, "character": 0}}),
+        message(id=6, method="workspace/executeCommand", params={"command": "fsr.cancel", "arguments": []}),
+        message(id=7, method="shutdown"),
+        message(method="exit"),
+    ])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "fsr_lsp.server.main"], input=stream, capture_output=True, timeout=60,
+                          env=env, cwd=tmp_path)
+    replies = [json.loads(body) for body in re.split(rb"Content-Length: \d+\r\n(?:[^\r\n]+\r\n)*\r\n", proc.stdout)
+               if body.strip()]
+    by_id = {r.get("id"): r for r in replies if "id" in r and ("result" in r or "error" in r)}
+    assert by_id[2]["error"]["code"] == -32602 and by_id[3]["error"]["code"] == -32602
+    assert by_id[None]["error"]["code"] == -32700
+    assert by_id[5].get("result") is None and "error" not in by_id[5]
+    assert by_id[6]["result"].startswith("no search of")
+    assert 7 in by_id
+    for r in replies:
+        assert "Traceback" not in json.dumps(r), r
+        if r.get("method") == "window/showMessage":
+            assert "Parse error" not in r["params"]["message"]
