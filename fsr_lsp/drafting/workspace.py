@@ -1,11 +1,13 @@
 """Every kernel launch in the workspace, for drafting specs of kernels launched from another
-file (`kernels.cu` defines, `main.cpp` or `ops.cu` launches). Files are read lazily on first
-use and again when the watcher says they changed; open documents count as the editor holds
-them. Only files that contain `<<<` are parsed."""
+file (`kernels.cu` defines, `main.cpp` or `ops.cu` launches). Files on disk are read once (in
+the background when the editor asks, so no request waits for a large workspace's scan) and
+again when the watcher says they changed; open documents count as the editor holds them, each
+parsed once per text it holds. Only files that contain `<<<` are parsed."""
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from ..kernels import Kernel
@@ -24,16 +26,29 @@ class LaunchIndex:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._files: dict[Path, list[Launch]] | None = None
+        self._open: dict[Path, tuple[int, int, list[Launch]]] = {}  # path -> (len, hash, launches) of its text
+        self._lock = threading.Lock()
+        self._scanning: threading.Thread | None = None
         self.truncated = False
 
     def launches(self, open_documents: dict[Path, str] | None = None) -> list[Launch]:
-        """All launches: from disk, with open documents' own text in place of theirs."""
+        """All launches: from disk (as far as a background scan has come), with open documents'
+        own text in place of theirs."""
         files = self._index()
         open_documents = open_documents or {}
-        out = [launch for path, found in files.items() if path not in open_documents for launch in found]
+        out = [launch for path, found in list(files.items()) if path not in open_documents for launch in found]
         for path, text in open_documents.items():
-            out += self._read_text(path, text)
+            out += self._open_launches(path, text)
         return out
+
+    def scan_in_background(self) -> None:
+        """Read the workspace's files on a thread of their own; `launches` meanwhile uses what is read."""
+        with self._lock:
+            if self._files is not None or self._scanning is not None:
+                return
+            self._files = {}
+            self._scanning = threading.Thread(target=self._scan, name="fsr-launch-index", daemon=True)
+            self._scanning.start()
 
     def refresh(self, path: Path) -> None:
         """The watcher saw `path` change on disk."""
@@ -41,11 +56,29 @@ class LaunchIndex:
             self._files[path.resolve()] = self._read(path.resolve())
 
     def _index(self) -> dict[Path, list[Launch]]:
-        if self._files is None:
-            self._files = {}
-            for path in self._sources():
-                self._files[path] = self._read(path)
+        with self._lock:
+            if self._files is None:
+                self._files = {}
+                self._scanning = threading.current_thread()
+            else:
+                return self._files
+        self._scan()
         return self._files
+
+    def _scan(self) -> None:
+        assert self._files is not None
+        for path in self._sources():
+            self._files.setdefault(path, self._read(path))
+
+    def _open_launches(self, path: Path, text: str) -> list[Launch]:
+        """An open document's launches, parsed again only when its text changed."""
+        key = (len(text), hash(text))
+        cached = self._open.get(path)
+        if cached is not None and cached[:2] == key:
+            return cached[2]
+        found = self._read_text(path, text)
+        self._open[path] = (*key, found)
+        return found
 
     def _sources(self):
         count = 0
