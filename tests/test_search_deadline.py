@@ -104,3 +104,17 @@ def test_a_model_request_in_flight_ends_at_the_deadline(monkeypatch):
         outcome, seconds = search(llm, ScriptedBench(), budget=2.0, rounds=2, candidates=2)
     assert seconds < 2.0 * 1.05 + 0.5, seconds
     assert outcome.stopped in ("time", "generator") and outcome.best is None
+
+
+def test_cancel_during_a_hanging_model_request_ends_the_search_at_once(monkeypatch):
+    monkeypatch.setenv("FSR_DEADLINE_KEY", "k")
+    cancel = threading.Event()
+    with FakeLLM(default=stall(60)) as llm:
+        cfg = SearchConfig(llm=LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_DEADLINE_KEY",
+                                         max_retries=0, timeout=120), time_budget=300, fix_attempts=0)
+        threading.Timer(1.0, cancel.set).start()
+        started = time.monotonic()
+        outcome = run_search(SAXPY, "saxpy.cu", "saxpy", cfg, ScriptedBench(), LLMGenerator(cfg.llm), cancel=cancel)
+        seconds = time.monotonic() - started
+    assert seconds < 3.0, seconds
+    assert outcome.stopped in ("cancelled", "generator") and outcome.best is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -35,6 +37,7 @@ class RoundContext:
     screen: Callable[[list[Proposal]], list[EvalResult]] | None = None
     note: Callable[[str], None] | None = None  # a generator's progress line ("screened 48 configurations")
     deadline: float | None = None  # time.monotonic() by which the whole search should end
+    cancel: threading.Event | None = None  # the search's cancel: a generator stops waiting when it is set
     profile: ProfileFacts | None = None  # profiler facts about the leader (from round 2 on)
     profile_note: str = ""  # why there are none, when profiling was attempted
 

@@ -51,3 +51,39 @@ def test_every_bad_request_is_answered(tmp_path):
         assert "Traceback" not in json.dumps(r), r
         if r.get("method") == "window/showMessage":
             assert "Parse error" not in r["params"]["message"]
+
+
+def test_the_server_exits_at_once_while_a_model_request_hangs(tmp_path):
+    import time
+
+    from ..fake_llm import FakeLLM, stall
+    from ..search_helpers import example
+
+    doc = tmp_path / "saxpy.cu"
+    doc.write_text(example("saxpy.cu"))
+    with FakeLLM(default=stall(120)) as llm:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "FSR_LSP_BENCH": "tests.scripted_bench:ScriptedBench",
+               "FSR_EXIT_KEY": "k"}
+        proc = subprocess.Popen([sys.executable, "-m", "fsr_lsp.server.main"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+        options = {"fsr": {"llm": {"baseUrl": llm.base_url, "model": "m", "apiKeyEnv": "FSR_EXIT_KEY", "timeout": 120},
+                           "diagnostics": {"onOpen": False}}}
+        proc.stdin.write(b"".join([
+            message(id=1, method="initialize", params={"processId": None, "rootUri": tmp_path.as_uri(),
+                                                        "capabilities": {}, "initializationOptions": options}),
+            message(method="initialized", params={}),
+            message(method="textDocument/didOpen", params={"textDocument": {
+                "uri": doc.as_uri(), "languageId": "cuda", "version": 1, "text": doc.read_text()}}),
+            message(id=2, method="workspace/executeCommand",
+                    params={"command": "fsr.optimize", "arguments": [doc.as_uri(), "saxpy"]}),
+        ]))
+        proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while not llm.requests and time.monotonic() < deadline:  # the search is waiting for the model
+            time.sleep(0.1)
+        assert llm.requests
+        started = time.monotonic()
+        proc.stdin.write(message(id=3, method="shutdown") + message(method="exit"))
+        proc.stdin.flush()
+        proc.wait(timeout=30)
+        assert time.monotonic() - started < 5

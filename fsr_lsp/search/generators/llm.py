@@ -9,8 +9,8 @@ goes nowhere else.
 from __future__ import annotations
 
 import re
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from ...llmclient import ChatClient, ChatError
@@ -36,8 +36,7 @@ class LLMGenerator:
 
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
         prompts = [propose_prompt(ctx, i, n) for i in range(n)]
-        with ThreadPoolExecutor(max_workers=max(1, min(self._parallel, n))) as pool:
-            outcomes = list(pool.map(lambda p: self._ask_safely(p, ctx.deadline), prompts))
+        outcomes = self._ask_all(prompts, ctx)
         proposals = [self._proposal(ctx, prompt, answer) for prompt, answer in zip(prompts, outcomes)
                      if not isinstance(answer, GeneratorError)]
         if not proposals:
@@ -49,13 +48,41 @@ class LLMGenerator:
         prompt = fix_prompt(failed)
         if prompt is None:
             return None  # too long to send back: the candidate is dropped, not fixed
-        answer = self._ask(prompt, ctx.deadline)
+        (answer,) = self._ask_all([prompt], ctx)
+        if isinstance(answer, GeneratorError):
+            raise answer
         p = self._proposal(ctx, prompt, answer)
         return Proposal(source=p.source, generator=p.generator, note=f"fix of {failed.proposal.note or 'a candidate'}: "
                         f"{p.note}"[:300], prompt=p.prompt, response=p.response, parent=failed.proposal.key,
                         round=ctx.round)
 
-    # ------------------------------------------------------------ one completion
+    # ------------------------------------------------------------ completions
+
+    def _ask_all(self, prompts: list[str], ctx: RoundContext) -> list[str | GeneratorError]:
+        """Each prompt's answer (or why none), asked side by side on daemon threads that the
+        search stops waiting for when it is cancelled: a hanging endpoint then keeps neither the
+        search nor the process (a server's exit) waiting."""
+        outcomes: list[str | GeneratorError | None] = [None] * len(prompts)
+        slots = threading.Semaphore(max(1, min(self._parallel, len(prompts))))
+        done = threading.Event()
+        left = [len(prompts)]
+        lock = threading.Lock()
+
+        def one(i: int) -> None:
+            with slots:
+                outcomes[i] = self._ask_safely(prompts[i], ctx.deadline)
+            with lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    done.set()
+
+        for i in range(len(prompts)):
+            threading.Thread(target=one, args=(i,), name="fsr-llm-request", daemon=True).start()
+        while not done.wait(0.1):
+            if ctx.cancel is not None and ctx.cancel.is_set():
+                break
+        return [o if o is not None else GeneratorError("the search was stopped before the model answered")
+                for o in outcomes]
 
     def _ask_safely(self, prompt: str, deadline: float | None = None) -> str | GeneratorError:
         try:
