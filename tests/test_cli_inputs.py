@@ -123,3 +123,24 @@ def test_ctrl_c_keeps_what_was_found_and_ends_without_a_traceback(tmp_path):
     assert "Traceback" not in out + err and "KeyError" not in out + err
     assert proc.returncode in (0, 130), err
     assert "saxpy:" in out  # the status line, with the table before it
+
+
+@pytest.mark.nvcc
+def test_eval_without_a_gpu_still_reports_a_candidate_that_does_not_compile(tmp_path):
+    pytest.importorskip("fsr_lsp")
+    try:
+        import pycuda  # noqa: F401
+        pytest.skip("a GPU machine: the GPU path reports it")
+    except ImportError:
+        pass
+    f = tmp_path / "saxpy.cu"
+    f.write_text(SAXPY)
+    bad = tmp_path / "bad.cu"
+    bad.write_text(SAXPY[SAXPY.index("__global__"):].replace("a * x[i]", "a * x[i] +* ;"))
+    r = fsr("eval", f, "-k", "saxpy", "-c", bad)
+    assert r.returncode == 1 and "compile_error" in r.stdout and "candidate(" in r.stdout, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    good = tmp_path / "good.cu"
+    good.write_text(SAXPY[SAXPY.index("__global__"):].replace("float* y", "float* __restrict__ y"))
+    r = fsr("eval", f, "-k", "saxpy", "-c", good)
+    assert r.returncode == 3 and "it compiles for sm_90a: the rest needs the GPU" in one_line(r)

@@ -11,7 +11,9 @@ from ..evaluator.records import EvalResult
 from ..evaluator.serde import to_json
 from ..evaluator.support import gpu_support_missing
 from ..evaluator.backends import local_gpus
-from ..settings import add_setting_flags, settings_from_args
+from ..evaluator.compiler import CompilerMissing
+from ..evaluator.prepare import prepare
+from ..settings import Settings, add_setting_flags, settings_from_args
 from ..kernels import discover
 from ..source import SourceText
 from ..specs import parse_spec
@@ -47,13 +49,13 @@ def run(args: argparse.Namespace) -> int:
     problem = _precheck(args, source)
     if problem:  # what the CPU can tell is said before asking for a GPU
         return fail(problem, 2)
-    missing = gpu_support_missing("GPU evaluation needs")
-    if missing:
-        return fail(missing, 3)
     try:
         settings = settings_from_args(args)
     except ValueError as e:
         return fail(str(e), 2)
+    missing = gpu_support_missing("GPU evaluation needs")
+    if missing:
+        return _without_gpu(args, settings, source, candidate, missing)
     try:
         gpu = local_gpus(settings.gpus or "0")[0]
     except ValueError:
@@ -72,6 +74,26 @@ def run(args: argparse.Namespace) -> int:
     else:
         render_result(result, args.file, args.candidate, min_gain=settings.search_min_gain)
     return EXIT.get(result.status, 1)
+
+
+def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, candidate: str | None, missing: str) -> int:
+    """No GPU here: still compile what can be compiled (for `compiler.arch`) and show a verdict
+    that needs no GPU (the candidate does not compile, is rejected, the original is no oracle)
+    before saying what is missing."""
+    options = EvalOptions(flags=settings.compiler_flags, include_dirs=(str(args.file.parent), *settings.include_paths),
+                          nvcc=settings.compiler_nvcc or None, compiler="nvcc")
+    try:
+        prepared = prepare(source, args.kernel, candidate, settings.compiler_arch, options)
+    except CompilerMissing:
+        return fail(missing, 3)
+    if prepared.job is None and prepared.result is not None and prepared.result.status != "unavailable":
+        result = prepared.result
+        if args.json:
+            print(to_json(result, indent=2))
+        else:
+            render_result(result, args.file, args.candidate, min_gain=settings.search_min_gain)
+        return EXIT.get(result.status, 1)
+    return fail(f"{missing} (it compiles for {settings.compiler_arch}: the rest needs the GPU)", 3)
 
 
 def _precheck(args: argparse.Namespace, source: str) -> str:
