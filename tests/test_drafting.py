@@ -169,3 +169,50 @@ def test_element_types_from_an_included_header_reach_the_draft_and_the_evaluator
         prepared = prepare(placed, "act", None, "sm_90a", EvalOptions(compiler="nvcc", include_dirs=(str(tmp_path),)))
         assert prepared.job is not None, prepared.result.message
         assert prepared.job.sizes[0].args[0].dtype == "bfloat16"
+
+
+def test_allocations_inside_error_check_macros_are_found(tmp_path):
+    """How most real host code allocates: the cudaMalloc inside CUDA_CHECK(...) or
+    checkCudaErrors(...), with or without a cast."""
+    from pathlib import Path
+
+    from fsr_lsp.drafting.origin import kernel_specs
+
+    text = """#define CUDA_CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) exit(1); } while (0)
+__global__ void scale(float* y, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }
+int main() {
+    int n = 1 << 20;
+    size_t bytes = n * sizeof(float);
+    float *d_x, *d_y;
+    CUDA_CHECK(cudaMalloc((void**)&d_x, bytes));
+    checkCudaErrors(cudaMalloc(&d_y, 2 * bytes));
+    scale<<<(n + 255) / 256, 256>>>(d_y, d_x, n);
+}
+"""
+    path = Path(tmp_path) / "wrapped.cu"
+    path.write_text(text)
+    (spec,) = kernel_specs([path])
+    assert spec.origin == "drafted"
+    assert spec.provenance["x"] == "cudaMalloc of `d_x`" and spec.provenance["y"] == "cudaMalloc of `d_y`"
+    assert 'y = "out[(2 * (n * 4)) / 4]"' in spec.spec and 'x = "in[n]"' in spec.spec, spec.spec
+
+
+def test_a_comment_inside_the_launch_configuration_is_no_part_of_it(tmp_path):
+    from pathlib import Path
+
+    from fsr_lsp.drafting.origin import kernel_specs
+
+    text = """__global__ void scale(float* y, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
+int main() {
+    int n = 4096;
+    float *d_x, *d_y;
+    cudaMalloc(&d_x, n * sizeof(float));
+    cudaMalloc(&d_y, n * sizeof(float));
+    scale<<</*480, 128*/ (n + 127) / 128, /* threads */ 128>>>(d_y, /* in */ d_x, n);
+}
+"""
+    path = Path(tmp_path) / "commented.cu"
+    path.write_text(text)
+    (spec,) = kernel_specs([path])
+    assert spec.origin == "drafted", spec.problems
+    assert 'grid = "(n + 127) / 128"' in spec.spec and "block = 128" in spec.spec and 'x = "in[n]"' in spec.spec

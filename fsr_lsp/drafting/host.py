@@ -83,8 +83,10 @@ def find_launches(src: SourceText, file: str = "") -> list[Launch]:
         callee = call.children[0]
         name, template = _callee(src, callee)
         args_node = call.child_by_field_name("arguments")
-        args = tuple(_text(src, a) for a in args_node.named_children) if args_node is not None else ()
-        exprs = tuple(_text(src, c) for c in config.named_children)
+        # A comment in the launch (`<<</*480, 128*/ grid, block>>>`) is no part of it.
+        args = tuple(_text(src, a) for a in args_node.named_children if a.type != "comment") if args_node is not None \
+            else ()
+        exprs = tuple(_text(src, c) for c in config.named_children if c.type != "comment")
         scope = _scope_at(src, call, file_scope)
         if scope.params:
             if callers is None:
@@ -207,7 +209,9 @@ def _collect_item(src: SourceText, node: Node, scope: Scope) -> None:
     elif t == "declaration":
         _collect_declaration(src, node, scope)
     elif t == "expression_statement":
-        for call in _walk(node, "call_expression"):
+        # Nested too: real host code allocates inside an error-check macro,
+        # `CUDA_CHECK(cudaMalloc(&d, bytes))`, `checkCudaErrors(cudaMalloc(...))`.
+        for call in _walk(node, "call_expression", nested=True):
             _collect_call(src, call, scope)
         for assign in _walk(node, "assignment_expression"):
             _collect_assignment(src, assign, scope)
@@ -346,13 +350,15 @@ def _first_arg(text: str) -> str:
     return split_top_level(text)[0].strip()
 
 
-def _walk(node: Node, *types: str, skip: tuple[str, ...] = ()) -> Iterator[Node]:
+def _walk(node: Node, *types: str, skip: tuple[str, ...] = (), nested: bool = False) -> Iterator[Node]:
+    """Nodes of `types` under `node`, in order; inside a match too when `nested`."""
     stack = [node]
     while stack:
         n = stack.pop()
         if n.type in types:
             yield n
-            continue
+            if not nested:
+                continue
         if n.type in skip:
             continue
         stack.extend(reversed(n.children))
