@@ -1,8 +1,9 @@
 """Every kernel launch in the workspace, for drafting specs of kernels launched from another
-file (`kernels.cu` defines, `main.cpp` or `ops.cu` launches). Files on disk are read once (in
-the background when the editor asks, so no request waits for a large workspace's scan) and
-again when the watcher says they changed; open documents count as the editor holds them, each
-parsed once per text it holds. Only files that contain `<<<` are parsed."""
+file (`kernels.cu` defines, `main.cpp` or `ops.cu` launches). Files on disk are read once, on
+first use, on a thread of their own (a request waits a moment for it, never for a large
+workspace's whole scan), and again when the watcher says they changed; open documents count
+as the editor holds them, each parsed once per text it holds. Only files that contain `<<<`
+are parsed."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ SOURCES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".in
 SKIPPED_DIRS = {".git", ".fsr", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".cache"}
 MAX_FILES = 5000  # a workspace bigger than this is indexed in part, and says so
 MAX_BYTES = 2 << 20  # generated sources above 2 MiB are left out
+FIRST_WAIT = 1.0  # seconds the first request waits for the workspace's scan
 
 
 class LaunchIndex:
@@ -56,13 +58,13 @@ class LaunchIndex:
             self._files[path.resolve()] = self._read(path.resolve())
 
     def _index(self) -> dict[Path, list[Launch]]:
-        with self._lock:
-            if self._files is None:
-                self._files = {}
-                self._scanning = threading.current_thread()
-            else:
-                return self._files
-        self._scan()
+        """The files read so far: on first use the scan starts on its own thread and is waited
+        for a moment (a small workspace is read whole by then, a large one is not waited for)."""
+        self.scan_in_background()
+        scanning = self._scanning
+        if scanning is not None and scanning is not threading.current_thread():
+            scanning.join(FIRST_WAIT)
+        assert self._files is not None
         return self._files
 
     def _scan(self) -> None:

@@ -4,7 +4,6 @@ initialized and on every change), the workspace watcher, stopping searches on sh
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -26,9 +25,6 @@ def register(server: FsrServer) -> None:
     @server.feature(types.INITIALIZED)
     async def initialized(ls: FsrServer, params: types.InitializedParams) -> None:
         watch(ls)
-        root = ls.workspace.root_path
-        if root:  # the launch index reads the workspace on its own thread: no request waits for it
-            ls.drafts.index_for(Path(root)).scan_in_background()
         await pull_configuration(ls)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
