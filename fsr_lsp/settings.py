@@ -68,6 +68,12 @@ class Settings:
                                      choices=("local", "ray"))
     evaluator_address: str = setting("auto", "evaluator.address", "with ray: auto, ray://host:10001, or local",
                                      "--ray", env="FSR_RAY_ADDRESS")
+    capture_command: str = setting("", "capture.command",
+                                   "the program run by \"FSR: Capture launches from a run\" (e.g. ./build/app 4096), "
+                                   "in the workspace folder")
+    capture_snapshot_bytes: int = setting(0, "capture.snapshotBytes",
+                                          "with a capture: save each kernel's inputs at its first launch when they "
+                                          "total at most this many bytes (0: never)", "--snapshot-bytes", minimum=0)
     auto_apply: bool = setting(False, "autoApply", "offer a win through workspace/applyEdit as soon as it is found")
     diagnostics_on_open: bool = setting(True, "diagnostics.onOpen", "compile on open as well as on save")
     log_level: str = setting("", "logLevel", "the log's level (empty: as started); debug adds JSON-RPC payloads")

@@ -67,7 +67,8 @@ def test_every_cli_flag_of_a_setting_comes_from_the_table():
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     flags = set(cli_flags().values())
     own = {"-h", "--help", "--kernel", "-k", "--candidate", "-c", "--json", "--timeout", "--seeds", "--seed", "--reps",
-           "--compiler", "--apply", "--report", "--workspace", "--check", "--source"}
+           "--compiler", "--apply", "--report", "--workspace", "--check", "--source", "--capture", "--no-capture",
+           "--max-per-kernel"}
     for name, command in sub.choices.items():
         for action in command._actions:
             for option in action.option_strings:

@@ -9,7 +9,7 @@ import sys
 
 from .. import scratch
 from ..redaction import RedactingFilter, register_environment
-from . import eval_cmd, history_cmd, optimize_cmd, spec_cmd
+from . import capture_cmd, eval_cmd, history_cmd, optimize_cmd, spec_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     optimize_cmd.add_parser(sub)
     history_cmd.add_parser(sub)
     spec_cmd.add_parser(sub)
+    capture_cmd.add_parser(sub)
     return parser
 
 

@@ -1,6 +1,6 @@
 """`fsr spec FILE... [--kernel K] [--json] [--check]`: each kernel's spec, where it came from,
-and its problems (attached, drafted from a launch site or by the model, inferred from the
-signature, or none); with --check, the proof of each spec on the GPU with the original kernel."""
+and its problems (attached, captured from a run, drafted from a launch site or by the model,
+inferred from the signature, or none); with --check, the proof of each spec on the GPU with the original kernel."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from ..capture import latest_capture, read_capture
 from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
 from ..drafting.origin import Drafter, KernelSpec, kernel_specs
@@ -35,7 +36,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON array, an object per kernel")
     p.add_argument("--check", action="store_true", help="prove each spec on the GPU (exit 1 if one fails)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung kernel is killed")
-    p.add_argument("--workspace", type=Path, help="folder holding .fsr/ with the proof cache")
+    p.add_argument("--workspace", type=Path, help="folder holding .fsr/ with the proof cache and captures")
+    p.add_argument("--capture", type=Path, help="a capture folder (default: the workspace's latest, from fsr capture)")
+    p.add_argument("--no-capture", action="store_true", help="ignore captured launches")
     add_setting_flags(p, "gpus", "evaluator.address", "compiler.nvcc", "compiler.flags", "includePaths", "llm.baseUrl",
                       "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes")
     p.set_defaults(run=run)
@@ -54,7 +57,14 @@ def run(args: argparse.Namespace) -> int:
     if llm.configured:
         chat = ChatClient(llm)
         drafter = lambda src, k, launches, why: model_draft(chat, src, k, launches, why)  # noqa: E731
-    specs = [s for s in kernel_specs(list(args.files), drafter, tuple(map(Path, settings.include_paths)))
+    capture = None
+    if args.capture is not None:
+        capture = read_capture(args.capture)
+        if not capture.launches:
+            return fail(f"{args.capture} holds no captured launch", 2)
+    elif not args.no_capture:
+        capture = latest_capture(workspace_of(args.files[0], args.workspace))
+    specs = [s for s in kernel_specs(list(args.files), drafter, tuple(map(Path, settings.include_paths)), capture)
              if args.kernel in (None, s.kernel)]
     if args.kernel and not specs:
         return fail(f"no kernel named {args.kernel} in {', '.join(map(str, args.files))}", 2)

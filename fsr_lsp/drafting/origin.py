@@ -1,5 +1,6 @@
-"""Where each kernel's spec comes from: its own block, inference from the signature, a draft
-from a launch site, or nowhere, with the problems of each. One record per kernel, for
+"""Where each kernel's spec comes from: its own block, a launch captured from a run of the
+program, a draft from a launch site, inference from the signature, or nowhere, with the
+problems of each. One record per kernel, for
 `fsr spec` (and the editor)."""
 
 from __future__ import annotations
@@ -8,14 +9,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
+from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
 from ..kernels.aliases import included_aliases, with_aliases
 from ..source import SourceText
 from ..specs import parse_spec, render_spec
+from .captured import captured_spec
 from .draft import Draft, draft_spec
 from .host import Launch, find_launches
 
-Origin = Literal["attached", "inferred", "drafted", "none"]
+Origin = Literal["attached", "captured", "inferred", "drafted", "none"]
 
 
 @dataclass
@@ -27,7 +30,7 @@ class KernelSpec:
     spec: str | None  # the /* @fsr ... */ text
     problems: list[str] = field(default_factory=list)
     provenance: dict[str, str] = field(default_factory=dict)  # for drafts: where each value came from
-    launch: str = ""  # for drafts from a launch: `file.cu:85`
+    launch: str = ""  # for drafts from a launch: `file.cu:85`; for captures: the captured launch
 
     def as_json(self) -> dict:
         data = asdict(self)
@@ -41,7 +44,7 @@ Drafter = Callable[[SourceText, Kernel, list[Launch], str], Draft]
 
 
 def kernel_specs(files: list[Path], drafter: Drafter | None = None,
-                 include_dirs: tuple[Path, ...] = ()) -> list[KernelSpec]:
+                 include_dirs: tuple[Path, ...] = (), capture: Capture | None = None) -> list[KernelSpec]:
     """Every kernel of every file, with launches looked up across all the files given (a kernel
     in a .cu file is often launched from a .cpp next to it); element types a file leaves
     unknown are looked up in the headers it includes (its folder, then `include_dirs`)."""
@@ -49,23 +52,25 @@ def kernel_specs(files: list[Path], drafter: Drafter | None = None,
     launches = [launch for path, src in texts.items() for launch in find_launches(src, str(path))]
     out = []
     for path, src in texts.items():
-        out += specs_of(str(path), src, launches, drafter, (path.parent, *include_dirs))
+        out += specs_of(str(path), src, launches, drafter, (path.parent, *include_dirs), capture)
     return out
 
 
 def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafter | None = None,
-             include_dirs: tuple[Path, ...] = ()) -> list[KernelSpec]:
+             include_dirs: tuple[Path, ...] = (), capture: Capture | None = None) -> list[KernelSpec]:
     found = discover(src)
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
                for o in found.orphan_specs]
     types = included_aliases(src.text, include_dirs) if include_dirs else {}
-    return [spec_of(name, src, with_aliases(k, types), launches, drafter, orphans, types) for k in found.kernels]
+    return [spec_of(name, src, with_aliases(k, types), launches, drafter, orphans, types, capture) for k in found.kernels]
 
 
 def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], drafter: Drafter | None = None,
-            orphans: list[str] | None = None, types: dict[str, str] | None = None) -> KernelSpec:
-    """One kernel's spec: its own block, else a draft from its launch, else one inferred from
-    its signature, else (with a drafter) the model's draft, else none, with why."""
+            orphans: list[str] | None = None, types: dict[str, str] | None = None,
+            capture: Capture | None = None) -> KernelSpec:
+    """One kernel's spec: its own block, else its launch captured from a run (checked against
+    the draft), else a draft from its launch, else one inferred from its signature, else (with
+    a drafter) the model's draft, else none, with why."""
     orphans = orphans or []
     line = k.name_span.start.line + 1
     if not k.complete:
@@ -75,12 +80,19 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
     if k.spec is not None:
         return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems)
     draft = draft_spec(src, k, launches, name, types)  # grounded in how the kernel is used: before a guess from its signature
+    not_captured: list[str] = []
+    if capture is not None and capture.of(k.name):
+        taken = captured_spec(src, k, capture, draft)
+        if taken.text is not None:
+            return KernelSpec(name, k.name, line, "captured", taken.text, taken.problems + orphans, taken.provenance,
+                              launch=taken.provenance.get("launch", ""))
+        not_captured = taken.problems
     if draft.text is not None:
-        return KernelSpec(name, k.name, line, "drafted", draft.text, draft.problems + orphans, draft.provenance,
+        return KernelSpec(name, k.name, line, "drafted", draft.text, not_captured + draft.problems + orphans, draft.provenance,
                           launch=draft.launch.where if draft.launch else "")
     if result.spec is not None:
         return KernelSpec(name, k.name, line, "inferred", render_spec(result.spec),
-                          [f"not drafted: {p}" for p in draft.problems] + orphans)
+                          not_captured + [f"not drafted: {p}" for p in draft.problems] + orphans)
     if drafter is not None:
         why = "; ".join(draft.problems) or "no launch found"
         by_model = drafter(src, k, launches, why)
@@ -88,4 +100,4 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
             return KernelSpec(name, k.name, line, "drafted", by_model.text, by_model.problems + orphans,
                               by_model.provenance)
         draft.problems += by_model.problems
-    return KernelSpec(name, k.name, line, "none", None, problems + draft.problems + orphans)
+    return KernelSpec(name, k.name, line, "none", None, problems + not_captured + draft.problems + orphans)

@@ -3,7 +3,7 @@ file (`kernels.cu` defines, `main.cpp` or `ops.cu` launches). Files on disk are 
 first use, on a thread of their own (a request waits a moment for it, never for a large
 workspace's whole scan), and again when the watcher says they changed; open documents count
 as the editor holds them, each parsed once per text it holds. Only files that contain `<<<`
-are parsed."""
+are parsed. The workspace's latest capture (`fsr capture`) is read when its folder changes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import os
 import threading
 from pathlib import Path
 
+from ..capture import Capture, latest_capture
+from ..capture.records import CAPTURES
 from ..kernels import Kernel
 from ..kernels.aliases import included_aliases, with_aliases
 from ..source import SourceText
@@ -32,6 +34,17 @@ class LaunchIndex:
         self._lock = threading.Lock()
         self._scanning: threading.Thread | None = None
         self.truncated = False
+        self._capture: tuple[int, Capture | None] = (-1, None)  # (captures folder's mtime, latest capture)
+
+    def capture(self) -> Capture | None:
+        """The workspace's latest capture with launches in it, read again only when a new one lands."""
+        try:
+            stamp = (self.root / CAPTURES).stat().st_mtime_ns
+        except OSError:
+            return None
+        if stamp != self._capture[0]:
+            self._capture = (stamp, latest_capture(self.root))
+        return self._capture[1]
 
     def launches(self, open_documents: dict[Path, str] | None = None) -> list[Launch]:
         """All launches: from disk (as far as a background scan has come), with open documents'
@@ -125,4 +138,4 @@ def workspace_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, op
     docs[path.resolve()] = text
     types = included_aliases(text, (path.parent, *map(Path, include_dirs)))
     return spec_of(index.relative(path), SourceText(text), with_aliases(kernel, types), index.launches(docs),
-                   drafter, types=types)
+                   drafter, types=types, capture=index.capture())

@@ -35,6 +35,8 @@ from ..settings import Settings
 STAND_IN = "FSR_LSP_BENCH"  # "module:factory" of an evaluator stand-in (tests only)
 PROVER = "FSR_LSP_PROVER"  # "module:function" proving drafts without a GPU (tests only)
 ModelDraft = Callable[[LLMConfig], Draft]
+CAPTURE_OFFER = ("Take one from a run of your program: `fsr capture -- ./your_app ARGS` in the workspace, or set "
+                 "fsr.capture.command and run \"FSR: Capture launches from a run\"; then Optimize again")
 
 
 @dataclass
@@ -55,6 +57,10 @@ def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, setting
     spec = workspace_spec(index, path, text, kernel, open_documents, include_dirs=settings.include_paths)
     if kernel.spec is not None or spec.origin == "inferred":
         return SpecPlan(spec)
+    if spec.origin == "captured" and spec.spec is not None:
+        return SpecPlan(spec, draft=spec.spec, message=(
+            f"{kernel.name}: no @fsr spec; took one from the launch captured in a run ({spec.launch}); proving it "
+            f"on the GPU with the original kernel, then searching"))
     if spec.origin == "drafted" and spec.spec is not None:
         return SpecPlan(spec, draft=spec.spec, message=(
             f"{kernel.name}: no @fsr spec; drafted one from the launch at {spec.launch}; proving it on the GPU with "
@@ -68,6 +74,9 @@ def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, setting
         src = SourceText(text)
         return SpecPlan(spec, ask_model=lambda llm: drafter(src, kernel, launches, why), message=(
             f"{kernel.name}: no @fsr spec and none from a launch; asking the model to draft one, then proving it"))
+    if spec.origin == "none":
+        why = spec.problems[0] if spec.problems else "no launch found"
+        return SpecPlan(spec, message=f"{kernel.name}: no @fsr spec ({why}). {CAPTURE_OFFER}")
     return SpecPlan(spec)
 
 

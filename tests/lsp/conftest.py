@@ -42,6 +42,8 @@ def server_env() -> dict[str, str]:
     env["FSR_LSP_PROVER"] = "tests.scripted_prover:prove"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["FSR_TEST_LLM_KEY"] = "sk-lsp-test-secret"
+    env["FSR_CAPTURE_LIBRARY"] = str(ROOT / "tests" / "data" / "fake_capture_app.py")  # no GPU: any file stands in
+    env.pop("CUDA_INJECTION64_PATH", None)
     return env
 
 

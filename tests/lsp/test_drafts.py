@@ -6,6 +6,9 @@ and the launch index following the file on disk."""
 from __future__ import annotations
 
 import asyncio
+import shlex
+import sys
+from pathlib import Path
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -171,3 +174,38 @@ async def test_without_a_launch_the_model_drafts_the_spec_which_is_proven_before
         apply = await client.code_action_resolve_async(apply)
     (edit,), _ = edits_in(apply.edit, uri)
     assert edit.new_text.startswith("/* @fsr\n# drafted by the model scripted from the kernel") and "// model" in edit.new_text
+
+
+async def test_capture_from_a_run_gives_the_quick_fix_and_the_hover(client: LanguageClient):
+    (client.workspace_dir / "cap").mkdir()  # type: ignore[attr-defined]
+    uri = open_file(client, "cap/kernels.cu", KERNELS)
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.capture"))
+    assert "set fsr.capture.command" in result  # nothing to run yet: the setting is named
+    app = Path(__file__).parents[1] / "data" / "fake_capture_app.py"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(app))} 3000"
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.capture", arguments=[command]))
+    assert result.startswith("FSR: captured 1 launch of 1 kernel (scale)"), result
+    assert any(m.message == "capture: ran scale on 3000 elements" for m in client.log_messages)
+    line = KERNELS.splitlines().index("__global__ void blend(float* out, const float* a, const float* b, int rows, int cols)")
+    assert not [a for a in await actions(client, uri, line) if "captured" in a.title]  # blend was not launched
+    text = KERNELS + SCALE
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    line = text.splitlines().index("__global__ void scale(float* y, const float* x, float a, int n)")
+    fix = next(a for a in await actions(client, uri, line) if a.title.startswith("Insert @fsr spec for `scale` from the captured launch"))
+    (edit,), _ = edits_in(fix.edit, uri)
+    assert "bench = { n = 3000 }" in edit.new_text and 'grid = "cdiv(n, 256)"' in edit.new_text
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=18)))
+    assert "spec: captured from a run: scale<<<(12, 1, 1), (256, 1, 1)>>>" in hover.contents.value
+
+
+SCALE = """
+__global__ void scale(float* y, const float* x, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+"""

@@ -22,6 +22,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("fsr.optimizeAtCursor", optimizeAtCursor),
     vscode.commands.registerCommand("fsr.cancelSearch", cancelSearch),
     vscode.commands.registerCommand("fsr.showHistory", showHistory),
+    vscode.commands.registerCommand("fsr.captureLaunches", captureLaunches),
     vscode.commands.registerCommand("fsr.restartServer", restart),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (needsRestart((section) => e.affectsConfiguration(section))) void restart();
@@ -146,6 +147,18 @@ async function cancelSearch(): Promise<void> {
     running.map((r) => ({ label: r.kernel, description: vscode.Uri.parse(r.uri).fsPath, r })), { title: "Cancel which search?" },
   ).then((item) => item?.r);
   if (pick) await execute("fsr.cancel", [pick.uri, pick.kernel]);
+}
+
+// Runs fsr.capture.command under the capture library (the server shows progress and the result).
+async function captureLaunches(): Promise<void> {
+  const command = vscode.workspace.getConfiguration("fsr").get<string>("capture.command") ?? "";
+  const given = command.trim() ? command : await vscode.window.showInputBox({
+    title: "FSR: the program that launches your kernels",
+    prompt: "Run in the workspace folder; save it as fsr.capture.command to skip this question",
+    placeHolder: "./build/app 4096",
+  });
+  if (!given?.trim()) return;
+  await execute("fsr.capture", [given]);
 }
 
 async function showHistory(): Promise<void> {

@@ -130,7 +130,7 @@ def _spec_fixes(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.Code
     """The draft from a launch (preferred) when there is one, and the filled-in template."""
     out = []
     spec = kernel_spec(ls, at.uri, kernel) if kernel.complete else None
-    if spec is not None and spec.origin == "drafted" and spec.spec and spec.launch:
+    if spec is not None and spec.origin in ("drafted", "captured") and spec.spec and spec.launch:
         start = kernel.definition_span.start_byte
         out.append(types.CodeAction(title=draft_title(kernel.name, spec), kind=types.CodeActionKind.QuickFix,
                                     is_preferred=True, edit=at.edit(start, start, spec.spec)))

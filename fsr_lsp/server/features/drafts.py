@@ -74,6 +74,8 @@ def register(server: object) -> None:
 
 
 def draft_title(kernel: str, spec: KernelSpec) -> str:
+    if spec.origin == "captured":
+        return f"Insert @fsr spec for `{kernel}` from the captured launch {spec.launch}"
     return f"Draft @fsr spec for `{kernel}` from the launch at {spec.launch}"
 
 
@@ -86,7 +88,11 @@ def hover_lines(spec: KernelSpec, proof: Proof | None) -> list[str]:
     if spec.origin == "none":
         return [f"- no spec: {spec.problems[0]}" if spec.problems else "- no spec"]
     where = f"the launch at {spec.launch}" if spec.launch else "the model"
-    lines = [f"- spec: drafted from {where} (not in the file: the quick fix inserts it; Optimize proves it first)"]
+    if spec.origin == "captured":
+        lines = [f"- spec: captured from a run: {spec.launch} (not in the file: the quick fix inserts it; "
+                 "Optimize proves it first)"]
+    else:
+        lines = [f"- spec: drafted from {where} (not in the file: the quick fix inserts it; Optimize proves it first)"]
     lines += [f"  - `{key}`: {origin}" for key, origin in spec.provenance.items()]
     lines += [f"  - guess: {problem}" for problem in spec.problems]
     if proof is not None:

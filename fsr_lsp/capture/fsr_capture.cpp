@@ -1,0 +1,390 @@
+// fsr capture: a CUPTI injection library (loaded by the CUDA driver through
+// CUDA_INJECTION64_PATH, as profilers are) that records each kernel launch of a program:
+// grid, block, dynamic shared memory, every parameter's bytes (layout from the driver,
+// cuFuncGetParamInfo), and for a parameter that points into device memory the allocation it
+// points into (base, size, offset). Allocations are tracked from the driver's own calls, so a
+// program with a static cudart, a pycuda script and PyTorch (caching allocator off) are seen
+// alike. Identical launches are written once and counted; writes are flushed line by line so
+// a program that crashes keeps what it launched. Optional: the bytes of each pointer argument
+// at the first launch of each kernel (a size cap), for verification on real inputs.
+//
+// Environment: FSR_CAPTURE_OUT (folder, required), FSR_CAPTURE_KERNELS (comma-separated
+// names; empty: all), FSR_CAPTURE_MAX (distinct launches kept per kernel, default 64),
+// FSR_CAPTURE_SNAPSHOT_BYTES (cap on the bytes saved per kernel; 0: none).
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Allocation {
+  size_t size;
+  const char* via;
+};
+
+typedef CUresult (*ParamInfoFn)(void*, size_t, size_t*, size_t*);
+typedef CUresult (*PointerAttributeFn)(void*, CUpointer_attribute, CUdeviceptr);
+typedef CUresult (*SyncFn)(CUstream);
+typedef CUresult (*CopyFn)(void*, CUdeviceptr, size_t);
+
+std::mutex lock;
+std::map<uint64_t, Allocation> allocations;  // base -> allocation
+std::map<std::string, int> kept;               // kernel -> distinct launches written
+std::map<std::string, std::pair<int, long>> seen;  // launch signature -> (id, count)
+std::set<std::string> snapshotted;
+std::set<std::string> wanted;
+FILE* out = nullptr;
+std::string folder;
+int max_per_kernel = 64;
+long snapshot_cap = 0;
+int next_id = 0;
+thread_local bool inside = false;  // our own driver calls raise callbacks too
+ParamInfoFn func_param_info = nullptr, kernel_param_info = nullptr;
+PointerAttributeFn pointer_attribute = nullptr;
+SyncFn stream_sync = nullptr;
+CopyFn copy_to_host = nullptr;
+
+std::string escaped(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '"' || c == '\\') { r += '\\'; r += c; }
+    else if (static_cast<unsigned char>(c) < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); r += b; }
+    else r += c;
+  }
+  return r;
+}
+
+std::string demangled(const char* mangled) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string r = (status == 0 && name) ? name : mangled;
+  free(name);
+  return r;
+}
+
+// `void ns::K<16, float>(float*, int)` -> `K`: the name the source gives the kernel.
+std::string base_name(const std::string& full) {
+  int depth = 0;
+  size_t end = full.size();
+  for (size_t i = 0; i < full.size(); ++i) {
+    char c = full[i];
+    if (c == '<') ++depth;
+    else if (c == '>') --depth;
+    else if ((c == '(') && depth == 0) { end = i; break; }
+  }
+  std::string head = full.substr(0, end);
+  depth = 0;  // strip template arguments, then the return type and namespaces
+  std::string plain;
+  for (char c : head) {
+    if (c == '<') ++depth;
+    else if (c == '>') --depth;
+    else if (depth == 0) plain += c;
+  }
+  size_t cut = plain.find_last_of(": ");
+  return cut == std::string::npos ? plain : plain.substr(cut + 1);
+}
+
+std::string hex(const unsigned char* p, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string r;
+  for (size_t i = 0; i < n; ++i) { r += digits[p[i] >> 4]; r += digits[p[i] & 15]; }
+  return r;
+}
+
+// The allocation a value points into: tracked first (the size the program asked for), else
+// the driver's own range (memory allocated before we were loaded).
+bool find_allocation(uint64_t value, uint64_t* base, size_t* size, std::string* via) {
+  auto it = allocations.upper_bound(value);
+  if (it != allocations.begin()) {
+    --it;
+    if (value >= it->first && value < it->first + it->second.size) {
+      *base = it->first; *size = it->second.size; *via = it->second.via;
+      return true;
+    }
+  }
+  if (!pointer_attribute || value < 4096) return false;
+  CUdeviceptr start = 0;
+  size_t range = 0;
+  if (pointer_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, value) != CUDA_SUCCESS) return false;
+  if (pointer_attribute(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE, value) != CUDA_SUCCESS) return false;
+  *base = start; *size = range; *via = "driver range";
+  return true;
+}
+
+struct Param {
+  size_t offset, size;
+  const unsigned char* bytes;
+};
+
+std::vector<Param> params_of(CUfunction f, void** kernelParams, void** extra) {
+  std::vector<Param> r;
+  const unsigned char* buffer = nullptr;
+  if (!kernelParams && extra) {  // CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, ...
+    for (void** e = extra; *e != CU_LAUNCH_PARAM_END; e += 2)
+      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const unsigned char*>(e[1]);
+  }
+  for (size_t i = 0; i < 4096; ++i) {
+    size_t offset = 0, size = 0;
+    bool ok = func_param_info && func_param_info(f, i, &offset, &size) == CUDA_SUCCESS;
+    if (!ok) ok = kernel_param_info && kernel_param_info(f, i, &offset, &size) == CUDA_SUCCESS;
+    if (!ok) break;
+    const unsigned char* bytes = kernelParams ? static_cast<const unsigned char*>(kernelParams[i])
+                                              : buffer ? buffer + offset : nullptr;
+    r.push_back({offset, size, bytes});
+  }
+  return r;
+}
+
+void snapshot(const std::string& path, uint64_t base, size_t size, CUstream stream) {
+  std::vector<unsigned char> data(size);
+  if (stream_sync) stream_sync(stream);
+  if (!copy_to_host || copy_to_host(data.data(), base, size) != CUDA_SUCCESS) return;
+  FILE* f = fopen(path.c_str(), "wb");
+  if (!f) return;
+  fwrite(data.data(), 1, size, f);
+  fclose(f);
+}
+
+void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned smem,
+               CUstream stream, void** kernelParams, void** extra) {
+  if (!out || !symbol) return;
+  std::string name = demangled(symbol), base = base_name(name);
+  if (!wanted.empty() && !wanted.count(base)) return;
+  std::vector<Param> params = params_of(f, kernelParams, extra);
+  std::string sig = std::string(symbol) + "|" + std::to_string(grid[0]) + "," + std::to_string(grid[1]) + "," +
+                    std::to_string(grid[2]) + "|" + std::to_string(block[0]) + "," + std::to_string(block[1]) + "," +
+                    std::to_string(block[2]) + "|" + std::to_string(smem);
+  std::string body;
+  std::vector<std::pair<size_t, std::pair<uint64_t, size_t>>> pointers;  // param index -> (base, size)
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Param& p = params[i];
+    std::string item = "{\"offset\":" + std::to_string(p.offset) + ",\"size\":" + std::to_string(p.size);
+    if (p.bytes) {
+      uint64_t value = 0, base_addr = 0;
+      size_t alloc_size = 0;
+      std::string via;
+      if (p.size == 8) memcpy(&value, p.bytes, 8);
+      if (p.size == 8 && find_allocation(value, &base_addr, &alloc_size, &via)) {
+        item += ",\"alloc\":{\"size\":" + std::to_string(alloc_size) + ",\"offset\":" +
+                std::to_string(value - base_addr) + ",\"base\":" + std::to_string(base_addr) + ",\"via\":\"" +
+                escaped(via) + "\"}";
+        sig += "|p" + std::to_string(alloc_size) + "+" + std::to_string(value - base_addr);
+        pointers.push_back({i, {base_addr, alloc_size}});
+      } else {
+        std::string h = hex(p.bytes, p.size < 256 ? p.size : 256);
+        item += ",\"hex\":\"" + h + "\"";
+        sig += "|" + h;
+      }
+    }
+    body += (body.empty() ? "" : ",") + item + "}";
+  }
+  auto found = seen.find(sig);
+  if (found != seen.end()) { found->second.second++; return; }
+  if (kept[base] >= max_per_kernel) return;
+  kept[base]++;
+  int id = next_id++;
+  seen[sig] = {id, 1};
+  std::string snap;
+  if (snapshot_cap > 0 && !snapshotted.count(name)) {
+    snapshotted.insert(name);
+    long total = 0;
+    for (auto& pp : pointers) total += static_cast<long>(pp.second.second);
+    if (total <= snapshot_cap) {
+      for (auto& pp : pointers) {
+        std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-" +
+                           std::to_string(pp.first) + ".bin";
+        snapshot(folder + "/" + file, pp.second.first, pp.second.second, stream);
+        snap += (snap.empty() ? "\"" : ",\"") + std::to_string(pp.first) + "\":\"" + file + "\"";
+      }
+    }
+  }
+  fprintf(out,
+          "{\"id\":%d,\"kernel\":\"%s\",\"name\":\"%s\",\"base\":\"%s\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],"
+          "\"smem\":%u,\"params\":[%s]%s%s%s}\n",
+          id, escaped(symbol).c_str(), escaped(name).c_str(), escaped(base).c_str(), grid[0], grid[1], grid[2],
+          block[0], block[1], block[2], smem, body.c_str(), snap.empty() ? "" : ",\"snapshot\":{", snap.c_str(),
+          snap.empty() ? "" : "}");
+  fflush(out);
+}
+
+void track(uint64_t base, size_t size, const char* via) {
+  if (base) allocations[base] = {size, via};
+}
+
+void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || inside) return;
+  const CUpti_CallbackData* cb = static_cast<const CUpti_CallbackData*>(data);
+  const void* p = cb->functionParams;
+  std::lock_guard<std::mutex> guard(lock);
+  inside = true;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    switch (id) {
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+        auto* a = static_cast<const cuLaunchKernel_params*>(p);
+        unsigned g[3] = {a->gridDimX, a->gridDimY, a->gridDimZ}, b[3] = {a->blockDimX, a->blockDimY, a->blockDimZ};
+        on_launch(cb->symbolName, a->f, g, b, a->sharedMemBytes, a->hStream, a->kernelParams, a->extra);
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+        auto* a = static_cast<const cuLaunchCooperativeKernel_params*>(p);
+        unsigned g[3] = {a->gridDimX, a->gridDimY, a->gridDimZ}, b[3] = {a->blockDimX, a->blockDimY, a->blockDimZ};
+        on_launch(cb->symbolName, a->f, g, b, a->sharedMemBytes, a->hStream, a->kernelParams, nullptr);
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+        auto* a = static_cast<const cuLaunchKernelEx_params*>(p);
+        const CUlaunchConfig* c = a->config;
+        unsigned g[3] = {c->gridDimX, c->gridDimY, c->gridDimZ}, b[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
+        on_launch(cb->symbolName, a->f, g, b, c->sharedMemBytes, c->hStream, a->kernelParams, a->extra);
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+        allocations.erase(static_cast<const cuMemFree_v2_params*>(p)->dptr);
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+        allocations.erase(static_cast<const cuMemFreeAsync_params*>(p)->dptr);
+        break;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+        allocations.erase(static_cast<const cuMemUnmap_params*>(p)->ptr);
+        break;
+      default:
+        break;
+    }
+  } else if (*static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS) {
+    switch (id) {
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+        auto* a = static_cast<const cuMemAlloc_v2_params*>(p);
+        track(*a->dptr, a->bytesize, "cudaMalloc");
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+        auto* a = static_cast<const cuMemAllocPitch_v2_params*>(p);
+        track(*a->dptr, *a->pPitch * a->Height, "cudaMallocPitch");
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+        auto* a = static_cast<const cuMemAllocManaged_params*>(p);
+        track(*a->dptr, a->bytesize, "cudaMallocManaged");
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+        auto* a = static_cast<const cuMemAllocAsync_params*>(p);
+        track(*a->dptr, a->bytesize, "cudaMallocAsync");
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+        auto* a = static_cast<const cuMemAllocFromPoolAsync_params*>(p);
+        track(*a->dptr, a->bytesize, "cudaMallocFromPoolAsync");
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
+        auto* a = static_cast<const cuMemHostAlloc_params*>(p);
+        track(reinterpret_cast<uint64_t>(*a->pp), a->bytesize, "cudaHostAlloc");
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
+        auto* a = static_cast<const cuMemAllocHost_v2_params*>(p);
+        track(reinterpret_cast<uint64_t>(*a->pp), a->bytesize, "cudaMallocHost");
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2: {
+        auto* a = static_cast<const cuMemHostRegister_v2_params*>(p);
+        track(reinterpret_cast<uint64_t>(a->p), a->bytesize, "cudaHostRegister");
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+        auto* a = static_cast<const cuMemMap_params*>(p);
+        track(a->ptr, a->size, "cuMemMap");
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  inside = false;
+}
+
+void finish() {
+  std::lock_guard<std::mutex> guard(lock);
+  if (!out) return;
+  for (auto& s : seen)
+    if (s.second.second > 1) fprintf(out, "{\"count\":%d,\"n\":%ld}\n", s.second.first, s.second.second);
+  fclose(out);
+  out = nullptr;
+}
+
+}  // namespace
+
+extern "C" int InitializeInjection(void) {
+  const char* dir = getenv("FSR_CAPTURE_OUT");
+  if (!dir || !*dir) return 1;
+  folder = dir;
+  std::string path = folder + "/launches-" + std::to_string(getpid()) + ".jsonl";
+  out = fopen(path.c_str(), "w");
+  if (!out) return 1;
+  if (const char* k = getenv("FSR_CAPTURE_KERNELS")) {
+    std::string names = k;
+    size_t start = 0;
+    while (start <= names.size()) {
+      size_t comma = names.find(',', start);
+      std::string one = names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!one.empty()) wanted.insert(one);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (const char* m = getenv("FSR_CAPTURE_MAX")) max_per_kernel = atoi(m);
+  if (const char* s = getenv("FSR_CAPTURE_SNAPSHOT_BYTES")) snapshot_cap = atol(s);
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!cuda) cuda = dlopen("libcuda.so.1", RTLD_NOW);
+  if (cuda) {
+    func_param_info = reinterpret_cast<ParamInfoFn>(dlsym(cuda, "cuFuncGetParamInfo"));
+    kernel_param_info = reinterpret_cast<ParamInfoFn>(dlsym(cuda, "cuKernelGetParamInfo"));
+    pointer_attribute = reinterpret_cast<PointerAttributeFn>(dlsym(cuda, "cuPointerGetAttribute"));
+    stream_sync = reinterpret_cast<SyncFn>(dlsym(cuda, "cuStreamSynchronize"));
+    copy_to_host = reinterpret_cast<CopyFn>(dlsym(cuda, "cuMemcpyDtoH_v2"));
+  }
+  fprintf(out, "{\"meta\":{\"pid\":%d,\"param_info\":%s}}\n", getpid(),
+          func_param_info || kernel_param_info ? "true" : "false");
+  fflush(out);
+  CUpti_SubscriberHandle subscriber;
+  if (cuptiSubscribe(&subscriber, callback, nullptr) != CUPTI_SUCCESS) {
+    fprintf(out, "{\"error\":\"cuptiSubscribe failed: another profiler may hold CUPTI\"}\n");
+    fflush(out);
+    return 1;
+  }
+  const CUpti_CallbackId ids[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuMemMap, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap};
+  for (CUpti_CallbackId id : ids) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  atexit(finish);
+  return 1;
+}

@@ -1,0 +1,96 @@
+"""Running the user's command under the injection library, into a new folder
+`.fsr/captures/<date-time>/`. The program's exit status is kept, not judged: a program that
+fails after its launches still gave them. Python children run with PyTorch's caching
+allocator off, so each tensor is an allocation of its own and its extent is the tensor's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from .build import BuildError, injection_library
+from .records import CAPTURES, Capture, read_capture
+
+
+class CaptureError(RuntimeError):
+    """The capture could not run (no library, a profiler already injected, no such command)."""
+
+
+def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...] = (), snapshot_bytes: int = 0,
+                max_per_kernel: int = 64, timeout: float | None = None, nvcc: str = "",
+                on_output: Callable[[str], None] | None = None, cancel: threading.Event | None = None,
+                cwd: Path | None = None) -> Capture:
+    """Run `command` (its output to the terminal, or line by line to `on_output`) and read back
+    what it launched. `timeout` or `cancel` stop the program; what it launched by then is kept."""
+    if not command:
+        raise CaptureError("no command to capture: give the program to run, e.g. fsr capture -- ./app 1024")
+    if os.environ.get("CUDA_INJECTION64_PATH"):
+        raise CaptureError("CUDA_INJECTION64_PATH is already set (another profiler?): unset it to capture")
+    try:
+        library = injection_library(nvcc)
+    except BuildError as e:
+        raise CaptureError(str(e)) from None
+    folder = workspace / CAPTURES / time.strftime("%Y%m%d-%H%M%S")
+    n = 1
+    while folder.exists():
+        folder, n = folder.with_name(f"{folder.name.split('.')[0]}.{n}"), n + 1
+    folder.mkdir(parents=True)
+    env = dict(os.environ, CUDA_INJECTION64_PATH=str(library), FSR_CAPTURE_OUT=str(folder),
+               FSR_CAPTURE_KERNELS=",".join(kernels), FSR_CAPTURE_MAX=str(max_per_kernel),
+               FSR_CAPTURE_SNAPSHOT_BYTES=str(snapshot_bytes), PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+    meta = {"command": command, "cwd": str(cwd or workspace), "started": time.time(), "kernels": list(kernels)}
+    (folder / "capture.json").write_text(json.dumps(meta))
+    try:
+        proc = subprocess.Popen(command, cwd=cwd or workspace, env=env, start_new_session=True,
+                                stdout=subprocess.PIPE if on_output else None,
+                                stderr=subprocess.STDOUT if on_output else None, text=True, errors="replace")
+    except OSError as e:
+        raise CaptureError(f"cannot run {command[0]}: {e.strerror or e}") from None
+    reader = threading.Thread(target=_pump, args=(proc, on_output), daemon=True) if on_output else None
+    if reader:
+        reader.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    stopped = ""
+    while proc.poll() is None:
+        if cancel is not None and cancel.is_set():
+            stopped = "cancelled"
+        elif deadline is not None and time.monotonic() > deadline:
+            stopped = f"stopped after {timeout:g} s"
+        if stopped:
+            _kill(proc)
+            break
+        time.sleep(0.05)
+    code = proc.wait()
+    if reader:
+        reader.join(5)
+    meta.update(exit_code=code, seconds=round(time.time() - meta["started"], 2), stopped=stopped)
+    (folder / "capture.json").write_text(json.dumps(meta))
+    capture = read_capture(folder)
+    if stopped:
+        capture.problems.append(f"the program was {stopped}: launches after that are missing")
+    return capture
+
+
+def _pump(proc: subprocess.Popen, sink: Callable[[str], None]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sink(line.rstrip("\n"))
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(3)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -1,0 +1,291 @@
+"""A spec from a launch captured in a run of the user's program.
+
+The captured launch is the bench size: its grid, block, shared memory and scalar values as the
+program passed them, each buffer as long as the allocation it points into. Relations come
+from the static draft when there is one: evaluated at the captured values it must reproduce
+the captured grid, block and extents, and then it is kept with the captured sizes (its test
+sizes scale). Where it does not, the capture wins and says why. Without a draft, lengths and
+grid are related to the integer arguments when the captured numbers show it (an extent equal
+to `n` or `rows * cols`, a grid of `cdiv(n, block)`); when every one is, smaller test sizes
+follow; when not, the spec checks the captured size only and says so. Like every draft, it is
+proven on the GPU before any search uses it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+from itertools import combinations_with_replacement
+
+from ..capture import Capture, CapturedLaunch
+from ..evaluator.records import ITEMSIZE
+from ..kernels import Kernel, Param
+from ..kernels.c_types import element_type
+from ..kernels.lexical import lex, spec_blocks, split_top_level
+from ..source import SourceText
+from ..specs import BufferArg, evaluate, evaluate_int, parse_spec, render_spec
+from ..specs.model import Spec
+from .draft import Draft, read_back
+from .writes import Access, direction, index_arrays, pointer_access
+
+TEST_SIZES = (1, 17, 1000, 33, 100, 4096)
+TESTS_WANTED = 3
+CAPTURED_ONLY = "verified at the captured size only"
+
+
+class NotCaptured(ValueError):
+    """Why a captured launch gives no spec."""
+
+
+def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draft | None = None) -> Draft:
+    """The kernel's spec from its most frequent captured launch (a Draft whose text is the block)."""
+    launches = capture.of(kernel.name)
+    out = Draft(kernel.name, None, launches=sum(x.count for x in launches))
+    if not launches:
+        out.problems.append(f"{kernel.name} was not launched in {capture.describe()}")
+        return out
+    launch = _chosen(launches)
+    n_variants = len({(x.template_args, x.grid, x.block) for x in launches})
+    try:
+        values = _values(kernel, launch)
+    except NotCaptured as e:
+        out.problems.append(f"not from the capture: {e}")
+        return out
+    origin = (f"captured by fsr from a run of `{' '.join(capture.command)}`: {launch.where()}, "
+              f"{launch.count} launch{'es' if launch.count != 1 else ''}")
+    if n_variants > 1:
+        out.problems.append(f"{n_variants} captured launch shapes differ; this spec is the most frequent "
+                            f"({launch.where()}); the others are in {capture.folder}")
+    lines, note = None, ""
+    if draft is not None and draft.text is not None:
+        lines, note = _from_draft(kernel, draft.text, launch, values)
+        if lines is None:
+            out.problems.append(f"the capture wins over the draft from {draft.launch.where if draft.launch else 'the launch'}: "
+                                f"{note}")
+        else:
+            out.provenance.update(draft.provenance)
+    if lines is None:
+        lines, note = _from_capture_alone(src, kernel, launch, values, out)
+    header = ["/* @fsr", f"# {origin}; check it, then remove this line"]
+    text = "\n".join(header + lines + ["*/"]) + "\n"
+    errors = read_back(kernel, text)
+    if errors:
+        out.problems += [f"the captured spec does not parse: {e}" for e in errors]
+        return out
+    out.text = text
+    out.provenance["capture"] = note
+    out.provenance["launch"] = f"{launch.where()} in {capture.describe()}"
+    return out
+
+
+def _chosen(launches: list[CapturedLaunch]) -> CapturedLaunch:
+    """The instantiation launched most, and its most frequent (then largest) launch."""
+    by_template: dict[str, int] = {}
+    for x in launches:
+        by_template[x.template_args] = by_template.get(x.template_args, 0) + x.count
+    template = max(by_template, key=lambda t: by_template[t])
+    mine = [x for x in launches if x.template_args == template]
+    return max(mine, key=lambda x: (x.count, _threads(x)))
+
+
+def _threads(x: CapturedLaunch) -> int:
+    return x.grid[0] * x.grid[1] * x.grid[2] * x.block[0] * x.block[1] * x.block[2]
+
+
+@dataclasses.dataclass
+class _Values:
+    template: str
+    scalars: dict[str, int | float]  # by parameter name
+    extents: dict[str, int]  # pointer parameter -> elements from the pointer to its allocation's end
+    dtypes: dict[str, str]
+
+
+def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
+    if not launch.params and kernel.params:
+        raise NotCaptured("the driver gave no parameter layout (cuFuncGetParamInfo needs a CUDA 12.4 driver)")
+    if len(launch.params) != len(kernel.params):
+        raise NotCaptured(f"the captured `{launch.name}` has {len(launch.params)} parameters, the kernel "
+                          f"{len(kernel.params)} (another kernel of the same name?)")
+    template = launch.template_args
+    subst = dict(zip([t.split("=")[0].split()[-1] for t in kernel.template_params],
+                     [a.strip() for a in split_top_level(template)]))
+    values = _Values(template, {}, {}, {})
+    for p, c in zip(kernel.params, launch.params):
+        dtype, lanes = (p.dtype, p.lanes) if p.dtype else element_type(subst.get(p.base_type, p.base_type))
+        if dtype is None:
+            raise NotCaptured(f"the element type of `{p.name}` ({p.base_type}) is unknown")
+        values.dtypes[p.name] = dtype
+        if p.is_pointer:
+            if c.alloc is None:
+                what = "a null pointer" if c.raw is not None and not any(c.raw) else "no allocation the run made"
+                raise NotCaptured(f"`{p.name}` points to {what}")
+            values.extents[p.name] = (c.alloc.size - c.alloc.offset) // (ITEMSIZE[dtype] * lanes)
+            if values.extents[p.name] < 1:
+                raise NotCaptured(f"`{p.name}` points to the end of its allocation")
+        else:
+            values.scalars[p.name] = _scalar(p, dtype, c.raw)
+    return values
+
+
+def _scalar(p: Param, dtype: str, raw: bytes | None) -> int | float:
+    if raw is None:
+        raise NotCaptured(f"the value of `{p.name}` was not recorded")
+    formats = {"float32": "<f", "float64": "<d", "float16": "<e"}
+    if dtype in formats:
+        if len(raw) != struct.calcsize(formats[dtype]):
+            raise NotCaptured(f"`{p.name}` is {len(raw)} bytes, a {dtype} is {struct.calcsize(formats[dtype])}")
+        return struct.unpack(formats[dtype], raw)[0]
+    if dtype in ITEMSIZE and not dtype.startswith(("float", "bfloat")) and len(raw) == ITEMSIZE[dtype]:
+        return int.from_bytes(raw, "little", signed=dtype.startswith("int"))
+    raise NotCaptured(f"`{p.name}` ({dtype}) cannot be read from {len(raw)} captured bytes")
+
+
+def _from_draft(kernel: Kernel, text: str, launch: CapturedLaunch, values: _Values) -> tuple[list[str] | None, str]:
+    """The draft's lines with the captured sizes, when it reproduces the capture; else (None, why)."""
+    block = SourceText(text)
+    (comment,) = spec_blocks(block, lex(block.data))
+    spec = parse_spec(block, dataclasses.replace(kernel, spec=comment)).spec
+    if spec is None:
+        return None, "the draft does not parse"
+    sizes: dict[str, int] = {}
+    for a in spec.args:
+        if not isinstance(a, BufferArg) and isinstance(a.value, str) and a.value in spec.bench:
+            sizes[a.value] = int(values.scalars[a.name])
+    missing = [k for k in spec.bench if k not in sizes]
+    if missing:
+        return None, f"no captured value for the draft's size{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    try:
+        why = _mismatch(spec, sizes, launch, values)
+    except Exception as e:  # an expression that cannot be evaluated at the captured sizes
+        return None, f"the draft cannot be evaluated at the captured sizes ({e})"
+    if why:
+        return None, why
+    tests = []
+    for t in spec.tests:
+        entry = {k: min(v, sizes[k]) for k, v in t.items()}
+        if entry != sizes and entry not in tests:
+            tests.append(entry)
+    spec = dataclasses.replace(spec, bench=sizes, tests=tuple(tests))
+    body = render_spec(spec).splitlines()[1:-1]
+    return body, "the draft from the launch site reproduces the captured grid, block and extents: its sizes take the captured values"
+
+
+def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values: _Values) -> str:
+    grid = _padded([evaluate_int(g, sizes, "grid") for g in spec.grid])
+    if grid != launch.grid:
+        return f"the draft's grid at the captured sizes is {grid}, the run launched {launch.grid}"
+    if _padded(list(spec.block)) != launch.block:
+        return f"the draft's block is {tuple(spec.block)}, the run launched {launch.block}"
+    if evaluate_int(spec.smem or 0, sizes, "smem") != launch.smem:
+        return f"the draft's shared memory is {spec.smem}, the run launched with {launch.smem} bytes"
+    for a in spec.args:
+        if isinstance(a, BufferArg):
+            length = evaluate_int(a.length, sizes, "length")
+            if length != values.extents[a.name]:
+                return (f"the draft's length of `{a.name}` at the captured sizes is {length}, its allocation "
+                        f"holds {values.extents[a.name]} from the pointer on")
+        else:
+            mine, run = evaluate(a.value, sizes), values.scalars[a.name]
+            if abs(mine - run) > 1e-6 * max(abs(mine), abs(run)):
+                return f"the draft passes {a.name} = {a.value}, the run passed {run!r}"
+    return ""
+
+
+def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch, values: _Values,
+                        out: Draft) -> tuple[list[str], str]:
+    sizes = {k: int(v) for k, v in values.scalars.items()
+             if isinstance(v, int) and v >= 1 and not values.dtypes[k].startswith(("float", "bfloat"))}
+    named = _expressions(sizes)
+    lengths = {k: named.get(v, str(v)) for k, v in values.extents.items()}
+    grid = [_grid_expr(g, b, named) for g, b in zip(launch.grid, launch.block)]
+    block = list(launch.block)
+    related = sizes and all(not e.isdigit() for e in lengths.values()) and \
+        all(not e.isdigit() or e == "1" for e in grid)
+    tests: list[dict[str, int]] = []
+    if related:
+        checks = list(lengths.values()) + [g for g in grid if g != "1"]
+        for s in TEST_SIZES:
+            entry = {k: min(s, v) for k, v in sizes.items()}
+            if entry != sizes and entry not in tests and len(tests) < TESTS_WANTED and _positive(checks, entry):
+                tests.append(entry)
+        note = "grid and lengths follow the integer arguments at the captured values: smaller test sizes scale them"
+    else:
+        fixed = [f"`{k}` ({v} elements)" for k, v in lengths.items() if v.isdigit()]
+        fixed += [f"grid {g}" for g in grid if g.isdigit() and g != "1"]
+        note = f"{CAPTURED_ONLY}: no integer argument gives " + ", ".join(fixed or ["the sizes"])
+        out.problems.append(note)
+    if not sizes:
+        sizes = {"captured": 1}  # a spec needs a size; nothing here varies
+    access = pointer_access(src, kernel)
+    indexes = index_arrays(src, kernel)
+    args = []
+    for p in kernel.params:
+        if not p.is_pointer:
+            value = values.scalars[p.name]
+            args.append(f'{p.name} = "{p.name}"' if p.name in sizes else f"{p.name} = {value!r}")
+            out.provenance[p.name] = f"the run passed {value!r}"
+            continue
+        d = direction(access.get(p.name) or Access(written=True, read=True, accumulates=False), p.pointee_const)
+        init = ""
+        target = indexes.get(p.name)
+        if d == "in" and target in values.extents and values.dtypes[p.name].startswith(("int", "uint")):
+            bound = values.extents[target] if not tests else max(1, min(evaluate_int(lengths[target], t, "length")
+                                                                       for t in tests))
+            init = f" randint(0, {bound})"
+        elif d == "inout" and access.get(p.name) and access[p.name].accumulates:
+            out.problems.append(f"{p.name} accumulates (atomics or +=): give its start value, e.g. zeros()")
+        args.append(f'{p.name} = "{d}[{lengths[p.name]}]{init}"')
+        out.provenance[p.name] = f"{values.extents[p.name]} elements to the end of its allocation"
+    lines = ["bench = { " + ", ".join(f"{k} = {v}" for k, v in sizes.items()) + " }"]
+    if tests:
+        lines.append("tests = [ " + ", ".join("{ " + ", ".join(f"{k} = {v}" for k, v in t.items()) + " }"
+                                              for t in tests) + " ]")
+    lines += [f"grid = {_dims(_trimmed(grid))}", f"block = {_dims([str(b) for b in _trimmed(block)])}"]
+    if launch.smem:
+        lines.append(f"smem = {launch.smem}")
+    if values.template:
+        lines.append(f"template = {json.dumps(values.template)}")
+    return lines + ["[args]", *args], note
+
+
+def _expressions(sizes: dict[str, int]) -> dict[int, str]:
+    """Value -> the simplest expression over the sizes with that value (a size, then a product of two)."""
+    named: dict[int, str] = {}
+    for k, v in sizes.items():
+        named.setdefault(v, k)
+    for a, b in combinations_with_replacement(sizes, 2):
+        named.setdefault(sizes[a] * sizes[b], f"{a} * {b}")
+    return named
+
+
+def _grid_expr(g: int, b: int, named: dict[int, str]) -> str:
+    if g == 1:
+        return "1"
+    if g in named:
+        return named[g]
+    exact = [e for v, e in named.items() if (v + b - 1) // b == g]
+    return f"cdiv({min(exact, key=len)}, {b})" if exact else str(g)
+
+
+def _positive(exprs: list[str], sizes: dict[str, int]) -> bool:
+    try:
+        return all(evaluate_int(e, sizes, "check") >= 1 for e in exprs)
+    except Exception:
+        return False
+
+
+def _padded(values: list[int]) -> tuple[int, int, int]:
+    return (*values, *[1] * (3 - len(values)))  # type: ignore[return-value]
+
+
+def _trimmed(values: list) -> list:
+    out = list(values)
+    while len(out) > 1 and str(out[-1]) == "1":
+        out.pop()
+    return out
+
+
+def _dims(values: list) -> str:
+    rendered = [v if str(v).isdigit() else json.dumps(v) for v in map(str, values)]
+    return rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"

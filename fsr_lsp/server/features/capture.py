@@ -1,0 +1,90 @@
+"""The command fsr.capture ("FSR: Capture launches from a run"): runs the program the setting
+fsr.capture.command names (or the command given as the argument) in the workspace under the
+capture library, with cancellable progress; its output goes to the log. Afterwards code
+actions, hover and Optimize take specs from the new capture (the launch index reads it)."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import threading
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from ...capture import Capture, CaptureError, run_capture
+from ..searches import new_token
+from ..server import FsrServer
+
+CAPTURE = "fsr.capture"
+MAX_LOG_LINES = 200  # the program's output shown in the log; the rest is counted
+
+
+def register(server: FsrServer) -> None:
+    @server.command(CAPTURE)
+    async def capture_command(ls: FsrServer, *args: Any) -> str:
+        flat = tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args
+        text = str(flat[0]) if flat and flat[0] else ls.settings.capture_command
+        if not text.strip():
+            message = ("FSR: set fsr.capture.command to the program that launches your kernels (e.g. ./build/app "
+                       "4096), then run \"FSR: Capture launches from a run\" again")
+            ls.show(message, types.MessageType.Warning)
+            return message
+        try:
+            command = shlex.split(text)
+        except ValueError as e:
+            ls.show(f"FSR: fsr.capture.command cannot be read: {e}", types.MessageType.Error)
+            return str(e)
+        root = Path(ls.workspace.root_path or Path.cwd())
+        return await _capture(ls, command, root)
+
+
+async def _capture(ls: FsrServer, command: list[str], root: Path) -> str:
+    cancel = threading.Event()
+    token = new_token()
+    if ls.supports_progress:
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                title="FSR: capturing launches", message=" ".join(command)[:200], cancellable=True))
+            future = ls.work_done_progress.tokens.get(token)
+            if future is not None:
+                future.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+        except Exception:
+            token = ""
+    shown = [0]
+    loop = asyncio.get_running_loop()
+
+    def output(line: str) -> None:
+        shown[0] += 1
+        if shown[0] <= MAX_LOG_LINES:
+            loop.call_soon_threadsafe(ls.window_log_message, types.LogMessageParams(
+                type=types.MessageType.Log, message=f"capture: {line}"))
+
+    try:
+        capture = await asyncio.to_thread(run_capture, command, root, snapshot_bytes=ls.settings.capture_snapshot_bytes,
+                                          nvcc=ls.settings.compiler_nvcc, on_output=output, cancel=cancel)
+    except CaptureError as e:
+        message = f"FSR: capture failed: {e}"
+        ls.show(message, types.MessageType.Error)
+        return message
+    finally:
+        if token and ls.supports_progress:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+    message = summary(capture)
+    ls.show(message, types.MessageType.Info if capture.launches else types.MessageType.Warning)
+    return message
+
+
+def summary(capture: Capture) -> str:
+    kernels = sorted({x.base for x in capture.launches})
+    if not kernels:
+        return (f"FSR: `{' '.join(capture.command)}` launched no kernel that could be recorded"
+                + (f" (exit status {capture.exit_code})" if capture.exit_code else "")
+                + ("; " + "; ".join(capture.problems) if capture.problems else ""))
+    shown = ", ".join(kernels[:8]) + (f" and {len(kernels) - 8} more" if len(kernels) > 8 else "")
+    total = sum(x.count for x in capture.launches)
+    return (f"FSR: captured {total} launch{'es' if total != 1 else ''} of {len(kernels)} kernel"
+            f"{'s' if len(kernels) != 1 else ''} ({shown}); Optimize and the spec quick fix now use them"
+            + (f" (the program exited with status {capture.exit_code})" if capture.exit_code else ""))

@@ -1,0 +1,119 @@
+"""Capture on a GPU, end to end: a binary built by nvcc with static cudart, a template kernel
+whose argument the program picks at run time, and a pycuda script (the driver API with a
+parameter buffer); each capture gives a spec that `fsr spec --check` proves, and `fsr
+optimize` searches with it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+KERNELS = """#include <cuda_runtime.h>
+
+__global__ void scale(float* y, const float* x, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+
+template <int BS>
+__global__ void rowsum(const float* m, float* out, int rows, int cols)
+{
+    int r = blockIdx.x * BS + threadIdx.x;
+    if (r < rows) { float s = 0.f; for (int c = 0; c < cols; ++c) s += m[r * cols + c]; out[r] = s; }
+}
+"""
+MAIN = """#include <cstdio>
+#include <cstdlib>
+#include "kernels.cu"
+#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s\\n", cudaGetErrorString(e)); return 1; } } while (0)
+
+int main(int argc, char** argv) {
+    int n = atoi(argv[1]), rows = atoi(argv[2]), cols = atoi(argv[3]), bs = atoi(argv[4]);
+    float *x, *y, *m, *out;
+    CHECK(cudaMalloc(&x, n * sizeof(float)));
+    CHECK(cudaMalloc(&y, n * sizeof(float)));
+    CHECK(cudaMalloc(&m, (size_t)rows * cols * sizeof(float)));
+    CHECK(cudaMalloc(&out, rows * sizeof(float)));
+    for (int it = 0; it < 3; ++it) scale<<<(n + 255) / 256, 256>>>(y, x, 2.0f, n);
+    if (bs == 64) rowsum<64><<<(rows + 63) / 64, 64>>>(m, out, rows, cols);
+    else rowsum<128><<<(rows + 127) / 128, 128>>>(m, out, rows, cols);
+    CHECK(cudaDeviceSynchronize());
+    printf("done\\n");
+    return 0;
+}
+"""
+PYCUDA = """import numpy as np
+import pycuda.autoinit
+import pycuda.driver as drv
+from pycuda.compiler import SourceModule
+
+src = open("kernels.cu").read().split("template")[0]
+mod = SourceModule(src.replace("#include <cuda_runtime.h>", ""), no_extern_c=False)
+n = 3000
+x = drv.mem_alloc(n * 4); y = drv.mem_alloc(n * 4)
+mod.get_function("scale")(y, x, np.float32(0.5), np.int32(n), block=(128, 1, 1), grid=((n + 127) // 128, 1))
+drv.Context.synchronize()
+"""
+
+
+def fsr(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, evaluator) -> Path:  # the evaluator fixture skips without a GPU
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    folder = tmp_path_factory.mktemp("capture")
+    (folder / ".git").mkdir()  # the workspace
+    (folder / "kernels.cu").write_text(KERNELS)
+    (folder / "main.cu").write_text(MAIN)
+    (folder / "scale.py").write_text(PYCUDA)
+    built = subprocess.run([nvcc, "-cudart", "static", "-o", "app", "main.cu"], cwd=folder, capture_output=True,
+                           text=True)
+    assert built.returncode == 0, built.stderr
+    return folder
+
+
+def spec_of(folder: Path, kernel: str) -> dict:
+    r = fsr("spec", "kernels.cu", "--kernel", kernel, "--json", "--check", cwd=folder)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (data,) = json.loads(r.stdout)
+    return data
+
+
+def test_a_static_cudart_binary_and_a_template_chosen_at_run_time(app: Path):
+    r = fsr("capture", "--", "./app", "5000", "300", "40", "64", cwd=app)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "scale" in r.stdout and "rowsum" in r.stdout
+    scale = spec_of(app, "scale")
+    print(scale["spec"], scale["proof"])
+    assert scale["origin"] == "captured" and scale["proof"]["status"] == "proven"
+    assert "bench = { n = 5000 }" in scale["spec"] and 'grid = "cdiv(n, 256)"' in scale["spec"]
+    assert "a = 2.0" in scale["spec"] and "3 launches" in scale["spec"]
+    rowsum = spec_of(app, "rowsum")
+    print(rowsum["spec"], rowsum["proof"])
+    assert rowsum["origin"] == "captured" and rowsum["proof"]["status"] == "proven"
+    assert 'template = "64"' in rowsum["spec"] and "rows = 300" in rowsum["spec"] and "cols = 40" in rowsum["spec"]
+
+
+def test_a_pycuda_script_and_optimize_with_the_capture(app: Path):
+    r = fsr("capture", "--kernel", "scale", "--", sys.executable, "scale.py", cwd=app)
+    assert r.returncode == 0, r.stdout + r.stderr
+    scale = spec_of(app, "scale")
+    print(scale["spec"], scale["proof"])
+    assert scale["origin"] == "captured" and scale["proof"]["status"] == "proven"
+    assert "bench = { n = 3000 }" in scale["spec"] and "a = 0.5" in scale["spec"]
+    r = fsr("optimize", "kernels.cu", "-k", "scale", "--rounds", "1", "--candidates", "2", "--no-sanitize",
+            "--time-budget", "90", cwd=app)
+    print(r.stdout[-3000:], r.stderr[-2000:])
+    assert "took one from the launch captured in a run" in r.stdout
+    assert r.returncode == 0 and "Traceback" not in r.stderr  # improved, or no win: the captured spec was proven

@@ -1,0 +1,300 @@
+"""Capture without a GPU: the injection library's recording (driven by a harness that calls
+its callback as the driver would), running a program under it, records to specs (relations
+found in the numbers, the static draft checked against the capture, what cannot be captured),
+and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.capture import CaptureError, latest_capture, read_capture, run_capture
+from fsr_lsp.capture.build import SOURCE, BuildError, cupti_paths, cuda_home, injection_library
+from fsr_lsp.drafting.captured import CAPTURED_ONLY
+from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.workspace import LaunchIndex
+from fsr_lsp.kernels import discover_kernels
+from fsr_lsp.settings import Settings
+from fsr_lsp.workflows.optimize import CAPTURE_OFFER, plan_spec
+
+DATA = Path(__file__).parent / "data"
+KERNELS = """__global__ void scale(float* y, const float* x, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+
+template <int BS>
+__global__ void rowsum(const float* m, float* out, int rows, int cols)
+{
+    int r = blockIdx.x * BS + threadIdx.x;
+    if (r < rows) { float s = 0.f; for (int c = 0; c < cols; ++c) s += m[r * cols + c]; out[r] = s; }
+}
+"""
+
+
+def toolkit() -> tuple[Path, Path, Path]:
+    try:
+        home = cuda_home()
+        include, lib = cupti_paths(home)
+    except BuildError as e:
+        pytest.skip(str(e))
+    if not shutil.which("g++"):
+        pytest.skip("no g++")
+    return home, include, lib
+
+
+def i32(v: int) -> str:
+    return struct.pack("<i", v).hex()
+
+
+def f32(v: float) -> str:
+    return struct.pack("<f", v).hex()
+
+
+def ptr(size: int, offset: int = 0) -> dict:
+    return {"offset": 0, "size": 8, "alloc": {"size": size, "offset": offset, "base": 1 << 20, "via": "cudaMalloc"}}
+
+
+def write_capture(root: Path, records: list[dict], name: str = "20260101-000000", command=("./app",)) -> Path:
+    folder = root / ".fsr" / "captures" / name
+    folder.mkdir(parents=True)
+    (folder / "capture.json").write_text(json.dumps({"command": list(command)}))
+    (folder / "launches-7.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+def scale_launch(n: int, block: int = 256, grid: int | None = None, extent: int | None = None, count: int = 0) -> dict:
+    return {"id": count, "kernel": "_Z5scalePfPKffi", "name": "scale(float*, float const*, float, int)", "base": "scale",
+            "grid": [grid or (n + block - 1) // block, 1, 1], "block": [block, 1, 1], "smem": 0,
+            "params": [ptr(4 * (extent or n)), ptr(4 * (extent or n)), {"offset": 16, "size": 4, "hex": f32(2.0)},
+                       {"offset": 20, "size": 4, "hex": i32(n)}]}
+
+
+# ---------------------------------------------------------------- the library, driven as the driver would
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory) -> Path:
+    home, include, lib = toolkit()
+    exe = tmp_path_factory.mktemp("harness") / "harness"
+    built = subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include}", f"-I{home / 'include'}", f"-I{SOURCE.parent}",
+                            str(DATA / "capture_harness.cpp"), f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}", "-ldl",
+                            "-o", str(exe)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    return exe
+
+
+def test_the_library_records_launches_allocations_and_counts(harness: Path, tmp_path: Path):
+    subprocess.run([str(harness), str(tmp_path)], check=True)
+    launches = {(x.kernel, x.grid[0], x.params[1].alloc.offset if x.params[1].alloc else -1): x
+                for x in read_capture(tmp_path).launches}
+    first = launches[("_Z5scalePfPKffi", 4, 0)]
+    assert first.count == 3 and first.name == "scale(float*, float const*, float, int)" and first.base == "scale"
+    assert first.block == (256, 1, 1) and first.params[0].alloc.size == 4000 and first.params[0].alloc.via == "cudaMalloc"
+    assert first.params[3].as_int() == 1000 and struct.unpack("<f", first.params[2].raw)[0] == 2.5
+    shifted = launches[("_Z5scalePfPKffi", 4, 400)]  # a pointer 400 bytes into x
+    assert shifted.count == 1 and shifted.params[3].as_int() == 900
+    buffered = launches[("scale", 8, 0)]  # through CU_LAUNCH_PARAM_BUFFER_POINTER, extern "C"
+    assert struct.unpack("<f", buffered.params[2].raw)[0] == 0.5 and buffered.params[0].alloc.size == 4000
+    (rowsum,) = [x for x in launches.values() if x.base == "rowsum"]
+    assert rowsum.template_args == "64" and rowsum.params[0].alloc is None  # freed before the launch
+
+
+def test_the_library_keeps_only_the_kernels_asked_for(harness: Path, tmp_path: Path):
+    subprocess.run([str(harness), str(tmp_path), "rowsum"], check=True)
+    assert {x.base for x in read_capture(tmp_path).launches} == {"rowsum"}
+
+
+def test_specs_from_the_librarys_records(harness: Path, tmp_path: Path):
+    folder = tmp_path / ".fsr" / "captures" / "20260101-000000"
+    folder.mkdir(parents=True)
+    subprocess.run([str(harness), str(folder)], check=True)
+    (tmp_path / "k.cu").write_text(KERNELS)
+    specs = {s.kernel: s for s in kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))}
+    scale = specs["scale"]
+    assert scale.origin == "captured", scale.problems
+    assert "bench = { n = 1000 }" in scale.spec and 'grid = "cdiv(n, 256)"' in scale.spec and "a = 2.5" in scale.spec
+    assert 'y = "out[n]"' in scale.spec and 'x = "in[n]"' in scale.spec and "3 launches" in scale.spec
+    assert any("launch shapes differ" in p for p in scale.problems)
+    assert specs["rowsum"].origin != "captured"
+    assert any("`m` points to no allocation the run made" in p for p in specs["rowsum"].problems)
+
+
+def test_the_injection_library_builds_once_and_exports_its_entry_point(tmp_path: Path):
+    toolkit()
+    import ctypes
+
+    library = injection_library(cache=tmp_path)
+    assert library.exists() and injection_library(cache=tmp_path) == library  # cached
+    try:
+        handle = ctypes.CDLL(str(library))
+    except OSError as e:  # libcupti needs a driver to load on some toolkits
+        pytest.skip(f"cannot load here: {e}")
+    assert hasattr(handle, "InitializeInjection")
+
+
+# ---------------------------------------------------------------- records to specs
+
+
+def test_relations_in_the_numbers_give_scaling_tests(tmp_path: Path):
+    write_capture(tmp_path, [scale_launch(5000)])
+    (tmp_path / "k.cu").write_text(KERNELS)
+    (spec,) = [s for s in kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path)) if s.kernel == "scale"]
+    assert spec.origin == "captured" and not spec.problems
+    assert "tests = [ { n = 1 }, { n = 17 }, { n = 1000 } ]" in spec.spec
+    assert spec.provenance["y"] == "5000 elements to the end of its allocation"
+
+
+def test_numbers_that_follow_no_argument_check_the_captured_size_only(tmp_path: Path):
+    write_capture(tmp_path, [scale_launch(5000, grid=64, extent=8192)])  # a fixed grid over a larger buffer
+    (tmp_path / "k.cu").write_text(KERNELS)
+    (spec,) = [s for s in kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path)) if s.kernel == "scale"]
+    assert spec.origin == "captured" and "tests" not in spec.spec
+    assert 'y = "out[8192]"' in spec.spec and "grid = 64" in spec.spec
+    assert any(p.startswith(CAPTURED_ONLY) and "`y` (8192 elements)" in p for p in spec.problems)
+
+
+MAIN = """#include "k.cu"
+int main() {
+    int n = 4096;
+    float *x, *y;
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMalloc(&y, n * sizeof(float));
+    scale<<<(n + 255) / 256, 256>>>(y, x, 2.0f, n);
+}
+"""
+
+
+def test_a_draft_that_reproduces_the_capture_keeps_its_relations_with_the_captured_sizes(tmp_path: Path):
+    write_capture(tmp_path, [scale_launch(70000)])
+    (tmp_path / "k.cu").write_text(KERNELS)
+    (tmp_path / "main.cu").write_text(MAIN)
+    (spec,) = [s for s in kernel_specs([tmp_path / "k.cu", tmp_path / "main.cu"], capture=latest_capture(tmp_path))
+               if s.kernel == "scale" and s.file.endswith("k.cu")]
+    assert spec.origin == "captured" and "bench = { n = 70000 }" in spec.spec
+    assert spec.provenance["capture"].startswith("the draft from the launch site reproduces")
+    assert "n" in spec.provenance and "cudaMalloc" in spec.provenance["y"]  # the draft's own provenance
+
+
+def test_a_draft_the_capture_contradicts_loses_and_says_why(tmp_path: Path):
+    write_capture(tmp_path, [scale_launch(4096, block=128)])  # the run used 128 threads, the source says 256
+    (tmp_path / "k.cu").write_text(KERNELS)
+    (tmp_path / "main.cu").write_text(MAIN)
+    (spec,) = [s for s in kernel_specs([tmp_path / "k.cu", tmp_path / "main.cu"], capture=latest_capture(tmp_path))
+               if s.kernel == "scale" and s.file.endswith("k.cu")]
+    assert spec.origin == "captured" and "block = 128" in spec.spec
+    assert any("the capture wins over the draft" in p and "grid" in p for p in spec.problems)
+
+
+@pytest.mark.parametrize("params, why", [
+    ([ptr(400), {"offset": 8, "size": 8, "hex": "00" * 8}, {"offset": 16, "size": 4, "hex": f32(1)},
+      {"offset": 20, "size": 4, "hex": i32(100)}], "`x` points to a null pointer"),
+    ([ptr(400), ptr(400), {"offset": 16, "size": 4, "hex": f32(1)}], "has 3 parameters, the kernel 4"),
+    ([], "no parameter layout"),
+])
+def test_what_cannot_be_captured_is_said_and_drafting_goes_on(tmp_path: Path, params, why):
+    record = {**scale_launch(100), "params": params}
+    write_capture(tmp_path, [record])
+    (tmp_path / "k.cu").write_text(KERNELS)
+    (spec,) = [s for s in kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path)) if s.kernel == "scale"]
+    assert spec.origin == "inferred" and any(why in p for p in spec.problems), spec.problems
+
+
+def test_damaged_records_and_counts(tmp_path: Path):
+    folder = write_capture(tmp_path, [scale_launch(100)])
+    with (folder / "launches-7.jsonl").open("a") as f:
+        f.write('{"count": 0, "n": 12}\n{"id": 1, "kernel": "trunc')
+    capture = read_capture(folder)
+    assert capture.launches[0].count == 12 and "1 damaged record(s) skipped" in capture.problems[0]
+
+
+def test_the_latest_capture_with_launches_is_used_and_the_index_sees_a_new_one(tmp_path: Path):
+    index = LaunchIndex(tmp_path)
+    assert index.capture() is None
+    write_capture(tmp_path, [scale_launch(100)], "20260101-000000")
+    assert index.capture().launches[0].params[3].as_int() == 100
+    write_capture(tmp_path, [], "20260301-000000")  # a run that launched nothing is passed over
+    write_capture(tmp_path, [scale_launch(300)], "20260201-000000")
+    assert index.capture().launches[0].params[3].as_int() == 300
+
+
+def test_optimize_takes_the_captured_spec_or_offers_a_capture(tmp_path: Path):
+    (tmp_path / "k.cu").write_text(KERNELS)
+    kernel = next(k for k in discover_kernels(KERNELS) if k.name == "rowsum")
+    plan = plan_spec(LaunchIndex(tmp_path), tmp_path / "k.cu", KERNELS, kernel, Settings())
+    assert plan.draft is None and CAPTURE_OFFER in plan.message
+    write_capture(tmp_path, [{"id": 0, "kernel": "_Z6rowsumILi32EEvPKfPfii", "base": "rowsum",
+                              "name": "void rowsum<32>(float const*, float*, int, int)", "grid": [16, 1, 1],
+                              "block": [32, 1, 1], "smem": 0,
+                              "params": [ptr(500 * 300 * 4), ptr(500 * 4), {"offset": 16, "size": 4, "hex": i32(500)},
+                                         {"offset": 20, "size": 4, "hex": i32(300)}]}])
+    plan = plan_spec(LaunchIndex(tmp_path), tmp_path / "k.cu", KERNELS, kernel, Settings())
+    assert plan.spec.origin == "captured" and "took one from the launch captured in a run" in plan.message
+    assert 'template = "32"' in plan.draft and 'm = "in[rows * cols]"' in plan.draft and "cdiv(rows, 32)" in plan.draft
+
+
+# ---------------------------------------------------------------- running a program, and the CLI
+
+
+@pytest.fixture
+def fake_library(tmp_path: Path, monkeypatch) -> Path:
+    library = tmp_path / "libfake.so"
+    library.write_text("")
+    monkeypatch.setenv("FSR_CAPTURE_LIBRARY", str(library))
+    monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
+    return library
+
+
+def test_a_run_keeps_its_exit_status_and_what_it_launched(tmp_path: Path, fake_library: Path):
+    lines: list[str] = []
+    capture = run_capture([sys.executable, str(DATA / "fake_capture_app.py"), "777", "4"], tmp_path,
+                          on_output=lines.append)
+    assert capture.exit_code == 4 and lines == ["ran scale on 777 elements"]
+    assert capture.launches[0].params[3].as_int() == 777 and capture.command[-2:] == ["777", "4"]
+
+
+def test_a_program_stopped_by_the_timeout_keeps_its_launches(tmp_path: Path, fake_library: Path):
+    capture = run_capture([sys.executable, str(DATA / "fake_capture_app.py"), "10", "-1"], tmp_path, timeout=3)
+    assert capture.launches and any("stopped after 3 s" in p for p in capture.problems)
+
+
+def test_a_run_that_cannot_start_says_why(tmp_path: Path, fake_library: Path, monkeypatch):
+    with pytest.raises(CaptureError, match="no command"):
+        run_capture([], tmp_path)
+    with pytest.raises(CaptureError, match="cannot run"):
+        run_capture([str(tmp_path / "missing-app")], tmp_path)
+    monkeypatch.setenv("CUDA_INJECTION64_PATH", "/opt/nsight/libinject.so")
+    with pytest.raises(CaptureError, match="another profiler"):
+        run_capture(["true"], tmp_path)
+
+
+def fsr(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "200"})
+
+
+def test_cli_capture_then_spec(tmp_path: Path, fake_library: Path):
+    (tmp_path / "k.cu").write_text(KERNELS)
+    r = fsr("capture", "--", sys.executable, str(DATA / "fake_capture_app.py"), "2048", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "scale" in r.stdout and "scale<<<(8, 1, 1), (256, 1, 1)>>>" in r.stdout
+    r = fsr("spec", "k.cu", "--kernel", "scale", "--json", cwd=tmp_path)
+    (data,) = json.loads(r.stdout)
+    assert data["origin"] == "captured" and "bench = { n = 2048 }" in data["spec"]
+    r = fsr("spec", "k.cu", "--kernel", "scale", "--json", "--no-capture", cwd=tmp_path)
+    assert json.loads(r.stdout)[0]["origin"] == "inferred"
+
+
+def test_cli_capture_of_a_program_that_launches_nothing(tmp_path: Path, fake_library: Path):
+    r = fsr("capture", "--", sys.executable, "-c", "print('no gpu here')", cwd=tmp_path)
+    assert r.returncode == 1 and "no kernel launch was recorded" in r.stderr and "Traceback" not in r.stderr
+    r = fsr("capture", cwd=tmp_path)
+    assert r.returncode == 2 and "no command to capture" in r.stderr
