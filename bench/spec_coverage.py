@@ -16,6 +16,7 @@ back, by origin, and why the others have none.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -150,7 +151,9 @@ def corpus_coverage(roots: list[Path]) -> dict:
                      *(str(origins[o]) for o in ("drafted", "inferred", "none"))])
         for s in specs:
             if s.origin == "none" and s.problems:
-                key = s.problems[0].split(":")[0][:60]
+                said = [p for p in s.problems if "has no @fsr spec" not in p] or s.problems
+                key = re.sub(r"`[^`]*`", "`…`", said[0].replace(s.kernel, "K"))
+                key = re.sub(r"\d+", "N", key)[:90]
                 why_none[key] = why_none.get(key, 0) + 1
     share = totals["covered"] / max(1, totals["kernels"])
     rows.append(["total", str(totals["kernels"]), f"{share:.0%}", "", "", ""])

@@ -13,7 +13,7 @@ LAUNCH = "__global__ void k(float* x, int n);\nint main() {{ float* x; cudaMallo
 def test_an_open_document_is_parsed_once_per_text(monkeypatch, tmp_path):
     calls = []
     real = workspace.find_launches
-    monkeypatch.setattr(workspace, "find_launches", lambda src, name: calls.append(name) or real(src, name))
+    monkeypatch.setattr(workspace, "find_launches", lambda src, name, *more: calls.append(name) or real(src, name, *more))
     index = LaunchIndex(tmp_path)
     docs = {tmp_path / f"d{i}.cu": LAUNCH.format(n=i + 1) for i in range(50)}
     for _ in range(20):

@@ -27,6 +27,8 @@ GUESSED_SIZE = 1 << 20  # bench value of a size the launch site gives no value f
 _BINARY = {"+", "-", "*", "/", "%", "<<", ">>"}
 _MIN_MAX = {"min": "min", "max": "max", "std::min": "min", "std::max": "max", "fminf": "min", "fmaxf": "max",
             "MIN": "min", "MAX": "max"}
+_FROM_ARGV = re.compile(r"\s*(?:\(\s*\w+\s*\)\s*)?(?:std::)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|stoull|strtol|"
+                        r"strtoul|strtoll|strtoull)\s*\(\s*argv\s*\[")
 _NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)([uUlLfF]*)$")
 
 
@@ -91,10 +93,29 @@ class Translator:
             return self._field(node, depth)
         if t == "call_expression":
             return self._call(node, text, depth)
+        if t == "conditional_expression":
+            return self._default(node, text, depth)
         raise Unresolved(f"`{text_of(node)}` ({t.replace('_', ' ')})")
+
+    def _default(self, node: Node, text: str, depth: int) -> str:
+        """`argc > 1 ? atoi(argv[1]) : 4096`: the value the program runs with when not told."""
+        condition = text_of(node.child_by_field_name("condition"))
+        branches = [node.child_by_field_name(k) for k in ("consequence", "alternative")]
+        if None in branches or not re.search(r"\bargc\b", condition):
+            raise Unresolved(f"`{text_of(node)}` (conditional expression)")
+        plain = [b for b in branches if not re.search(r"\bargv\b", text_of(b))]
+        if len(plain) != 1:
+            raise Unresolved(f"`{text_of(node)}` (conditional expression)")
+        return self._node(plain[0], text, depth + 1)
 
     def _name(self, name: str, depth: int) -> str:
         s = self.scope
+        if name in s.values and _FROM_ARGV.match(s.values[name]) and _is_size_name(name) and not self.frozen:
+            self.sizes.setdefault(name, GUESSED_SIZE)  # `int n = atoi(argv[1]);`: known only when it runs
+            self.guessed.add(name)
+            self.origins.setdefault(name, f"{name} = {s.values[name]}: from the command line, value guessed "
+                                          "(fsr capture takes the real one from a run)")
+            return name
         if name in s.values:
             definition = s.values[name]
             constant = name in self.constants or self.frozen > 0

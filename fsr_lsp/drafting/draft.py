@@ -119,15 +119,23 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     pairs = list(zip(kernel.params, launch.args))
     lengths = {p.name: _length(p, arg, launch.scope, t, grid_names, subst) for p, arg in pairs if p.is_pointer}
     scalars = {p.name: t.expr(arg) for p, arg in pairs if not p.is_pointer}
-    if not t.sizes:
-        raise Unresolved("no size varies: every value at the launch site is a constant")
+    if not t.sizes:  # compiled for one size (`#define N 512` in the kernel too): checked at that size only
+        t.sizes["fixed"] = 1
+        draft.problems.append("every value at the launch site is a constant the kernel is compiled for: "
+                              "checked at that size only")
     if t.guessed:
         share = max(1, GUESSED_BITS // len(t.guessed))  # several guessed sizes multiply: keep the product near 2^20
         for name in t.guessed:
             t.sizes[name] = 1 << share
-        draft.problems.append("no value at the launch site for " + ", ".join(sorted(t.guessed))
-                              + f" (a parameter of {launch.scope.function or 'the host function'}): "
-                              f"bench value {1 << share} guessed")
+        argv = sorted(n for n in t.guessed if "from the command line" in t.origins.get(n, ""))
+        params = sorted(t.guessed - set(argv))
+        if params:
+            draft.problems.append("no value at the launch site for " + ", ".join(params)
+                                  + f" (a parameter of {launch.scope.function or 'the host function'}): "
+                                  f"bench value {1 << share} guessed")
+        if argv:
+            draft.problems.append("sizes from the command line: " + ", ".join(argv) + f": bench value {1 << share} "
+                                  "guessed (fsr capture -- ./app ARGS takes the real ones from a run)")
     # 2. test sizes that keep every length, grid and integer argument positive
     checks = [length for length, _ in lengths.values()] + list(grid)
     checks += [scalars[p.name] for p, _ in pairs if not p.is_pointer and p.dtype not in (None, "float32", "float64")
@@ -141,7 +149,7 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         entry = {k: min(s, v) if k in varying else v for k, v in t.sizes.items()}
         if entry not in tests and entry != t.sizes and _positive(checks, entry) and len(tests) < TESTS_WANTED:
             tests.append(entry)
-    if not tests:
+    if not tests and "fixed" not in t.sizes:
         draft.problems.append("no test size smaller than the bench size keeps every length positive: only the bench size")
     # 3. the arguments: directions from the body, starts from the host code
     access = pointer_access(src, kernel)

@@ -18,6 +18,7 @@ from ..kernels.c_types import element_type
 from ..kernels.lexical import split_top_level
 from ..kernels.treesitter import nodes_of, parse
 from ..source import SourceText
+from .helpers import one_return_helper
 
 _ALLOC_BYTES = {"cudaMalloc", "cudaMallocManaged", "cudaMallocHost", "cudaMallocAsync", "cudaHostAlloc"}
 _CONTAINERS = re.compile(r"^(?:std::vector|thrust::(?:device|host|universal)_vector|std::array)\s*<\s*(.+?)\s*>$")
@@ -69,10 +70,14 @@ class Scope:
     called_from: str = ""  # where its parameters got their values: `line 25`
 
 
-def find_launches(src: SourceText, file: str = "") -> list[Launch]:
-    """Every launch in the file, in order, each with the scope it sees."""
+def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()) -> list[Launch]:
+    """Every launch in the file, in order, each with the scope it sees (`#define`s, helpers and
+    types of the `headers` it includes first, its own over them)."""
     tree = parse(src.data)
     file_scope = Scope()
+    for text in reversed(headers):  # the nearest header wins
+        header = SourceText(text)
+        _collect_file(header, parse(header.data).root_node, file_scope)
     _collect_file(src, tree.root_node, file_scope)
     out = []
     callers: dict[str, Node] | None = None
@@ -182,6 +187,10 @@ def _collect_file(src: SourceText, root: Node, scope: Scope) -> None:
     for node in _walk(root, "preproc_def", "preproc_function_def", "alias_declaration", "type_definition", "declaration",
                       skip=("function_definition",)):
         _collect_item(src, node, scope)
+    for node in _walk(root, "function_definition"):
+        name, helper = one_return_helper(src, node)
+        if name:
+            scope.macros.setdefault(name, helper)
 
 
 def _collect_item(src: SourceText, node: Node, scope: Scope) -> None:
@@ -315,8 +324,14 @@ def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
     if op is not None and _text(src, op) != "=":
         scope.values.pop(name, None)  # `n += 3`: no longer the literal it started as
         return
-    if name in scope.values:
-        scope.values[name] = _text(src, right)
+    while right.type == "assignment_expression" and right.child_by_field_name("right") is not None:
+        _collect_assignment(src, right, scope)  # `N = M = K = 2048;`
+        right = right.child_by_field_name("right")
+    value = _text(src, right)
+    if re.match(r"\s*(?:\(\s*\w+\s*\)\s*)?(?:std::)?(?:ato|sto|strto)\w*\s*\(\s*argv\b", value):
+        scope.values.setdefault(name, value)  # `if (argc > 1) n = atoi(argv[1]);`: the default stays
+    elif name in scope.values or right.type == "number_literal":
+        scope.values[name] = value
     else:
         inner = _strip_casts(right)
         if inner.type in ("new_expression", "call_expression"):

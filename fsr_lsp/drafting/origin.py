@@ -11,7 +11,7 @@ from typing import Callable, Literal
 
 from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
-from ..kernels.aliases import included_aliases, with_aliases
+from ..kernels.aliases import included_aliases, included_texts, with_aliases
 from ..source import SourceText
 from ..specs import parse_spec, render_spec
 from .captured import captured_spec
@@ -49,7 +49,8 @@ def kernel_specs(files: list[Path], drafter: Drafter | None = None,
     in a .cu file is often launched from a .cpp next to it); element types a file leaves
     unknown are looked up in the headers it includes (its folder, then `include_dirs`)."""
     texts = {f: SourceText(f.read_text(encoding="utf-8", errors="replace")) for f in files}
-    launches = [launch for path, src in texts.items() for launch in find_launches(src, str(path))]
+    launches = [launch for path, src in texts.items()
+                for launch in find_launches(src, str(path), tuple(included_texts(src.text, (path.parent, *include_dirs))))]
     out = []
     for path, src in texts.items():
         out += specs_of(str(path), src, launches, drafter, (path.parent, *include_dirs), capture)

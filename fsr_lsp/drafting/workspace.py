@@ -14,7 +14,7 @@ from pathlib import Path
 from ..capture import Capture, latest_capture
 from ..capture.records import CAPTURES
 from ..kernels import Kernel
-from ..kernels.aliases import included_aliases, with_aliases
+from ..kernels.aliases import included_aliases, included_texts, with_aliases
 from ..source import SourceText
 from .host import Launch, find_launches
 from .origin import Drafter, KernelSpec, spec_of
@@ -121,7 +121,8 @@ class LaunchIndex:
     def _read_text(self, path: Path, text: str) -> list[Launch]:
         if "<<<" not in text:
             return []
-        return find_launches(SourceText(text), self.relative(path))
+        headers = tuple(included_texts(text, (path.parent, self.root))) if "#include" in text else ()
+        return find_launches(SourceText(text), self.relative(path), headers)
 
     def relative(self, path: Path) -> str:
         try:

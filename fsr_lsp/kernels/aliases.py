@@ -57,9 +57,9 @@ _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[\"<]([^\">]+)[\">]", re.M)
 INCLUDE_DEPTH = 3
 
 
-def included_aliases(text: str, include_dirs: Iterable[Path]) -> dict[str, str]:
-    """Aliases the file gets from the headers it includes (found in `include_dirs`, a few
-    levels deep): `floatX` is often typedef'd in a project's common header."""
+def included_texts(text: str, include_dirs: Iterable[Path]) -> list[str]:
+    """The texts of the headers a file includes (found in `include_dirs`, a few levels deep),
+    nearest first."""
     dirs = [Path(d) for d in include_dirs]
     seen: set[Path] = set()
     texts: list[str] = []
@@ -78,6 +78,13 @@ def included_aliases(text: str, include_dirs: Iterable[Path]) -> dict[str, str]:
                     continue
         texts += found
         frontier = found
+    return texts
+
+
+def included_aliases(text: str, include_dirs: Iterable[Path]) -> dict[str, str]:
+    """Aliases the file gets from the headers it includes: `floatX` is often typedef'd in a
+    project's common header."""
+    texts = included_texts(text, include_dirs)
     return type_aliases("\n".join(texts)) if texts else {}
 
 
