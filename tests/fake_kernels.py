@@ -95,3 +95,10 @@ def reads_out(n, a, x, y):
     yv = view(y, n)
     yv *= 0.5
     yv += a * view(x, n)
+
+
+@kernel("axpy_clamps_large_inputs")
+def axpy_clamps_large_inputs(n, a, x, y):
+    """Right on the normal(0, 1) noise verification draws; wrong where a real input exceeds 100."""
+    xv = np.minimum(view(x, n), 100.0)
+    view(y, n)[:] = a * xv + view(y, n)

@@ -106,6 +106,10 @@ def test_the_library_records_launches_allocations_and_counts(harness: Path, tmp_
     assert struct.unpack("<f", buffered.params[2].raw)[0] == 0.5 and buffered.params[0].alloc.size == 4000
     (rowsum,) = [x for x in launches.values() if x.base == "rowsum"]
     assert rowsum.template_args == "64" and rowsum.params[0].alloc is None  # freed before the launch
+    # a runtime launch no driver callback came for is said, not silently missing
+    assert read_capture(tmp_path).problems == ["1 kernel(s) launched through the CUDA runtime reached no driver launch "
+                                               "callback, so their launches are missing: scale(float*, float const*, "
+                                               "float, int)"]
 
 
 def test_the_library_keeps_only_the_kernels_asked_for(harness: Path, tmp_path: Path):
@@ -298,3 +302,21 @@ def test_cli_capture_of_a_program_that_launches_nothing(tmp_path: Path, fake_lib
     assert r.returncode == 1 and "no kernel launch was recorded" in r.stderr and "Traceback" not in r.stderr
     r = fsr("capture", cwd=tmp_path)
     assert r.returncode == 2 and "no command to capture" in r.stderr
+
+
+def test_saved_inputs_reach_the_spec_and_the_evaluators_options(tmp_path: Path):
+    from fsr_lsp.workflows.optimize import OptimizeRun
+
+    record = scale_launch(3000)
+    record["params"][1]["alloc"]["offset"] = 64
+    record["params"][1]["alloc"]["size"] += 64
+    record["snapshot"] = {"1": "inputs-7-0-1.bin"}
+    folder = write_capture(tmp_path, [record])
+    (tmp_path / "k.cu").write_text(KERNELS)
+    kernel = next(k for k in discover_kernels(KERNELS) if k.name == "scale")
+    plan = plan_spec(LaunchIndex(tmp_path), tmp_path / "k.cu", KERNELS, kernel, Settings())
+    assert plan.spec.inputs == {"x": f"64:{folder / 'inputs-7-0-1.bin'}"}
+    assert "inputs of its first launch were saved" in plan.spec.provenance["capture"]
+    run = OptimizeRun(KERNELS, tmp_path / "k.cu", "scale", tmp_path, Settings(), plan)
+    assert run.eval_options().real_inputs == (("x", f"64:{folder / 'inputs-7-0-1.bin'}"),)
+    assert OptimizeRun(KERNELS, tmp_path / "k.cu", "scale", tmp_path, Settings()).eval_options().real_inputs == ()

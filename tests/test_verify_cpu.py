@@ -4,6 +4,7 @@ on the GPU in tests/gpu/test_defences.py with real CUDA kernels."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -164,3 +165,33 @@ def test_timed_inputs_are_refilled_in_place_within_the_specs_range(dtype, init, 
     assert t.data_ptr() == before and low <= values.min() and values.max() <= high
     if init[0] != "fill":
         assert values.unique().numel() > 50
+
+
+def captured(tmp_path, values, offset: int = 16) -> dict[str, str]:
+    """A snapshot of `x` as `fsr capture --snapshot-bytes` saves it: the whole allocation, the
+    argument `offset` bytes into it."""
+    path = tmp_path / "inputs-1-0-2.bin"
+    path.write_bytes(b"\0" * offset + np.asarray(values, dtype=np.float32).tobytes())
+    return {"x": f"{offset}:{path}"}
+
+
+def test_captured_inputs_join_the_checks_and_catch_what_noise_misses(tmp_path):
+    assert run(AXPY, "axpy", "axpy", "axpy_clamps_large_inputs").status == "verified"  # noise never exceeds 100
+    j = job(AXPY, "axpy", "axpy", "axpy_clamps_large_inputs")
+    j.real_inputs = captured(tmp_path, np.full(4096, 1000.0))
+    r = run_job(FakeSession(), j)
+    assert r.status == "wrong" and failed(r).name == "matches original", r.message
+    assert "n=4096" in r.message and r.mismatch.buffer == "y"
+
+
+def test_the_captured_inputs_are_counted_and_a_short_file_is_said_not_checked(tmp_path):
+    j = job(AXPY, "axpy", "axpy", "axpy_fast")
+    j.real_inputs = captured(tmp_path, np.linspace(-5, 5, 4096))
+    r = run_job(FakeSession(), j)
+    assert r.status == "verified" and "the captured inputs among them" in next(
+        c.detail for c in r.checks if c.name == "matches original"), r.checks
+    j = job(AXPY, "axpy", "axpy", "axpy_fast")
+    j.real_inputs = captured(tmp_path, np.ones(100))
+    r = run_job(FakeSession(), j)
+    assert r.status == "verified"
+    assert any("the captured inputs of `x` hold 400 bytes, n=4096 needs 16384: not checked" in w for w in r.warnings)

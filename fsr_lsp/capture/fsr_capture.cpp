@@ -53,6 +53,9 @@ int max_per_kernel = 64;
 long snapshot_cap = 0;
 int next_id = 0;
 thread_local bool inside = false;  // our own driver calls raise callbacks too
+thread_local long driver_launches = 0;  // driver launches seen on this thread
+thread_local long at_runtime_entry = -1;
+std::set<std::string> unseen;  // runtime launches no driver launch callback came for
 ParamInfoFn func_param_info = nullptr, kernel_param_info = nullptr;
 PointerAttributeFn pointer_attribute = nullptr;
 SyncFn stream_sync = nullptr;
@@ -225,9 +228,32 @@ void track(uint64_t base, size_t size, const char* via) {
   if (base) allocations[base] = {size, via};
 }
 
+// A runtime launch (cudaLaunchKernel...) should reach the driver's launch callbacks; one that
+// does not is said in the records, so a missing kernel is never silent.
+void runtime_launch(const CUpti_CallbackData* cb) {
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    at_runtime_entry = driver_launches;
+    return;
+  }
+  if (at_runtime_entry == driver_launches && cb->symbolName && out) {
+    std::lock_guard<std::mutex> guard(lock);
+    std::string name = demangled(cb->symbolName);
+    if ((wanted.empty() || wanted.count(base_name(name))) && unseen.insert(name).second) {
+      fprintf(out, "{\"unseen\":\"%s\"}\n", escaped(name).c_str());
+      fflush(out);
+    }
+  }
+  at_runtime_entry = -1;
+}
+
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || inside) return;
+  if (inside) return;
   const CUpti_CallbackData* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    runtime_launch(cb);
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const void* p = cb->functionParams;
   std::lock_guard<std::mutex> guard(lock);
   inside = true;
@@ -238,6 +264,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
         auto* a = static_cast<const cuLaunchKernel_params*>(p);
         unsigned g[3] = {a->gridDimX, a->gridDimY, a->gridDimZ}, b[3] = {a->blockDimX, a->blockDimY, a->blockDimZ};
         on_launch(cb->symbolName, a->f, g, b, a->sharedMemBytes, a->hStream, a->kernelParams, a->extra);
+        driver_launches++;
         break;
       }
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
@@ -245,6 +272,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
         auto* a = static_cast<const cuLaunchCooperativeKernel_params*>(p);
         unsigned g[3] = {a->gridDimX, a->gridDimY, a->gridDimZ}, b[3] = {a->blockDimX, a->blockDimY, a->blockDimZ};
         on_launch(cb->symbolName, a->f, g, b, a->sharedMemBytes, a->hStream, a->kernelParams, nullptr);
+        driver_launches++;
         break;
       }
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
@@ -253,6 +281,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
         const CUlaunchConfig* c = a->config;
         unsigned g[3] = {c->gridDimX, c->gridDimY, c->gridDimZ}, b[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
         on_launch(cb->symbolName, a->f, g, b, c->sharedMemBytes, c->hStream, a->kernelParams, a->extra);
+        driver_launches++;
         break;
       }
       case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
@@ -385,6 +414,16 @@ extern "C" int InitializeInjection(void) {
       CUPTI_DRIVER_TRACE_CBID_cuMemMap, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
       CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap};
   for (CUpti_CallbackId id : ids) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  const CUpti_CallbackId runtime_ids[] = {
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+#if CUDA_VERSION >= 13000
+      CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+#endif
+  };
+  for (CUpti_CallbackId id : runtime_ids) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
   atexit(finish);
   return 1;
 }

@@ -87,6 +87,7 @@ def read_capture(folder: Path) -> Capture:
         pass
     capture = Capture(folder, list(meta.get("command", [])), [], meta.get("exit_code"))
     damaged = 0
+    unseen: list[str] = []
     for path in sorted(folder.glob("launches-*.jsonl")):
         records: dict[int, CapturedLaunch] = {}
         counts: dict[int, int] = {}
@@ -98,6 +99,8 @@ def read_capture(folder: Path) -> Capture:
                 continue
             if "error" in entry:
                 capture.problems.append(str(entry["error"]))
+            elif "unseen" in entry:
+                unseen.append(str(entry["unseen"]))
             elif "count" in entry:
                 counts[int(entry["count"])] = int(entry["n"])
             elif "kernel" in entry:
@@ -109,6 +112,9 @@ def read_capture(folder: Path) -> Capture:
             if key in counts:
                 launch = CapturedLaunch(**{**launch.__dict__, "count": counts[key]})
             capture.launches.append(launch)
+    if unseen:
+        capture.problems.append(f"{len(unseen)} kernel(s) launched through the CUDA runtime reached no driver launch "
+                                f"callback, so their launches are missing: {', '.join(sorted(set(unseen))[:5])}")
     if damaged:
         capture.problems.append(f"{damaged} damaged record(s) skipped (the program may have been killed mid-write)")
     return capture

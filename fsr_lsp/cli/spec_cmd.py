@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 from pathlib import Path
 
@@ -94,6 +95,8 @@ def _prove_all(args: argparse.Namespace, settings: Settings, specs: list[KernelS
                 continue
             path = Path(s.file)
             options = settings.eval_options(path)
+            if s.inputs:  # what a captured run saved joins the proof's input sets
+                options = dataclasses.replace(options, real_inputs=tuple(sorted(s.inputs.items())))
             status.update(f"proving the spec of {s.kernel}")
             block = None if s.origin == "attached" else s.spec
             out[(s.file, s.kernel)] = prove_with(backend, path.read_text(encoding="utf-8", errors="replace"), s.kernel,

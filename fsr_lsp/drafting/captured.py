@@ -74,6 +74,10 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
         out.problems += [f"the captured spec does not parse: {e}" for e in errors]
         return out
     out.text = text
+    out.inputs = {p.name: f"{c.alloc.offset}:{launch.snapshot[i]}" for i, (p, c) in enumerate(zip(kernel.params, launch.params))
+                  if i in launch.snapshot and c.alloc is not None}
+    if out.inputs:
+        note += "; the inputs of its first launch were saved: they join the random input sets at the bench size"
     out.provenance["capture"] = note
     out.provenance["launch"] = f"{launch.where()} in {capture.describe()}"
     return out

@@ -43,6 +43,7 @@ class Draft:
     problems: list[str] = field(default_factory=list)  # what is guessed or missing
     provenance: dict[str, str] = field(default_factory=dict)  # spec key or arg -> where its value came from
     launches: int = 0  # launches of this kernel found
+    inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of bytes a captured run had
 
 
 def draft_specs(source: str | SourceText, extra_launches: list[Launch] | None = None) -> dict[str, Draft]:

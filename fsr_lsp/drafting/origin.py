@@ -31,11 +31,13 @@ class KernelSpec:
     problems: list[str] = field(default_factory=list)
     provenance: dict[str, str] = field(default_factory=dict)  # for drafts: where each value came from
     launch: str = ""  # for drafts from a launch: `file.cu:85`; for captures: the captured launch
+    inputs: dict[str, str] = field(default_factory=dict)  # for captures: buffer -> "OFFSET:PATH" of its saved bytes
 
     def as_json(self) -> dict:
         data = asdict(self)
         data.pop("provenance")
         data.pop("launch")
+        data.pop("inputs")
         return data
 
 
@@ -86,7 +88,7 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
         taken = captured_spec(src, k, capture, draft)
         if taken.text is not None:
             return KernelSpec(name, k.name, line, "captured", taken.text, taken.problems + orphans, taken.provenance,
-                              launch=taken.provenance.get("launch", ""))
+                              launch=taken.provenance.get("launch", ""), inputs=taken.inputs)
         not_captured = taken.problems
     if draft.text is not None:
         return KernelSpec(name, k.name, line, "drafted", draft.text, not_captured + draft.problems + orphans, draft.provenance,

@@ -46,6 +46,9 @@ class EvalOptions:
     skip_unchanged: bool = True  # the original's own code as a candidate is "unchanged", not timed
     screen: bool = False  # a tuner's quick look (see SCREEN_TIMING); its results are never verdicts
     limits: CompileLimits = field(default_factory=CompileLimits)  # on compiling a candidate (untrusted text)
+    # (buffer, "OFFSET:PATH"): its bytes as a run of the user's program had them (fsr capture), checked
+    # as one more input set at the bench size
+    real_inputs: tuple[tuple[str, str], ...] = ()
 
     def job_settings(self) -> tuple[int, TimingConfig, Defences]:
         """Seeds per size, timing and defences of a job: the user's, or a screening job's."""
@@ -150,6 +153,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         timing=timing,
         defences=defences,
         screen=options.screen,
+        real_inputs={} if options.screen else dict(options.real_inputs),
     )
     pre = Prepared(job=job, kernel=kernel, spec=spec, launch_changed=launch_changed)
     pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,

@@ -150,6 +150,7 @@ class EvalJob:
     mode: Literal["full", "sanitize"] = "full"  # sanitize: run one kernel once per size, exact allocations
     sanitize_original: bool = False  # in sanitize mode: run the original instead of the candidate
     screen: bool = False  # a tuner's quick look: the bench size only, one input set, few repetitions
+    real_inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of captured bytes (bench size)
 
 
 @dataclass

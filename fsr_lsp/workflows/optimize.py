@@ -9,6 +9,7 @@ file for the CLI) is the caller's.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -22,6 +23,7 @@ from ..drafting.origin import Drafter, KernelSpec
 from ..drafting.placement import place_spec
 from ..drafting.proof import Proof, prove_with
 from ..drafting.workspace import LaunchIndex, workspace_spec
+from ..evaluator import EvalOptions
 from ..evaluator.backends import Backend, backend_missing, make_backend
 from ..evaluator.support import load
 from ..kernels import Kernel
@@ -97,6 +99,12 @@ class OptimizeRun:
     outcome: SearchOutcome | None = None
     started: float = 0.0  # monotonic clock when Optimize began: the time budget counts from there
 
+    def eval_options(self) -> EvalOptions:
+        """The settings' options, with the inputs a captured run saved (they join the checks)."""
+        options = self.settings.eval_options(self.path)
+        inputs = self.plan.spec.inputs if self.plan is not None and self.plan.draft else {}
+        return dataclasses.replace(options, real_inputs=tuple(sorted(inputs.items()))) if inputs else options
+
 
 class Optimizer:
     """Runs Optimize requests on the backend the settings choose (one per optimizer, kept
@@ -167,15 +175,14 @@ class Optimizer:
             return load(stand_in)(job.searched_text, job.kernel, job.draft)
         with ProofCache(job.workspace) as cache:
             return prove_with(self.backend(job.settings), job.searched_text, job.kernel, job.draft,
-                              job.settings.eval_options(job.path), cache=cache,
+                              job.eval_options(), cache=cache,
                               on_stage=lambda message: report(Progress(0, rounds, 0, 0, None, message)))
 
     def _bench(self, job: OptimizeRun) -> GpuBench:
         stand_in = os.environ.get(STAND_IN)
         if stand_in:
             return load(stand_in)()
-        return GpuBench(self.backend(job.settings), job.searched_text, job.kernel, job.settings.eval_options(job.path),
-                        cancel=job.cancel)
+        return GpuBench(self.backend(job.settings), job.searched_text, job.kernel, job.eval_options(), cancel=job.cancel)
 
     def cancel(self) -> None:
         """Stop the GPU work running now (each run's own cancel event stops the rest)."""

@@ -62,6 +62,15 @@ int main(int argc, char** argv) {
   cuMemFree_v2_params freed{y};
   call(CUPTI_API_ENTER, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &freed);
   launch("_Z6rowsumILi64EEvPKfPfii", 5, 64, params);  // y is no allocation any more
+  CUpti_CallbackData rt{};  // a runtime launch that reaches the driver's callbacks, then one that does not
+  rt.symbolName = "_Z5scalePfPKffi";
+  for (int reaches = 1; reaches >= 0; --reaches) {
+    rt.callbackSite = CUPTI_API_ENTER;
+    callback(nullptr, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &rt);
+    if (reaches) launch("_Z5scalePfPKffi", 2, 256, params);
+    rt.callbackSite = CUPTI_API_EXIT;
+    callback(nullptr, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &rt);
+  }
   finish();
   return 0;
 }

@@ -91,7 +91,7 @@ def spec_of(folder: Path, kernel: str) -> dict:
 
 
 def test_a_static_cudart_binary_and_a_template_chosen_at_run_time(app: Path):
-    r = fsr("capture", "--", "./app", "5000", "300", "40", "64", cwd=app)
+    r = fsr("capture", "--snapshot-bytes", "10000000", "--", "./app", "5000", "300", "40", "64", cwd=app)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "scale" in r.stdout and "rowsum" in r.stdout
     scale = spec_of(app, "scale")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
-from .buffers import generate
+from .buffers import generate, storage_dtype
 from .session import GpuSession, LoadedKernel
 
 Report = Callable[[str], None]
@@ -51,6 +51,30 @@ def make_inputs(session: GpuSession, plan: SizePlan, seed: int) -> dict[str, Any
     gen.manual_seed(seed)
     return {a.name: generate(session.torch, session.device, a, gen)
             for a in plan.args if a.kind == "buffer" and a.direction != "out"}
+
+
+def captured_inputs(session: GpuSession, plan: SizePlan, real: dict[str, str], seed: int) -> tuple[dict[str, Any], str]:
+    """The input set a run of the user's program had (`fsr capture --snapshot-bytes`): each
+    captured buffer's bytes from its file, the others random. ({}, why) when a file is missing
+    or holds fewer bytes than the buffer at this size."""
+    torch = session.torch
+    inputs = make_inputs(session, plan, seed)
+    for arg in plan.args:
+        if arg.name not in real or arg.name not in inputs:
+            continue
+        offset, _, path = real[arg.name].partition(":")
+        try:
+            with open(path, "rb") as f:
+                f.seek(int(offset))
+                data = f.read(arg.nbytes)
+        except (OSError, ValueError) as e:
+            return {}, f"the captured inputs of `{arg.name}` cannot be read ({e}): not checked"
+        if len(data) != arg.nbytes:
+            return {}, (f"the captured inputs of `{arg.name}` hold {len(data)} bytes, {plan.label} needs {arg.nbytes}: "
+                        "not checked")
+        values = torch.frombuffer(bytearray(data), dtype=storage_dtype(torch, arg.dtype))
+        inputs[arg.name] = values.to(inputs[arg.name].device).reshape(inputs[arg.name].shape)
+    return inputs, ""
 
 
 def outputs(plan: SizePlan) -> list[ArgPlan]:

@@ -27,8 +27,8 @@ from typing import Any, Callable
 
 from ..records import Check, EvalJob, SizePlan
 from .buffers import describe, poisoned
-from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, make_inputs, outputs,
-                     seed_for)
+from .common import (Failure, JobContext, buffers_of, captured_inputs, guarded_launch, inputs_only, make_inputs,
+                     outputs, seed_for)
 from .guards import Guarded, UnmappedPages, UnmappedUnavailable, describe_overrun, guarded, placements
 from .ref import RefError, eval_ref
 from .shared import SharedPoison
@@ -51,6 +51,7 @@ class Counts:
     sizes: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     ref_compared: int = 0
+    captured: int = 0  # input sets from a capture of the user's program
 
 
 def verify(ctx: JobContext) -> Counts:
@@ -60,10 +61,19 @@ def verify(ctx: JobContext) -> Counts:
     shared = ctx.session.shared_poison() if job.defences.poison_shared else None
     for index, plan in enumerate(job.sizes):
         usable = True
-        for j in range(seeds_at(job, plan)):
+        random_sets = seeds_at(job, plan)
+        for j in range(random_sets + (1 if plan.role == "bench" and job.real_inputs else 0)):
             seed = seed_for(job, index, j)
-            ctx.report(f"checking {plan.label} (seed {seed})")
-            inputs = make_inputs(ctx.session, plan, seed)
+            if j == random_sets:  # one more: the inputs a run of the user's program had
+                inputs, why = captured_inputs(ctx.session, plan, job.real_inputs, seed)
+                if not inputs:
+                    result.warnings.append(why)
+                    continue
+                ctx.report(f"checking {plan.label} (the captured inputs)")
+                counts.captured += 1
+            else:
+                ctx.report(f"checking {plan.label} (seed {seed})")
+                inputs = make_inputs(ctx.session, plan, seed)
             launches = max(1, job.defences.chained_launches) if j == 0 else 1
             try:
                 expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
@@ -104,7 +114,8 @@ def seeds_at(job: EvalJob, plan: SizePlan) -> int:
 
 
 def checked_text(counts: Counts) -> str:
-    return f"{len(counts.sizes)} sizes, {len(counts.seeds)} input sets"
+    captured = ", the captured inputs among them" if counts.captured else ""
+    return f"{len(counts.sizes)} sizes, {len(counts.seeds)} input sets{captured}"
 
 
 def _checks(ctx: JobContext, counts: Counts, ref_usable: bool, shared: SharedPoison | None) -> list[Check]:
