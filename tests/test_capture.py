@@ -320,3 +320,16 @@ def test_saved_inputs_reach_the_spec_and_the_evaluators_options(tmp_path: Path):
     run = OptimizeRun(KERNELS, tmp_path / "k.cu", "scale", tmp_path, Settings(), plan)
     assert run.eval_options().real_inputs == (("x", f"64:{folder / 'inputs-7-0-1.bin'}"),)
     assert OptimizeRun(KERNELS, tmp_path / "k.cu", "scale", tmp_path, Settings()).eval_options().real_inputs == ()
+
+
+def test_a_grid_is_read_as_covering_a_buffer_before_a_coincidence(tmp_path: Path):
+    source = """__global__ void tile(float* y, const float* x, int n, int m)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * m; }
+"""
+    write_capture(tmp_path, [{"id": 0, "kernel": "_Z4tilePfPKfii", "name": "tile(float*, float const*, int, int)",
+                              "base": "tile", "grid": [40, 1, 1], "block": [128, 1, 1], "smem": 0,
+                              "params": [ptr(4 * 5120), ptr(4 * 5120), {"offset": 16, "size": 4, "hex": i32(5120)},
+                                         {"offset": 20, "size": 4, "hex": i32(40)}]}])
+    (tmp_path / "k.cu").write_text(source)
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert 'grid = "cdiv(n, 128)"' in spec.spec, spec.spec  # 40 blocks of 128 over n; that m is 40 too is chance

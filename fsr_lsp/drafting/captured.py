@@ -202,7 +202,8 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
              if isinstance(v, int) and v >= 1 and not values.dtypes[k].startswith(("float", "bfloat"))}
     named = _expressions(sizes)
     lengths = {k: named.get(v, str(v)) for k, v in values.extents.items()}
-    grid = [_grid_expr(g, b, named) for g, b in zip(launch.grid, launch.block)]
+    covered = {v: lengths[k] for k, v in values.extents.items() if not lengths[k].isdigit()}  # what a grid covers
+    grid = [_grid_expr(g, b, covered, named) for g, b in zip(launch.grid, launch.block)]
     block = list(launch.block)
     related = sizes and all(not e.isdigit() for e in lengths.values()) and \
         all(not e.isdigit() or e == "1" for e in grid)
@@ -263,9 +264,14 @@ def _expressions(sizes: dict[str, int]) -> dict[int, str]:
     return named
 
 
-def _grid_expr(g: int, b: int, named: dict[int, str]) -> str:
+def _grid_expr(g: int, b: int, covered: dict[int, str], named: dict[int, str]) -> str:
+    """A grid dimension over the sizes: one block per `b` elements of a buffer first (what a
+    grid is for), then a size itself (a block per row), then `b` elements of any size."""
     if g == 1:
         return "1"
+    over_buffer = [e for v, e in covered.items() if (v + b - 1) // b == g]
+    if over_buffer:
+        return f"cdiv({min(over_buffer, key=len)}, {b})"
     if g in named:
         return named[g]
     exact = [e for v, e in named.items() if (v + b - 1) // b == g]
