@@ -26,7 +26,7 @@ from ..kernels.lexical import lex, spec_blocks, split_top_level
 from ..source import SourceText
 from ..specs import BufferArg, evaluate, evaluate_int, parse_spec, render_spec
 from ..specs.model import Spec
-from .draft import Draft, read_back
+from .draft import Draft, positive, read_back, toml_dims
 from .writes import Access, direction, index_arrays, pointer_access
 
 TEST_SIZES = (1, 17, 1000, 33, 100, 4096)
@@ -212,7 +212,7 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
         checks = list(lengths.values()) + [g for g in grid if g != "1"]
         for s in TEST_SIZES:
             entry = {k: min(s, v) for k, v in sizes.items()}
-            if entry != sizes and entry not in tests and len(tests) < TESTS_WANTED and _positive(checks, entry):
+            if entry != sizes and entry not in tests and len(tests) < TESTS_WANTED and positive(checks, entry):
                 tests.append(entry)
         note = "grid and lengths follow the integer arguments at the captured values: smaller test sizes scale them"
     else:
@@ -246,7 +246,7 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
     if tests:
         lines.append("tests = [ " + ", ".join("{ " + ", ".join(f"{k} = {v}" for k, v in t.items()) + " }"
                                               for t in tests) + " ]")
-    lines += [f"grid = {_dims(_trimmed(grid))}", f"block = {_dims([str(b) for b in _trimmed(block)])}"]
+    lines += [f"grid = {toml_dims(_trimmed(grid))}", f"block = {toml_dims(_trimmed(block))}"]
     if launch.smem:
         lines.append(f"smem = {launch.smem}")
     if values.template:
@@ -278,13 +278,6 @@ def _grid_expr(g: int, b: int, covered: dict[int, str], named: dict[int, str]) -
     return f"cdiv({min(exact, key=len)}, {b})" if exact else str(g)
 
 
-def _positive(exprs: list[str], sizes: dict[str, int]) -> bool:
-    try:
-        return all(evaluate_int(e, sizes, "check") >= 1 for e in exprs)
-    except Exception:
-        return False
-
-
 def _padded(values: list[int]) -> tuple[int, int, int]:
     return (*values, *[1] * (3 - len(values)))  # type: ignore[return-value]
 
@@ -294,8 +287,3 @@ def _trimmed(values: list) -> list:
     while len(out) > 1 and str(out[-1]) == "1":
         out.pop()
     return out
-
-
-def _dims(values: list) -> str:
-    rendered = [v if str(v).isdigit() else json.dumps(v) for v in map(str, values)]
-    return rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"

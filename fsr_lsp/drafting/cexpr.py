@@ -21,14 +21,12 @@ from ..evaluator.records import ITEMSIZE
 from ..kernels.c_types import element_type
 from ..kernels.treesitter import parse
 from ..specs.expr import ExprError, evaluate
-from .host import Scope
+from .host import FROM_ARGV, Scope
 
 GUESSED_SIZE = 1 << 20  # bench value of a size the launch site gives no value for
 _BINARY = {"+", "-", "*", "/", "%", "<<", ">>"}
 _MIN_MAX = {"min": "min", "max": "max", "std::min": "min", "std::max": "max", "fminf": "min", "fmaxf": "max",
             "MIN": "min", "MAX": "max"}
-_FROM_ARGV = re.compile(r"\s*(?:\(\s*\w+\s*\)\s*)?(?:std::)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|stoull|strtol|"
-                        r"strtoul|strtoll|strtoull)\s*\(\s*argv\s*\[")
 _NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)([uUlLfF]*)$")
 
 
@@ -110,7 +108,7 @@ class Translator:
 
     def _name(self, name: str, depth: int) -> str:
         s = self.scope
-        if name in s.values and _FROM_ARGV.match(s.values[name]) and _is_size_name(name) and not self.frozen:
+        if name in s.values and FROM_ARGV.match(s.values[name]) and _is_size_name(name) and not self.frozen:
             self.sizes.setdefault(name, GUESSED_SIZE)  # `int n = atoi(argv[1]);`: known only when it runs
             self.guessed.add(name)
             self.origins.setdefault(name, f"{name} = {s.values[name]}: from the command line, value guessed "

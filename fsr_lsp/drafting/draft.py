@@ -148,7 +148,7 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     tests: list[dict[str, int]] = []
     for s in TEST_SIZES + SPARE_SIZES:
         entry = {k: min(s, v) if k in varying else v for k, v in t.sizes.items()}
-        if entry not in tests and entry != t.sizes and _positive(checks, entry) and len(tests) < TESTS_WANTED:
+        if entry not in tests and entry != t.sizes and positive(checks, entry) and len(tests) < TESTS_WANTED:
             tests.append(entry)
     if not tests and "fixed" not in t.sizes:
         draft.problems.append("no test size smaller than the bench size keeps every length positive: only the bench size")
@@ -184,7 +184,7 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     if tests:
         lines.append("tests = [ " + ", ".join("{ " + ", ".join(f"{k} = {v}" for k, v in e.items()) + " }"
                                               for e in tests) + " ]")
-    lines += [f"grid = {_toml_dims(grid)}", f"block = {_toml_dims([str(b) for b in block])}"]
+    lines += [f"grid = {toml_dims(grid)}", f"block = {toml_dims([str(b) for b in block])}"]
     if smem:
         lines.append(f"smem = {json.dumps(smem)}")
     if template:
@@ -288,7 +288,8 @@ def _drop_sizeof(nbytes: str, size: int, scope: Scope) -> str | None:
         return None
 
 
-def _positive(exprs: list[str], sizes: dict[str, int]) -> bool:
+def positive(exprs: list[str], sizes: dict[str, int]) -> bool:
+    """Every expression evaluates to at least 1 at these sizes (a length, a grid)."""
     for e in exprs:
         try:
             if evaluate_int(e, sizes, "check") < 1:
@@ -319,7 +320,8 @@ def _split(text: str) -> list[str]:
     return [part.strip() for part in split_top_level(text) if part.strip()]
 
 
-def _toml_dims(values: list) -> str:
+def toml_dims(values: list) -> str:
+    """Spec dims as TOML: one entry bare, several a list; numbers plain, expressions quoted."""
     rendered = [str(v) if isinstance(v, int) or str(v).isdigit() else json.dumps(v) for v in values]
     return rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
 

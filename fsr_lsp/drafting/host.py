@@ -70,6 +70,11 @@ class Scope:
     called_from: str = ""  # where its parameters got their values: `line 25`
 
 
+# `atoi(argv[1])`, `(int)strtol(argv[2], 0, 10)`, `std::stoi(argv[3])`: a size known only when the program runs
+FROM_ARGV = re.compile(r"\s*(?:\(\s*\w+\s*\)\s*)?(?:std::)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|stoull|strtol|"
+                       r"strtoul|strtoll|strtoull)\s*\(\s*argv\s*\[")
+
+
 def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()) -> list[Launch]:
     """Every launch in the file, in order, each with the scope it sees (`#define`s, helpers and
     types of the `headers` it includes first, its own over them)."""
@@ -328,7 +333,7 @@ def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
         _collect_assignment(src, right, scope)  # `N = M = K = 2048;`
         right = right.child_by_field_name("right")
     value = _text(src, right)
-    if re.match(r"\s*(?:\(\s*\w+\s*\)\s*)?(?:std::)?(?:ato|sto|strto)\w*\s*\(\s*argv\b", value):
+    if FROM_ARGV.match(value):
         scope.values.setdefault(name, value)  # `if (argc > 1) n = atoi(argv[1]);`: the default stays
     elif name in scope.values or right.type == "number_literal":
         scope.values[name] = value
