@@ -11,7 +11,7 @@ from typing import Callable, Literal
 
 from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
-from ..kernels.aliases import included_aliases, included_texts, with_aliases
+from ..kernels.aliases import included_texts, type_aliases, with_aliases
 from ..source import SourceText
 from ..specs import parse_spec, render_spec
 from .captured import captured_spec
@@ -51,20 +51,22 @@ def kernel_specs(files: list[Path], drafter: Drafter | None = None,
     in a .cu file is often launched from a .cpp next to it); element types a file leaves
     unknown are looked up in the headers it includes (its folder, then `include_dirs`)."""
     texts = {f: SourceText(f.read_text(encoding="utf-8", errors="replace")) for f in files}
-    launches = [launch for path, src in texts.items()
-                for launch in find_launches(src, str(path), tuple(included_texts(src.text, (path.parent, *include_dirs))))]
+    # each file's headers, read once: their macros serve its launches, their typedefs its kernels
+    headers = {f: tuple(included_texts(src.text, (f.parent, *include_dirs))) for f, src in texts.items()}
+    launches = [launch for path, src in texts.items() for launch in find_launches(src, str(path), headers[path])]
     out = []
     for path, src in texts.items():
-        out += specs_of(str(path), src, launches, drafter, (path.parent, *include_dirs), capture)
+        out += specs_of(str(path), src, launches, drafter, headers[path], capture)
     return out
 
 
 def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafter | None = None,
-             include_dirs: tuple[Path, ...] = (), capture: Capture | None = None) -> list[KernelSpec]:
+             headers: tuple[str, ...] = (), capture: Capture | None = None) -> list[KernelSpec]:
+    """Every kernel of one file; `headers`: the texts of the headers it includes."""
     found = discover(src)
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
                for o in found.orphan_specs]
-    types = included_aliases(src.text, include_dirs) if include_dirs else {}
+    types = type_aliases("\n".join(headers)) if headers else {}
     return [spec_of(name, src, with_aliases(k, types), launches, drafter, orphans, types, capture) for k in found.kernels]
 
 
