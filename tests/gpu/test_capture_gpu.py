@@ -13,23 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from ..test_capture import KERNELS as CPU_KERNELS
+
 pytestmark = pytest.mark.gpu
 
-KERNELS = """#include <cuda_runtime.h>
-
-__global__ void scale(float* y, const float* x, float a, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i];
-}
-
-template <int BS>
-__global__ void rowsum(const float* m, float* out, int rows, int cols)
-{
-    int r = blockIdx.x * BS + threadIdx.x;
-    if (r < rows) { float s = 0.f; for (int c = 0; c < cols; ++c) s += m[r * cols + c]; out[r] = s; }
-}
-"""
+KERNELS = "#include <cuda_runtime.h>\n\n" + CPU_KERNELS  # the kernels the CPU tests capture, as a .cu file
 MAIN = """#include <cstdio>
 #include <cstdlib>
 #include "kernels.cu"
