@@ -256,3 +256,55 @@ def test_on_save_checks_compile_on_the_cluster_with_the_files_headers(backend, m
     result = asyncio.run(check.check_source(bad, tmp_path / "k.cu", settings, remote=backend))
     errors = [m for m in result.messages if m.severity == "error"]
     assert errors and "thrice" in errors[0].text and errors[0].line == 3 and errors[0].file == "k.cu"
+
+
+def test_the_local_backend_starts_its_gpu_workers_side_by_side():
+    """Each start makes a context and measures bandwidth: two in a row put seconds before a search."""
+    import threading
+
+    from fsr_lsp.evaluator.backends.local import LocalBackend
+    from fsr_lsp.evaluator.records import GpuInfo
+
+    both = threading.Barrier(2, timeout=5)  # broken (an error) unless both starts run at once
+
+    class Starting:
+        def __init__(self, index: int) -> None:
+            self.device_index = index
+
+        def start(self, stop=None) -> GpuInfo:
+            both.wait()
+            return GpuInfo(index=self.device_index, name="fake", compute_capability="9.0", sm_count=1,
+                           l2_bytes=1, memory_bytes=1)
+
+    backend = LocalBackend([Starting(0), Starting(1)])  # type: ignore[list-item]
+    assert backend.start().index == 0
+
+
+def test_the_ray_actors_default_backend_factory_is_importable():
+    """The actor loads it by name in the cluster: a stale module path kills every actor at start."""
+    from fsr_lsp.evaluator.backends.ray_cluster import DEFAULT_FACTORY, local_backend_on_this_gpu
+    from fsr_lsp.evaluator.support import load
+
+    assert load(DEFAULT_FACTORY) is local_backend_on_this_gpu
+
+
+def test_the_first_job_starts_every_gpus_worker_in_the_background():
+    """The baseline runs on one GPU; the next round's other workers start meanwhile, not after it."""
+    import threading
+
+    from fsr_lsp.evaluator.backends.local import LocalBackend
+    from fsr_lsp.evaluator.worker_client import EvaluatorUnavailable
+
+    asked = [threading.Event(), threading.Event()]
+
+    class Starting:
+        def __init__(self, index: int) -> None:
+            self.device_index = index
+
+        def start(self, stop=None):
+            asked[self.device_index].set()
+            raise EvaluatorUnavailable("not this time")
+
+    backend = LocalBackend([Starting(0), Starting(1)])  # type: ignore[list-item]
+    assert backend.evaluate([]) == []
+    assert asked[1].wait(5) and asked[0].wait(5)

@@ -35,10 +35,27 @@ class LocalBackend:
         self.workers = workers or os.cpu_count() or 2
         self._warm: dict[int, Prewarm] = {}  # per GPU: sanitizer children loaded for the next confirmation
         self._warm_lock = threading.Lock()
+        self._started_all = False
 
     def start(self) -> GpuInfo:
-        infos = [e.start() for e in self.evaluators]
+        """Every GPU's worker, started side by side: each start makes a CUDA context and measures
+        the GPU's bandwidth, and a search waits for the slowest, not for their sum."""
+        if len(self.evaluators) == 1:
+            return self.evaluator.start()
+        with ThreadPoolExecutor(max_workers=len(self.evaluators)) as pool:
+            infos = list(pool.map(lambda e: e.start(), self.evaluators))
         return infos[0]
+
+    def _start_every_worker_soon(self) -> None:
+        """The first job needs one GPU, the next round all: the other workers start in the
+        background meanwhile (seconds each), not after the first job. A start that fails here
+        fails again, with its reason, where its worker is used."""
+        if self._started_all or len(self.evaluators) == 1:
+            return
+        self._started_all = True
+        for e in self.evaluators:
+            threading.Thread(target=_start_quietly, args=(e,), daemon=True,
+                             name=f"fsr-start-worker-{e.device_index}").start()
 
     @property
     def gpus(self) -> int:
@@ -47,6 +64,7 @@ class LocalBackend:
     def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None,
                  on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
         cancel = cancel or threading.Event()
+        self._start_every_worker_soon()
         log.debug("backend: %d requests (%s)", len(requests), ", ".join(sorted({r.action for r in requests})))
         plain = [i for i, r in enumerate(requests) if r.action == "evaluate" and r.candidate is not None]
         try:
@@ -134,6 +152,13 @@ class LocalBackend:
             w.close()
         for e in self.evaluators:
             e.close()
+
+
+def _start_quietly(evaluator: Evaluator) -> None:
+    try:
+        evaluator.start()
+    except EvaluatorUnavailable as e:
+        log.debug("worker %d: did not start in the background: %s", evaluator.device_index, e)
 
 
 def _arch(evaluator: Evaluator, cancel: threading.Event) -> str:

@@ -29,7 +29,7 @@ from .calls import remote_call
 from .request import EvalRequest
 
 RAY_MISSING = "the ray backend needs Ray on this machine: pip install 'fsr-lsp[ray]'"
-DEFAULT_FACTORY = "fsr_lsp.evaluator.ray_backend:local_backend_on_this_gpu"
+DEFAULT_FACTORY = f"{__name__}:local_backend_on_this_gpu"
 ATTEMPTS = 2  # a request that kills this many workers is a crash, not bad luck
 GRACE_SECONDS = 60.0  # past a request's own timeout before its actor is killed
 RESTART_WAIT = 60.0  # how long a worker that Ray is restarting is waited for by a single call
