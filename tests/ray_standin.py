@@ -56,7 +56,7 @@ class ScriptedGpuBackend:
         return EvalResult(kernel=r.kernel, status="verified", message=f"{speedup}x", gpu=self.info, speedup=speedup,
                           original_time=_stats(2.0), candidate_time=_stats(2.0 / speedup), speedup_ci=(speedup, speedup))
 
-    def profile(self, request) -> Profiled:
+    def profile(self, request, lines: bool = False) -> Profiled:
         return Profiled(None, "stand-in: no profiler")
 
     def close(self) -> None:

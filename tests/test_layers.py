@@ -39,6 +39,7 @@ RULES = [
     ("drafting", ("fsr_lsp.search", "openai", *UP)),
     ("capture", ("fsr_lsp.evaluator", "fsr_lsp.search", "fsr_lsp.drafting", "fsr_lsp.specs", "fsr_lsp.kernels",
                  "openai", *UP)),
+    ("profiling", ("fsr_lsp.search", "fsr_lsp.drafting", "fsr_lsp.capture", "openai", *UP)),
     ("workflows", ("fsr_lsp.server", "fsr_lsp.cli", "pygls", "lsprotocol")),
     ("settings", ("fsr_lsp.server", "fsr_lsp.cli", "fsr_lsp.workflows", "fsr_lsp.drafting", "pygls", "lsprotocol")),
     ("llmclient", ("fsr_lsp.evaluator", "fsr_lsp.search", "fsr_lsp.drafting", *UP)),

@@ -9,7 +9,7 @@ import sys
 
 from .. import scratch
 from ..redaction import RedactingFilter, register_environment
-from . import capture_cmd, eval_cmd, history_cmd, optimize_cmd, spec_cmd
+from . import capture_cmd, eval_cmd, history_cmd, optimize_cmd, profile_cmd, spec_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     history_cmd.add_parser(sub)
     spec_cmd.add_parser(sub)
     capture_cmd.add_parser(sub)
+    profile_cmd.add_parser(sub)
     return parser
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import scratch
+from .ncu_source import LineReport
 from .records import EvalJob
 from .sanitize_main import child_command
 from .support import find_cuda_tool, last_line
@@ -33,6 +34,7 @@ _METRICS = {
 _STALL_PREFIX, _STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
 _STALLS = f"regex:{_STALL_PREFIX}.*{_STALL_SUFFIX.replace('.', '[.]')}"
 TOP_STALLS = 3
+_TO_MS = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0, "second": 1e3, "s": 1e3}
 
 
 @dataclass
@@ -75,7 +77,8 @@ class ProfileFacts:
 @dataclass
 class Profiled:
     facts: ProfileFacts | None
-    note: str = ""  # why there are no facts
+    note: str = ""  # why there are no facts (or no lines)
+    lines: LineReport | None = None  # per source line, when asked for (profile_lines)
 
 
 def find_ncu() -> str | None:
@@ -112,13 +115,15 @@ def profile(job: EvalJob, device_index: int = 0, who: str = "candidate", timeout
 
 
 def parse_ncu_csv(text: str, who: str = "candidate") -> ProfileFacts | None:
-    """The first profiled kernel of `ncu --csv --page raw`: a header row, a units row, then one
-    row per kernel; numbers carry thousands separators. Lines that are not CSV are skipped."""
+    """The first profiled kernel of `ncu --csv --page raw`: a header row, a units row (ncu scales
+    a duration to ns, us or ms as it sees fit), then one row per kernel; numbers carry thousands
+    separators. Lines that are not CSV are skipped."""
     rows = list(csv.reader(line for line in text.splitlines() if line.startswith('"')))
     if len(rows) < 3 or "ID" not in rows[0]:
         return None
     header, data = rows[0], rows[2]
     values = dict(zip(header, data))
+    units = dict(zip(header, rows[1]))
 
     def number(name: str) -> float:
         raw = values.get(name, "").replace(",", "").strip()
@@ -134,7 +139,8 @@ def parse_ncu_csv(text: str, who: str = "candidate") -> ProfileFacts | None:
     # `selected` is the issuing warp itself, not a stall.
     stalls = sorted((s for s in stalls if s.per_issue > 0 and s.reason != "selected"), key=lambda s: -s.per_issue)
     m = {key: number(name) for key, name in _METRICS.items()}
-    return ProfileFacts(kernel_ms=m["duration_ns"] / 1e6, dram_pct=m["dram_pct"], l2_pct=m["l2_pct"], sm_pct=m["sm_pct"],
+    duration_ms = m["duration_ns"] * _TO_MS.get(units.get(_METRICS["duration_ns"], "nsecond"), 1e-6)
+    return ProfileFacts(kernel_ms=duration_ms, dram_pct=m["dram_pct"], l2_pct=m["l2_pct"], sm_pct=m["sm_pct"],
                         occupancy_pct=m["occupancy_pct"], stalls=stalls[:TOP_STALLS],
                         bank_conflicts=int(m["bank_conflicts_ld"] + m["bank_conflicts_st"]),
                         local_sectors=int(m["local_ld"] + m["local_st"]), who=who)

@@ -22,6 +22,7 @@ class SearchConfig:
     sanitize_winner: bool = True  # each round's leaders and the winner under compute-sanitizer before they count
     min_gain: float = 0.02  # a win's whole speedup interval must lie above 1 + min_gain
     llm: LLMConfig = field(default_factory=LLMConfig)
+    focus: str = ""  # a profile finding the user asked this search to address (shown to the model)
 
     @property
     def mode(self) -> Literal["fsr", "staged"]:

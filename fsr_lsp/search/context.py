@@ -40,6 +40,7 @@ class RoundContext:
     cancel: threading.Event | None = None  # the search's cancel: a generator stops waiting when it is set
     profile: ProfileFacts | None = None  # profiler facts about the leader (from round 2 on)
     profile_note: str = ""  # why there are none, when profiling was attempted
+    focus: str = ""  # a profile finding the user asked the search to address, from round 1 on
 
     @property
     def definition(self) -> str:

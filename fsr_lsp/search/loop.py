@@ -94,7 +94,7 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
                            rounds=config.rounds, mode=config.mode, history=list(history),
                            seeds=ranked(history)[: config.seeds], definition_text=texts.definition,
                            declarations=texts.declarations, screen=getattr(bench, "screen", None),
-                           deadline=started + config.time_budget, cancel=cancel,
+                           deadline=started + config.time_budget, cancel=cancel, focus=config.focus,
                            note=lambda m: report(Progress(round_ + 1, config.rounds, len(outcome.tried),
                                                           _verified(outcome.tried), _best_speedup(history, config),
                                                           f"round {round_ + 1}: {m}")))

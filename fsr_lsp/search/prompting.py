@@ -111,11 +111,13 @@ def describe_resources(ctx: RoundContext) -> str:
 def describe_profile(ctx: RoundContext) -> str:
     """Nsight Compute's view of the leader (from round 2 on), with the roofline position."""
     facts = ctx.profile
+    focus = (f"The user profiled the original and asks you to address this finding first: {ctx.focus}\n"
+             if ctx.focus else "")
     if facts is None:
-        return ""
+        return focus
     which = "the fastest version so far" if facts.who == "candidate" else "the original"
     lines = [f"Nsight Compute on {which} at the bench size ({facts.kernel_ms:.4g} ms under the profiler):"]
-    return "\n".join(lines + [f"- {line}" for line in facts.describe()]) + "\n"
+    return focus + "\n".join(lines + [f"- {line}" for line in facts.describe()]) + "\n"
 
 
 def history_section(ctx: RoundContext, show: tuple[str, ...] = ("fastest", "slowest")) -> str:

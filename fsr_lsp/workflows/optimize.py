@@ -98,6 +98,7 @@ class OptimizeRun:
     proof: Proof | None = None
     outcome: SearchOutcome | None = None
     started: float = 0.0  # monotonic clock when Optimize began: the time budget counts from there
+    focus: str = ""  # a profile finding to address (from the finding's code action), for the model
 
     def eval_options(self) -> EvalOptions:
         """The settings' options, with the inputs a captured run saved (they join the checks)."""
@@ -141,7 +142,7 @@ class Optimizer:
         return job.outcome
 
     def _run(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome:
-        config = job.settings.search_config()
+        config = dataclasses.replace(job.settings.search_config(), focus=job.focus)
         job.searched_text = job.searched_text or job.text
         plan = job.plan or SpecPlan(KernelSpec(str(job.path), job.kernel, 0, "attached", None))
         job.draft = plan.draft

@@ -37,8 +37,9 @@ class Backend(Protocol):
         """A result per request, in their order, each also handed to `on_result(index, result)`
         as it arrives; never raises for what a candidate does."""
 
-    def profile(self, request: EvalRequest) -> Profiled:
-        """Nsight Compute facts about one kernel at the bench size, or why there are none."""
+    def profile(self, request: EvalRequest, lines: bool = False) -> Profiled:
+        """Nsight Compute facts about one kernel at the bench size (and, with `lines`, its
+        per-line counters and ncu's rules), or why there are none."""
 
     def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
         """The registered call `name` (calls.py) where the GPU is."""

@@ -19,6 +19,7 @@ from ..sanitizer import TOOLS, Prewarm
 from ..worker_client import Evaluator, EvaluatorUnavailable
 from ..prepare import EvalOptions, prepare
 from ..profile import Profiled, profile
+from ..profile_lines import profile_lines
 from ..records import EvalResult, GpuInfo
 from .calls import remote_call
 from .request import EvalRequest
@@ -113,13 +114,19 @@ class LocalBackend:
         assert all(r is not None for r in results)  # every request was drained
         return results  # type: ignore[return-value]
 
-    def profile(self, request: EvalRequest) -> Profiled:
-        prepared = prepare(request.source, request.kernel, request.candidate, self.start().arch, request.options)
+    def profile(self, request: EvalRequest, lines: bool = False) -> Profiled:
+        try:
+            arch = self.start().arch
+        except EvaluatorUnavailable as e:
+            return Profiled(None, str(e))
+        prepared = prepare(request.source, request.kernel, request.candidate, arch, request.options)
         if prepared.job is None:
             return Profiled(None, f"not profiled: {prepared.result.message if prepared.result else 'no job'}")
+        who = "candidate" if request.candidate is not None else "original"
         with gate(self.evaluator.device_index).shared():  # ncu replays kernels: never beside a timed run
-            return profile(prepared.job, self.evaluator.device_index,
-                           "candidate" if request.candidate is not None else "original")
+            if lines:
+                return profile_lines(prepared.job, self.evaluator.device_index, who)
+            return profile(prepared.job, self.evaluator.device_index, who)
 
     def _keep_warm(self, evaluator: Evaluator) -> None:
         """Sanitizer children loaded and waiting for this GPU's next confirmation."""

@@ -74,8 +74,8 @@ class GpuActor:
         result = self.backend.evaluate([from_data(EvalRequest, request)])[0]
         return to_data(result)
 
-    def profile(self, request: dict) -> dict:
-        return to_data(self.backend.profile(from_data(EvalRequest, request)))
+    def profile(self, request: dict, lines: bool = False) -> dict:
+        return to_data(self.backend.profile(from_data(EvalRequest, request), lines))
 
     def call(self, name: str, payload: dict) -> dict:
         """The registered call `name` (calls.py) on this GPU's backend."""
@@ -262,14 +262,14 @@ class RayBackend:
                 raise last  # type: ignore[misc]
             time.sleep(0.5)
 
-    def profile(self, request: EvalRequest) -> Profiled:
+    def profile(self, request: EvalRequest, lines: bool = False) -> Profiled:
         try:
             ray = import_ray()
             self.start()
         except EvaluatorUnavailable as e:
             return Profiled(None, str(e))
         try:
-            return from_data(Profiled, self._on_a_worker("profile", to_data(request)))
+            return from_data(Profiled, self._on_a_worker("profile", to_data(request), lines))
         except Exception as e:
             return Profiled(None, f"not profiled: the GPU worker failed: {_first_line(e)}")
 

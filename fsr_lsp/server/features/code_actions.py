@@ -1,4 +1,5 @@
-"""Code actions: Optimize (or Cancel) on a kernel, the spec quick fixes (the draft from a launch,
+"""Code actions: Optimize (or Cancel) and Profile on a kernel, Optimize addressing a profile
+finding, the spec quick fixes (the draft from a launch,
 the filled-in template, a block size), and Apply FSR rewrite, whose edit is computed when
 chosen by clients that resolve (VS Code, Neovim) and with the action for those that do not
 (Emacs eglot)."""
@@ -18,6 +19,7 @@ from ..searches import SearchJob
 from ..server import FsrServer, is_cuda
 from .commands import CANCEL, OPTIMIZE
 from .drafts import draft_title
+from .profiling import FINDING, PROFILE, profiles
 from .hover import kernel_at_position
 from .searches import kernel_spec, rewrite_edit
 
@@ -42,6 +44,9 @@ def register(server: FsrServer) -> None:
         if kernel is not None:
             actions += _kernel_actions(ls, at, kernel)
         for d in params.context.diagnostics:
+            if d.source == SOURCE and d.code == FINDING and isinstance(d.data, dict):
+                actions.append(_optimize_finding(uri, d))
+                continue
             if d.source != SOURCE or not str(d.code or "").startswith("spec") or not isinstance(d.data, dict):
                 continue
             k = next((k for k in discover_kernels(at.src) if k.name == d.data.get("kernel")), None)
@@ -96,6 +101,11 @@ def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.
         title=f"Optimize `{kernel.name}` with FSR" if not running else f"Cancel the FSR search of `{kernel.name}`",
         kind=types.CodeActionKind.Refactor,
         command=types.Command(title="FSR", command=CANCEL if running else OPTIMIZE, arguments=[uri, kernel.name])))
+    profiling = (uri, kernel.name) in profiles(ls).running
+    if not profiling:
+        actions.append(types.CodeAction(title=f"Profile `{kernel.name}` (Nsight Compute, findings by line)",
+                                        kind=types.CodeActionKind.Refactor,
+                                        command=types.Command(title="FSR", command=PROFILE, arguments=[uri, kernel.name])))
     if kernel.spec is None:
         actions += _spec_fixes(ls, at, kernel)
     job = ls.searches.finished.get((uri, kernel.name))
@@ -104,6 +114,16 @@ def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.
         if apply is not None:
             actions.append(apply)
     return actions
+
+
+def _optimize_finding(uri: str, d: types.Diagnostic) -> types.CodeAction:
+    """Optimize with the finding in the model's prompt (the built-in tuner does not read it)."""
+    data = d.data if isinstance(d.data, dict) else {}
+    kernel, finding = str(data.get("kernel", "")), str(data.get("finding", ""))
+    return types.CodeAction(title=f"Optimize `{kernel}` with FSR, addressing this finding",
+                            kind=types.CodeActionKind.QuickFix, diagnostics=[d],
+                            command=types.Command(title="FSR", command=OPTIMIZE,
+                                                  arguments=[uri, kernel, f"line {d.range.start.line + 1}: {finding}"]))
 
 
 def _apply_action(ls: FsrServer, at: _Document, job: SearchJob) -> types.CodeAction | None:

@@ -25,7 +25,9 @@ def register(server: FsrServer) -> None:
     @server.command(OPTIMIZE)
     async def optimize_command(ls: FsrServer, *args: Any) -> str:
         uri, kernel = _command_args(args)
-        return await optimize(ls, uri, kernel)
+        flat = _flat(args)
+        focus = str(flat[2]) if len(flat) > 2 and flat[2] else ""  # a profile finding to address
+        return await optimize(ls, uri, kernel, focus)
 
 
     @server.command(CANCEL)

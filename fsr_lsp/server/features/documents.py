@@ -15,6 +15,7 @@ from ..check import CheckResult, check_source
 from ..diagnostics import compiler_diagnostics, orphan_spec_diagnostics, resource_diagnostics, spec_diagnostics
 from ..server import FsrServer, is_cuda
 from ..watch import WorkspaceWatcher, affects
+from .profiling import profile_diagnostics
 from .searches import search_diagnostics
 
 
@@ -56,7 +57,8 @@ def publish(ls: FsrServer, uri: str) -> None:
                    + spec_diagnostics(src, kernels, enc)
                    + orphan_spec_diagnostics(src, found.orphan_specs, enc)
                    + ls.drafts.diagnostics(uri, src, kernels, enc)
-                   + search_diagnostics(ls, uri, src, kernels))
+                   + search_diagnostics(ls, uri, src, kernels)
+                   + profile_diagnostics(ls, uri, src, kernels))
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=doc.version,
                                                                         diagnostics=diagnostics))
 

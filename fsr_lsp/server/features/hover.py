@@ -15,6 +15,7 @@ from ..check import CheckResult
 from ..diagnostics import lsp_range
 from ..server import FsrServer, is_cuda
 from .drafts import hover_lines
+from .profiling import hover_lines as profile_hover
 from .searches import kernel_spec
 
 
@@ -31,6 +32,9 @@ def register(server: FsrServer) -> None:
         kernel = kernel_at_position(src, params.position, ls.encoding)
         if kernel is None:
             return None
+        profiled = profile_hover(ls, uri, src, params.position.line)
+        if profiled and not _on_name(src, kernel, params.position, ls.encoding):
+            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=redact("\n".join(profiled))))
         lines = [f"**`{kernel.name}`** ({len(kernel.params)} parameters)"]
         if kernel.spec is None and kernel.complete:
             lines += hover_lines(kernel_spec(ls, uri, kernel), ls.drafts.proof_of(uri, kernel, src))
@@ -49,6 +53,10 @@ def register(server: FsrServer) -> None:
                 lines.append(f"- {best}")
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=redact("\n".join(lines))),
                            range=lsp_range(src, kernel.name_span, ls.encoding))
+
+
+def _on_name(src: SourceText, kernel: Kernel, position: types.Position, encoding: str) -> bool:
+    return src.line_of(kernel.name_span.start_byte) == position.line
 
 
 def kernel_at_position(src: SourceText, position: types.Position, encoding: str) -> Kernel | None:

@@ -45,8 +45,9 @@ def kernel_spec(ls: FsrServer, uri: str, kernel: Kernel) -> KernelSpec:
                           include_dirs=ls.settings.include_paths)
 
 
-async def optimize(ls: FsrServer, uri: str, kernel_name: str) -> str:
-    """Start a search of the kernel and return at once with what was started (or why not)."""
+async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -> str:
+    """Start a search of the kernel and return at once with what was started (or why not);
+    `focus`: a profile finding the model is asked to address."""
     if (uri, kernel_name) in ls.searches.running:
         message = f"{kernel_name} is already being optimized"
         ls.show(message)
@@ -81,7 +82,7 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str) -> str:
         future = ls.work_done_progress.tokens.get(token)
         if future is not None:
             future.add_done_callback(lambda f: ls.searches.cancel(uri, kernel_name) if f.cancelled() else None)
-    run = OptimizeRun(doc.source, path, kernel_name, root, ls.settings, plan)
+    run = OptimizeRun(doc.source, path, kernel_name, root, ls.settings, plan, focus=focus)
     job = ls.searches.start(uri, run, lambda j, p: _progress(ls, j, p), lambda j: _finished(ls, j), token=token)
     notify_progress(ls, job, "starting", 0, done=False)
     return f"optimizing {kernel_name}"

@@ -1,0 +1,92 @@
+"""`fsr profile FILE.cu --kernel NAME`: where the kernel loses time, line by line (the editor's
+Profile: one run under Nsight Compute at the spec's bench size), as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+from rich.markup import escape
+
+from ..drafting.workspace import LaunchIndex
+from ..kernels import find_kernel
+from ..profiling.findings import KernelProfile
+from ..settings import add_setting_flags, settings_from_args
+from ..workflows.optimize import Optimizer, plan_spec
+from ..workflows.profile import PROFILER, ProfileRun, profile_kernel
+from .common import InputError, fail, make_console, read_source
+from .workspace import workspace_of
+
+FLAGS = ("compiler.nvcc", "compiler.flags", "includePaths", "gpus", "evaluator.address")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="profile a kernel under Nsight Compute, findings by source line",
+                       description="Run the kernel once at its spec's bench size under ncu with source correlation "
+                                   "and print what costs time, line by line: warp-stall hot spots, uncoalesced "
+                                   "global accesses, shared-memory bank conflicts, divergent branches, local memory; "
+                                   "with ncu's estimated gains and a summary (occupancy, DRAM, L2, SM throughput).")
+    p.add_argument("file", type=Path)
+    p.add_argument("--kernel", "-k", required=True)
+    p.add_argument("--json", action="store_true", help="print the findings and every line's counters as JSON")
+    p.add_argument("--workspace", type=Path, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
+    add_setting_flags(p, *FLAGS)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    console = make_console(stderr=True)
+    try:
+        source = read_source(args.file)
+    except InputError as e:
+        return fail(str(e), 2)
+    kernel = find_kernel(source, args.kernel)
+    if kernel is None:
+        return fail(f"no kernel named {args.kernel} in {args.file}", 2)
+    try:
+        settings = settings_from_args(args)
+    except ValueError as e:
+        return fail(str(e), 2)
+    optimizer = Optimizer()
+    missing = "" if os.environ.get(PROFILER) else optimizer.unavailable(settings)
+    if missing:
+        return fail(missing.removeprefix("fsr: "), 3)
+    workspace = workspace_of(args.file, args.workspace)
+    plan = plan_spec(LaunchIndex(workspace), args.file.resolve(), source, kernel, settings)
+    job = ProfileRun(source, args.file.resolve(), args.kernel, workspace, settings, plan)
+    try:
+        outcome = profile_kernel(optimizer, job, lambda message: console.print(escape(message), highlight=False))
+    except Exception as e:  # a bug of ours: one line, never a traceback
+        return fail(f"the profile failed: {type(e).__name__}: {e}", 1)
+    finally:
+        optimizer.close()
+    if outcome.profile is None:
+        return fail(outcome.message, 3 if outcome.spec_problem else 1)
+    if outcome.message:
+        console.print(escape(outcome.message), highlight=False)
+    print(as_json(outcome.profile, args.file) if args.json else as_text(outcome.profile, args.file))
+    return 0
+
+
+def as_text(profile: KernelProfile, file: Path) -> str:
+    out = [profile.summary, f"(ncu took {profile.seconds:.1f} s)"]
+    for f in profile.findings:
+        text = profile.lines[f.line].text if f.line in profile.lines else ""
+        out.append(f"{file}:{f.line}: {'warning' if f.severe else 'note'}: {f.message}")
+        if text:
+            out.append(f"    {text}")
+    if not profile.findings:
+        out.append("no findings: no line stands out")
+    return "\n".join(out)
+
+
+def as_json(profile: KernelProfile, file: Path) -> str:
+    return json.dumps({"file": str(file), "kernel": profile.kernel, "summary": profile.summary, "size": profile.size,
+                       "gpu": profile.gpu, "seconds": profile.seconds,
+                       "facts": dataclasses.asdict(profile.facts) if profile.facts else None,
+                       "findings": [dataclasses.asdict(f) for f in profile.findings],
+                       "lines": [dataclasses.asdict(c) for c in profile.lines.values()],
+                       "rules": [dataclasses.asdict(r) for r in profile.rules]}, indent=2)

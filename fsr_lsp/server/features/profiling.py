@@ -1,0 +1,202 @@
+"""Profile in the editor: the command fsr.profile (the code action "Profile `NAME`") runs the
+kernel once under Nsight Compute in the background, with cancellable progress; its findings
+become diagnostics on the kernel's own lines, a summary on its name, and hover on a marked line
+shows that line's counters. They stay while the kernel's definition is as it was profiled
+(moved lines follow it); an edit inside the kernel retires them until the next profile."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from ...kernels import Kernel, discover_kernels
+from ...profiling.findings import Finding, KernelProfile
+from ...redaction import redact
+from ...source import SourceText
+from ...workflows.optimize import plan_spec
+from ...workflows.profile import PROFILER, ProfileRun, profile_kernel
+from ..diagnostics import SOURCE, lsp_range
+from ..searches import new_token
+from ..server import FsrServer
+
+PROFILE = "fsr.profile"
+FINDING, SUMMARY, FAILED = "profile-finding", "profile-summary", "profile-failed"
+
+
+@dataclass
+class Profiled:
+    """A kernel's last profile and the definition it was taken of (findings map onto it)."""
+
+    profile: KernelProfile | None
+    definition: str
+    first_line: int  # 0-based line of the definition's start when profiled
+    problem: str = ""  # why there is no profile
+
+
+@dataclass
+class Profiles:
+    done: dict[tuple[str, str], Profiled] = field(default_factory=dict)
+    running: dict[tuple[str, str], threading.Event] = field(default_factory=dict)
+
+
+def register(server: FsrServer) -> None:
+    @server.command(PROFILE)
+    async def profile_command(ls: FsrServer, *args: Any) -> str:
+        flat = tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args
+        if len(flat) < 2:
+            return "fsr.profile needs a document URI and a kernel name"
+        return await profile(ls, str(flat[0]), str(flat[1]))
+
+
+def profiles(ls: FsrServer) -> Profiles:
+    if not hasattr(ls, "profiles"):
+        ls.profiles = Profiles()  # type: ignore[attr-defined]
+    return ls.profiles  # type: ignore[attr-defined]
+
+
+async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
+    state = profiles(ls)
+    if (uri, kernel_name) in state.running:
+        return f"{kernel_name} is already being profiled"
+    why = "" if os.environ.get(PROFILER) else ls.searches.unavailable(ls.settings)
+    if why:
+        ls.show_once(why)
+        return why
+    doc = ls.document(uri)
+    if doc is None:
+        return f"{uri} is not open in the editor"
+    src = SourceText(doc.source)
+    kernel = _kernel(src, kernel_name)
+    if kernel is None:
+        return f"no kernel named {kernel_name}"
+    path = Path(doc.path)
+    root = ls.workspace_root(path)
+    from .searches import open_documents
+
+    plan = plan_spec(ls.drafts.index_for(root), path, doc.source, kernel, ls.settings, open_documents(ls))
+    job = ProfileRun(doc.source, path, kernel_name, root, ls.settings, plan)
+    state.running[(uri, kernel_name)] = job.cancel
+    token = await _begin(ls, job, kernel_name)
+    loop = asyncio.get_running_loop()
+
+    def report(message: str) -> None:
+        if token:
+            loop.call_soon_threadsafe(ls.work_done_progress.report, token,
+                                      types.WorkDoneProgressReport(message=redact(message[:200]), cancellable=True))
+
+    try:
+        outcome = await asyncio.to_thread(profile_kernel, ls.searches.optimizer, job, report)
+    except Exception as e:  # a bug of ours: said on the kernel, never lost
+        outcome = None
+        problem = f"the profile failed: {type(e).__name__}: {e}"
+    finally:
+        state.running.pop((uri, kernel_name), None)
+        if token:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+    definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
+    first = src.line_of(kernel.definition_span.start_byte)
+    if outcome is not None and outcome.profile is not None:
+        state.done[(uri, kernel_name)] = Profiled(outcome.profile, definition, first)
+        message = f"FSR profile of {kernel_name}: {len(outcome.profile.findings)} findings; {outcome.profile.summary}"
+        ls.show(message)
+    else:
+        problem = outcome.message if outcome is not None else problem
+        state.done[(uri, kernel_name)] = Profiled(None, definition, first, problem)
+        message = f"FSR: {problem}"
+        ls.show(message, types.MessageType.Warning)
+    if uri in ls.workspace.text_documents:
+        from .documents import publish
+
+        publish(ls, uri)
+    return redact(message)
+
+
+async def _begin(ls: FsrServer, job: ProfileRun, kernel: str) -> str:
+    if not ls.supports_progress:
+        return ""
+    token = new_token()
+    try:
+        await ls.work_done_progress.create_async(token)
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title=f"FSR: profiling {kernel}", message="starting", cancellable=True))
+    except Exception:  # a client that refuses a token still gets the result
+        return ""
+    future = ls.work_done_progress.tokens.get(token)
+    if future is not None:
+        future.add_done_callback(lambda f: _cancel(ls, job) if f.cancelled() else None)
+    return token
+
+
+def _cancel(ls: FsrServer, job: ProfileRun) -> None:
+    job.cancel.set()
+    ls.searches.optimizer.cancel()
+
+
+def _kernel(src: SourceText, name: str) -> Kernel | None:
+    return next((k for k in discover_kernels(src) if k.name == name), None)
+
+
+def _placed(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) -> tuple[Profiled, int] | None:
+    """The kernel's profile and how many lines its definition moved, while it is unchanged."""
+    p = profiles(ls).done.get((uri, kernel.name))
+    if p is None or src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte) != p.definition:
+        return None
+    return p, src.line_of(kernel.definition_span.start_byte) - p.first_line
+
+
+def profile_diagnostics(ls: FsrServer, uri: str, src: SourceText, kernels: list[Kernel]) -> list[types.Diagnostic]:
+    out = []
+    lines = src.text.splitlines()
+    for k in kernels:
+        placed = _placed(ls, uri, src, k)
+        if placed is None:
+            continue
+        p, moved = placed
+        name = lsp_range(src, k.name_span, ls.encoding)
+        if p.profile is None:
+            out.append(types.Diagnostic(range=name, message=f"FSR profile: {p.problem}", source=SOURCE, code=FAILED,
+                                        severity=types.DiagnosticSeverity.Warning, data={"kernel": k.name}))
+            continue
+        out.append(types.Diagnostic(range=name, message=f"FSR profile: {p.profile.summary}", source=SOURCE, code=SUMMARY,
+                                    severity=types.DiagnosticSeverity.Information, data={"kernel": k.name}))
+        for f in p.profile.findings:
+            at = f.line - 1 + moved
+            if 0 <= at < len(lines):
+                out.append(_finding(k, f, at, lines[at]))
+    return out
+
+
+def _finding(kernel: Kernel, f: Finding, line: int, text: str) -> types.Diagnostic:
+    start = len(text) - len(text.lstrip())
+    rng = types.Range(start=types.Position(line=line, character=start),
+                      end=types.Position(line=line, character=len(text.encode("utf-16-le")) // 2))
+    severity = types.DiagnosticSeverity.Warning if f.severe else types.DiagnosticSeverity.Information
+    return types.Diagnostic(range=rng, message=f"FSR profile: {f.message}", source=SOURCE, code=FINDING, severity=severity,
+                            data={"kernel": kernel.name, "kind": f.kind, "finding": f.message})
+
+
+def hover_lines(ls: FsrServer, uri: str, src: SourceText, line: int) -> list[str]:
+    """The counters of a profiled line under the cursor (0-based line), as Markdown lines."""
+    for k in discover_kernels(src):
+        placed = _placed(ls, uri, src, k)
+        if placed is None or placed[0].profile is None:
+            continue
+        p, moved = placed
+        counters = p.profile.lines.get(line + 1 - moved)
+        if counters is None or not any(f.line == counters.line for f in p.profile.findings):
+            continue
+        out = [f"**FSR profile of `{k.name}`**, this line ({p.profile.size} on {p.profile.gpu}):"]
+        for f in p.profile.findings:
+            if f.line == counters.line:
+                out.append(f"- {f.message}")
+                out += [f"  - {name}: {value:,}" if isinstance(value, int) else f"  - {name}: {value}"
+                        for name, value in f.metrics.items()]
+        out.append(f"- {counters.instructions:,} warp instructions executed, {counters.samples:,} stall samples")
+        return out
+    return []

@@ -1,0 +1,83 @@
+"""Profile one kernel, as the editor and `fsr profile` both do it: the spec it runs with (its
+block; a draft from a launch or a capture, proven first), one run under Nsight Compute on the
+backend's GPU at the bench size, and the findings read from it. Where it shows them is the
+caller's."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..drafting.placement import place_spec
+from ..evaluator.backends import EvalRequest
+from ..evaluator.profile import Profiled
+from ..evaluator.support import load
+from ..profiling.findings import KernelProfile, read_profile
+from ..settings import Settings
+from .optimize import OptimizeRun, Optimizer, SpecPlan
+
+PROFILER = "FSR_LSP_PROFILER"  # "module:function" profiling without a GPU (tests only)
+
+
+@dataclass
+class ProfileRun:
+    text: str  # the file as it was when Profile was asked
+    path: Path
+    kernel: str
+    workspace: Path
+    settings: Settings
+    plan: SpecPlan | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class ProfileOutcome:
+    profile: KernelProfile | None
+    message: str  # why there is no profile, or what the user should know of it
+    spec_problem: bool = False  # the kernel needs a spec first
+
+
+def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str], None]) -> ProfileOutcome:
+    """The kernel's profile, or a one-line reason there is none."""
+    plan = job.plan
+    if plan is not None and plan.spec.origin == "none" and plan.draft is None:
+        return ProfileOutcome(None, plan.message or f"{job.kernel} needs an @fsr spec to be profiled", spec_problem=True)
+    run = OptimizeRun(job.text, job.path, job.kernel, job.workspace, job.settings, plan, cancel=job.cancel)
+    run.searched_text = job.text
+    if plan is not None and plan.draft is not None:
+        run.draft = plan.draft
+        report(plan.message.replace("then searching", "then profiling"))
+        proof = optimizer.prove(run, lambda p: report(p.message))
+        if not proof.proven:
+            return ProfileOutcome(None, f"the drafted @fsr spec of {job.kernel} failed its proof: {proof.message}",
+                                  spec_problem=True)
+        run.searched_text = place_spec(job.text, job.kernel, proof.spec).text
+    if job.cancel.is_set():
+        return ProfileOutcome(None, "cancelled")
+    report(f"profiling {job.kernel} under Nsight Compute")
+    request = EvalRequest(run.searched_text, job.kernel, None, run.eval_options())
+    stand_in = os.environ.get(PROFILER)
+    if stand_in:
+        profiled, gpu = load(stand_in)(request), "stand-in GPU"
+    else:
+        backend = optimizer.backend(job.settings)
+        profiled = backend.profile(request, lines=True)
+        gpu = _gpu_name(backend)
+    return _outcome(job.kernel, profiled, gpu)
+
+
+def _gpu_name(backend) -> str:
+    try:
+        return backend.start().name
+    except Exception:  # the profile already said what failed
+        return ""
+
+
+def _outcome(kernel: str, profiled: Profiled, gpu: str) -> ProfileOutcome:
+    if profiled.lines is None:
+        return ProfileOutcome(None, f"{kernel} was not profiled: {profiled.note.removeprefix('not profiled: ')}")
+    return ProfileOutcome(read_profile(kernel, profiled.facts, profiled.lines, gpu), profiled.note)
+

@@ -1,0 +1,87 @@
+"""Profile in the editor: the command puts ncu's findings (recorded on an H200, see
+tests/recorded_profiler.py) on the kernel's own lines with a summary on its name; hover on a
+marked line shows its counters; a finding offers Optimize with it in the prompt; the findings
+follow the kernel when lines above it move and retire when the kernel itself changes; a kernel
+that needs a spec gets the reason on its name."""
+
+from __future__ import annotations
+
+import ast
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from ..recorded_profiler import KERNELS
+from .conftest import open_file, wait_until
+
+TEXT = KERNELS.read_text()
+ACCESS = next(i for i, line in enumerate(TEXT.splitlines()) if "out[i] = in[j] * 2.0f;" in line)  # 0-based
+NAME = next(i for i, line in enumerate(TEXT.splitlines()) if "void copy_strided(" in line)
+
+
+def profile_diagnostics(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
+    return [d for d in client.diagnostics.get(uri, []) if str(d.code or "").startswith("profile-")]
+
+
+def command_of(action) -> types.Command:
+    """A code action that only runs a command reads back here as a Command (the union's other
+    side) holding the real one's fields as text."""
+    if isinstance(action, types.CodeAction):
+        return action.command
+    raw = action.command
+    return types.Command(**ast.literal_eval(raw)) if isinstance(raw, str) and raw.startswith("{") else action
+
+
+def change(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def test_a_profile_marks_the_uncoalesced_line_and_follows_the_kernel(client: LanguageClient):
+    uri = open_file(client, "profile_kernels.cu", TEXT)
+    here = types.Range(start=types.Position(line=NAME, character=20), end=types.Position(line=NAME, character=20))
+    offered = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=here, context=types.CodeActionContext(diagnostics=[])))
+    profile = next(a for a in offered if a.title.startswith("Profile `copy_strided`"))
+    run = command_of(profile)
+    assert run.command == "fsr.profile" and run.arguments == [uri, "copy_strided"]
+    said = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=run.command, arguments=run.arguments))
+    assert "copy_strided" in said and "findings" in said
+    found = await wait_until(lambda: [d for d in profile_diagnostics(client, uri) if d.code == "profile-finding"])
+    uncoalesced = next(d for d in found if "uncoalesced global access" in d.message)
+    assert uncoalesced.range.start.line == ACCESS and uncoalesced.severity == types.DiagnosticSeverity.Warning
+    assert "ncu estimates up to 74%" in uncoalesced.message
+    summary = next(d for d in profile_diagnostics(client, uri) if d.code == "profile-summary")
+    assert summary.range.start.line == NAME and "achieved occupancy" in summary.message
+
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=ACCESS, character=12)))
+    assert hover is not None and "excessive sectors: 3,670,016" in hover.contents.value
+
+    fixes = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=uncoalesced.range,
+        context=types.CodeActionContext(diagnostics=[uncoalesced])))
+    address = next(a for a in fixes if "addressing this finding" in a.title)
+    optimize = command_of(address)
+    assert optimize.command == "fsr.optimize" and optimize.arguments[:2] == [uri, "copy_strided"]
+    assert optimize.arguments[2].startswith(f"line {ACCESS + 1}: uncoalesced global access")
+
+    change(client, uri, "// a line above every kernel\n" + TEXT, 2)  # the kernel moves down, unchanged
+    await wait_until(lambda: any(d.range.start.line == ACCESS + 1 and "uncoalesced" in d.message
+                                 for d in profile_diagnostics(client, uri)))
+    change(client, uri, "// a line above every kernel\n" + TEXT.replace("* 2.0f;  // neighbouring", "* 3.0f;  // neighbouring"), 3)
+    await wait_until(lambda: not profile_diagnostics(client, uri))  # the profiled kernel is not this one
+
+
+async def test_a_kernel_that_needs_a_spec_is_told_so_on_its_name(client: LanguageClient):
+    text = ("__global__ void lone(float* out, const float* in)\n{\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    out[i] = in[i];\n}\n")
+    uri = open_file(client, "lone.cu", text)
+    said = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.profile", arguments=[uri, "lone"]))
+    assert "no @fsr spec" in said
+    failed = await wait_until(lambda: [d for d in profile_diagnostics(client, uri) if d.code == "profile-failed"])
+    assert failed[0].range.start.line == 0 and "fsr capture" in failed[0].message
