@@ -266,3 +266,24 @@ def test_a_line_profile_travels_from_a_cluster_worker_intact():
 
     p = recorded("transpose_conflicts")
     assert from_data(Profiled, to_data(p)) == p
+
+
+@pytest.mark.nvcc
+def test_a_cancel_kills_ncu_and_the_kernels_process(tmp_path, monkeypatch, job):
+    import threading
+    import time
+
+    from fsr_lsp.evaluator.profile_lines import profile_lines
+
+    marker = tmp_path / "still-running"
+    # a child of ncu (as the kernel's process is) that shows it is alive every 0.1 s
+    fake_ncu(tmp_path, monkeypatch, f'(while true; do touch "{marker}"; sleep 0.1; done) & sleep 30')
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    result = profile_lines(job, cancel=cancel)
+    assert result.lines is None and result.note == "cancelled" and time.monotonic() - started < 10
+    assert marker.exists()  # it did run
+    marker.unlink()
+    time.sleep(1)
+    assert not marker.exists()  # and is gone with ncu

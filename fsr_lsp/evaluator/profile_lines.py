@@ -10,8 +10,13 @@ page (ncu's rules and their estimated gains).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import signal
 import subprocess
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -29,8 +34,10 @@ DENIED_MESSAGE = ("the GPU's performance counters are restricted to administrato
                   "allow them (NVreg_RestrictProfilingToAdminUsers=0, or run as root) and profile again")
 
 
-def profile_lines(job: EvalJob, device_index: int = 0, who: str = "original", timeout: float = 240.0) -> Profiled:
-    """The kernel `who` of the job at its bench size: summary facts and per-line counters."""
+def profile_lines(job: EvalJob, device_index: int = 0, who: str = "original", timeout: float = 240.0,
+                  cancel: threading.Event | None = None) -> Profiled:
+    """The kernel `who` of the job at its bench size: summary facts and per-line counters.
+    Setting `cancel` stops ncu and its child at once."""
     tool = find_ncu()
     if tool is None:
         return Profiled(None, "Nsight Compute (ncu) is not on PATH: install it with the CUDA toolkit to profile")
@@ -45,16 +52,15 @@ def profile_lines(job: EvalJob, device_index: int = 0, who: str = "original", ti
         cmd = [tool, "--import-source", "yes", "--kernel-name-base", "mangled", "--kernel-name", binary.entry,
                "--launch-count", "1", "-f", "-o", str(report), "--metrics", ",".join(_METRICS.values()) + "," + _STALLS,
                *[a for s in SECTIONS for a in ("--section", s)], *child_command(run, Path(tmp), device_index)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return Profiled(None, f"ncu did not finish within {timeout:.0f} s")
-        said = proc.stdout + "\n" + proc.stderr
+        ran = _run(cmd, timeout, cancel or threading.Event())
+        if isinstance(ran, Profiled):
+            return ran
+        said = ran
         if COUNTERS_DENIED in said:
             return Profiled(None, DENIED_MESSAGE)
         rep = report.with_suffix(".ncu-rep")
         if not rep.exists():
-            return Profiled(None, f"ncu wrote no report (exit {proc.returncode}): {last_line(said)}")
+            return Profiled(None, f"ncu wrote no report: {last_line(said)}")
         pages = {name: _export(tool, rep, *args, timeout=timeout) for name, args in (
             ("raw", ("--page", "raw")), ("source", ("--page", "source", "--print-source", "cuda,sass")),
             ("details", ("--page", "details")))}
@@ -66,6 +72,23 @@ def profile_lines(job: EvalJob, device_index: int = 0, who: str = "original", ti
         return Profiled(facts, f"ncu gave no source lines: {last_line(pages['source'])}")
     return Profiled(facts, lines=LineReport(lines, parse_rules(pages["details"]), time.monotonic() - started,
                                             bench[0].label if bench else ""))
+
+
+def _run(cmd: list[str], timeout: float, cancel: threading.Event) -> str | Profiled:
+    """ncu's output, or why there is none (cancelled, too slow): ncu and the kernel's process
+    are one process group, killed together."""
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None:
+            if cancel.is_set() or time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return Profiled(None, "cancelled" if cancel.is_set() else f"ncu did not finish within {timeout:.0f} s")
+            time.sleep(0.05)
+        out.seek(0)
+        return out.read()
 
 
 def _export(tool: str, report: Path, *args: str, timeout: float) -> str:

@@ -38,6 +38,7 @@ class ProfileOutcome:
     profile: KernelProfile | None
     message: str  # why there is no profile, or what the user should know of it
     spec_problem: bool = False  # the kernel needs a spec first
+    cancelled: bool = False
 
 
 def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str], None]) -> ProfileOutcome:
@@ -56,7 +57,7 @@ def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str]
                                   spec_problem=True)
         run.searched_text = place_spec(job.text, job.kernel, proof.spec).text
     if job.cancel.is_set():
-        return ProfileOutcome(None, "cancelled")
+        return ProfileOutcome(None, "cancelled", cancelled=True)
     report(f"profiling {job.kernel} under Nsight Compute")
     request = EvalRequest(run.searched_text, job.kernel, None, run.eval_options())
     stand_in = os.environ.get(PROFILER)
@@ -64,8 +65,10 @@ def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str]
         profiled, gpu = load(stand_in)(request), "stand-in GPU"
     else:
         backend = optimizer.backend(job.settings)
-        profiled = backend.profile(request, lines=True)
+        profiled = backend.profile(request, lines=True, cancel=job.cancel)
         gpu = _gpu_name(backend)
+    if job.cancel.is_set():
+        return ProfileOutcome(None, "cancelled", cancelled=True)
     return _outcome(job.kernel, profiled, gpu)
 
 

@@ -37,9 +37,10 @@ class Backend(Protocol):
         """A result per request, in their order, each also handed to `on_result(index, result)`
         as it arrives; never raises for what a candidate does."""
 
-    def profile(self, request: EvalRequest, lines: bool = False) -> Profiled:
+    def profile(self, request: EvalRequest, lines: bool = False, cancel: threading.Event | None = None) -> Profiled:
         """Nsight Compute facts about one kernel at the bench size (and, with `lines`, its
-        per-line counters and ncu's rules), or why there are none."""
+        per-line counters and ncu's rules), or why there are none; `cancel` stops a line
+        profile where the backend can (a cluster's finishes, its result unused)."""
 
     def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
         """The registered call `name` (calls.py) where the GPU is."""

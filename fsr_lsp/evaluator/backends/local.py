@@ -114,7 +114,7 @@ class LocalBackend:
         assert all(r is not None for r in results)  # every request was drained
         return results  # type: ignore[return-value]
 
-    def profile(self, request: EvalRequest, lines: bool = False) -> Profiled:
+    def profile(self, request: EvalRequest, lines: bool = False, cancel: threading.Event | None = None) -> Profiled:
         try:
             arch = self.start().arch
         except EvaluatorUnavailable as e:
@@ -125,7 +125,7 @@ class LocalBackend:
         who = "candidate" if request.candidate is not None else "original"
         with gate(self.evaluator.device_index).shared():  # ncu replays kernels: never beside a timed run
             if lines:
-                return profile_lines(prepared.job, self.evaluator.device_index, who)
+                return profile_lines(prepared.job, self.evaluator.device_index, who, cancel=cancel)
             return profile(prepared.job, self.evaluator.device_index, who)
 
     def _keep_warm(self, evaluator: Evaluator) -> None:

@@ -262,7 +262,7 @@ class RayBackend:
                 raise last  # type: ignore[misc]
             time.sleep(0.5)
 
-    def profile(self, request: EvalRequest, lines: bool = False) -> Profiled:
+    def profile(self, request: EvalRequest, lines: bool = False, cancel: threading.Event | None = None) -> Profiled:
         try:
             ray = import_ray()
             self.start()

@@ -101,6 +101,10 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
     definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
     first = src.line_of(kernel.definition_span.start_byte)
+    if outcome is not None and outcome.cancelled:
+        message = f"FSR: the profile of {kernel_name} was cancelled"
+        ls.show(message)
+        return message
     if outcome is not None and outcome.profile is not None:
         state.done[(uri, kernel_name)] = Profiled(outcome.profile, definition, first)
         message = f"FSR profile of {kernel_name}: {len(outcome.profile.findings)} findings; {outcome.profile.summary}"
@@ -129,13 +133,8 @@ async def _begin(ls: FsrServer, job: ProfileRun, kernel: str) -> str:
         return ""
     future = ls.work_done_progress.tokens.get(token)
     if future is not None:
-        future.add_done_callback(lambda f: _cancel(ls, job) if f.cancelled() else None)
+        future.add_done_callback(lambda f: job.cancel.set() if f.cancelled() else None)  # ncu is killed
     return token
-
-
-def _cancel(ls: FsrServer, job: ProfileRun) -> None:
-    job.cancel.set()
-    ls.searches.optimizer.cancel()
 
 
 def _kernel(src: SourceText, name: str) -> Kernel | None:
