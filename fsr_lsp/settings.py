@@ -76,6 +76,8 @@ class Settings:
                                           "total at most this many bytes (0: never)", "--snapshot-bytes", minimum=0)
     auto_apply: bool = setting(False, "autoApply", "offer a win through workspace/applyEdit as soon as it is found")
     diagnostics_on_open: bool = setting(True, "diagnostics.onOpen", "compile on open as well as on save")
+    perf_on_save: bool = setting(False, "perfOnSave", "re-time a kernel with a stored timing when a save changes it; "
+                                 "warn when it got slower beyond the timing noise")
     log_level: str = setting("", "logLevel", "the log's level (empty: as started); debug adds JSON-RPC payloads")
 
     def llm_config(self) -> LLMConfig:

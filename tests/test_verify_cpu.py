@@ -195,3 +195,19 @@ def test_the_captured_inputs_are_counted_and_a_short_file_is_said_not_checked(tm
     r = run_job(FakeSession(), j)
     assert r.status == "verified"
     assert any("the captured inputs of `x` hold 400 bytes, n=4096 needs 16384: not checked" in w for w in r.warnings)
+
+
+def test_a_time_only_job_times_both_and_judges_nothing():
+    """Performance on save: the user's edit may change what the kernel computes; it is timed
+    against the version before it at the bench size alone, and its status says it was not verified."""
+    import dataclasses
+
+    timed = dataclasses.replace(job(AXPY, "axpy", "axpy", "writes_half"), mode="time",
+                                sizes=build_plans(find_kernel(SourceText(AXPY), "axpy"), parse_spec(
+                                    SourceText(AXPY), find_kernel(SourceText(AXPY), "axpy")).spec)[-1:])
+    result = run_job(FakeSession(), timed)
+    assert result.status == "timed" and not result.verified
+    assert result.speedup and result.speedup_ci and result.original_time and result.candidate_time
+    assert "timed only" in result.message and result.bench_size == "n=4096"
+    full = run(AXPY, "axpy", "axpy", "writes_half")
+    assert full.status == "wrong"  # the same pair, judged

@@ -46,6 +46,9 @@ class EvalOptions:
     skip_unchanged: bool = True  # the original's own code as a candidate is "unchanged", not timed
     screen: bool = False  # a tuner's quick look (see SCREEN_TIMING); its results are never verdicts
     limits: CompileLimits = field(default_factory=CompileLimits)  # on compiling a candidate (untrusted text)
+    # Time the two at the bench size and judge nothing: is the user's edit slower than the version
+    # before it (performance on save)? Its result is "timed", never "verified".
+    time_only: bool = False
     # (buffer, "OFFSET:PATH"): its bytes as a run of the user's program had them (fsr capture), checked
     # as one more input set at the bench size
     real_inputs: tuple[tuple[str, str], ...] = ()
@@ -146,7 +149,8 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         kernel=kernel_name,
         original=orig.binary,  # type: ignore[arg-type]
         candidate=cand.binary if cand else None,
-        sizes=sizes[-1:] if options.screen else sizes,  # the bench size comes last
+        sizes=sizes[-1:] if options.screen or options.time_only else sizes,  # the bench size comes last
+        mode="time" if options.time_only else "full",
         seeds_per_size=seeds,
         base_seed=seed,
         ref={} if options.screen else dict(spec.ref),

@@ -23,6 +23,7 @@ Status = Literal[
     "spec_error",  # the original kernel or its spec cannot serve as the oracle
     "unavailable",  # no GPU, no pycuda, no torch
     "cancelled",
+    "timed",  # time_only: both timed at the bench size, outputs not judged (a user's own edit, never a candidate's verdict)
 ]
 CheckStatus = Literal["pass", "fail", "skip"]
 
@@ -147,7 +148,8 @@ class EvalJob:
     ref: dict[str, str] = field(default_factory=dict)
     timing: TimingConfig = field(default_factory=TimingConfig)
     defences: Defences = field(default_factory=Defences)
-    mode: Literal["full", "sanitize"] = "full"  # sanitize: run one kernel once per size, exact allocations
+    # sanitize: run one kernel once per size, exact allocations; time: time both at the bench size only
+    mode: Literal["full", "sanitize", "time"] = "full"
     sanitize_original: bool = False  # in sanitize mode: run the original instead of the candidate
     screen: bool = False  # a tuner's quick look: the bench size only, one input set, few repetitions
     real_inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of captured bytes (bench size)

@@ -164,8 +164,12 @@ class Optimizer:
                 return SearchOutcome("cancelled", "cancelled after the proof of the drafted spec")
         generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
         with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
-            return run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
-                              report, job.cancel, started=job.started)
+            outcome = run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
+                                 report, job.cancel, started=job.started)
+        from .perf_check import record_search  # what it timed: a later edit is checked against it
+
+        record_search(job.workspace, job.path, job.searched_text, job.kernel, outcome)
+        return outcome
 
     def prove(self, job: OptimizeRun, report: Callable[[Progress], None]) -> Proof:
         """The draft's proof on the original kernel (cached per kernel text and GPU in .fsr/)."""

@@ -41,6 +41,7 @@ def server_env() -> dict[str, str]:
     env["FSR_LSP_BENCH"] = "tests.scripted_bench:ScriptedBench"
     env["FSR_LSP_PROVER"] = "tests.scripted_prover:prove"
     env["FSR_LSP_PROFILER"] = "tests.recorded_profiler:profile"  # ncu's recorded exports, by kernel name
+    env["FSR_LSP_TIMER"] = "tests.scripted_timer:time_request"  # performance on save: a scripted clock
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["FSR_TEST_LLM_KEY"] = "sk-lsp-test-secret"
     env["FSR_CAPTURE_LIBRARY"] = str(ROOT / "tests" / "data" / "fake_capture_app.py")  # no GPU: any file stands in

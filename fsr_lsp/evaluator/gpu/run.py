@@ -30,6 +30,11 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
         if job.mode == "sanitize":
             _sanitize_runs(ctx)
             result.message = "ran under compute-sanitizer"
+        elif job.mode == "time":
+            time_job(ctx)
+            phase("time")
+            result.status = "timed"
+            result.message = _timed_summary(result)
         else:
             counts = verify(ctx)
             result.sizes_checked, result.seeds = counts.sizes, counts.seeds
@@ -78,6 +83,14 @@ def _summary(job: EvalJob, result: EvalResult, counts: Counts) -> str:
     if o:
         return f"original: {o.median_ms:.4g} ms at {result.bench_size} on {gpu} ({checked})"
     return checked
+
+
+def _timed_summary(result: EvalResult) -> str:
+    o, c = result.original_time, result.candidate_time
+    gpu = result.gpu.name if result.gpu else "GPU"
+    if o is None or c is None or not result.speedup:
+        return "timed"
+    return f"{result.speedup:.3f}x ({o.median_ms:.4g} ms -> {c.median_ms:.4g} ms at {result.bench_size} on {gpu}; timed only)"
 
 
 # Freed between buffers, so memcheck sees an over-read land in no allocation. Small allocations

@@ -15,6 +15,8 @@ from ..check import CheckResult, check_source
 from ..diagnostics import compiler_diagnostics, orphan_spec_diagnostics, resource_diagnostics, spec_diagnostics
 from ..server import FsrServer, is_cuda
 from ..watch import WorkspaceWatcher, affects
+from .perf_on_save import perf_diagnostics
+from .perf_on_save import saved as perf_saved
 from .profiling import profile_diagnostics
 from .searches import search_diagnostics
 
@@ -32,6 +34,7 @@ def register(server: FsrServer) -> None:
     def did_save(ls: FsrServer, params: types.DidSaveTextDocumentParams) -> None:
         if is_cuda(params.text_document.uri):
             schedule_check(ls, params.text_document.uri)
+            perf_saved(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FsrServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -58,7 +61,8 @@ def publish(ls: FsrServer, uri: str) -> None:
                    + orphan_spec_diagnostics(src, found.orphan_specs, enc)
                    + ls.drafts.diagnostics(uri, src, kernels, enc)
                    + search_diagnostics(ls, uri, src, kernels)
-                   + profile_diagnostics(ls, uri, src, kernels))
+                   + profile_diagnostics(ls, uri, src, kernels)
+                   + perf_diagnostics(ls, uri, src, kernels))
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=doc.version,
                                                                         diagnostics=diagnostics))
 

@@ -1,0 +1,138 @@
+"""Performance on save (setting fsr.perfOnSave, off by default) and the command
+fsr.checkPerformance: a kernel with a stored timing that a save changed is re-timed in the
+background against its fastest stored version (workflows/perf_check.py); slower beyond the
+noise is a Warning on its name, faster an Information. Saves are coalesced (a check starts
+once saves pause, and a new save stops the check in flight); never on keystrokes; cancellable
+through its progress."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from ...kernels import Kernel
+from ...redaction import redact
+from ...source import SourceText
+from ...workflows.perf_check import TIMER, PerfVerdict, check_performance, definition_of
+from ..diagnostics import SOURCE, lsp_range
+from ..searches import new_token
+from ..server import FsrServer
+
+CHECK = "fsr.checkPerformance"
+QUIET_SECONDS = 2.0  # saves closer together than this make one check
+SLOWER, FASTER = "perf-regression", "perf-faster"
+
+
+@dataclass
+class PerfState:
+    verdicts: dict[tuple[str, str], PerfVerdict] = field(default_factory=dict)
+    running: dict[str, threading.Event] = field(default_factory=dict)  # uri -> its check's cancel
+    pending: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+
+
+def state(ls: FsrServer) -> PerfState:
+    if not hasattr(ls, "perf"):
+        ls.perf = PerfState()  # type: ignore[attr-defined]
+    return ls.perf  # type: ignore[attr-defined]
+
+
+def register(server: FsrServer) -> None:
+    @server.command(CHECK)
+    async def check_command(ls: FsrServer, *args: Any) -> str:
+        flat = tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args
+        if not flat:
+            return "fsr.checkPerformance needs a document URI"
+        return await check(ls, str(flat[0]))
+
+
+def saved(ls: FsrServer, uri: str) -> None:
+    """A save: with fsr.perfOnSave, a check once saves pause; the one in flight stops."""
+    if not ls.settings.perf_on_save:
+        return
+    s = state(ls)
+    if uri in s.pending:
+        s.pending.pop(uri).cancel()
+    if uri in s.running:
+        s.running[uri].set()
+    loop = asyncio.get_running_loop()
+    s.pending[uri] = loop.call_later(QUIET_SECONDS, lambda: asyncio.ensure_future(_after_quiet(ls, uri)))
+
+
+async def _after_quiet(ls: FsrServer, uri: str) -> None:
+    state(ls).pending.pop(uri, None)
+    await check(ls, uri)
+
+
+async def check(ls: FsrServer, uri: str) -> str:
+    s = state(ls)
+    doc = ls.document(uri)
+    if doc is None:
+        return f"{uri} is not open in the editor"
+    why = "" if os.environ.get(TIMER) else ls.searches.unavailable(ls.settings)
+    if why:
+        ls.show_once(why)
+        return why
+    while uri in s.running:  # the check a save stopped: wait for it to go
+        s.running[uri].set()
+        await asyncio.sleep(0.05)
+    cancel = threading.Event()
+    s.running[uri] = cancel
+    token = await _begin(ls, cancel)
+    path = Path(doc.path)
+    try:
+        backend = None if os.environ.get(TIMER) else ls.searches.backend(ls.settings)
+        verdicts = await asyncio.to_thread(check_performance, backend, doc.source, path, ls.workspace_root(path),
+                                           ls.settings, cancel)
+    except Exception as e:  # a bug of ours, or no GPU after all: said, never lost
+        verdicts = []
+        ls.show_once(f"FSR: the performance check failed: {type(e).__name__}: {e}")
+    finally:
+        s.running.pop(uri, None)
+        if token:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+    if cancel.is_set():
+        return "cancelled"
+    for v in verdicts:
+        s.verdicts[(uri, v.kernel)] = v
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=redact(f"FSR: {v.message}")))
+    if uri in ls.workspace.text_documents:
+        from .documents import publish
+
+        publish(ls, uri)
+    return "; ".join(v.message for v in verdicts) or "no kernel with a stored timing changed"
+
+
+async def _begin(ls: FsrServer, cancel: threading.Event) -> str:
+    if not ls.supports_progress:
+        return ""
+    token = new_token()
+    try:
+        await ls.work_done_progress.create_async(token)
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title="FSR: re-timing changed kernels", message="against their stored timings", cancellable=True))
+    except Exception:
+        return ""
+    future = ls.work_done_progress.tokens.get(token)
+    if future is not None:
+        future.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+    return token
+
+
+def perf_diagnostics(ls: FsrServer, uri: str, src: SourceText, kernels: list[Kernel]) -> list[types.Diagnostic]:
+    """Each verdict on its kernel's name, while the kernel reads as it did when checked."""
+    out = []
+    for k in kernels:
+        v = state(ls).verdicts.get((uri, k.name))
+        if v is None or v.kind not in ("slower", "faster") or definition_of(src, k) != v.definition:
+            continue
+        slower = v.kind == "slower"
+        out.append(types.Diagnostic(range=lsp_range(src, k.name_span, ls.encoding), message=f"FSR: {v.message}",
+                                    source=SOURCE, code=SLOWER if slower else FASTER, data={"kernel": k.name},
+                                    severity=types.DiagnosticSeverity.Warning if slower else types.DiagnosticSeverity.Information))
+    return out
