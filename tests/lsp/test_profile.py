@@ -85,3 +85,14 @@ async def test_a_kernel_that_needs_a_spec_is_told_so_on_its_name(client: Languag
     assert "no @fsr spec" in said
     failed = await wait_until(lambda: [d for d in profile_diagnostics(client, uri) if d.code == "profile-failed"])
     assert failed[0].range.start.line == 0 and "fsr capture" in failed[0].message
+
+
+async def test_profile_at_the_cursor_finds_the_kernel_there(client: LanguageClient):
+    """For editor extensions (VS Code's "FSR: Profile kernel at cursor")."""
+    uri = open_file(client, "profile_kernels.cu", TEXT)
+    said = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.profileAt", arguments=[uri, ACCESS, 8]))
+    assert said.startswith("FSR profile of copy_strided:")
+    outside = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.profileAt", arguments=[uri, 0, 0]))
+    assert outside == "no kernel at the cursor"

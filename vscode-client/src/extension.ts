@@ -23,6 +23,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("fsr.cancelSearch", cancelSearch),
     vscode.commands.registerCommand("fsr.showHistory", showHistory),
     vscode.commands.registerCommand("fsr.captureLaunches", captureLaunches),
+    vscode.commands.registerCommand("fsr.profileAtCursor", profileAtCursor),
+    vscode.commands.registerCommand("fsr.checkPerformanceOfFile", checkPerformance),
     vscode.commands.registerCommand("fsr.restartServer", restart),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (needsRestart((section) => e.affectsConfiguration(section))) void restart();
@@ -135,6 +137,22 @@ async function optimizeAtCursor(): Promise<void> {
   const at = editor.selection.active;
   const result = await execute("fsr.optimizeAt", [editor.document.uri.toString(), at.line, at.character]);
   if (typeof result === "string" && !result.startsWith("optimizing")) void vscode.window.showInformationMessage(`FSR: ${result}`);
+}
+
+// The server profiles in the background with progress; the findings arrive as diagnostics.
+async function profileAtCursor(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) return;
+  const at = editor.selection.active;
+  const result = await execute("fsr.profileAt", [editor.document.uri.toString(), at.line, at.character]);
+  if (typeof result === "string" && result.startsWith("no kernel")) void vscode.window.showInformationMessage(`FSR: ${result}`);
+}
+
+async function checkPerformance(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) return;
+  const result = await execute("fsr.checkPerformance", [editor.document.uri.toString()]);
+  if (typeof result === "string") void vscode.window.showInformationMessage(`FSR: ${result}`);
 }
 
 async function cancelSearch(): Promise<void> {

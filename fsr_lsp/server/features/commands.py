@@ -1,5 +1,5 @@
 """Workspace commands: fsr.optimize and fsr.cancel (the code actions' commands), and for editor
-extensions fsr.optimizeAt (the kernel at a position), fsr.searches (what is running) and
+extensions fsr.optimizeAt and fsr.profileAt (the kernel at a position), fsr.searches (what is running) and
 fsr.historyAt (the stored candidates of the kernel at a position)."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from .hover import kernel_at_position
 
 OPTIMIZE, CANCEL = "fsr.optimize", "fsr.cancel"
 OPTIMIZE_AT, SEARCHES, HISTORY_AT = "fsr.optimizeAt", "fsr.searches", "fsr.historyAt"
+PROFILE_AT = "fsr.profileAt"
 
 
 def register(server: FsrServer) -> None:
@@ -42,6 +43,16 @@ def register(server: FsrServer) -> None:
         if kernel is None:
             return "no kernel at the cursor"
         return await optimize(ls, str(_flat(args)[0]), kernel.name)
+
+
+    @server.command(PROFILE_AT)
+    async def profile_at_command(ls: FsrServer, *args: Any) -> str:
+        from .profiling import profile
+
+        kernel = _kernel_from_position(ls, args)
+        if kernel is None:
+            return "no kernel at the cursor"
+        return await profile(ls, str(_flat(args)[0]), kernel.name)
 
 
     @server.command(SEARCHES)
