@@ -212,6 +212,17 @@ def test_what_cannot_be_captured_is_said_and_drafting_goes_on(tmp_path: Path, pa
     assert spec.origin == "inferred" and any(why in p for p in spec.problems), spec.problems
 
 
+def test_a_launched_kernel_that_takes_no_pointers_gets_no_spec_and_says_why(tmp_path: Path):
+    """It was launched (a stream demo's busy loop): a spec with no buffer would check nothing."""
+    record = {"id": 0, "kernel": "_Z4spinv", "name": "spin()", "base": "spin", "grid": [4, 1, 1], "block": [32, 1, 1],
+              "smem": 0, "params": []}
+    write_capture(tmp_path, [record])
+    (tmp_path / "k.cu").write_text("__global__ void spin()\n{\n    double s = 0;\n"
+                                   "    for (int i = 0; i < 100; ++i) s += i;\n}\n")
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.spec is None and any("takes no pointers, so there is nothing to compare" in p for p in spec.problems)
+
+
 def test_damaged_records_and_counts(tmp_path: Path):
     folder = write_capture(tmp_path, [scale_launch(100)])
     with (folder / "launches-7.jsonl").open("a") as f:

@@ -55,3 +55,25 @@ def test_candidate_launch_is_planned_separately():
     bench = build_plans(k, spec, cand)[-1]
     assert bench.candidate.grid == (32, 32, 1) and bench.candidate.block == (32, 8, 1)
     assert bench.original.grid == (64, 64, 1)
+
+
+def test_edge_false_keeps_the_sizes_the_spec_lists_and_anything_else_is_a_problem():
+    from fsr_lsp.evaluator.plan import build_plans
+    from fsr_lsp.kernels import find_kernel
+    from fsr_lsp.source import SourceText
+    from fsr_lsp.specs import parse_spec
+
+    text = ('/* @fsr\nbench = {{ n = 4096 }}\ntests = [ {{ n = 256 }} ]\ngrid = "cdiv(n, 256)"\nblock = 256\n{edge}'
+            '[args]\nx = "inout[n]"\nn = "n"\n*/\n__global__ void k(float* x, int n) {{ x[threadIdx.x] += 1; }}\n')
+
+    def labels(edge: str):
+        src = SourceText(text.format(edge=edge))
+        kernel = find_kernel(src, "k")
+        parsed = parse_spec(src, kernel)
+        sizes = [p.label for p in build_plans(kernel, parsed.spec)] if parsed.spec else None
+        return sizes, [p.message for p in parsed.problems]
+
+    assert labels("") == (["n=256", "n=257", "n=4096"], [])
+    assert labels("edge = false\n") == (["n=256", "n=4096"], [])
+    _, problems = labels('edge = "no"\n')
+    assert any("edge must be true or false" in p for p in problems)

@@ -73,17 +73,54 @@ def test_a_right_draft_is_proven_with_the_sanitizers_said_to_be_skipped_without_
 
 
 @pytest.mark.parametrize("name, y, check, argument, words", [
-    ("writes_half", "out", "every output written", "y", "does not write every element of y"),
     ("axpy_writes_past_end", "inout", "in bounds", "y", "the spec's length for `y` is too small"),
     ("scales_input", "out", "in buffers unchanged", "x", "modifies x, which the spec declares in"),
     ("random_out", "out", "deterministic", "y", "differ between two runs"),
-    ("reads_out", "out", "outputs not read before written", "y", "reads y before writing it"),  # no sanitizer on CPU
 ])
 def test_each_wrong_draft_fails_naming_its_check_and_argument(evaluator, name, y, check, argument, words):
     p = proved(evaluator, name, y)
     assert p.status == "failed", p.message
     assert (p.check, p.argument) == (check, argument)
     assert p.message.startswith(f"{check} `{argument}`: ") and words in p.message
+
+
+@pytest.mark.parametrize("name", ["writes_half", "reads_out"])
+def test_a_draft_out_buffer_the_original_keeps_in_part_or_reads_first_becomes_inout(evaluator, name):
+    """The draft guessed `out`; the original leaves part of y as it was (or reads it first): y is
+    inout, and a rewrite must keep those elements too."""
+    p = proved(evaluator, name)
+    assert p.proven, p.message
+    assert 'y = "inout[n]"' in p.spec and "checked as inout" in p.message
+
+
+def test_the_users_own_block_is_never_relaxed(evaluator):
+    text = DRAFT.format(y="out").replace("# drafted by fsr from the launch at line 4 in main()\n", "") + "\n" + \
+        FILE.format(name="writes_half")
+    p = prove(evaluator, text, "writes_half")  # no block given: the file's own
+    assert p.status == "failed" and p.check == "every output written" and "relaxed" not in p.message
+
+
+def test_a_test_size_the_original_cannot_take_is_left_out(evaluator):
+    """It assumes whole blocks: n=1, 17 and 1000 go; the bench size, the launch a run made, stays."""
+    p = proved(evaluator, "shift_whole_blocks")
+    assert p.proven, p.message
+    assert "tests = []" in p.spec and "bench = { n = 4096 }" in p.spec
+    assert "the original fails at n=1 (in bounds): that size is left out" in p.message
+    assert "proven on the original at n=4096" in p.message
+
+
+def test_an_edge_size_the_original_cannot_take_turns_the_edge_off_and_the_bench_size_never_goes():
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.drafting.relax import relax
+    from fsr_lsp.specs.edit import set_key
+
+    block = set_key(DRAFT.format(y="out"), "tests", "[]")
+    sized = job(place_spec(FILE.format(name="shift"), "shift", block).text, "shift", "shift", None)
+    assert [(p.label, p.role) for p in sized.sizes] == [("n=4097", "edge"), ("n=4096", "bench")]
+    edge = relax(block, sized, "in bounds (memcheck)", "y", "reads up to 4 bytes past the end of `y` at n=4097")
+    assert edge is not None and "edge = false" in edge[0] and "no block multiple" in edge[1]
+    assert relax(block, sized, "in bounds", "y", "writes past the end of `y` at n=4096") is None
+    assert relax("", sized, "every output written", "y", "at n=4097") is None  # the user's own block
 
 
 def test_a_kernel_whose_results_differ_only_in_rounding_gets_an_explicit_tolerance(evaluator):
@@ -152,4 +189,4 @@ def test_runs_that_differ_ask_the_sanitizers_which_buffer_is_to_blame(evaluator,
     monkeypatch.setattr(proof_module, "sanitize_original", memcheck)
     p = proved(evaluator, "reads_out")
     assert seen and (p.check, p.argument) == ("in bounds (memcheck)", "x"), p.message
-    assert p.message == "in bounds (memcheck) `x`: reads up to 4 bytes past the end of `x` at n=17"
+    assert p.message.startswith("in bounds (memcheck) `x`: reads up to 4 bytes past the end of `x` at n=17")

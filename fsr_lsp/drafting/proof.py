@@ -22,13 +22,14 @@ from typing import Callable, Literal
 from ..evaluator import EvalOptions, Evaluator, EvaluatorUnavailable, prepare
 from ..evaluator.backends import Backend, LocalBackend
 from ..evaluator.gpu_gate import gate
-from ..evaluator.records import Check, EvalResult
+from ..evaluator.records import Check, EvalJob, EvalResult
 from ..evaluator.sanitizer import sanitize_original
 from ..evaluator.serde import from_data, to_data
 from ..specs.edit import set_key
 from .placement import place_spec, proof_text
+from .relax import MAX_STEPS, relax
 
-PROOF_VERSION = "1"  # bump when what a proof checks changes: older cached verdicts no longer count
+PROOF_VERSION = "2"  # bump when what a proof checks changes: older cached verdicts no longer count
 # Tolerances tried, in order, when two runs of the original differ only in rounding.
 TOLERANCES = ((1e-4, 1e-6), (1e-3, 1e-5), (1e-2, 1e-4))
 SANITIZER_TOOLS = ("memcheck", "initcheck")
@@ -144,6 +145,24 @@ def proof_key(source: str, kernel: str, gpu: str, options: EvalOptions) -> str:
 
 def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: EvalOptions, timeout: float | None,
            stage: Stage) -> Proof:
+    """The proof of a block; a draft that fails gives up its guesses one at a time (relax.py)."""
+    given_up: list[str] = []
+    for _ in range(MAX_STEPS + 1):
+        proof, job = _prove_once(evaluator, source, kernel, block, options, timeout, stage)
+        step = None if proof.proven else relax(block, job, proof.check, proof.argument, proof.message)
+        if step is None:
+            break
+        block, why = step
+        given_up.append(why)
+        stage(f"the draft gives up a guess: {why}")
+        source = place_spec(source, kernel, block).text
+    if given_up:
+        proof.message += "; the draft was relaxed: " + "; ".join(given_up)
+    return proof
+
+
+def _prove_once(evaluator: Evaluator, source: str, kernel: str, block: str, options: EvalOptions,
+                timeout: float | None, stage: Stage) -> tuple[Proof, EvalJob | None]:
     stage("proving the spec: the original kernel at every test size")
     result, job = _run_original(evaluator, source, kernel, options, timeout, stage)
     failed = _failed(result)
@@ -165,9 +184,9 @@ def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: 
             sharper = next((c for c in sanitize_original(job, evaluator.device_index, SANITIZER_TOOLS)
                             if c.status == "fail"), None)
         if sharper is not None:
-            return _failure(kernel, block, result, sharper, result.checks + [sharper])
+            return _failure(kernel, block, result, sharper, result.checks + [sharper]), job
     if failed is not None or not result.verified:
-        return _failure(kernel, block, result, failed)
+        return _failure(kernel, block, result, failed), job
     assert job is not None
     stage("proving the spec: compute-sanitizer memcheck and initcheck at every test size")
     with gate(evaluator.device_index).shared():
@@ -175,7 +194,7 @@ def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: 
     checks = result.checks + sanitized
     bad = next((c for c in sanitized if c.status == "fail"), None)
     if bad is not None:
-        return _failure(kernel, block, result, bad, checks)
+        return _failure(kernel, block, result, bad, checks), job
     skipped = [c for c in sanitized if c.status == "skip"]
     ran = ", ".join(result.sizes_checked)
     extra = f"; rtol = {tolerance[0]:g}, atol = {tolerance[1]:g} added: two runs differ in rounding" if tolerance else ""
@@ -183,7 +202,7 @@ def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: 
     t = result.original_time
     return Proof(kernel, "proven", f"proven on the original at {ran}: in bounds, outputs written, in buffers unchanged, "
                                    f"deterministic{', memcheck and initcheck clean' if not skipped else ''}{extra}{note}",
-                 spec=block, checks=checks, tolerance=tolerance, original_ms=t.median_ms if t else None)
+                 spec=block, checks=checks, tolerance=tolerance, original_ms=t.median_ms if t else None), job
 
 
 def _run_original(evaluator: Evaluator, source: str, kernel: str, options: EvalOptions, timeout: float | None,

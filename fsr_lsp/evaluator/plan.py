@@ -38,7 +38,7 @@ def edge_size(spec: Spec) -> SizeSet | None:
     """Sizes that are not block multiples catch missing bounds checks; when the spec has none,
     take the smallest size set and add 1 to each size."""
     all_sets = [*spec.tests, spec.bench]
-    if any(v % EDGE_MULTIPLE for s in all_sets for v in s.values()):
+    if not spec.edge or any(v % EDGE_MULTIPLE for s in all_sets for v in s.values()):
         return None
     smallest = min(all_sets, key=_volume)
     return {k: v + 1 for k, v in smallest.items()}

@@ -52,6 +52,7 @@ class Spec:
     ref: dict[str, str] = field(default_factory=dict)
     template: str | None = None  # template arguments used to instantiate a templated kernel
     inferred: bool = False
+    edge: bool = True  # add a size that is no block multiple (false: the kernel requires multiples, say)
 
     def arg(self, name: str) -> Arg | None:
         return next((a for a in self.args if a.name == name), None)

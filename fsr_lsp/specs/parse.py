@@ -16,7 +16,7 @@ from .locate import locate, strip_stars
 from .ref import read_ref
 from .model import Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, default_init
 
-KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template")
+KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge")
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
 _INIT = re.compile(r"^(uniform|normal|randint|zeros|fill)\s*\((.*)\)$")
 INIT_FORMS = "uniform(lo,hi), normal(), randint(lo,hi), zeros() or fill(v)"
@@ -111,12 +111,16 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
         smem = 0
     rtol = _tolerance(ctx, data, "rtol")
     atol = _tolerance(ctx, data, "atol")
+    edge = data.get("edge", True)
+    if not isinstance(edge, bool):
+        ctx.add("edge must be true or false (false: the kernel only takes sizes like the listed ones)", "edge")
+        edge = True
     args = _args(ctx, data.get("args"), all_sizes, template)
     ref = read_ref(ctx, data.get("ref"), args)
     if grid is None or block is None or args is None:
         return None
     return Spec(bench=bench, tests=tuple(tests), grid=grid, block=tuple(int(b) for b in block), args=args,
-                smem=smem, rtol=rtol, atol=atol, ref=ref, template=template)
+                smem=smem, rtol=rtol, atol=atol, ref=ref, template=template, edge=edge)
 
 
 def _sizes(ctx: _Ctx, value: Any, key: str, names: tuple[str, ...] | None) -> SizeSet:

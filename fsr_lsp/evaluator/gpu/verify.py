@@ -188,6 +188,8 @@ def _native_time(ctx: JobContext, who: str, plan: SizePlan, seconds: float) -> N
 
 
 def _check_bands(ctx: JobContext, who: str, plan: SizePlan, guards: dict[str, Guarded]) -> None:
+    if not guards:  # no buffer: nothing to overrun
+        return
     changed = ctx.torch.stack([g.violations() for g in guards.values()]).tolist()
     for (name, g), bad in zip(guards.items(), changed):
         if bad:
