@@ -6,7 +6,7 @@ folders as include paths), then run with no arguments (its own defaults) under `
 each program its own capture; then each kernel that run launched, defined in the program's own
 source, gets its spec (the workspace's static draft checked against the capture, or the
 capture alone) and the proof on this GPU. Programs that do not build or launch nothing are
-counted apart.
+counted apart, and so are launched kernels that take no pointer (nothing to compare).
 
     python bench/capture_coverage.py DIR... [--run-timeout 20] [--deadline 480]
 """
@@ -83,7 +83,8 @@ def measure(project: Path, backend: LocalBackend, run_timeout: float, deadline: 
                 rows.append({"program": str(source.relative_to(project)), "kernel": "-", "status": "not reached"})
                 continue
             cap = capture(project, source, binary, run_timeout)
-            own = {k.name for k in discover(SourceText(source.read_text(errors="replace"))).kernels}
+            kernels = {k.name: k for k in discover(SourceText(source.read_text(errors="replace"))).kernels}
+            own = set(kernels)
             launched = sorted({x.base for x in cap.launches} & own) if cap else []
             if not launched:
                 silent.append(str(source.relative_to(project)))
@@ -93,7 +94,9 @@ def measure(project: Path, backend: LocalBackend, run_timeout: float, deadline: 
             for name in launched:
                 s = specs.get(name)
                 row = {"program": str(source.relative_to(project)), "kernel": name, "origin": s.origin if s else "none"}
-                if s is None or s.spec is None:
+                if not any(p.is_pointer for p in kernels[name].params):
+                    row.update(status="takes no pointers", why="nothing to compare: left out of the share")
+                elif s is None or s.spec is None:
                     row.update(status="no spec", why="; ".join(s.problems if s else [])[:160])
                 elif time.monotonic() > deadline:
                     row.update(status="not reached")
@@ -104,9 +107,10 @@ def measure(project: Path, backend: LocalBackend, run_timeout: float, deadline: 
                     row.update(status=proof.status, why=proof.message[:160])
                 rows.append(row)
                 console.print(f"{project.name} {row['program']} {name}: {row['origin']}, {row['status']}", highlight=False)
-    launched_rows = [r for r in rows if r["status"] != "not reached"]
+    launched_rows = [r for r in rows if r["status"] not in ("not reached", "takes no pointers")]
     proven = sum(r["status"] == "proven" for r in launched_rows)
     return {"project": project.name, "programs": len(progs), "unbuilt": unbuilt, "silent": silent, "rows": rows,
+            "no_pointers": sum(r["status"] == "takes no pointers" for r in rows),
             "launched": len(launched_rows), "proven": proven,
             "share": proven / len(launched_rows) if launched_rows else 0.0}
 
@@ -124,12 +128,14 @@ def main() -> int:
     finally:
         backend.close()
     table("Kernels launched by each project's own programs, with a proven spec (capture + proof on this GPU)",
-          ["project", "programs", "did not build", "launched nothing", "kernels launched", "proven", "share"],
-          [[r["project"], r["programs"], len(r["unbuilt"]), len(r["silent"]), r["launched"], r["proven"], r["share"]]
+          ["project", "programs", "did not build", "launched nothing", "launched, no pointers",
+           "launched, taking pointers", "proven", "share"],
+          [[r["project"], r["programs"], len(r["unbuilt"]), len(r["silent"]), r["no_pointers"], r["launched"], r["proven"],
+            r["share"]]
            for r in results])
     for r in results:
         for row in r["rows"]:
-            if row["status"] != "proven":
+            if row["status"] not in ("proven", "takes no pointers"):
                 console.print(f"  {r['project']} {row['program']} {row['kernel']}: {row['status']} "
                               f"({row.get('origin', '')}) {row.get('why', '')}", highlight=False)
         for line in r["unbuilt"][:10]:
