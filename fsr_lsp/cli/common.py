@@ -30,6 +30,17 @@ def read_source(path: Path) -> str:
                          "save it as UTF-8") from None
 
 
+def kernel_of(file: Path, name: str) -> tuple[str, Any]:
+    """The file's text and its kernel `name`, or InputError (exit 2) saying why not."""
+    from ..kernels import find_kernel
+
+    source = read_source(file)
+    kernel = find_kernel(source, name)
+    if kernel is None:
+        raise InputError(f"no kernel named {name} in {file}")
+    return source, kernel
+
+
 def fail(message: str, code: int) -> int:
     """One line on stderr, no traceback; the exit status to return."""
     print(redact(f"fsr: {message}"), file=sys.stderr)

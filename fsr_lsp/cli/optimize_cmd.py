@@ -16,7 +16,6 @@ from rich.table import Table
 
 from ..drafting.by_llm import model_draft
 from ..drafting.workspace import LaunchIndex
-from ..kernels import find_kernel
 from ..llmclient import ChatClient
 from ..search import SearchOutcome
 from ..search.loop import first_win_seconds
@@ -25,7 +24,7 @@ from ..search.report import write_report
 from ..settings import add_setting_flags, settings_from_args
 from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
 from . import STARTED
-from .common import InputError, fail, make_console, read_source
+from .common import InputError, fail, kernel_of, make_console
 from .workspace import workspace_of
 
 SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup",
@@ -52,15 +51,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True)
     try:
-        source = read_source(args.file)
-    except InputError as e:
-        return fail(str(e), 2)
-    kernel = find_kernel(source, args.kernel)
-    if kernel is None:
-        return fail(f"no kernel named {args.kernel} in {args.file}", 2)
-    try:
+        source, kernel = kernel_of(args.file, args.kernel)
         settings = settings_from_args(args)
-    except ValueError as e:
+    except (InputError, ValueError) as e:
         return fail(str(e), 2)
     optimizer = Optimizer()
     missing = optimizer.unavailable(settings)

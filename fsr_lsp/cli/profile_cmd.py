@@ -12,12 +12,11 @@ from pathlib import Path
 from rich.markup import escape
 
 from ..drafting.workspace import LaunchIndex
-from ..kernels import find_kernel
 from ..profiling.findings import KernelProfile
 from ..settings import add_setting_flags, settings_from_args
 from ..workflows.optimize import Optimizer, plan_spec
 from ..workflows.profile import PROFILER, ProfileRun, profile_kernel
-from .common import InputError, fail, make_console, read_source
+from .common import InputError, fail, kernel_of, make_console
 from .workspace import workspace_of
 
 FLAGS = ("compiler.nvcc", "compiler.flags", "includePaths", "gpus", "evaluator.address")
@@ -40,15 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True)
     try:
-        source = read_source(args.file)
-    except InputError as e:
-        return fail(str(e), 2)
-    kernel = find_kernel(source, args.kernel)
-    if kernel is None:
-        return fail(f"no kernel named {args.kernel} in {args.file}", 2)
-    try:
+        source, kernel = kernel_of(args.file, args.kernel)
         settings = settings_from_args(args)
-    except ValueError as e:
+    except (InputError, ValueError) as e:
         return fail(str(e), 2)
     optimizer = Optimizer()
     missing = "" if os.environ.get(PROFILER) else optimizer.unavailable(settings)

@@ -85,14 +85,19 @@ def find_ncu() -> str | None:
     return find_cuda_tool("ncu")
 
 
+def bench_run(job: EvalJob, who: str) -> EvalJob:
+    """The job as ncu's child runs it: the kernel `who` once, at the bench size alone."""
+    bench = [p for p in job.sizes if p.role == "bench"][-1:]
+    return dataclasses.replace(job, sizes=bench, mode="sanitize", seeds_per_size=1,
+                               sanitize_original=who == "original" or job.candidate is None)
+
+
 def profile(job: EvalJob, device_index: int = 0, who: str = "candidate", timeout: float = 180.0) -> Profiled:
     """The kernel `who` of the job ("candidate" or "original") at the job's bench size."""
     tool = find_ncu()
     if tool is None:
         return Profiled(None, "Nsight Compute (ncu) is not on PATH: no profiler facts")
-    bench = [p for p in job.sizes if p.role == "bench"][-1:]
-    run = dataclasses.replace(job, sizes=bench, mode="sanitize", seeds_per_size=1,
-                              sanitize_original=who == "original" or job.candidate is None)
+    run = bench_run(job, who)
     metrics = ",".join(_METRICS.values()) + "," + _STALLS
     with scratch.folder("profile") as tmp:
         log = Path(tmp) / "ncu.csv"

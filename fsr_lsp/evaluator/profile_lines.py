@@ -11,7 +11,6 @@ page (ncu's rules and their estimated gains).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from .. import scratch
 from .ncu_source import LineReport, parse_rules, parse_source_page
-from .profile import _METRICS, _STALLS, Profiled, find_ncu, parse_ncu_csv
+from .profile import _METRICS, _STALLS, Profiled, bench_run, find_ncu, parse_ncu_csv
 from .records import EvalJob
 from .sanitize_main import child_command
 from .support import last_line
@@ -41,9 +40,7 @@ def profile_lines(job: EvalJob, device_index: int = 0, who: str = "original", ti
     tool = find_ncu()
     if tool is None:
         return Profiled(None, "Nsight Compute (ncu) is not on PATH: install it with the CUDA toolkit to profile")
-    bench = [p for p in job.sizes if p.role == "bench"][-1:]
-    run = dataclasses.replace(job, sizes=bench, mode="sanitize", seeds_per_size=1,
-                              sanitize_original=who == "original" or job.candidate is None)
+    run = bench_run(job, who)
     binary = job.original if run.sanitize_original else job.candidate
     assert binary is not None
     started = time.monotonic()
@@ -71,7 +68,7 @@ def profile_lines(job: EvalJob, device_index: int = 0, who: str = "original", ti
     if not lines:
         return Profiled(facts, f"ncu gave no source lines: {last_line(pages['source'])}")
     return Profiled(facts, lines=LineReport(lines, parse_rules(pages["details"]), time.monotonic() - started,
-                                            bench[0].label if bench else ""))
+                                            run.sizes[0].label if run.sizes else ""))
 
 
 def _run(cmd: list[str], timeout: float, cancel: threading.Event) -> str | Profiled:

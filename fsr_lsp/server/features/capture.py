@@ -14,7 +14,7 @@ from typing import Any
 from lsprotocol import types
 
 from ...capture import Capture, CaptureError, run_capture
-from ..searches import new_token
+from .. import progress
 from ..server import FsrServer
 
 CAPTURE = "fsr.capture"
@@ -42,17 +42,7 @@ def register(server: FsrServer) -> None:
 
 async def _capture(ls: FsrServer, command: list[str], root: Path) -> str:
     cancel = threading.Event()
-    token = new_token()
-    if ls.supports_progress:
-        try:
-            await ls.work_done_progress.create_async(token)
-            ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                title="FSR: capturing launches", message=" ".join(command)[:200], cancellable=True))
-            future = ls.work_done_progress.tokens.get(token)
-            if future is not None:
-                future.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
-        except Exception:
-            token = ""
+    token = await progress.begin(ls, "FSR: capturing launches", " ".join(command)[:200], cancel)
     shown = [0]
     loop = asyncio.get_running_loop()
 
@@ -70,8 +60,7 @@ async def _capture(ls: FsrServer, command: list[str], root: Path) -> str:
         ls.show(message, types.MessageType.Error)
         return message
     finally:
-        if token and ls.supports_progress:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+        progress.end(ls, token)
     message = summary(capture)
     ls.show(message, types.MessageType.Info if capture.launches else types.MessageType.Warning)
     return message

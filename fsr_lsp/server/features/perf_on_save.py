@@ -21,7 +21,7 @@ from ...redaction import redact
 from ...source import SourceText
 from ...workflows.perf_check import TIMER, PerfVerdict, check_performance, definition_of
 from ..diagnostics import SOURCE, lsp_range
-from ..searches import new_token
+from .. import progress
 from ..server import FsrServer
 
 CHECK = "fsr.checkPerformance"
@@ -83,7 +83,7 @@ async def check(ls: FsrServer, uri: str) -> str:
         await asyncio.sleep(0.05)
     cancel = threading.Event()
     s.running[uri] = cancel
-    token = await _begin(ls, cancel)
+    token = await progress.begin(ls, "FSR: re-timing changed kernels", "against their stored timings", cancel)
     path = Path(doc.path)
     try:
         backend = None if os.environ.get(TIMER) else ls.searches.backend(ls.settings)
@@ -94,8 +94,7 @@ async def check(ls: FsrServer, uri: str) -> str:
         ls.show_once(f"FSR: the performance check failed: {type(e).__name__}: {e}")
     finally:
         s.running.pop(uri, None)
-        if token:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+        progress.end(ls, token)
     if cancel.is_set():
         return "cancelled"
     for v in verdicts:
@@ -106,22 +105,6 @@ async def check(ls: FsrServer, uri: str) -> str:
 
         publish(ls, uri)
     return "; ".join(v.message for v in verdicts) or "no kernel with a stored timing changed"
-
-
-async def _begin(ls: FsrServer, cancel: threading.Event) -> str:
-    if not ls.supports_progress:
-        return ""
-    token = new_token()
-    try:
-        await ls.work_done_progress.create_async(token)
-        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title="FSR: re-timing changed kernels", message="against their stored timings", cancellable=True))
-    except Exception:
-        return ""
-    future = ls.work_done_progress.tokens.get(token)
-    if future is not None:
-        future.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
-    return token
 
 
 def perf_diagnostics(ls: FsrServer, uri: str, src: SourceText, kernels: list[Kernel]) -> list[types.Diagnostic]:

@@ -22,7 +22,7 @@ from ...source import SourceText
 from ...workflows.optimize import plan_spec
 from ...workflows.profile import PROFILER, ProfileRun, profile_kernel
 from ..diagnostics import SOURCE, lsp_range
-from ..searches import new_token
+from .. import progress
 from ..server import FsrServer
 
 PROFILE = "fsr.profile"
@@ -82,13 +82,11 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     plan = plan_spec(ls.drafts.index_for(root), path, doc.source, kernel, ls.settings, open_documents(ls))
     job = ProfileRun(doc.source, path, kernel_name, root, ls.settings, plan)
     state.running[(uri, kernel_name)] = job.cancel
-    token = await _begin(ls, job, kernel_name)
+    token = await progress.begin(ls, f"FSR: profiling {kernel_name}", "starting", job.cancel)  # a cancel kills ncu
     loop = asyncio.get_running_loop()
 
     def report(message: str) -> None:
-        if token:
-            loop.call_soon_threadsafe(ls.work_done_progress.report, token,
-                                      types.WorkDoneProgressReport(message=redact(message[:200]), cancellable=True))
+        loop.call_soon_threadsafe(progress.report, ls, token, message)
 
     try:
         outcome = await asyncio.to_thread(profile_kernel, ls.searches.optimizer, job, report)
@@ -97,8 +95,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
         problem = f"the profile failed: {type(e).__name__}: {e}"
     finally:
         state.running.pop((uri, kernel_name), None)
-        if token:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+        progress.end(ls, token)
     definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
     first = src.line_of(kernel.definition_span.start_byte)
     if outcome is not None and outcome.cancelled:
@@ -119,22 +116,6 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
 
         publish(ls, uri)
     return redact(message)
-
-
-async def _begin(ls: FsrServer, job: ProfileRun, kernel: str) -> str:
-    if not ls.supports_progress:
-        return ""
-    token = new_token()
-    try:
-        await ls.work_done_progress.create_async(token)
-        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title=f"FSR: profiling {kernel}", message="starting", cancellable=True))
-    except Exception:  # a client that refuses a token still gets the result
-        return ""
-    future = ls.work_done_progress.tokens.get(token)
-    if future is not None:
-        future.add_done_callback(lambda f: job.cancel.set() if f.cancelled() else None)  # ncu is killed
-    return token
 
 
 def _kernel(src: SourceText, name: str) -> Kernel | None:
