@@ -30,7 +30,7 @@ FINDING, SUMMARY, FAILED = "profile-finding", "profile-summary", "profile-failed
 
 
 @dataclass
-class Profiled:
+class ShownProfile:
     """A kernel's last profile and the definition it was taken of (findings map onto it)."""
 
     profile: KernelProfile | None
@@ -41,7 +41,7 @@ class Profiled:
 
 @dataclass
 class Profiles:
-    done: dict[tuple[str, str], Profiled] = field(default_factory=dict)
+    done: dict[tuple[str, str], ShownProfile] = field(default_factory=dict)
     running: dict[tuple[str, str], threading.Event] = field(default_factory=dict)
 
 
@@ -103,12 +103,12 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
         ls.show(message)
         return message
     if outcome is not None and outcome.profile is not None:
-        state.done[(uri, kernel_name)] = Profiled(outcome.profile, definition, first)
+        state.done[(uri, kernel_name)] = ShownProfile(outcome.profile, definition, first)
         message = f"FSR profile of {kernel_name}: {len(outcome.profile.findings)} findings; {outcome.profile.summary}"
         ls.show(message)
     else:
         problem = outcome.message if outcome is not None else problem
-        state.done[(uri, kernel_name)] = Profiled(None, definition, first, problem)
+        state.done[(uri, kernel_name)] = ShownProfile(None, definition, first, problem)
         message = f"FSR: {problem}"
         ls.show(message, types.MessageType.Warning)
     if uri in ls.workspace.text_documents:
@@ -122,7 +122,7 @@ def _kernel(src: SourceText, name: str) -> Kernel | None:
     return next((k for k in discover_kernels(src) if k.name == name), None)
 
 
-def _placed(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) -> tuple[Profiled, int] | None:
+def _placed(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) -> tuple[ShownProfile, int] | None:
     """The kernel's profile and how many lines its definition moved, while it is unchanged."""
     p = profiles(ls).done.get((uri, kernel.name))
     if p is None or src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte) != p.definition:
