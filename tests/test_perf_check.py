@@ -38,14 +38,13 @@ def check(workspace: Path, text: str):
 
 
 def stored(workspace: Path, text: str = SAXPY) -> None:
-    from fsr_lsp.kernels import discover_kernels
+    from fsr_lsp.kernels import discover_kernels, kernel_source
     from fsr_lsp.source import SourceText
-    from fsr_lsp.workflows.perf_check import definition_of
 
     src = SourceText(text)
     (k,) = discover_kernels(src)
     with Timings(workspace) as t:
-        t.record(str(workspace / "saxpy.cu"), "saxpy", text, definition_of(src, k), 0.4, STAND_IN_GPU,
+        t.record(str(workspace / "saxpy.cu"), "saxpy", text, kernel_source(src, k).definition, 0.4, STAND_IN_GPU,
                  "the original a search timed")
 
 

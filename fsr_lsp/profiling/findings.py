@@ -40,8 +40,7 @@ STALL_WORDS = {
 # ncu rules that estimate the gain of fixing one kind of finding
 RULES_FOR = {"uncoalesced": ("UncoalescedGlobalAccess", "MemoryCacheAccessPattern"),
              "bank_conflicts": ("UncoalescedSharedAccess", "SharedMemoryConflicts"),
-             "divergence": ("ThreadDivergence", "BranchDivergence"),
-             "hot": ("CPIStall",)}
+             "divergence": ("ThreadDivergence", "BranchDivergence")}
 
 
 @dataclass
@@ -81,7 +80,7 @@ def read_profile(kernel: str, facts: ProfileFacts | None, report: LineReport, gp
     findings: list[Finding] = []
     hot = sorted((c for c in own.values() if c.samples >= HOT_SHARE * total and _stuck(c)),
                  key=lambda c: -c.samples)[:HOT_LINES]
-    findings += [_hot(c, total, report.rules) for c in hot]
+    findings += [_hot(c, total) for c in hot]
     for c in own.values():
         findings += [f for f in (_uncoalesced(c, report.rules), _conflicts(c, report.rules),
                                  _divergence(c, report.rules), _local(c)) if f is not None]
@@ -114,7 +113,7 @@ def _with_gain(message: str, gain: float | None) -> str:
     return f"{message}; ncu estimates up to {gain:.0f}% of the kernel's time could be saved" if gain else message
 
 
-def _hot(c: LineCounters, total: int, rules: list[Rule]) -> Finding:
+def _hot(c: LineCounters, total: int) -> Finding:
     share = c.samples / total
     reasons = sorted(c.stalls.items(), key=lambda kv: -kv[1])[:2]
     why = "; ".join(f"{100 * n / max(c.samples, 1):.0f}% {STALL_WORDS.get(r, r)}" for r, n in reasons)

@@ -39,3 +39,8 @@ class FsrProtocol(LanguageServerProtocol):
         """A body that is not JSON: the answer JSON-RPC prescribes, with no id to give."""
         self._send_data({"jsonrpc": "2.0", "id": None,
                          "error": {"code": PARSE_ERROR, "message": f"Parse error: {error.msg} at {error.pos}"}})
+
+
+def flat_args(args: tuple) -> tuple:
+    """A workspace command's arguments: some clients wrap them once more, in a list."""
+    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args

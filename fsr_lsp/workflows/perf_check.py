@@ -15,7 +15,7 @@ from pathlib import Path
 from ..evaluator.backends import Backend, EvalRequest
 from ..evaluator.records import EvalResult
 from ..evaluator.support import load
-from ..kernels import Kernel, discover_kernels
+from ..kernels import discover_kernels, find_kernel, kernel_source
 from ..profiling.timings import TimedVersion, Timings
 from ..search import SearchOutcome
 from ..search.apply import ApplyError, rewrite_file
@@ -34,10 +34,6 @@ class PerfVerdict:
     message: str
 
 
-def definition_of(src: SourceText, kernel: Kernel) -> str:
-    return src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte).strip()
-
-
 def check_performance(backend: Backend | None, text: str, path: Path, workspace: Path, settings: Settings,
                       cancel: threading.Event, only: set[str] | None = None) -> list[PerfVerdict]:
     """A verdict for each changed kernel of `text` with a stored timing (or `only` those)."""
@@ -52,7 +48,7 @@ def check_performance(backend: Backend | None, text: str, path: Path, workspace:
             if not kernel.complete or (only and kernel.name not in only):
                 continue
             reference = timings.fastest(str(path), kernel.name, gpu)
-            definition = definition_of(src, kernel)
+            definition = kernel_source(src, kernel).definition
             if reference is None or definition == reference.definition:
                 continue
             options = dataclasses.replace(settings.eval_options(path), time_only=True)
@@ -94,11 +90,11 @@ def record_search(workspace: Path, path: Path, searched_text: str, kernel: str, 
     if base is None or base.original_time is None or base.gpu is None:
         return
     src = SourceText(searched_text)
-    found = next((k for k in discover_kernels(src) if k.name == kernel), None)
+    found = find_kernel(src, kernel)
     if found is None:
         return
     with Timings(workspace) as timings:
-        timings.record(str(path), kernel, searched_text, definition_of(src, found), base.original_time.median_ms,
+        timings.record(str(path), kernel, searched_text, kernel_source(src, found).definition, base.original_time.median_ms,
                        base.gpu.name, "the original a search timed")
         best = outcome.best
         if best is None or best.result.candidate_time is None or best.result.gpu is None:
@@ -107,8 +103,8 @@ def record_search(workspace: Path, path: Path, searched_text: str, kernel: str, 
             rewritten = rewrite_file(searched_text, kernel, best.proposal.source)
         except ApplyError:
             return
-        text = rewritten.text
-        k = next((k for k in discover_kernels(SourceText(text)) if k.name == kernel), None)
+        new = SourceText(rewritten.text)
+        k = find_kernel(new, kernel)
         if k is not None:
-            timings.record(str(path), kernel, text, definition_of(SourceText(text), k),
+            timings.record(str(path), kernel, rewritten.text, kernel_source(new, k).definition,
                            best.result.candidate_time.median_ms, best.result.gpu.name, "the rewrite a search found")

@@ -12,11 +12,11 @@ import pytest
 from fsr_lsp.evaluator.backends import EvalRequest
 from fsr_lsp.evaluator.backends.local import LocalBackend
 from fsr_lsp.evaluator.worker_client import Evaluator
-from fsr_lsp.kernels import discover_kernels
+from fsr_lsp.kernels import discover_kernels, kernel_source
 from fsr_lsp.profiling.timings import Timings
 from fsr_lsp.settings import Settings
 from fsr_lsp.source import SourceText
-from fsr_lsp.workflows.perf_check import check_performance, definition_of
+from fsr_lsp.workflows.perf_check import check_performance
 
 pytestmark = pytest.mark.gpu
 POLY = """/* @fsr
@@ -60,7 +60,7 @@ def test_doubling_the_work_warns_and_a_comment_is_not_timed(backend, tmp_path: P
     (k,) = discover_kernels(src)
     gpu = backend.start().name
     with Timings(tmp_path) as t:
-        t.record(str(path), "poly", BEFORE, definition_of(src, k), first.original_time.median_ms, gpu, "saved")
+        t.record(str(path), "poly", BEFORE, kernel_source(src, k).definition, first.original_time.median_ms, gpu, "saved")
     (slower,) = check_performance(backend, DOUBLED, path, tmp_path, settings, threading.Event())
     print(f"[perf] {slower.message}")
     assert slower.kind == "slower" and "% slower than at " in slower.message

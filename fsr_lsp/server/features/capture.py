@@ -15,6 +15,7 @@ from lsprotocol import types
 
 from ...capture import Capture, CaptureError, run_capture
 from .. import progress
+from ..protocol import flat_args
 from ..server import FsrServer
 
 CAPTURE = "fsr.capture"
@@ -24,7 +25,7 @@ MAX_LOG_LINES = 200  # the program's output shown in the log; the rest is counte
 def register(server: FsrServer) -> None:
     @server.command(CAPTURE)
     async def capture_command(ls: FsrServer, *args: Any) -> str:
-        flat = tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args
+        flat = flat_args(args)
         text = str(flat[0]) if flat and flat[0] else ls.settings.capture_command
         if not text.strip():
             message = ("FSR: set fsr.capture.command to the program that launches your kernels (e.g. ./build/app "

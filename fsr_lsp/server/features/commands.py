@@ -12,6 +12,7 @@ from lsprotocol import types
 from ...kernels import Kernel
 from ...search.store import HistoryStore
 from ...source import SourceText
+from ..protocol import flat_args
 from ..server import FsrServer
 from .hover import kernel_at_position
 
@@ -26,7 +27,7 @@ def register(server: FsrServer) -> None:
     @server.command(OPTIMIZE)
     async def optimize_command(ls: FsrServer, *args: Any) -> str:
         uri, kernel = _command_args(args)
-        flat = _flat(args)
+        flat = flat_args(args)
         focus = str(flat[2]) if len(flat) > 2 and flat[2] else ""  # a profile finding to address
         return await optimize(ls, uri, kernel, focus)
 
@@ -42,7 +43,7 @@ def register(server: FsrServer) -> None:
         kernel = _kernel_from_position(ls, args)
         if kernel is None:
             return "no kernel at the cursor"
-        return await optimize(ls, str(_flat(args)[0]), kernel.name)
+        return await optimize(ls, str(flat_args(args)[0]), kernel.name)
 
 
     @server.command(PROFILE_AT)
@@ -52,7 +53,7 @@ def register(server: FsrServer) -> None:
         kernel = _kernel_from_position(ls, args)
         if kernel is None:
             return "no kernel at the cursor"
-        return await profile(ls, str(_flat(args)[0]), kernel.name)
+        return await profile(ls, str(flat_args(args)[0]), kernel.name)
 
 
     @server.command(SEARCHES)
@@ -65,7 +66,7 @@ def register(server: FsrServer) -> None:
         kernel = _kernel_from_position(ls, args)
         if kernel is None:
             return {"kernel": None, "rows": []}
-        path = Path(ls.workspace.get_text_document(str(_flat(args)[0])).path)
+        path = Path(ls.workspace.get_text_document(str(flat_args(args)[0])).path)
         with HistoryStore(ls.workspace_root(path)) as store:
             rows = store.history(str(path), kernel.name)
         return {"kernel": kernel.name, "rows": [{"round": r.round + 1, "generator": r.generator, "status": r.status,
@@ -73,14 +74,10 @@ def register(server: FsrServer) -> None:
                                                 for r in rows]}
 
 
-def _flat(args: tuple) -> tuple:
-    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args
-
-
 def _kernel_from_position(ls: FsrServer, args: tuple) -> Kernel | None:
     """The kernel at (uri, line, character), or None: also for arguments that are not that."""
     try:
-        uri, line, character = _flat(args)[:3]
+        uri, line, character = flat_args(args)[:3]
         doc = ls.document(str(uri))
         position = types.Position(line=int(line), character=int(character))
     except (ValueError, TypeError):
@@ -89,8 +86,7 @@ def _kernel_from_position(ls: FsrServer, args: tuple) -> Kernel | None:
 
 
 def _command_args(args: tuple) -> tuple[str, str]:
-    if len(args) == 1 and isinstance(args[0], list):  # some clients wrap the arguments once more
-        args = tuple(args[0])
+    args = flat_args(args)
     if len(args) < 2:
         return "", ""  # the command then answers that no such kernel or search exists
     return str(args[0]), str(args[1])

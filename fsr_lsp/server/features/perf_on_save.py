@@ -16,12 +16,13 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...kernels import Kernel
+from ...kernels import Kernel, kernel_source
 from ...redaction import redact
 from ...source import SourceText
-from ...workflows.perf_check import TIMER, PerfVerdict, check_performance, definition_of
+from ...workflows.perf_check import TIMER, PerfVerdict, check_performance
 from ..diagnostics import SOURCE, lsp_range
 from .. import progress
+from ..protocol import flat_args
 from ..server import FsrServer
 
 CHECK = "fsr.checkPerformance"
@@ -45,7 +46,7 @@ def state(ls: FsrServer) -> PerfState:
 def register(server: FsrServer) -> None:
     @server.command(CHECK)
     async def check_command(ls: FsrServer, *args: Any) -> str:
-        flat = tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args
+        flat = flat_args(args)
         if not flat:
             return "fsr.checkPerformance needs a document URI"
         return await check(ls, str(flat[0]))
@@ -112,7 +113,7 @@ def perf_diagnostics(ls: FsrServer, uri: str, src: SourceText, kernels: list[Ker
     out = []
     for k in kernels:
         v = state(ls).verdicts.get((uri, k.name))
-        if v is None or v.kind not in ("slower", "faster") or definition_of(src, k) != v.definition:
+        if v is None or v.kind not in ("slower", "faster") or kernel_source(src, k).definition != v.definition:
             continue
         slower = v.kind == "slower"
         out.append(types.Diagnostic(range=lsp_range(src, k.name_span, ls.encoding), message=f"FSR: {v.message}",

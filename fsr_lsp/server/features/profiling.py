@@ -15,7 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...kernels import Kernel, discover_kernels
+from ...kernels import Kernel, discover_kernels, find_kernel, kernel_source
 from ...profiling.findings import Finding, KernelProfile
 from ...redaction import redact
 from ...source import SourceText
@@ -23,6 +23,7 @@ from ...workflows.optimize import plan_spec
 from ...workflows.profile import PROFILER, ProfileRun, profile_kernel
 from ..diagnostics import SOURCE, lsp_range
 from .. import progress
+from ..protocol import flat_args
 from ..server import FsrServer
 
 PROFILE = "fsr.profile"
@@ -48,7 +49,7 @@ class Profiles:
 def register(server: FsrServer) -> None:
     @server.command(PROFILE)
     async def profile_command(ls: FsrServer, *args: Any) -> str:
-        flat = tuple(args[0]) if len(args) == 1 and isinstance(args[0], list) else args
+        flat = flat_args(args)
         if len(flat) < 2:
             return "fsr.profile needs a document URI and a kernel name"
         return await profile(ls, str(flat[0]), str(flat[1]))
@@ -72,7 +73,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     if doc is None:
         return f"{uri} is not open in the editor"
     src = SourceText(doc.source)
-    kernel = _kernel(src, kernel_name)
+    kernel = find_kernel(src, kernel_name)
     if kernel is None:
         return f"no kernel named {kernel_name}"
     path = Path(doc.path)
@@ -96,7 +97,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     finally:
         state.running.pop((uri, kernel_name), None)
         progress.end(ls, token)
-    definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
+    definition = kernel_source(src, kernel).definition
     first = src.line_of(kernel.definition_span.start_byte)
     if outcome is not None and outcome.cancelled:
         message = f"FSR: the profile of {kernel_name} was cancelled"
@@ -118,14 +119,10 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     return redact(message)
 
 
-def _kernel(src: SourceText, name: str) -> Kernel | None:
-    return next((k for k in discover_kernels(src) if k.name == name), None)
-
-
 def _placed(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) -> tuple[ShownProfile, int] | None:
     """The kernel's profile and how many lines its definition moved, while it is unchanged."""
     p = profiles(ls).done.get((uri, kernel.name))
-    if p is None or src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte) != p.definition:
+    if p is None or kernel_source(src, kernel).definition != p.definition:
         return None
     return p, src.line_of(kernel.definition_span.start_byte) - p.first_line
 
