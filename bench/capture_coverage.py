@@ -1,29 +1,36 @@
 """With capture, on a GPU host: of the kernels a public project's own programs launch, the share
 that gets a proven spec (issue 24's goal: >= 90%).
 
-For each project DIR, every `.cu` file holding `main` is built with nvcc (the project's header
-folders as include paths), then run with no arguments (its own defaults) under `fsr capture`,
-each program its own capture; then each kernel that run launched, defined in the program's own
-source, gets its spec (the workspace's static draft checked against the capture, or the
+Each project DIR's programs are built as the project builds them, as far as a script can:
+folders with their own Makefile by `make` there (the GPU's architecture passed in, `--include`
+folders of helper headers a project expects installed on CPATH), every other `.cu` holding
+`main` by nvcc alone (and those of folders whose make built nothing). All of it in a copy
+under /tmp: the project is left as it was. Each program is run with no arguments (its own defaults)
+under `fsr capture`, several at once; then each kernel a run launched, defined in the program's
+own source, gets its spec (the workspace's static draft checked against the capture, or the
 capture alone) and the proof on this GPU. Programs that do not build or launch nothing are
 counted apart, and so are launched kernels that take no pointer (nothing to compare).
 
-    python bench/capture_coverage.py DIR... [--run-timeout 20] [--deadline 480]
+    python bench/capture_coverage.py DIR... [--run-timeout 20] [--deadline 480] [--include DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from _common import console, save, table
 
-from fsr_lsp.capture.records import latest_capture
+from fsr_lsp.capture import Capture, CaptureError, run_capture
 from fsr_lsp.drafting.cache import ProofCache
 from fsr_lsp.drafting.origin import kernel_specs
 from fsr_lsp.drafting.proof import prove_with
@@ -35,81 +42,216 @@ from fsr_lsp.source import SourceText
 
 MAIN = re.compile(r"\bint\s+main\s*\(")
 HEADERS = (".h", ".cuh", ".hpp")
+SOURCES = (".cu", ".cpp", ".cc")
+# What projects' own build files add, given to every single-file build: dynamic parallelism,
+# OpenMP on the host, the CUDA libraries.
+NVCC_EXTRA = ["-rdc=true", "-Xcompiler", "-fopenmp", "-lcudadevrt", "-lgomp", "-lcublas", "-lcurand"]
 
 
-def programs(project: Path) -> list[Path]:
-    return sorted(p for p in project.rglob("*.cu") if MAIN.search(p.read_text(errors="replace")))
+@dataclass
+class Program:
+    name: str  # relative to the project
+    folder: Path  # where it runs and where its own sources are
+    sources: list[Path]  # the files whose kernels count as its own
+    binary: Path | None = None
+    unbuilt: str = ""
+    capture: Capture | None = None
+    rows: list[dict] = field(default_factory=list)
 
 
 def include_dirs(project: Path) -> list[Path]:
     return sorted({p.parent for p in project.rglob("*") if p.suffix in HEADERS})
 
 
-def build(source: Path, out: Path, includes: list[Path]) -> tuple[Path | None, str]:
-    binary = out / (source.relative_to(source.anchor).as_posix().replace("/", "_") + ".bin")
-    cmd = ["nvcc", "-O2", "-arch=native", "-std=c++17", "-w", *[f"-I{d}" for d in includes], "-o", str(binary),
-           str(source), "-lcublas", "-lcurand"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-    except subprocess.TimeoutExpired:
-        return None, "nvcc took over 180 s"
-    return (binary, "") if proc.returncode == 0 else (None, (proc.stderr.strip().splitlines() or ["?"])[-1][:160])
+def make_folders(project: Path) -> list[Path]:
+    """Folders with a Makefile beside CUDA sources: the project's own build, one per program set."""
+    return sorted(m.parent for m in project.rglob("Makefile") if any(m.parent.glob("*.cu")))
 
 
-def capture(project: Path, source: Path, binary: Path, timeout: float):
-    cmd = [sys.executable, "-m", "fsr_lsp.cli.main", "capture", "--workspace", str(project), "--timeout", str(timeout),
-           "--", str(binary)]
-    subprocess.run(cmd, cwd=source.parent, capture_output=True, text=True, timeout=timeout + 120)
-    found = latest_capture(project)
-    return found if found is not None and str(binary) in " ".join(found.command) else None
+def nvcc_programs(project: Path, out: Path, includes: list[Path], sources: list[Path]) -> list[Program]:
+    """One program per `.cu` file holding `main`, built alone."""
+    def build(source: Path) -> Program:
+        prog = Program(str(source.relative_to(project)), source.parent, [source])
+        binary = out / (prog.name.replace("/", "_") + ".bin")
+        cmd = ["nvcc", "-O2", "-arch=native", "-std=c++17", "-w", *[f"-I{d}" for d in includes], "-o", str(binary),
+               str(source), *NVCC_EXTRA]
+        prog.binary, prog.unbuilt = _run_build(cmd, source.parent, binary)
+        return prog
 
-
-def measure(project: Path, backend: LocalBackend, run_timeout: float, deadline: float) -> dict:
-    includes = include_dirs(project)
-    headers = [p for p in project.rglob("*") if p.suffix in HEADERS]
-    out = Path("/tmp/fsr-capture-coverage") / project.name
-    out.mkdir(parents=True, exist_ok=True)
-    progs = programs(project)
     with ThreadPoolExecutor(max_workers=16) as pool:
-        built = list(pool.map(lambda s: build(s, out, includes), progs))
-    rows, unbuilt, silent = [], [], []
-    settings = Settings()
-    with ProofCache(project) as cache:
-        for source, (binary, why) in zip(progs, built):
-            if binary is None:
-                unbuilt.append(f"{source.relative_to(project)}: {why}")
-                continue
+        return list(pool.map(build, sources))
+
+
+def make_programs(project: Path, folders: list[Path], helpers: list[Path]) -> list[Program]:
+    """`make` in each folder, with this GPU's architecture (the helper headers' folders on
+    CPATH); each executable it leaves is a program whose own sources are the folder's."""
+    cuda = str(Path(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc").resolve().parent.parent)
+    env = dict(os.environ, CPATH=":".join(map(str, helpers)))
+
+    def build(folder: Path) -> list[Program]:
+        before = _executables(folder)
+        _, why = _run_build(["make", "-k", "-j4", f"CUDA_PATH={cuda}", "GENCODE_FLAGS=-arch=native"], folder, None, env)
+        made = sorted(_executables(folder) - before)
+        sources = sorted(p for p in folder.iterdir() if p.suffix in SOURCES + HEADERS)
+        name = str(folder.relative_to(project))
+        if not made:
+            return [Program(name, folder, sources, unbuilt=f"make: {why or 'built no program'}")]
+        inputs = _make_inputs(folder, cuda, env)
+        return [Program(f"{name}/{b.name}", folder, _sources_of(b, folder, inputs) or sources, binary=b) for b in made]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return [p for progs in pool.map(build, folders) for p in progs]
+
+
+def _make_inputs(folder: Path, cuda: str, env: dict) -> dict[Path, list[Path]]:
+    """What each file make builds is made from, read from its commands (`make -n -B`), so a
+    folder holding several programs (each `.cu` its own, the same kernel name in two of them)
+    gives each program its own sources."""
+    proc = subprocess.run(["make", "-n", "-B", f"CUDA_PATH={cuda}", "GENCODE_FLAGS=-arch=native"], cwd=folder,
+                          capture_output=True, text=True, timeout=60, env=env)
+    inputs: dict[Path, list[Path]] = {}
+    for line in proc.stdout.splitlines():
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            continue
+        if "-o" not in words[:-1]:
+            continue
+        target = folder / words[words.index("-o") + 1]
+        inputs[target.resolve()] = [(folder / w).resolve() for w in words
+                                    if Path(w).suffix in SOURCES + (".o",) and (folder / w).resolve() != target.resolve()]
+    return inputs
+
+
+def _sources_of(binary: Path, folder: Path, inputs: dict[Path, list[Path]]) -> list[Path]:
+    seen: list[Path] = []
+    todo = list(inputs.get(binary.resolve(), []))
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.append(f)
+        todo += inputs.get(f, [])
+    own = [f for f in seen if f.suffix in SOURCES and f.exists()]
+    return sorted(own + [h for h in folder.iterdir() if h.suffix in HEADERS]) if own else []
+
+
+def all_programs(project: Path, out: Path, includes: list[Path], helpers: list[Path]) -> list[Program]:
+    """Folders with their own Makefile by make; every other `.cu` holding `main` (and those of
+    folders whose make built nothing, e.g. an architecture this toolkit dropped) by nvcc."""
+    made = make_programs(project, make_folders(project), helpers)
+    built_by_make = {p.folder for p in made if p.binary is not None}
+    mains = sorted(p for p in project.rglob("*.cu") if p.parent not in built_by_make
+                   and MAIN.search(p.read_text(errors="replace")))
+    singles = nvcc_programs(project, out, includes, mains)
+    retried = {p.folder for p in singles}
+    return [p for p in made if p.binary is not None or p.folder not in retried] + singles
+
+
+def _executables(folder: Path) -> set[Path]:
+    return {p for p in folder.iterdir() if p.is_file() and os.access(p, os.X_OK) and p.suffix not in SOURCES + HEADERS
+            and p.read_bytes()[:4] == b"\x7fELF"}
+
+
+def _run_build(cmd: list[str], cwd: Path, binary: Path | None, env: dict | None = None) -> tuple[Path | None, str]:
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=240, env=env)
+    except subprocess.TimeoutExpired:
+        return None, "the build took over 240 s"
+    lines = (proc.stderr + proc.stdout).splitlines()
+    errors = [line for line in lines if re.search(r"error|cannot find|undefined reference", line, re.I)
+              and not re.match(r"(collect2|make(\[\d+\])?):", line)] or lines[-1:] or ["?"]
+    return (binary, "") if proc.returncode == 0 else (None, errors[0][:160])
+
+
+def capture_all(project: Path, progs: list[Program], timeout: float, parallel: int) -> None:
+    """Every built program under capture, `parallel` at a time (each gets a folder of its own)."""
+    def one(prog: Program) -> None:
+        try:
+            prog.capture = run_capture([str(prog.binary)], project, timeout=timeout, cwd=prog.folder,
+                                       on_output=lambda _: None)
+        except CaptureError as e:
+            prog.unbuilt = f"capture: {e}"
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        list(pool.map(one, [p for p in progs if p.binary is not None]))
+
+
+def spec_rows(prog: Program, headers: list[Path], includes: list[Path]) -> list[tuple[dict, Path, str | None]]:
+    """A row per kernel the program launched that it defines itself, with what to prove: the
+    file and the block (None: the kernel's own), or nothing to prove (the row says why)."""
+    kernels = {k.name: (src, k) for src in prog.sources if src.suffix in (".cu", ".cuh")
+               for k in discover(SourceText(src.read_text(errors="replace"))).kernels}
+    launched = sorted({x.base for x in prog.capture.launches} & set(kernels)) if prog.capture else []
+    files = list(dict.fromkeys([*prog.sources, *headers]))
+    specs = {(s.file, s.kernel): s for s in kernel_specs(files, None, tuple(includes), prog.capture)} if launched else {}
+    out = []
+    for name in launched:
+        src, kernel = kernels[name]
+        s = specs.get((str(src), name))
+        row = {"program": prog.name, "kernel": name, "origin": s.origin if s else "none"}
+        if not any(p.is_pointer for p in kernel.params):
+            row.update(status="takes no pointers", why="nothing to compare: left out of the share")
+        elif s is None or s.spec is None:
+            row.update(status="no spec", why="; ".join(s.problems if s else [])[:160])
+        out.append((row, src, None if s is None or s.origin == "attached" else s.spec))
+        prog.rows.append(row)
+    return out
+
+
+def prove_rows(project: str, work: list[tuple[dict, Path, str | None]], settings: Settings, cache: ProofCache,
+               provers: int, deadline: float) -> None:
+    """The proofs, `provers` at a time, each prover an evaluator worker of its own on this GPU
+    (a proof's verdict does not depend on timing; its compiles and sanitizer runs overlap)."""
+    todo = [w for w in work if "status" not in w[0]]
+    backends = [LocalBackend(Evaluator(0)) for _ in range(max(1, min(provers, len(todo))))]
+
+    def run(backend: LocalBackend, items: list[tuple[dict, Path, str | None]]) -> None:
+        for row, src, block in items:
             if time.monotonic() > deadline:
-                rows.append({"program": str(source.relative_to(project)), "kernel": "-", "status": "not reached"})
+                row.update(status="not reached")
                 continue
-            cap = capture(project, source, binary, run_timeout)
-            kernels = {k.name: k for k in discover(SourceText(source.read_text(errors="replace"))).kernels}
-            own = set(kernels)
-            launched = sorted({x.base for x in cap.launches} & own) if cap else []
-            if not launched:
-                silent.append(str(source.relative_to(project)))
-                continue
-            specs = {s.kernel: s for s in kernel_specs([source, *headers], None, tuple(includes), cap)
-                     if s.file == str(source)}
-            for name in launched:
-                s = specs.get(name)
-                row = {"program": str(source.relative_to(project)), "kernel": name, "origin": s.origin if s else "none"}
-                if not any(p.is_pointer for p in kernels[name].params):
-                    row.update(status="takes no pointers", why="nothing to compare: left out of the share")
-                elif s is None or s.spec is None:
-                    row.update(status="no spec", why="; ".join(s.problems if s else [])[:160])
-                elif time.monotonic() > deadline:
-                    row.update(status="not reached")
-                else:
-                    block = None if s.origin == "attached" else s.spec
-                    proof = prove_with(backend, source.read_text(errors="replace"), name, block,
-                                       settings.eval_options(source), cache=cache, timeout=60)
-                    row.update(status=proof.status, why=proof.message[:160])
-                rows.append(row)
-                console.print(f"{project.name} {row['program']} {name}: {row['origin']}, {row['status']}", highlight=False)
+            t0 = time.monotonic()
+            proof = prove_with(backend, src.read_text(errors="replace"), row["kernel"], block,
+                               settings.eval_options(src), cache=cache, timeout=60)
+            row.update(status=proof.status, why=proof.message[:160], seconds=round(time.monotonic() - t0, 1))
+            console.print(f"{project} {row['program']} {row['kernel']}: {row['origin']}, {row['status']} "
+                          f"({row['seconds']} s)", highlight=False)
+
+    try:
+        with ThreadPoolExecutor(max_workers=len(backends)) as pool:
+            list(pool.map(run, backends, [todo[i::len(backends)] for i in range(len(backends))]))
+    finally:
+        for backend in backends:
+            backend.close()
+
+
+def measure(project: Path, args: argparse.Namespace, deadline: float) -> dict:
+    name = project.name
+    out = Path("/tmp/fsr-capture-coverage") / project.name
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(project, out / "tree", ignore=shutil.ignore_patterns(".git", ".fsr"))
+    project = out / "tree"  # built, captured and proven in a copy: the project itself is left as it was
+    includes = include_dirs(project) + [d.resolve() for d in args.include]
+    headers = [p for p in project.rglob("*") if p.suffix in HEADERS]
+    t0 = time.monotonic()
+    progs = all_programs(project, out, includes, [d.resolve() for d in args.include])
+    built = time.monotonic()
+    capture_all(project, progs, args.run_timeout, args.parallel)
+    by_make = sum(p.binary is not None and p.binary.parent != out for p in progs)
+    console.print(f"{name}: {len(progs)} programs ({by_make} built by make) in {built - t0:.0f} s, "
+                  f"captured in {time.monotonic() - built:.0f} s", highlight=False)
+    work = [w for prog in progs if prog.capture is not None for w in spec_rows(prog, headers, includes)]
+    settings = Settings(include_paths=tuple(map(str, includes)))  # as the user's workspace settings would say
+    with ProofCache(project) as cache:
+        prove_rows(name, work, settings, cache, args.provers, deadline)
+    rows = [r for p in progs for r in p.rows]
     launched_rows = [r for r in rows if r["status"] not in ("not reached", "takes no pointers")]
     proven = sum(r["status"] == "proven" for r in launched_rows)
-    return {"project": project.name, "programs": len(progs), "unbuilt": unbuilt, "silent": silent, "rows": rows,
+    return {"project": name, "by_make": by_make, "programs": len(progs),
+            "unbuilt": [f"{p.name}: {p.unbuilt}" for p in progs if p.binary is None or p.unbuilt],
+            "silent": [p.name for p in progs if p.capture is not None and not p.rows],
+            "rows": rows, "not_reached": sum(r["status"] == "not reached" for r in rows),
             "no_pointers": sum(r["status"] == "takes no pointers" for r in rows),
             "launched": len(launched_rows), "proven": proven,
             "share": proven / len(launched_rows) if launched_rows else 0.0}
@@ -120,31 +262,37 @@ def main() -> int:
     parser.add_argument("projects", type=Path, nargs="+")
     parser.add_argument("--run-timeout", type=float, default=20.0)
     parser.add_argument("--deadline", type=float, default=480.0, help="seconds for everything; the rest is 'not reached'")
+    parser.add_argument("--include", type=Path, action="append", default=[],
+                        help="a folder of helper headers the projects expect installed (repeatable)")
+    parser.add_argument("--parallel", type=int, default=6, help="programs captured at once")
+    parser.add_argument("--provers", type=int, default=3, help="proofs at once, each in its own evaluator worker")
+    parser.add_argument("--save-as", default="capture_coverage", help="the results file's name (two runs side by side)")
     args = parser.parse_args()
     deadline = time.monotonic() + args.deadline
-    backend = LocalBackend(Evaluator(0))
-    try:
-        results = [measure(p.resolve(), backend, args.run_timeout, deadline) for p in args.projects]
-    finally:
-        backend.close()
+    results = [measure(p.resolve(), args, deadline) for p in args.projects]
+    report(results)
+    save(args.save_as, {"date": time.strftime("%Y-%m-%d"), "results": results})
+    return 0
+
+
+def report(results: list[dict]) -> None:
     table("Kernels launched by each project's own programs, with a proven spec (capture + proof on this GPU)",
-          ["project", "programs", "did not build", "launched nothing", "launched, no pointers",
-           "launched, taking pointers", "proven", "share"],
-          [[r["project"], r["programs"], len(r["unbuilt"]), len(r["silent"]), r["no_pointers"], r["launched"], r["proven"],
-            r["share"]]
-           for r in results])
+          ["project", "programs", "by make", "did not build", "launched nothing", "launched, no pointers",
+           "not reached", "launched, taking pointers", "proven", "share"],
+          [[r["project"], r["programs"], r["by_make"], len(r["unbuilt"]), len(r["silent"]), r["no_pointers"],
+            r["not_reached"], r["launched"], r["proven"], r["share"]] for r in results])
     for r in results:
         for row in r["rows"]:
             if row["status"] not in ("proven", "takes no pointers"):
                 console.print(f"  {r['project']} {row['program']} {row['kernel']}: {row['status']} "
                               f"({row.get('origin', '')}) {row.get('why', '')}", highlight=False)
-        for line in r["unbuilt"][:10]:
+        for line in r["unbuilt"]:
             console.print(f"  {r['project']} did not build: {line}", highlight=False)
+        for line in r["silent"]:
+            console.print(f"  {r['project']} launched none of its own kernels: {line}", highlight=False)
     total_l = sum(r["launched"] for r in results)
     total_p = sum(r["proven"] for r in results)
     console.print(f"total: {total_p} of {total_l} launched kernels proven ({100 * total_p / max(total_l, 1):.0f}%)")
-    save("capture_coverage", {"date": time.strftime("%Y-%m-%d"), "results": results})
-    return 0
 
 
 if __name__ == "__main__":

@@ -281,6 +281,16 @@ def test_a_program_stopped_by_the_timeout_keeps_its_launches(tmp_path: Path, fak
     assert capture.launches and any("stopped after 3 s" in p for p in capture.problems)
 
 
+def test_captures_started_together_each_get_a_folder_of_their_own(tmp_path: Path, fake_library: Path):
+    from concurrent.futures import ThreadPoolExecutor
+    sizes = [str(100 + i) for i in range(6)]
+    with ThreadPoolExecutor(6) as pool:  # all within the same second: the folder names collide
+        captures = list(pool.map(lambda n: run_capture([sys.executable, str(DATA / "fake_capture_app.py"), n, "0"],
+                                                       tmp_path, on_output=lambda _: None), sizes))
+    assert len({c.folder for c in captures}) == 6
+    assert sorted(str(c.launches[0].params[3].as_int()) for c in captures) == sizes
+
+
 def test_a_run_that_cannot_start_says_why(tmp_path: Path, fake_library: Path, monkeypatch):
     with pytest.raises(CaptureError, match="no command"):
         run_capture([], tmp_path)
@@ -344,3 +354,24 @@ def test_a_grid_is_read_as_covering_a_buffer_before_a_coincidence(tmp_path: Path
     (tmp_path / "k.cu").write_text(source)
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert 'grid = "cdiv(n, 128)"' in spec.spec, spec.spec  # 40 blocks of 128 over n; that m is 40 too is chance
+
+
+AOS = """struct pair { float a; float b; };
+__global__ void split(const float* x, struct pair* res, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { res[i].a = x[i]; res[i].b = -x[i]; }
+}
+"""
+
+
+def test_an_array_of_structs_is_counted_in_structs_not_bytes(tmp_path: Path):
+    n = 3000
+    record = {"id": 0, "kernel": "_Z5splitPKfP4pairi", "name": "split(float const*, pair*, int)", "base": "split",
+              "grid": [(n + 255) // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(4 * n), {**ptr(8 * n), "offset": 8}, {"offset": 16, "size": 4, "hex": i32(n)}]}
+    write_capture(tmp_path, [record])
+    (tmp_path / "k.cu").write_text(AOS)
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured" and f"bench = {{ n = {n} }}" in spec.spec, spec.problems
+    assert 'res = "out[n]"' in spec.spec and 'x = "in[n]"' in spec.spec

@@ -3,7 +3,7 @@ again without the missing #includes and the host functions, lines kept."""
 
 import pytest
 
-from fsr_lsp.evaluator.device_unit import device_unit, missing_headers
+from fsr_lsp.evaluator.device_unit import device_unit, error_lines, missing_headers
 from fsr_lsp.evaluator.prepare import EvalOptions, prepare
 
 TORCH_FILE = """#include <torch/extension.h>
@@ -59,3 +59,75 @@ def test_prepare_compiles_the_kernel_of_a_torch_extension_file_and_says_so(tmp_p
     assert prepared.job is not None, prepared.result.message if prepared.result else ""
     assert any("compiled without its host code: torch/extension.h, my_project/utils.h not found" in w
                for w in prepared.result.warnings)
+
+
+# cuda-samples' timer used without its header, and a runtime call a newer toolkit rejects:
+# the host side fails to compile, the kernel does not
+HOST_ERRORS_FILE = """#include <cstdio>
+
+class Operator {
+    StopWatchInterface *p_timer;
+public:
+    Operator() { sdkCreateTimer(&p_timer); }
+};
+StopWatchInterface *timer = NULL;
+
+/* @fsr
+bench = { n = 4096 }
+tests = [ { n = 1 }, { n = 1000 } ]
+grid = "cdiv(n, 256)"
+block = 256
+[args]
+y = "out[n]"
+x = "in[n]"
+n = "n"
+*/
+__global__ void twice(float* y, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.f * x[i];
+}
+
+int main() {
+    cudaMemPrefetchAsync(nullptr, 0, 0, nullptr, 0, 0, 0);
+    return 0;
+}
+"""
+
+
+def test_error_lines_are_the_compiled_files_own_errors_in_each_compilers_words():
+    log = ('kernel.cu(4): error: identifier "StopWatchInterface" is undefined\n'
+           "kernel.cu:8:1: error: 'StopWatchInterface' does not name a type\n"
+           "kernel.cu(9): warning #177-D: variable \"v\" was declared but never referenced\n"
+           'helper.h(3): error: identifier "x" is undefined\n')
+    assert error_lines(log) == {4, 8}
+
+
+def test_host_declarations_the_compiler_rejects_are_left_out_and_device_code_kept():
+    unit = device_unit(HOST_ERRORS_FILE, (), frozenset({4, 6, 8, 27}))
+    assert unit is not None and unit.declarations == 2 and unit.host_functions == 2  # the constructor, main
+    assert "StopWatchInterface" not in unit.text and "cudaMemPrefetchAsync" not in unit.text
+    assert "__global__ void twice" in unit.text and unit.text.count("\n") == HOST_ERRORS_FILE.count("\n")
+
+
+@pytest.mark.parametrize("text, line", [
+    # the kernel's own error is the user's to see
+    (HOST_ERRORS_FILE.replace("2.f * x[i]", "2.f * x[i] + undefined_thing"), 23),
+    # a struct the kernel takes: leaving it out would change what the kernel means
+    ("struct Params { Unknown u; int n; };\n__global__ void k(Params p, float* y) { y[0] = p.n; }\n", 1),
+    # a constant the kernel reads
+    ("Unknown scale_of(int);\nconst float SCALE = scale_of(2);\n__global__ void k(float* y) { y[0] = SCALE; }\n", 2),
+])
+def test_errors_in_device_code_or_in_what_it_names_are_not_worked_around(text, line):
+    assert device_unit(text, (), frozenset({line})) is None
+
+
+@pytest.mark.nvcc
+def test_prepare_compiles_a_kernel_whose_host_code_does_not_compile_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSR_CACHE_DIR", str(tmp_path))
+    prepared = prepare(HOST_ERRORS_FILE, "twice", None, "sm_90a", EvalOptions(compiler="nvcc"))
+    assert prepared.job is not None, prepared.result.message if prepared.result else ""
+    assert any("compiled without its host code: its host code does not compile here" in w
+               and "2 host declarations" in w for w in prepared.result.warnings)
+    broken = HOST_ERRORS_FILE.replace("2.f * x[i]", "2.f * x[i] + undefined_thing")
+    failed = prepare(broken, "twice", None, "sm_90a", EvalOptions(compiler="nvcc"))
+    assert failed.job is None and "undefined_thing" in failed.result.message

@@ -101,3 +101,21 @@ def test_element_types_named_through_the_files_own_aliases():
             "__global__ void k(const real* a, floatX* b, DTYPE* c, real2* d, Unknown* e, int n) { }\n")
     (k,) = discover_kernels(text)
     assert [p.dtype for p in k.params] == ["float32", "bfloat16", "float64", "float32", None, "int32"]
+
+
+def test_structs_of_one_element_type_are_their_lanes_and_others_stay_unknown():
+    text = ("#define SIZE (1<<4)\n"
+            "struct naiveStruct { float a; float b; };\n"  # AoS: two floats per element
+            "struct soa { float a[SIZE]; float b[SIZE * 2]; };\n"  # SoA: one struct of arrays
+            "typedef struct { float4 pos; float4 vel; } Body;\n"
+            "struct withMethods { int k; __device__ int get() const { return k; } static int count; };\n"
+            "struct padded { float4 a; float b; };\n"  # sizeof is 32, not 20
+            "struct mixed { float a; int b; };\n"
+            "struct pointers { int* r; int* g; };\n"
+            "struct unknownSize { float a[N_FROM_ELSEWHERE]; };\n"
+            "__global__ void k(struct naiveStruct* a, soa* b, Body* c, withMethods* d, padded* e, mixed* f,"
+            " pointers* g, unknownSize* h, cufftComplex* i) { }\n")
+    (k,) = discover_kernels(text)
+    assert [(p.dtype, p.lanes) for p in k.params] == [
+        ("float32", 2), ("float32", 48), ("float32", 8), ("int32", 1),
+        (None, 1), (None, 1), (None, 1), (None, 1), ("float32", 2)]

@@ -36,11 +36,7 @@ def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...]
         library = injection_library(nvcc)
     except BuildError as e:
         raise CaptureError(str(e)) from None
-    folder = workspace / CAPTURES / time.strftime("%Y%m%d-%H%M%S")
-    n = 1
-    while folder.exists():
-        folder, n = folder.with_name(f"{folder.name.split('.')[0]}.{n}"), n + 1
-    folder.mkdir(parents=True)
+    folder = _new_folder(workspace / CAPTURES)
     env = dict(os.environ, CUDA_INJECTION64_PATH=str(library), FSR_CAPTURE_OUT=str(folder),
                FSR_CAPTURE_KERNELS=",".join(kernels), FSR_CAPTURE_MAX=str(max_per_kernel),
                FSR_CAPTURE_SNAPSHOT_BYTES=str(snapshot_bytes), PYTORCH_NO_CUDA_MEMORY_CACHING="1")
@@ -75,6 +71,20 @@ def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...]
     if stopped:
         capture.problems.append(f"the program was {stopped}: launches after that are missing")
     return capture
+
+
+def _new_folder(root: Path) -> Path:
+    """A folder of its own, named by the time, even when captures start in the same second
+    (two terminals, a batch): created, never just looked for."""
+    root.mkdir(parents=True, exist_ok=True)
+    stamp, n = time.strftime("%Y%m%d-%H%M%S"), 0
+    while True:
+        folder = root / (stamp if n == 0 else f"{stamp}.{n}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            n += 1
 
 
 def _pump(proc: subprocess.Popen, sink: Callable[[str], None]) -> None:

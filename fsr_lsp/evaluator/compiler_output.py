@@ -22,7 +22,7 @@ GCC_LOCATION = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+)
 _INCLUDED_FROM = re.compile(r"^(In file included from|\s+from) ")
 _SUMMARY = re.compile(r"^\d+ (catastrophic )?errors? detected in the compilation of|^Compilation terminated\.")
 _INSTANTIATION = re.compile(r"^\s+detected during.* at line (?P<line>\d+) of (?P<file>\S+)$")
-_OWN_FILE = "kernel.cu"
+OWN_FILE = "kernel.cu"
 _LEFT_OUT = "(a diagnostic located in another file was left out)"
 
 
@@ -50,13 +50,13 @@ def scrub(log: str, lines: CandidateLines | None, headers: set[str] = frozenset(
                 continue  # names a chain of files, never needed to fix a kernel
             if _SUMMARY.match(raw):
                 out.append(raw)
-            elif (during := _INSTANTIATION.match(raw)) and os.path.basename(during.group("file")) == _OWN_FILE:
+            elif (during := _INSTANTIATION.match(raw)) and os.path.basename(during.group("file")) == OWN_FILE:
                 out.append(_instantiated_at(raw, during, lines))  # where in the candidate a header's template broke
             elif keep_following:
                 out.append(raw)
             continue
         file = m.group("file")
-        if os.path.basename(file) == _OWN_FILE and "/" not in file.lstrip("./"):
+        if os.path.basename(file) == OWN_FILE and "/" not in file.lstrip("./"):
             out.append(_relocated(raw, m, lines))
             keep_following = True
         elif _is_known_header(file, headers):

@@ -21,7 +21,7 @@ from .compiler_output import scrub
 from .compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
 from .limits import CompileLimits
 from .preprocessing import original_includes
-from .device_unit import device_unit, missing_headers
+from .device_unit import device_unit, error_lines, missing_headers
 from .plan import build_plans
 from .records import Check, CompileResult, Defences, EvalJob, EvalResult, TimingConfig
 
@@ -168,22 +168,31 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
 def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: CompileResult,
                  warnings: list[str]) -> tuple[CompileResult, str]:
     """The file compiled without the headers it cannot find and its host code, when that is
-    why it failed (the compiler names one missing header at a time); else the first failure."""
-    missing = missing_headers(failed.log)
+    why it failed (the compiler names one missing header, or one layer of errors, at a time);
+    else the first failure."""
+    missing, errors = missing_headers(failed.log), error_lines(failed.log)
     for _ in range(8):
-        unit = device_unit(source, missing)
+        unit = device_unit(source, missing, errors)
         if unit is None:
             return failed, source
         result = compile_kernel(unit.text, ref, options)
         if result.ok:
-            warnings.append(f"compiled without its host code: {', '.join(unit.missing)} not found "
-                            f"({unit.host_functions} host functions left out; -I adds include folders)")
+            why = (f"{', '.join(unit.missing)} not found" if unit.missing else
+                   f"its host code does not compile here ({_first_error(failed.log)})")
+            blanked = f"{unit.host_functions} host functions" + (
+                f" and {unit.declarations} host declarations" if unit.declarations else "")
+            warnings.append(f"compiled without its host code: {why} ({blanked} left out; -I adds include folders)")
             return result, unit.text
         more = tuple(h for h in missing_headers(result.log) if h not in missing)
-        if not more:
+        new_errors = error_lines(result.log) - errors
+        if not more and not new_errors:
             return failed, source
-        missing += more
+        missing, errors = missing + more, errors | new_errors
     return failed, source
+
+
+def _first_error(log: str) -> str:
+    return next((line.strip() for line in log.splitlines() if "error" in line), "errors")[:160]
 
 
 def _candidate_log(vetted: CandidateCheck, original: str) -> Callable[[CompileResult], CompileResult]:

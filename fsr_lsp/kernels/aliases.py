@@ -1,6 +1,7 @@
 """Element types named through the file's own aliases: `typedef float real;`,
-`using floatX = __nv_bfloat16;`, `#define DTYPE float`. Training code and samples name their
-element types this way; a kernel `f(const real* x)` is a float kernel."""
+`using floatX = __nv_bfloat16;`, `#define DTYPE float`, and structs of one element type
+(kernels/structs.py). Training code and samples name their element types this way; a kernel
+`f(const real* x)` is a float kernel."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Iterable
 
 from .c_types import element_type
 from .model import Kernel, Param
+from .structs import struct_types
 
 _TYPEDEF = re.compile(r"\btypedef\s+([\w\s:]+?)\s+(\w+)\s*;")
 _USING = re.compile(r"\busing\s+(\w+)\s*=\s*([\w\s:]+?)\s*;")
@@ -33,6 +35,8 @@ def type_aliases(text: str) -> dict[str, str]:
             target, seen = raw[target], seen + 1
         if element_type(target)[0] is not None:
             out[name] = target
+    if "struct" in text:
+        out.update({k: v for k, v in struct_types(text, out).items() if k not in out})
     return out
 
 

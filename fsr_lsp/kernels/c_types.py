@@ -60,6 +60,13 @@ _VECTOR_BASES = {
     "uchar": "uint8",
 }
 
+# Element types the CUDA libraries' headers name (cuComplex.h, cufft.h)
+_LIBRARY: dict[str, tuple[str, int]] = {
+    "cuComplex": ("float32", 2), "cuFloatComplex": ("float32", 2), "cufftComplex": ("float32", 2),
+    "cuDoubleComplex": ("float64", 2), "cufftDoubleComplex": ("float64", 2),
+    "cufftReal": ("float32", 1), "cufftDoubleReal": ("float64", 1),
+}
+
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "__grid_constant__"}
 _TOKEN = re.compile(r"[A-Za-z_]\w*|::|[*&\[\]<>,()]|\d+")
 
@@ -69,6 +76,12 @@ def element_type(base: str) -> tuple[str | None, int]:
     base = " ".join(base.replace("std::", "").split())
     if base in _SCALARS:
         return _SCALARS[base], 1
+    if base in _LIBRARY:
+        return _LIBRARY[base]
+    m = re.fullmatch(r"(.+?)\s*\[(\d+)\]", base)  # a struct of one element type (kernels/structs.py)
+    if m:
+        dtype, lanes = element_type(m.group(1))
+        return (dtype, lanes * int(m.group(2))) if dtype is not None else (None, 1)
     if base in ("__half2", "half2"):
         return "float16", 2
     if base in ("__nv_bfloat162", "nv_bfloat162"):
