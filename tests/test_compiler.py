@@ -58,6 +58,27 @@ def test_templates_are_instantiated_from_the_spec_arguments(cache_dir):
     assert r.resources.shared_bytes == 32 * 33 * 4
 
 
+RUNTIME_CHOSEN = """
+template <unsigned int BS>
+__global__ void reduce(int* in, int* out, unsigned int n) { if (threadIdx.x < BS && threadIdx.x < n) out[0] = in[0]; }
+
+void launch(int* in, int* out, unsigned int n, int bs) {
+    if (bs == 1024) reduce<1024><<<1, 1024>>>(in, out, n);
+    else if (bs == 512) reduce<512><<<1, 512>>>(in, out, n);
+    else reduce<128><<<1, 128>>>(in, out, n);
+}
+"""
+
+
+def test_a_template_the_host_code_instantiates_several_times_is_found_by_its_arguments(cache_dir):
+    ref = KernelRef("reduce", "128", ("int *", "int *", "unsigned int"))
+    r = compile_kernel(RUNTIME_CHOSEN, ref, opts(cache_dir))
+    assert r.ok, r.log
+    assert r.binary.entry.startswith("_Z6reduceILj128EE")
+    other = compile_kernel(RUNTIME_CHOSEN, KernelRef("reduce", "256", ref.param_types), opts(cache_dir))
+    assert other.ok and other.binary.entry.startswith("_Z6reduceILj256EE")  # added by the explicit instantiation
+
+
 def test_extern_c_and_missing_kernels(cache_dir):
     text = read("several.cu")
     assert compile_kernel(text, KernelRef("c_linkage"), opts(cache_dir)).binary.entry == "c_linkage"

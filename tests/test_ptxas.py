@@ -1,4 +1,4 @@
-from fsr_lsp.evaluator.ptxas import entry_functions, match_entry, parse_resources
+from fsr_lsp.evaluator.ptxas import entry_functions, instantiation_entry, match_entry, parse_resources
 
 LOG = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function '_Z5saxpyifPKfPf' for 'sm_90a'
@@ -28,3 +28,16 @@ def test_entries_are_matched_by_name_through_mangling():
     assert match_entry(["k", "_Z1kPf"], "k") == "k"  # extern "C" wins
     assert match_entry(["_Z1kPf", "_Z1kPd"], "k") is None  # overloads: ambiguous
     assert match_entry(["_Z2k1IfLi256EEviPKT_PS0_"], "k1") == "_Z2k1IfLi256EEviPKT_PS0_"
+
+
+def test_of_several_instantiations_the_one_whose_arguments_were_asked_for():
+    entries = ["_Z1kILj1024EEvPiS0_j", "_Z1kILj128EEvPiS0_j", "_Z1kIfLi32EEvPf", "_Z5otherILj128EEvv"]
+    demangled = {"_Z1kILj1024EEvPiS0_j": "void k<1024u>(int*, int*, unsigned int)",
+                 "_Z1kILj128EEvPiS0_j": "void k<128u>(int*, int*, unsigned int)",
+                 "_Z1kIfLi32EEvPf": "void k<float, 32>(float*)",
+                 "_Z5otherILj128EEvv": "void other<128u>()"}
+    assert match_entry(entries, "k") is None  # three entries are named k
+    assert instantiation_entry(entries, "k", "128", demangled) == "_Z1kILj128EEvPiS0_j"
+    assert instantiation_entry(entries, "k", "float,32", demangled) == "_Z1kIfLi32EEvPf"
+    assert instantiation_entry(entries, "k", "256", demangled) is None
+    assert instantiation_entry(entries, "k", "128", {}) is None  # no demangler: no guess

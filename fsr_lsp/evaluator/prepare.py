@@ -22,8 +22,9 @@ from .compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
 from .limits import CompileLimits
 from .preprocessing import original_includes
 from .device_unit import device_unit, error_lines, missing_headers
+from .launch_kind import needs_cooperative_launch
 from .plan import build_plans
-from .records import Check, CompileResult, Defences, EvalJob, EvalResult, TimingConfig
+from .records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, TimingConfig
 
 
 # Enough to rank configurations of one kernel, a tenth of a full timing's cost; the few that
@@ -147,8 +148,8 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     seeds, timing, defences = options.job_settings()
     job = EvalJob(
         kernel=kernel_name,
-        original=orig.binary,  # type: ignore[arg-type]
-        candidate=cand.binary if cand else None,
+        original=_launched_as_needed(orig.binary, source, kernel_name),  # type: ignore[arg-type]
+        candidate=_launched_as_needed(cand.binary, vetted.source, kernel_name) if cand else None,
         sizes=sizes[-1:] if options.screen or options.time_only else sizes,  # the bench size comes last
         mode="time" if options.time_only else "full",
         seeds_per_size=seeds,
@@ -178,7 +179,7 @@ def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: C
         result = compile_kernel(unit.text, ref, options)
         if result.ok:
             why = (f"{', '.join(unit.missing)} not found" if unit.missing else
-                   f"its host code does not compile here ({_first_error(failed.log)})")
+                   f"its host code does not compile here ({_first_error(failed.log)[:160]})")
             blanked = f"{unit.host_functions} host functions" + (
                 f" and {unit.declarations} host declarations" if unit.declarations else "")
             warnings.append(f"compiled without its host code: {why} ({blanked} left out; -I adds include folders)")
@@ -191,8 +192,11 @@ def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: C
     return failed, source
 
 
-def _first_error(log: str) -> str:
-    return next((line.strip() for line in log.splitlines() if "error" in line), "errors")[:160]
+def _launched_as_needed(binary: KernelBinary | None, text: str, kernel: str) -> KernelBinary | None:
+    """The binary marked for a cooperative launch when its code syncs the whole grid."""
+    if binary is None or not needs_cooperative_launch(text, kernel):
+        return binary
+    return dataclasses.replace(binary, cooperative=True)
 
 
 def _candidate_log(vetted: CandidateCheck, original: str) -> Callable[[CompileResult], CompileResult]:

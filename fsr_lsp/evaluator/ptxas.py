@@ -66,3 +66,49 @@ def mangled_name(symbol: str) -> str | None:
         if not nested:
             break
     return name
+
+
+def instantiation_entry(entries: list[str], kernel: str, template_args: str, demangled: dict[str, str]) -> str | None:
+    """Of the entries that are `kernel` (nvcc compiles every instantiation the file's host code
+    launches: `K<1024>`, `K<512>`, ...), the one for `template_args`, read from the demangled
+    names (`void K<128u>(int*)`); None when none, or several, match."""
+    wanted = _template_args(f"<{template_args}>")
+    hits = []
+    for e in entries:
+        text = demangled.get(e, "")
+        if mangled_name(e) != kernel or wanted is None:
+            continue
+        start = text.find(f"{kernel}<")
+        if start >= 0 and _template_args(text[start + len(kernel):]) == wanted:
+            hits.append(e)
+    return hits[0] if len(hits) == 1 else None
+
+
+def _template_args(text: str) -> list[str] | None:
+    """`<float, 128u>(...)` -> ["float", "128"]: the top-level arguments, literals without their
+    suffixes and casts, spaces normalized."""
+    if not text.startswith("<"):
+        return None
+    depth, args, current = 0, [], ""
+    for ch in text:
+        if ch in "<([":
+            depth += 1
+            if depth == 1:
+                continue
+        elif ch in ">)]":
+            depth -= 1
+            if depth == 0:
+                args.append(current)
+                break
+        elif ch == "," and depth == 1:
+            args.append(current)
+            current = ""
+            continue
+        current += ch
+    else:
+        return None
+    out = []
+    for a in args:
+        a = re.sub(r"^\((?:unsigned |signed )?\w+\)", "", " ".join(a.split()))
+        out.append(re.sub(r"(?<=\d)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)$", "", a))
+    return out

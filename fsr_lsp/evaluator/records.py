@@ -48,6 +48,7 @@ class KernelBinary:
     compiler: str  # "nvrtc" or "nvcc"
     arch: str
     flags: tuple[str, ...] = ()
+    cooperative: bool = False  # syncs its whole grid: launched with cuLaunchCooperativeKernel
 
 
 @dataclass

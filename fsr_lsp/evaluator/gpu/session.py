@@ -72,6 +72,7 @@ class GpuSession:
         self._flush = torch.ones(4 * self._l2_words, dtype=torch.int32, device=self.device)
         self._flush_sink = torch.empty((), dtype=torch.int32, device=self.device)
         self._modules: dict[str, Any] = {}
+        self._cooperative: dict[str, Any] = {}  # cubin digest -> the same kernel loaded for cooperative launches
         self._shared_poison: Any = None
         self._pages: Any = None
         self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
@@ -140,7 +141,14 @@ class GpuSession:
         fmt = "".join("P" if d is None else _SCALAR_FORMAT[d] for d in dtypes)
         fn.prepare(fmt)
         shared = fn.get_attribute(self.cuda.function_attribute.SHARED_SIZE_BYTES)
-        return LoadedKernel(self, fn, [d for d in dtypes], digest=key, shared_bytes=int(shared))
+        cooperative = None
+        if binary.cooperative:
+            from .cooperative import CooperativeKernel
+
+            if key not in self._cooperative:
+                self._cooperative[key] = CooperativeKernel(binary.cubin, binary.entry)
+            cooperative = self._cooperative[key]
+        return LoadedKernel(self, fn, [d for d in dtypes], digest=key, shared_bytes=int(shared), cooperative=cooperative)
 
 
 @dataclass
@@ -150,6 +158,7 @@ class LoadedKernel:
     dtypes: list[str | None]
     digest: str = ""  # of the cubin and entry: the same kernel in another job
     shared_bytes: int = 0  # static shared memory per block
+    cooperative: Any = None  # a CooperativeKernel when the kernel syncs its whole grid
 
     def resources(self) -> Resources:
         attr = self.session.cuda.function_attribute
@@ -162,6 +171,9 @@ class LoadedKernel:
         if launch.smem > 48 * 1024:
             self.fn.set_attribute(self.session.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.smem)
         values = [_scalar_bits(self.session.torch, a, d) for a, d in zip(args, self.dtypes)]
+        if self.cooperative is not None:
+            self.cooperative.launch(launch.grid, launch.block, launch.smem, values, self.dtypes)
+            return
         self.fn.prepared_async_call(launch.grid, launch.block, None, *values, shared_size=launch.smem)
 
 

@@ -1,0 +1,35 @@
+"""Which kernels need a cooperative launch, read from their code, and the binaries prepare marks."""
+
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.evaluator.launch_kind import needs_cooperative_launch
+from fsr_lsp.evaluator.prepare import EvalOptions, prepare
+
+GRID_SYNC = (Path(__file__).parent / "gpu" / "kernels" / "grid_sync.cu").read_text()
+HELPERS = """#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__device__ void phase(float* y) { cg::this_grid().sync(); }
+__device__ float* through(float* y) { phase(y); return y; }
+template <int B> __global__ void via_helpers(float* y) { through(y)[0] = B; }
+__global__ void plain(float* y) { y[0] = 2; }
+__global__ void block_only(float* y) { cg::this_thread_block().sync(); y[0] = 3; }
+"""
+
+
+@pytest.mark.parametrize("kernel, needed", [("via_helpers", True), ("plain", False), ("block_only", False)])
+def test_a_grid_sync_anywhere_in_what_the_kernel_calls_needs_a_cooperative_launch(kernel, needed):
+    assert needs_cooperative_launch(HELPERS, kernel) is needed
+
+
+@pytest.mark.nvcc
+def test_prepare_marks_the_binaries_that_sync_their_grid(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSR_CACHE_DIR", str(tmp_path))
+    prepared = prepare(GRID_SYNC, "grid_sum", None, "sm_90a", EvalOptions(compiler="nvcc"))
+    assert prepared.job is not None and prepared.job.original.cooperative, prepared.result
+    no_sync = GRID_SYNC[GRID_SYNC.index("__global__"):].replace("grid.sync();", "").replace(
+        "cg::grid_group grid = cg::this_grid();", "")
+    rewritten = prepare(GRID_SYNC, "grid_sum", no_sync, "sm_90a", EvalOptions(compiler="nvcc"))
+    assert rewritten.job is not None, rewritten.result.message if rewritten.result else ""
+    assert rewritten.job.original.cooperative and not rewritten.job.candidate.cooperative
