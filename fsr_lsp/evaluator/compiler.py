@@ -24,7 +24,8 @@ from typing import Literal
 
 from .. import scratch
 from .limits import CompileLimits, run_limited
-from .ptxas import entry_functions, instantiation_entry, match_entry, parse_resources
+from .entries import demangled, instantiation_entry, match_entry
+from .ptxas import entry_functions, parse_resources
 from .records import CompileResult, KernelBinary, Resources
 from .sandbox import LimitHit, Sandbox
 
@@ -309,7 +310,8 @@ def _finish(cubin: bytes, log: str, kernel: KernelRef, options: CompileOptions, 
             seconds: float, entries: list[str]) -> CompileResult:
     entry = match_entry(entries, kernel.name) if compiler == "nvcc" else entries[0]
     if entry is None and compiler == "nvcc" and kernel.template_args:
-        entry = instantiation_entry(entries, kernel.name, kernel.template_args, _demangled(entries, options.nvcc))
+        names = demangled(entries, find_nvcc(options.nvcc))
+        entry = instantiation_entry(entries, kernel.name, kernel.template_args, names)
     if entry is None:
         found = ", ".join(entries) or "none"
         return CompileResult(False, None, f"kernel {kernel.name} not found in the compiled code (entries: {found})",
@@ -317,20 +319,6 @@ def _finish(cubin: bytes, log: str, kernel: KernelRef, options: CompileOptions, 
     resources = parse_resources(log).get(entry)
     binary = KernelBinary(cubin=cubin, entry=entry, compiler=compiler, arch=options.arch, flags=tuple(options.flags))
     return CompileResult(True, binary, _trim_info(log), seconds, compiler=compiler, resources=resources)
-
-
-def _demangled(symbols: list[str], nvcc: str | None) -> dict[str, str]:
-    """Symbol -> its C++ name, by the toolkit's cu++filt (else binutils' c++filt); {} without one."""
-    found = find_nvcc(nvcc)
-    tool = (shutil.which("cu++filt", path=str(Path(found).resolve().parent)) if found else None) or shutil.which("c++filt")
-    if tool is None or not symbols:
-        return {}
-    try:
-        proc = subprocess.run([tool], input="\n".join(symbols) + "\n", capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    names = proc.stdout.splitlines()
-    return dict(zip(symbols, names)) if len(names) == len(symbols) else {}
 
 
 def _trim_info(log: str) -> str:

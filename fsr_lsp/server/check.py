@@ -15,7 +15,8 @@ from typing import Any
 
 from ..evaluator.compiler import find_nvcc
 from ..evaluator.worker_client import EvaluatorUnavailable
-from ..evaluator.ptxas import mangled_name, parse_resources
+from ..evaluator.entries import mangled_name
+from ..evaluator.ptxas import parse_resources
 from ..evaluator.records import Resources
 from .nvcc_output import Message, parse_messages
 from .. import scratch
