@@ -190,3 +190,12 @@ def test_runs_that_differ_ask_the_sanitizers_which_buffer_is_to_blame(evaluator,
     p = proved(evaluator, "reads_out")
     assert seen and (p.check, p.argument) == ("in bounds (memcheck)", "x"), p.message
     assert p.message.startswith("in bounds (memcheck) `x`: reads up to 4 bytes past the end of `x` at n=17")
+
+
+def test_when_giving_up_guesses_does_not_help_the_first_failure_is_the_one_reported(evaluator):
+    """It writes past y at every size: dropping the test sizes one by one cannot save the draft,
+    and the bench size fails the same way; the first failure names the cause, said once."""
+    p = proved(evaluator, "axpy_writes_past_end", "inout")
+    assert p.status == "failed" and (p.check, p.argument) == ("in bounds", "y")
+    assert "at n=1:" in p.message and "that size is left out" not in p.message
+    assert "giving up 3 of the draft's guesses did not help (then: in bounds `y`" in p.message

@@ -147,8 +147,10 @@ def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: 
            stage: Stage) -> Proof:
     """The proof of a block; a draft that fails gives up its guesses one at a time (relax.py)."""
     given_up: list[str] = []
+    first: Proof | None = None
     for _ in range(MAX_STEPS + 1):
         proof, job = _prove_once(evaluator, source, kernel, block, options, timeout, stage)
+        first = first or proof
         step = None if proof.proven else relax(block, job, proof.check, proof.argument, proof.message)
         if step is None:
             break
@@ -156,6 +158,11 @@ def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: 
         given_up.append(why)
         stage(f"the draft gives up a guess: {why}")
         source = place_spec(source, kernel, block).text
+    if given_up and not proof.proven:
+        # giving up guesses did not help: the draft's first failure is the one that names the cause
+        first.message += (f"; giving up {len(given_up)} of the draft's guesses did not help "
+                          f"(then: {proof.message.split(';')[0][:160]})")
+        return first
     if given_up:
         proof.message += "; the draft was relaxed: " + "; ".join(given_up)
     return proof

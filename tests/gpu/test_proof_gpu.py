@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.placement import place_spec
 from fsr_lsp.drafting.proof import prove
 from fsr_lsp.evaluator.sanitizer import find_sanitizer
 
@@ -70,8 +71,16 @@ def test_a_right_draft_is_proven_with_memcheck_and_initcheck_clean(evaluator):
 
 
 @needs_sanitizer
+def test_a_drafted_out_buffer_the_original_reads_is_given_up_for_inout(evaluator):
+    p = prove(evaluator, FILE, "axpy", draft("out[n]"), QUICK)  # axpy reads y: it is inout
+    assert p.proven and 'y = "inout[n]"' in p.spec and "checked as inout" in p.message, p.message
+    users_own = prove(evaluator, place_spec(FILE, "axpy", draft("out[n]")).text, "axpy", None, QUICK)
+    assert users_own.status == "failed" and users_own.check.startswith("outputs not read before written"), \
+        users_own.message  # the user's own block is never changed
+
+
+@needs_sanitizer
 @pytest.mark.parametrize("kernel, spec, check, argument", [
-    ("axpy", draft("out[n]"), "outputs not read before written", "y"),  # reads y: it is inout
     ("scale", draft("out[n - 1]"), "in bounds", "y"),  # writes past a length one short
     ("pairs", draft("out[n]"), "in bounds", "x"),  # reads one past the end of x: memcheck names it
 ])
