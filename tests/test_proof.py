@@ -74,7 +74,6 @@ def test_a_right_draft_is_proven_with_the_sanitizers_said_to_be_skipped_without_
 
 @pytest.mark.parametrize("name, y, check, argument, words", [
     ("axpy_writes_past_end", "inout", "in bounds", "y", "the spec's length for `y` is too small"),
-    ("scales_input", "out", "in buffers unchanged", "x", "modifies x, which the spec declares in"),
     ("random_out", "out", "deterministic", "y", "differ between two runs"),
 ])
 def test_each_wrong_draft_fails_naming_its_check_and_argument(evaluator, name, y, check, argument, words):
@@ -199,3 +198,15 @@ def test_when_giving_up_guesses_does_not_help_the_first_failure_is_the_one_repor
     assert p.status == "failed" and (p.check, p.argument) == ("in bounds", "y")
     assert "at n=1:" in p.message and "that size is left out" not in p.message
     assert "giving up 3 of the draft's guesses did not help (then: in bounds `y`" in p.message
+
+
+def test_a_drafted_in_buffer_the_original_writes_becomes_inout_and_the_users_own_block_fails(evaluator):
+    writable = FILE.replace("const float* x", "float* x")  # an in-place kernel does not take x as const
+    p = prove(evaluator, writable.format(name="scales_input"), "scales_input", DRAFT.format(y="out"))
+    assert p.proven and 'x = "inout[n]"' in p.spec and "the original writes `x`: checked as inout" in p.message, \
+        p.message
+    text = DRAFT.format(y="out").replace("# drafted by fsr from the launch at line 4 in main()\n", "") + "\n" + \
+        writable.format(name="scales_input")
+    own = prove(evaluator, text, "scales_input")
+    assert (own.status, own.check, own.argument) == ("failed", "in buffers unchanged", "x")
+    assert "modifies x, which the spec declares in" in own.message

@@ -4,6 +4,8 @@ user's own block is never changed. Each step is said in the proof's message.
 
 - an `out` buffer the original does not write whole, or reads before writing: checked as
   `inout` (its unwritten elements must keep their values; a rewrite may not clobber them);
+- an `in` buffer the original writes (a reduction's second pass over its own output, an
+  in-place update): checked as `inout` (what the original leaves in it is compared too);
 - a test size the original fails at (a reduction that assumes whole blocks): left out; the edge
   size (no block multiple): `edge = false`. The bench size, the launch a run really made, stays.
 """
@@ -24,10 +26,14 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
     if not block or job is None:
         return None
     if check in DIRECTION_CHECKS and argument:
-        widened = _as_inout(block, argument)
+        widened = _as_inout(block, argument, "out")
         if widened != block:
             return widened, (f"`{argument}` is not written whole by the original, or read before it is written: "
                              f"checked as inout (its other elements must keep their values)")
+    if check == "in buffers unchanged" and argument:
+        widened = _as_inout(block, argument, "in")
+        if widened != block:
+            return widened, f"the original writes `{argument}`: checked as inout (what it leaves there is compared too)"
     failed_at = _size_of(job, message)
     if failed_at is None or failed_at.role == "bench":
         return None
@@ -38,8 +44,8 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
     return set_key(block, "tests", tests), f"the original fails at {failed_at.label} ({check}): that size is left out"
 
 
-def _as_inout(block: str, name: str) -> str:
-    return re.sub(rf'^([ \t*]*{re.escape(name)}[ \t]*=[ \t]*")out\[', r"\1inout[", block, count=1, flags=re.M)
+def _as_inout(block: str, name: str, direction: str) -> str:
+    return re.sub(rf'^([ \t*]*{re.escape(name)}[ \t]*=[ \t]*"){direction}\[', r"\1inout[", block, count=1, flags=re.M)
 
 
 def _size_of(job: EvalJob, message: str):
