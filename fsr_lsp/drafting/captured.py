@@ -19,7 +19,7 @@ import struct
 from itertools import combinations_with_replacement
 
 from ..capture import Capture, CapturedLaunch
-from ..evaluator.records import ITEMSIZE
+from ..kernels.c_types import ITEMSIZE
 from ..kernels import Kernel, Param
 from ..kernels.c_types import element_type
 from ..kernels.lexical import lex, spec_blocks, split_top_level

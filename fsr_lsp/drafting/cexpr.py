@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from ..evaluator.records import ITEMSIZE
+from ..kernels.c_types import ITEMSIZE
 from ..kernels.c_types import element_type
 from ..kernels.treesitter import parse
 from ..specs.expr import ExprError, evaluate

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..kernels.c_types import ITEMSIZE
 from ..specs.model import Init
 
 Status = Literal[
@@ -70,8 +71,6 @@ class LaunchPlan:
     smem: int = 0
 
 
-ITEMSIZE = {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4,
-            "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "bool": 1}
 
 
 @dataclass

@@ -47,6 +47,13 @@ _SCALARS: dict[str, str] = {
     "bool": "bool",
 }
 
+# dtype -> bytes per element, and a C spelling of it (the first listed above)
+ITEMSIZE = {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4,
+            "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "bool": 1}
+C_SPELLING: dict[str, str] = {}
+for _c, _d in _SCALARS.items():
+    C_SPELLING.setdefault(_d, _c)
+
 _VECTOR_BASES = {
     "float": "float32",
     "double": "float64",

@@ -13,11 +13,9 @@ import re
 
 from tree_sitter import Node
 
-from .c_types import element_type
+from .c_types import C_SPELLING, ITEMSIZE, element_type
 from .treesitter import nodes_of, parse
 
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
-            "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.+?)[ \t]*$", re.M)
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
         ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitOr: operator.or_,
@@ -88,7 +86,7 @@ def _layout(body: Node, known: dict[str, str], macros: dict[str, str]) -> str | 
             offset += ITEMSIZE[fdtype] * flanes * count
     if dtype is None or lanes == 0 or offset % widest:
         return None  # nothing, or padding at the end (sizeof rounds up to the widest alignment)
-    return f"{_SPELLING[dtype]}[{lanes}]"
+    return f"{C_SPELLING[dtype]}[{lanes}]"
 
 
 def _count(declarator: Node, macros: dict[str, str]) -> int | None:
@@ -125,9 +123,3 @@ def _eval(node: ast.AST, macros: dict[str, str], depth: int) -> int | None:
             return None
         return _OPS[type(node.op)](left, right)
     return None
-
-
-_SPELLING = {"float32": "float", "float64": "double", "float16": "__half", "bfloat16": "__nv_bfloat16",
-             "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
-             "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long",
-             "bool": "bool"}
