@@ -1,5 +1,7 @@
 """nvcc compilation, entry lookup, errors and the cubin cache (nvcc needs no GPU)."""
 
+from pathlib import Path
+
 import pytest
 
 from fsr_lsp.evaluator.compiler import CompileOptions, KernelRef, compile_kernel
@@ -90,3 +92,14 @@ def test_auto_falls_back_to_nvcc_without_nvrtc(cache_dir, monkeypatch):
     monkeypatch.setenv("FSR_NO_NVRTC", "1")
     r = compile_kernel(SAXPY, KernelRef("saxpy"), CompileOptions(arch="sm_90a", cache_dir=cache_dir))
     assert r.ok and r.compiler == "nvcc"
+
+
+def test_a_file_whose_kernels_launch_kernels_compiles_as_relocatable_device_code(cache_dir):
+    """Every kernel of it, not only the one that launches: the file does not compile without."""
+    text = (Path(__file__).parent / "gpu" / "kernels" / "launches_kernels.cu").read_text()
+    for name in ("recursive_scale", "plain_scale"):
+        r = compile_kernel(text, KernelRef(name), opts(cache_dir))
+        assert r.ok, r.log
+        assert "-rdc=true" in r.binary.flags and r.compiler == "nvcc"
+    plain = compile_kernel(SAXPY, KernelRef("saxpy"), opts(cache_dir))
+    assert "-rdc=true" not in plain.binary.flags

@@ -114,8 +114,8 @@ def test_structs_of_one_element_type_are_their_lanes_and_others_stay_unknown():
             "struct pointers { int* r; int* g; };\n"
             "struct unknownSize { float a[N_FROM_ELSEWHERE]; };\n"
             "__global__ void k(struct naiveStruct* a, soa* b, Body* c, withMethods* d, padded* e, mixed* f,"
-            " pointers* g, unknownSize* h, cufftComplex* i) { }\n")
+            " pointers* g, unknownSize* h, cufftComplex* i, curandState_t* j) { }\n")
     (k,) = discover_kernels(text)
     assert [(p.dtype, p.lanes) for p in k.params] == [
         ("float32", 2), ("float32", 48), ("float32", 8), ("int32", 1),
-        (None, 1), (None, 1), (None, 1), (None, 1), ("float32", 2)]
+        (None, 1), (None, 1), (None, 1), (None, 1), ("float32", 2), ("uint8", 48)]

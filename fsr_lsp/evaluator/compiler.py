@@ -27,6 +27,7 @@ from .limits import CompileLimits, run_limited
 from .entries import demangled, instantiation_entry, match_entry
 from .ptxas import entry_functions, parse_resources
 from .records import CompileResult, KernelBinary, Resources
+from .relocatable import needs_relocatable, relocatable
 from .sandbox import LimitHit, Sandbox
 
 CACHE_VERSION = "1"
@@ -93,6 +94,8 @@ def compile_kernel(source: str, kernel: KernelRef, options: CompileOptions) -> C
         last = result
     if last is None:
         raise CompilerMissing("no CUDA compiler found: install the CUDA toolkit (nvcc) or cuda-python (NVRTC)")
+    if needs_relocatable(last.log, options) and find_nvcc(options.nvcc):
+        return compile_kernel(source, kernel, relocatable(options))  # a kernel in it launches kernels
     return last
 
 

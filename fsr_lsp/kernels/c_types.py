@@ -67,11 +67,14 @@ _VECTOR_BASES = {
     "uchar": "uint8",
 }
 
-# Element types the CUDA libraries' headers name (cuComplex.h, cufft.h)
+# Element types the CUDA libraries' headers name (cuComplex.h, cufft.h, curand_kernel.h)
 _LIBRARY: dict[str, tuple[str, int]] = {
     "cuComplex": ("float32", 2), "cuFloatComplex": ("float32", 2), "cufftComplex": ("float32", 2),
     "cuDoubleComplex": ("float64", 2), "cufftDoubleComplex": ("float64", 2),
     "cufftReal": ("float32", 1), "cufftDoubleReal": ("float64", 1),
+    # cuRAND generator states, as their bytes: a rewrite must leave every state as the original does
+    **{name: ("uint8", 48) for name in ("curandState", "curandState_t", "curandStateXORWOW", "curandStateXORWOW_t")},
+    **{name: ("uint8", 64) for name in ("curandStatePhilox4_32_10", "curandStatePhilox4_32_10_t")},
 }
 
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "__grid_constant__"}

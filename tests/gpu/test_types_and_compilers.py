@@ -82,3 +82,21 @@ def test_an_edge_size_the_original_cannot_do_is_skipped_and_said(evaluator):
     assert any("edge size n=257 skipped" in w and "does not write every element of y" in w for w in r.warnings), r.warnings
     assert {c.name: c.status for c in r.checks}["non-multiple size"] == "skip"
     assert "n=257" not in r.sizes_checked
+
+
+def test_kernels_that_launch_kernels_are_linked_with_the_device_runtime(evaluator):
+    text = kernel_text("launches_kernels.cu")
+    for name in ("recursive_scale", "plain_scale"):  # the file compiles only as relocatable code
+        r = evaluate(evaluator, text, name, None, QUICK)
+        assert r.status == "verified", r.message
+    off_by_one = """
+__global__ void recursive_scale(float* y, const float* x, float alpha, int depth)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (depth == 0) return;
+    if (depth == 1) y[i] = alpha * x[i] + (i == 5 ? 1.f : 0.f);
+    if (threadIdx.x == 0 && depth > 1)
+        recursive_scale<<<1, blockDim.x>>>(y + blockIdx.x * blockDim.x, x + blockIdx.x * blockDim.x, alpha, depth - 1);
+}"""
+    wrong = evaluate(evaluator, text, "recursive_scale", off_by_one, QUICK)
+    assert wrong.status == "wrong", wrong.message

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
+from ..relocatable import device_runtime, is_relocatable
 
 
 class Unavailable(RuntimeError):
@@ -130,12 +131,22 @@ class GpuSession:
     def synchronize(self) -> None:
         self.cuda.Context.synchronize()
 
+    def _linked(self, cubin: bytes) -> Any:
+        """Relocatable device code (a kernel that launches kernels) linked with the device runtime."""
+        from ..compiler import find_nvcc
+
+        linker = self.cuda.Linker()
+        linker.add_data(cubin, self.cuda.jit_input_type.CUBIN, "kernel.cubin")
+        linker.add_file(str(device_runtime(find_nvcc())), self.cuda.jit_input_type.LIBRARY)
+        return linker.link_module()
+
     def load(self, binary: KernelBinary, dtypes: list[str | None]) -> "LoadedKernel":
         """Load a cubin (once per content) and prepare its entry for arguments of `dtypes`
         (None for a pointer)."""
         key = hashlib.sha256(binary.cubin + binary.entry.encode()).hexdigest()
         if key not in self._modules:
-            module = self.cuda.module_from_buffer(binary.cubin)
+            module = self._linked(binary.cubin) if is_relocatable(binary.flags) else \
+                self.cuda.module_from_buffer(binary.cubin)
             self._modules[key] = (module, module.get_function(binary.entry))
         _, fn = self._modules[key]
         fmt = "".join("P" if d is None else _SCALAR_FORMAT[d] for d in dtypes)
