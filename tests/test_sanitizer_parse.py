@@ -128,3 +128,13 @@ def test_initcheck_names_the_output_read_before_any_write_and_only_the_original_
     assert memcheck.status == "pass"
     assert initcheck.status == "fail" and initcheck.argument == "y"
     assert initcheck.detail.startswith("reads `y` before anything wrote it at n=65537 (element 2 first")
+
+
+def test_a_kernel_the_tool_cannot_check_is_skipped_saying_why_not_failed():
+    from fsr_lsp.evaluator.sanitizer_plan import ToolPlan
+
+    out = ("========= COMPUTE-SANITIZER\n"
+           "========= Warning: CUDA Dynamic Parallelism is not supported by the selected tool\n"
+           "========= ERROR SUMMARY: 1 error\n")
+    outcome = sanitizer._outcome("initcheck", (sanitizer._EXIT_ON_ERROR, out), ToolPlan("initcheck"), 60.0)
+    assert outcome.check.status == "skip" and "Dynamic Parallelism is not supported" in outcome.check.detail

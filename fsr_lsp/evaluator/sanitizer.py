@@ -37,6 +37,7 @@ from .support import find_cuda_tool, last_line
 TOOLS = ("memcheck", "racecheck")
 log = logging.getLogger("fsr_lsp.evaluator")
 _EXIT_ON_ERROR = 86
+_UNSUPPORTED = re.compile(r"[^\n]*\bis not supported by the selected tool[^\n]*")
 # memcheck: "ERROR SUMMARY: 2 errors"; racecheck: "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?")
 _ACCESS = re.compile(r"(?:Invalid|(Uninitialized)) __global__ (?:memory )?(read|write) of size (\d+) bytes?")
@@ -263,6 +264,9 @@ def _outcome(tool: str, result: tuple[int | None, str], plan: ToolPlan, timeout:
         return Outcome(Check(name, "skip", out), [])
     summary = _SUMMARY.search(out)
     errors = int(summary.group(1) or summary.group(2)) if summary else None
+    unsupported = _UNSUPPORTED.search(out)
+    if unsupported and not accesses_in(out):  # e.g. initcheck and a kernel that launches kernels
+        return Outcome(Check(name, "skip", f"the tool cannot check this kernel: {unsupported.group(0).strip()}"), [])
     if returncode == _EXIT_ON_ERROR or (errors or 0) > 0:
         accesses = accesses_in(out)
         detail = describe_accesses(accesses) if accesses else _first_report(out)
