@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..kernels import Kernel, find_kernel
 from ..redaction import redact
 from ..settings import Settings, load_settings
 from .check import CheckResult
@@ -67,6 +68,14 @@ class FsrServer(LanguageServer):
         """The open document, or None for a URI the client never opened (no disk read, no
         traceback: a request about it simply has no answer)."""
         return self.workspace.text_documents.get(uri)
+
+    def open_kernel(self, uri: str, name: str) -> "tuple[Any, Kernel] | str":
+        """An open document and its kernel `name`, or why there is none (a command's answer)."""
+        doc = self.document(uri)
+        if doc is None:
+            return f"{uri} is not open in the editor"
+        kernel = find_kernel(doc.source, name)
+        return (doc, kernel) if kernel is not None else f"no kernel named {name}"
 
     # ------------------------------------------------------------ shared helpers
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...kernels import Kernel, discover_kernels, find_kernel, kernel_source
+from ...kernels import Kernel, discover_kernels, kernel_source
 from ...profiling.findings import Finding, KernelProfile
 from ...redaction import redact
 from ...source import SourceText
@@ -69,13 +69,11 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     if why:
         ls.show_once(why)
         return why
-    doc = ls.document(uri)
-    if doc is None:
-        return f"{uri} is not open in the editor"
+    found = ls.open_kernel(uri, kernel_name)
+    if isinstance(found, str):
+        return found
+    doc, kernel = found
     src = SourceText(doc.source)
-    kernel = find_kernel(src, kernel_name)
-    if kernel is None:
-        return f"no kernel named {kernel_name}"
     path = Path(doc.path)
     root = ls.workspace_root(path)
     from .searches import open_documents

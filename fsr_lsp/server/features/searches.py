@@ -56,13 +56,11 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
     if why:
         ls.show_once(why)
         return why
-    doc = ls.document(uri)
-    if doc is None:
-        return f"{uri} is not open in the editor"
+    found = ls.open_kernel(uri, kernel_name)
+    if isinstance(found, str):
+        return found
+    doc, kernel = found
     path = Path(doc.path)
-    kernel = next((k for k in discover_kernels(doc.source) if k.name == kernel_name), None)
-    if kernel is None:
-        return f"no kernel named {kernel_name}"
     root = ls.workspace_root(path)
     plan = plan_spec(ls.drafts.index_for(root), path, doc.source, kernel, ls.settings, open_documents(ls),
                      model_drafter=lambda: _model_drafter(ls))
