@@ -6,7 +6,9 @@ folders with their own Makefile by `make` there (the GPU's architecture passed i
 folders of helper headers a project expects installed on CPATH), every other `.cu` holding
 `main` by nvcc alone (and those of folders whose make built nothing). All of it in a copy
 under /tmp: the project is left as it was. Each program is run with no arguments (its own defaults)
-under `fsr capture`, several at once; then each kernel a run launched, defined in the program's
+under `fsr capture`, several at once, saving each kernel's inputs before its first launch as
+`--snapshot-bytes` would (values drawn in the run's ranges, and the run's own inputs as one more
+input set); then each kernel a run launched, defined in the program's
 own source, gets its spec (the workspace's static draft checked against the capture, or the
 capture alone) and the proof on this GPU. Programs that do not build or launch nothing are
 counted apart, and so are launched kernels that take no pointer (nothing to compare).
@@ -17,6 +19,7 @@ counted apart, and so are launched kernels that take no pointer (nothing to comp
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import shlex
@@ -164,12 +167,12 @@ def _run_build(cmd: list[str], cwd: Path, binary: Path | None, env: dict | None 
     return (binary, "") if proc.returncode == 0 else (None, errors[0][:160])
 
 
-def capture_all(project: Path, progs: list[Program], timeout: float, parallel: int) -> None:
+def capture_all(project: Path, progs: list[Program], timeout: float, parallel: int, snapshot_bytes: int) -> None:
     """Every built program under capture, `parallel` at a time (each gets a folder of its own)."""
     def one(prog: Program) -> None:
         try:
             prog.capture = run_capture([str(prog.binary)], project, timeout=timeout, cwd=prog.folder,
-                                       on_output=lambda _: None)
+                                       snapshot_bytes=snapshot_bytes, on_output=lambda _: None)
         except CaptureError as e:
             prog.unbuilt = f"capture: {e}"
 
@@ -177,9 +180,13 @@ def capture_all(project: Path, progs: list[Program], timeout: float, parallel: i
         list(pool.map(one, [p for p in progs if p.binary is not None]))
 
 
-def spec_rows(prog: Program, headers: list[Path], includes: list[Path]) -> list[tuple[dict, Path, str | None]]:
+Work = tuple[dict, Path, "str | None", dict[str, str]]
+
+
+def spec_rows(prog: Program, headers: list[Path], includes: list[Path]) -> list[Work]:
     """A row per kernel the program launched that it defines itself, with what to prove: the
-    file and the block (None: the kernel's own), or nothing to prove (the row says why)."""
+    file, the block (None: the kernel's own) and the inputs the run saved, or nothing to prove
+    (the row says why)."""
     kernels = {k.name: (src, k) for src in prog.sources if src.suffix in (".cu", ".cuh")
                for k in discover(SourceText(src.read_text(errors="replace"))).kernels}
     launched = sorted({x.base for x in prog.capture.launches} & set(kernels)) if prog.capture else []
@@ -194,26 +201,27 @@ def spec_rows(prog: Program, headers: list[Path], includes: list[Path]) -> list[
             row.update(status="takes no pointers", why="nothing to compare: left out of the share")
         elif s is None or s.spec is None:
             row.update(status="no spec", why="; ".join(s.problems if s else [])[:160])
-        out.append((row, src, None if s is None or s.origin == "attached" else s.spec))
+        out.append((row, src, None if s is None or s.origin == "attached" else s.spec, s.inputs if s else {}))
         prog.rows.append(row)
     return out
 
 
-def prove_rows(project: str, work: list[tuple[dict, Path, str | None]], settings: Settings, cache: ProofCache,
+def prove_rows(project: str, work: list[Work], settings: Settings, cache: ProofCache,
                provers: int, deadline: float) -> None:
     """The proofs, `provers` at a time, each prover an evaluator worker of its own on this GPU
     (a proof's verdict does not depend on timing; its compiles and sanitizer runs overlap)."""
     todo = [w for w in work if "status" not in w[0]]
     backends = [LocalBackend(Evaluator(0)) for _ in range(max(1, min(provers, len(todo))))]
 
-    def run(backend: LocalBackend, items: list[tuple[dict, Path, str | None]]) -> None:
-        for row, src, block in items:
+    def run(backend: LocalBackend, items: list[Work]) -> None:
+        for row, src, block, inputs in items:
             if time.monotonic() > deadline:
                 row.update(status="not reached")
                 continue
             t0 = time.monotonic()
-            proof = prove_with(backend, src.read_text(errors="replace"), row["kernel"], block,
-                               settings.eval_options(src), cache=cache, timeout=60)
+            options = dataclasses.replace(settings.eval_options(src), real_inputs=tuple(sorted(inputs.items())))
+            proof = prove_with(backend, src.read_text(errors="replace"), row["kernel"], block, options,
+                               cache=cache, timeout=60)
             row.update(status=proof.status, why=proof.message[:160], seconds=round(time.monotonic() - t0, 1))
             console.print(f"{project} {row['program']} {row['kernel']}: {row['origin']}, {row['status']} "
                           f"({row['seconds']} s)", highlight=False)
@@ -237,7 +245,7 @@ def measure(project: Path, args: argparse.Namespace, deadline: float) -> dict:
     t0 = time.monotonic()
     progs = all_programs(project, out, includes, [d.resolve() for d in args.include])
     built = time.monotonic()
-    capture_all(project, progs, args.run_timeout, args.parallel)
+    capture_all(project, progs, args.run_timeout, args.parallel, args.snapshot_bytes)
     by_make = sum(p.binary is not None and p.binary.parent != out for p in progs)
     console.print(f"{name}: {len(progs)} programs ({by_make} built by make) in {built - t0:.0f} s, "
                   f"captured in {time.monotonic() - built:.0f} s", highlight=False)
@@ -265,6 +273,8 @@ def main() -> int:
     parser.add_argument("--include", type=Path, action="append", default=[],
                         help="a folder of helper headers the projects expect installed (repeatable)")
     parser.add_argument("--parallel", type=int, default=6, help="programs captured at once")
+    parser.add_argument("--snapshot-bytes", type=int, default=64 << 20,
+                        help="save a kernel's inputs before its first launch when they total at most this (0: never)")
     parser.add_argument("--provers", type=int, default=3, help="proofs at once, each in its own evaluator worker")
     parser.add_argument("--save-as", default="capture_coverage", help="the results file's name (two runs side by side)")
     args = parser.parse_args()

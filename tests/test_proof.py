@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 from fsr_lsp.drafting import proof as proof_module  # noqa: E402
 from fsr_lsp.drafting.cache import ProofCache  # noqa: E402
+from fsr_lsp.drafting.placement import place_spec  # noqa: E402
 from fsr_lsp.drafting.proof import prove  # noqa: E402
 from fsr_lsp.evaluator import Evaluator  # noqa: E402
 from fsr_lsp.evaluator.gpu.run import run_job  # noqa: E402
@@ -210,3 +211,44 @@ def test_a_drafted_in_buffer_the_original_writes_becomes_inout_and_the_users_own
     own = prove(evaluator, text, "scales_input")
     assert (own.status, own.check, own.argument) == ("failed", "in buffers unchanged", "x")
     assert "modifies x, which the spec declares in" in own.message
+
+
+def test_a_kernel_indexing_by_its_captured_data_is_checked_at_the_captured_size_only():
+    """Its inputs came from a run (real inputs saved): out of bounds at a smaller size means the
+    data's indices fit the captured size alone; every smaller size goes in one step, not one by one."""
+    import dataclasses
+
+    from fsr_lsp.drafting.relax import relax
+
+    sized = job(place_spec(FILE.format(name="shift"), "shift", DRAFT.format(y="out")).text, "shift", "shift", None)
+    assert [p.role for p in sized.sizes].count("test") >= 2
+    message = "writes up to 648 bytes past the end of `y` at n=17"
+    one = relax(DRAFT.format(y="out"), sized, "in bounds (memcheck)", "y", message)
+    assert one is not None and "n = 17" not in one[0].split("tests", 1)[1].splitlines()[0]
+    assert "n = 1000" in one[0]  # without a capture: that size alone goes
+    captured = dataclasses.replace(sized, real_inputs={"x": "0:/tmp/inputs.bin"})
+    step = relax(DRAFT.format(y="out"), captured, "in bounds (memcheck)", "y", message)
+    assert step is not None and "tests = []" in step[0] and "edge = false" in step[0]
+    assert "verified at the captured size only" in step[1]
+    assert relax(DRAFT.format(y="out"), captured, "deterministic", "y", message) is not None  # other checks as before
+    assert "tests = []" not in relax(DRAFT.format(y="out"), captured, "deterministic", "y", message)[0]
+
+
+def test_whole_number_inputs_from_a_capture_take_the_runs_own_bytes_when_their_range_is_not_enough():
+    """A scan's offsets drawn at random in their range collide; at the captured size the draft's
+    whole-number inputs that a run saved become captured(), the float data stays random."""
+    import dataclasses
+
+    from fsr_lsp.drafting.relax import relax
+
+    block = DRAFT.format(y="out").replace('x = "in[n]"', 'x = "in[n] randint(1, 4097)"')
+    assert block != DRAFT.format(y="out")
+    sized = job(place_spec(FILE.format(name="shift"), "shift", block).text, "shift", "shift", None)
+    at_bench = "two runs differ in `y` at n=4096"
+    assert relax(block, sized, "deterministic", "y", at_bench) is None  # no capture: nothing to give up
+    captured = dataclasses.replace(sized, real_inputs={"x": "0:/tmp/x.bin", "y": "0:/tmp/y.bin"})
+    step = relax(block, captured, "deterministic", "y", at_bench)
+    assert step is not None and 'x = "in[n] captured()"' in step[0] and "tests = []" in step[0]
+    assert "edge = false" in step[0] and "`x` takes the captured run's own bytes" in step[1]
+    assert relax(step[0], captured, "deterministic", "y", at_bench) is None  # nothing more to give up
+    assert relax(block, captured, "compiles", "", "the original does not compile") is None

@@ -53,11 +53,11 @@ def test_the_fastest_verified_candidate_wins_and_bad_ones_are_rejected(env):
     assert outcome.message.startswith("2.20x faster (2 ms -> 0.9091 ms on Scripted GPU")
     statuses = sorted(t.result.status for t in outcome.tried)
     assert statuses == ["compile_error", "compile_error", "rejected", "verified", "verified", "verified", "verified", "wrong"]
-    fixes = llm.prompts()[5:]
-    assert "output y has 12 of 1000" in fixes[0]
-    assert 'identifier "q" is undefined' in fixes[1]
-    assert "defines no __global__ kernel" in fixes[2]
-    assert outcome.tried[5].proposal.parent == outcome.tried[1].proposal.key
+    fixes = llm.prompts()[5:]  # asked as the failures came back, in whatever order a loaded machine gives
+    for failure in ("output y has 12 of 1000", 'identifier "q" is undefined', "defines no __global__ kernel"):
+        assert sum(failure in f for f in fixes) == 1, failure
+    failed = {t.proposal.key for t in outcome.tried if not t.proposal.parent and t.result.status != "verified"}
+    assert len(failed) == 3 and {t.proposal.parent for t in outcome.tried if t.proposal.parent} == failed
 
 
 def test_the_fastest_seed_the_next_round_and_history_is_in_the_prompt(env):

@@ -171,7 +171,7 @@ def test_zeros_and_fill_state_an_accumulators_start():
     ("fill(-1)", "zeros()", "does not fit uint32"),
     ("zeros(1)", "zeros()", "zeros() takes no arguments"),
     ("fill()", "zeros()", "fill(v) takes one number"),
-    ("ones()", "zeros()", "zeros() or fill(v)"),
+    ("ones()", "zeros()", "zeros(), fill(v) or captured()"),
 ])
 def test_constant_initialisers_are_checked(bins, total, needle):
     p, line = problem(HIST_SPEC.format(bins=bins, total=total) + HIST, "hist")

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import struct
 from itertools import combinations_with_replacement
+from pathlib import Path
 
 from ..capture import Capture, CapturedLaunch
 from ..kernels.c_types import ITEMSIZE
@@ -26,6 +27,7 @@ from ..kernels.lexical import lex, spec_blocks, split_top_level
 from ..source import SourceText
 from ..specs import BufferArg, evaluate, evaluate_int, parse_spec, render_spec
 from ..specs.model import Spec
+from .captured_ranges import captured_values, init_from_values
 from .draft import Draft, positive, read_back, toml_dims
 from .writes import Access, direction, index_arrays, pointer_access
 
@@ -77,14 +79,54 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
     if errors:
         out.problems += [f"the captured spec does not parse: {e}" for e in errors]
         return out
-    out.text = text
-    out.inputs = {p.name: f"{c.alloc.offset}:{launch.snapshot[i]}" for i, (p, c) in enumerate(zip(kernel.params, launch.params))
-                  if i in launch.snapshot and c.alloc is not None}
+    out.inputs = _saved(kernel, launch)
+    out.text = _in_captured_ranges(kernel, text, values, out) if out.inputs else text
     if out.inputs:
         note += "; the inputs of its first launch were saved: they join the random input sets at the bench size"
     out.provenance["capture"] = note
     out.provenance["launch"] = f"{launch.where()} in {capture.describe()}"
     return out
+
+
+def saved_inputs(kernel: Kernel, capture: Capture) -> dict[str, str]:
+    """Buffer -> "OFFSET:PATH" of the bytes the run saved before the launch a captured spec is
+    drafted from (for a spec of the user's own: its `captured()` buffers, one more input set)."""
+    launches = capture.of(kernel.name)
+    return _saved(kernel, _chosen(launches)) if launches else {}
+
+
+def _saved(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
+    return {p.name: f"{c.alloc.offset}:{launch.snapshot[i]}" for i, (p, c) in enumerate(zip(kernel.params, launch.params))
+            if i in launch.snapshot and c.alloc is not None}
+
+
+def _in_captured_ranges(kernel: Kernel, text: str, values: "_Values", out: Draft) -> str:
+    """The spec with each saved input drawn in the range the run's values had (captured_ranges)."""
+    spec = _parsed(kernel, text)
+    if spec is None:
+        return text
+    args = []
+    for a in spec.args:
+        where = out.inputs.get(a.name) if isinstance(a, BufferArg) and a.direction != "out" else None
+        found = None
+        if where is not None:
+            offset, _, path = where.partition(":")
+            lanes = next((p.lanes for p in kernel.params if p.name == a.name), 1) or 1
+            data = captured_values(Path(path), int(offset), values.extents[a.name] * lanes, values.dtypes[a.name])
+            found = init_from_values(data, values.dtypes[a.name], a.direction) if data is not None else None
+        if found is not None and found[0] != a.init:
+            a = dataclasses.replace(a, init=found[0])
+            out.provenance[a.name] = out.provenance.get(a.name, "") + f"; {found[1]}: drawn from that range"
+        args.append(a)
+    rendered = render_spec(dataclasses.replace(spec, args=tuple(args))).splitlines()
+    header = text.splitlines()[1]
+    return "\n".join([rendered[0], header, *rendered[1:]]) + "\n"
+
+
+def _parsed(kernel: Kernel, text: str) -> Spec | None:
+    block = SourceText(text)
+    (comment,) = spec_blocks(block, lex(block.data))
+    return parse_spec(block, dataclasses.replace(kernel, spec=comment)).spec
 
 
 def _chosen(launches: list[CapturedLaunch]) -> CapturedLaunch:
@@ -151,9 +193,7 @@ def _scalar(p: Param, dtype: str, raw: bytes | None) -> int | float:
 
 def _from_draft(kernel: Kernel, text: str, launch: CapturedLaunch, values: _Values) -> tuple[list[str] | None, str]:
     """The draft's lines with the captured sizes, when it reproduces the capture; else (None, why)."""
-    block = SourceText(text)
-    (comment,) = spec_blocks(block, lex(block.data))
-    spec = parse_spec(block, dataclasses.replace(kernel, spec=comment)).spec
+    spec = _parsed(kernel, text)
     if spec is None:
         return None, "the draft does not parse"
     sizes: dict[str, int] = {}

@@ -13,8 +13,8 @@ from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
 from ..kernels.aliases import included_texts, type_aliases, with_aliases
 from ..source import SourceText
-from ..specs import parse_spec, render_spec
-from .captured import captured_spec
+from ..specs import BufferArg, parse_spec, render_spec
+from .captured import captured_spec, saved_inputs
 from .draft import Draft, draft_spec
 from .host import Launch, find_launches
 
@@ -31,7 +31,7 @@ class KernelSpec:
     problems: list[str] = field(default_factory=list)
     provenance: dict[str, str] = field(default_factory=dict)  # for drafts: where each value came from
     launch: str = ""  # for drafts from a launch: `file.cu:85`; for captures: the captured launch
-    inputs: dict[str, str] = field(default_factory=dict)  # for captures: buffer -> "OFFSET:PATH" of its saved bytes
+    inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of the bytes a captured run saved
 
     def as_json(self) -> dict:
         data = asdict(self)
@@ -83,7 +83,12 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
     result = parse_spec(src, k)
     problems = [p.message for p in result.problems if p.severity != "info"]
     if k.spec is not None:
-        return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems)
+        # a spec of the user's own takes saved bytes where it asks for them (captured()), no more:
+        # the run's other buffers may fit no size of the spec
+        wanted = {a.name for a in (result.spec.args if result.spec else ()) if isinstance(a, BufferArg)
+                  and a.init.kind == "captured"}
+        inputs = {b: where for b, where in saved_inputs(k, capture).items() if b in wanted} if wanted and capture else {}
+        return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems, inputs=inputs)
     draft = draft_spec(src, k, launches, name, types)  # grounded in how the kernel is used: before a guess from its signature
     not_captured: list[str] = []
     if capture is not None and capture.of(k.name):

@@ -8,6 +8,13 @@ user's own block is never changed. Each step is said in the proof's message.
   in-place update): checked as `inout` (what the original leaves in it is compared too);
 - a test size the original fails at (a reduction that assumes whole blocks): left out; the edge
   size (no block multiple): `edge = false`. The bench size, the launch a run really made, stays.
+- when a run's inputs were saved (a capture) and the original goes out of bounds at a smaller
+  size, its indices come from its data (values drawn in the run's range, a scan's offsets), and
+  those fit the captured size alone: every smaller size goes at once, and the spec is checked
+  at the captured size only, with the run's own inputs as one of its input sets;
+- when it still fails at the captured size, the inputs drawn in the run's range of whole numbers
+  (offsets, flags, indices) have structure random values lack (a scan's offsets are distinct):
+  those take the run's own bytes, `captured()`, at every seed; the other inputs stay random.
 """
 
 from __future__ import annotations
@@ -16,8 +23,11 @@ import re
 
 from ..evaluator.records import EvalJob
 from ..specs.edit import set_key, toml_value
+from .captured import CAPTURED_ONLY
 
+IN_BOUNDS_CHECKS = ("in bounds", "in bounds (memcheck)")
 DIRECTION_CHECKS = ("every output written", "outputs not read before written", "outputs not read before written (initcheck)")
+NOT_ABOUT_INPUTS = ("compiles", "timeout", "spec")  # failures other inputs cannot mend
 MAX_STEPS = 4
 
 
@@ -36,12 +46,33 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
             return widened, f"the original writes `{argument}`: checked as inout (what it leaves there is compared too)"
     failed_at = _size_of(job, message)
     if failed_at is None or failed_at.role == "bench":
-        return None
+        return None if check in NOT_ABOUT_INPUTS else _structure_from_capture(block, job)
+    if job.real_inputs and check in IN_BOUNDS_CHECKS:
+        block = set_key(set_key(block, "tests", "[]"), "edge", "false")
+        return block, (f"the original goes out of bounds at {failed_at.label} with inputs drawn in the captured run's "
+                       f"range: its indices come from its data, which fit the captured size alone, so it is "
+                       f"{CAPTURED_ONLY}")
     if failed_at.role == "edge":
         return set_key(block, "edge", "false"), f"the original fails at {failed_at.label}, no block multiple: edge = false"
     kept = [p.sizes for p in job.sizes if p.role == "test" and p.label != failed_at.label]
     tests = "[" + ", ".join("{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in s.items()) + " }" for s in kept) + "]"
     return set_key(block, "tests", tests), f"the original fails at {failed_at.label} ({check}): that size is left out"
+
+
+def _structure_from_capture(block: str, job: EvalJob) -> tuple[str, str] | None:
+    """Saved buffers drawn as whole numbers take the run's own bytes (captured()), at the captured size only."""
+    names = [name for name in job.real_inputs
+             if re.search(rf'^[ \t*]*{re.escape(name)}[ \t]*=[ \t]*"(in|inout)\[[^"]*\]\s*randint\(', block, flags=re.M)]
+    if not names:
+        return None
+    for name in names:
+        block = re.sub(rf'^([ \t*]*{re.escape(name)}[ \t]*=[ \t]*"(?:in|inout)\[[^"]*\])\s*randint\([^)]*\)',
+                       r"\1 captured()", block, count=1, flags=re.M)
+    block = set_key(set_key(block, "tests", "[]"), "edge", "false")
+    listed = ", ".join(f"`{n}`" for n in names)
+    return block, (f"random values in the run's range do not serve: {listed} take{'s' if len(names) == 1 else ''} "
+                   f"the captured run's own bytes at every seed (captured()), the other inputs stay random; "
+                   f"{CAPTURED_ONLY}")
 
 
 def _as_inout(block: str, name: str, direction: str) -> str:

@@ -17,6 +17,7 @@ from ..source import SourceText
 from ..specs import Spec, parse_spec
 from ..specs.parse import template_substitution
 from .candidate import CandidateCheck, check_candidate
+from .captured_buffers import with_captured_sources
 from .compiler_output import scrub
 from .compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
 from .limits import CompileLimits
@@ -144,7 +145,11 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
             return Prepared(result=result)
         checks.append(Check("compile candidate", "pass", f"{cand.compiler}, {cand.seconds:.2f} s" + (" (cached)" if cand.cached else "")))
     seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
-    sizes = build_plans(kernel, spec, cand_spec)
+    sizes, unmet = with_captured_sources(build_plans(kernel, spec, cand_spec), dict(options.real_inputs))
+    if unmet:
+        result = _early(kernel_name, "spec_error", f"the spec of {kernel_name} cannot run: {unmet}", started)
+        result.checks = checks
+        return Prepared(result=result)
     seeds, timing, defences = options.job_settings()
     job = EvalJob(
         kernel=kernel_name,

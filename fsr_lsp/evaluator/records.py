@@ -84,6 +84,7 @@ class ArgPlan:
     length: int = 0  # in elements of the C type (a float4 counts once)
     direction: Literal["in", "out", "inout"] = "in"
     init: Init | None = None
+    source: str = ""  # init captured(): "OFFSET:PATH" of the bytes a captured run had
     value: int | float | None = None
     rtol: float = 0.0
     atol: float = 0.0

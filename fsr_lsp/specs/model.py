@@ -15,9 +15,11 @@ SizeSet = dict[str, int]
 @dataclass(frozen=True)
 class Init:
     """How to fill an input buffer: uniform(lo, hi), normal() (lo = mean, hi = std),
-    randint(lo, hi) (lo <= v < hi), or fill (every element lo; `zeros()` is fill(0))."""
+    randint(lo, hi) (lo <= v < hi), fill (every element lo; `zeros()` is fill(0)), or captured()
+    (the bytes a captured run of the program had there: structure random values lack, such as a
+    scan's offsets or a CSR matrix's row pointers; at most the captured size)."""
 
-    kind: Literal["uniform", "normal", "randint", "fill"]
+    kind: Literal["uniform", "normal", "randint", "fill", "captured"]
     lo: float = 0.0
     hi: float = 1.0
 

@@ -18,8 +18,8 @@ from .model import Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, 
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge")
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
-_INIT = re.compile(r"^(uniform|normal|randint|zeros|fill)\s*\((.*)\)$")
-INIT_FORMS = "uniform(lo,hi), normal(), randint(lo,hi), zeros() or fill(v)"
+_INIT = re.compile(r"^(uniform|normal|randint|zeros|fill|captured)\s*\((.*)\)$")
+INIT_FORMS = "uniform(lo,hi), normal(), randint(lo,hi), zeros(), fill(v) or captured()"
 MAX_TESTS = 64
 MAX_SMEM = 227 * 1024  # dynamic shared memory per block, the most of any GPU (Hopper, opt-in)
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -311,6 +311,11 @@ def _init(ctx: _Ctx, p: Param, text: str, dtype: str) -> Init:
         raise ctx.fail(f"{p.name}: unknown init {text!r} (use {INIT_FORMS})",
                        p.name, "args", code="spec-bad-arg")
     kind, inner = m.group(1), m.group(2).strip()
+    if kind == "captured":
+        if inner:
+            raise ctx.fail(f"{p.name}: captured() takes no arguments (its bytes are the ones `fsr capture "
+                           f"--snapshot-bytes` saved for it)", p.name, "args", code="spec-bad-arg")
+        return Init("captured")
     try:
         values = [float(evaluate(a.strip(), {})) for a in inner.split(",")] if inner else []
     except ExprError as e:

@@ -48,10 +48,14 @@ def spec_template(kernel: Kernel) -> str:
 
 def init_spelling(init) -> str:
     """An Init as the spec writes it."""
+    if init.kind == "captured":
+        return "captured()"
     if init.kind == "fill":
         return "zeros()" if init.lo == 0 else f"fill({init.lo:g})"
     if init.kind == "normal" and (init.lo, init.hi) == (0.0, 1.0):
         return "normal()"
+    if init.kind == "randint":  # exact: a bound like 2^32 must not round
+        return f"randint({int(init.lo)}, {int(init.hi)})"
     return f"{init.kind}({init.lo:g}, {init.hi:g})"
 
 
@@ -81,6 +85,8 @@ def render_spec(spec: Spec) -> str:
         lines.append(f"template = {value(spec.template)}")
     if spec.ref:
         lines.append(f"ref = {table(spec.ref)}")
+    if not spec.edge:
+        lines.append("edge = false")
     lines.append("[args]")
     for a in spec.args:
         if isinstance(a, BufferArg):

@@ -103,7 +103,7 @@ class OptimizeRun:
     def eval_options(self) -> EvalOptions:
         """The settings' options, with the inputs a captured run saved (they join the checks)."""
         options = self.settings.eval_options(self.path)
-        inputs = self.plan.spec.inputs if self.plan is not None and self.plan.draft else {}
+        inputs = self.plan.spec.inputs if self.plan is not None else {}
         return dataclasses.replace(options, real_inputs=tuple(sorted(inputs.items()))) if inputs else options
 
 

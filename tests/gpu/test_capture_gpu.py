@@ -71,8 +71,8 @@ def app(tmp_path_factory, evaluator) -> Path:  # the evaluator fixture skips wit
     return folder
 
 
-def spec_of(folder: Path, kernel: str) -> dict:
-    r = fsr("spec", "kernels.cu", "--kernel", kernel, "--json", "--check", cwd=folder)
+def spec_of(folder: Path, kernel: str, file: str = "kernels.cu") -> dict:
+    r = fsr("spec", file, "--kernel", kernel, "--json", "--check", cwd=folder)
     assert r.returncode == 0, r.stdout + r.stderr
     (data,) = json.loads(r.stdout)
     return data

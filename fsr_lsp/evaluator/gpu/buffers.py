@@ -6,8 +6,10 @@ to the kernel, and integer outputs are compared exactly.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
+from ..captured_buffers import read_saved
 from ..records import ArgPlan, Mismatch
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -28,6 +30,8 @@ def generate(torch: Any, device: Any, arg: ArgPlan, generator: Any) -> Any:
     assert arg.init is not None
     n = arg.numel
     init = arg.init
+    if init.kind == "captured":
+        return captured(torch, arg).to(device)
     real = torch.float64 if arg.dtype == "float64" else torch.float32
     if init.kind == "normal":
         values = torch.randn(n, generator=generator, device=device, dtype=real) * init.hi + init.lo
@@ -46,7 +50,9 @@ def refill(torch: Any, t: Any, arg: ArgPlan, generator: Any) -> None:
     inputs every repetition, and at 2^24 elements a generate-then-copy costs as much as the kernel."""
     init = arg.init
     assert init is not None
-    if init.kind == "fill":
+    if init.kind == "captured":
+        t.copy_(captured(torch, arg))
+    elif init.kind == "fill":
         t.fill_(init.lo if arg.dtype in FLOATS else int(init.lo))
     elif arg.dtype not in FLOATS or init.kind == "randint":
         lo, hi = int(init.lo), int(init.hi)
@@ -59,6 +65,16 @@ def refill(torch: Any, t: Any, arg: ArgPlan, generator: Any) -> None:
         t.normal_(init.lo, init.hi, generator=generator)
     else:
         t.uniform_(init.lo, init.hi, generator=generator)
+
+
+def captured(torch: Any, arg: ArgPlan) -> Any:
+    """A captured() buffer's saved contents, on the host (read once per file and size)."""
+    return torch.frombuffer(bytearray(_saved(arg.source, arg.nbytes)), dtype=storage_dtype(torch, arg.dtype))
+
+
+@lru_cache(maxsize=16)
+def _saved(source: str, nbytes: int) -> bytes:
+    return read_saved(source, nbytes)
 
 
 def poisoned(torch: Any, device: Any, arg: ArgPlan, which: str) -> Any:

@@ -1,0 +1,57 @@
+"""Buffers whose spec says `captured()`: their contents are the bytes a captured run of the
+user's program had there (`fsr capture --snapshot-bytes`), at every seed, while the other
+inputs stay random. For inputs whose structure random values cannot have (a scan's offsets,
+CSR row pointers, a permutation), at the size the run had (a smaller size takes their start,
+and the proof says whether that serves).
+
+Plain data in and out (no GPU): the plans get each such buffer's source here, before the job
+leaves for a worker, and a spec that cannot be met is said before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from .records import SizePlan
+
+
+def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str]) -> tuple[list[SizePlan], str]:
+    """The plans with each captured() buffer's "OFFSET:PATH"; ([], why) when one has no saved
+    bytes, or fewer than a size needs."""
+    out = []
+    for plan in plans:
+        args = []
+        for arg in plan.args:
+            if arg.kind == "buffer" and arg.init is not None and arg.init.kind == "captured" and arg.direction != "out":
+                where = real_inputs.get(arg.name)
+                if where is None:
+                    return [], (f"`{arg.name}` = captured() needs the bytes a captured run saved for it, and none were "
+                                f"given: run your program under `fsr capture --snapshot-bytes N -- CMD` first")
+                saved = saved_bytes(where)
+                if saved < arg.nbytes:
+                    return [], (f"`{arg.name}` = captured() fits the captured size only: at {plan.label} it needs "
+                                f"{arg.nbytes} bytes, the run saved {saved} (give no test sizes and edge = false)")
+                arg = dataclasses.replace(arg, source=where)
+            args.append(arg)
+        out.append(dataclasses.replace(plan, args=args))
+    return out, ""
+
+
+def saved_bytes(where: str) -> int:
+    """Bytes of a saved buffer from its offset on; 0 when the file is gone."""
+    offset, _, path = where.partition(":")
+    try:
+        return max(0, os.path.getsize(path) - int(offset))
+    except (OSError, ValueError):
+        return 0
+
+
+def read_saved(where: str, nbytes: int) -> bytes:
+    offset, _, path = where.partition(":")
+    with open(path, "rb") as f:
+        f.seek(int(offset))
+        data = f.read(nbytes)
+    if len(data) != nbytes:
+        raise OSError(f"{path} holds {len(data)} bytes from {offset}, {nbytes} needed")
+    return data
