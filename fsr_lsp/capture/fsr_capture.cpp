@@ -2,7 +2,8 @@
 // CUDA_INJECTION64_PATH, as profilers are) that records each kernel launch of a program:
 // grid, block, dynamic shared memory, every parameter's bytes (layout from the driver,
 // cuFuncGetParamInfo), and for a parameter that points into device memory the allocation it
-// points into (base, size, offset). Allocations are tracked from the driver's own calls, so a
+// points into (base, size, offset); for a texture object, its array's (or linear memory's)
+// format, channels and extent and its sampler settings. Allocations are tracked from the driver's own calls, so a
 // program with a static cudart, a pycuda script and PyTorch (caching allocator off) are seen
 // alike. Identical launches are written once and counted; writes are flushed line by line so
 // a program that crashes keeps what it launched. Optional: the bytes of each pointer argument
@@ -40,6 +41,9 @@ typedef CUresult (*ParamInfoFn)(void*, size_t, size_t*, size_t*);
 typedef CUresult (*PointerAttributeFn)(void*, CUpointer_attribute, CUdeviceptr);
 typedef CUresult (*SyncFn)(CUstream);
 typedef CUresult (*CopyFn)(void*, CUdeviceptr, size_t);
+typedef CUresult (*TexResourceFn)(CUDA_RESOURCE_DESC*, CUtexObject);
+typedef CUresult (*TexDescFn)(CUDA_TEXTURE_DESC*, CUtexObject);
+typedef CUresult (*ArrayDescFn)(CUDA_ARRAY3D_DESCRIPTOR*, CUarray);
 
 std::mutex lock;
 std::map<uint64_t, Allocation> allocations;  // base -> allocation
@@ -60,6 +64,9 @@ ParamInfoFn func_param_info = nullptr, kernel_param_info = nullptr;
 PointerAttributeFn pointer_attribute = nullptr;
 SyncFn stream_sync = nullptr;
 CopyFn copy_to_host = nullptr;
+TexResourceFn texture_resource = nullptr;
+TexDescFn texture_desc = nullptr;
+ArrayDescFn array_desc = nullptr;
 
 std::string escaped(const std::string& s) {
   std::string r;
@@ -128,6 +135,39 @@ bool find_allocation(uint64_t value, uint64_t* base, size_t* size, std::string* 
   return true;
 }
 
+// A texture object's resource and sampler, when `value` is the handle of one (a scalar that
+// happens to equal a live handle is recorded too; the kernel's signature says which it is).
+std::string texture_of(uint64_t value) {
+  if (!texture_resource || !texture_desc || value == 0 || value >= (1ull << 32)) return "";
+  CUDA_RESOURCE_DESC res;
+  CUDA_TEXTURE_DESC tex;
+  memset(&res, 0, sizeof res);
+  memset(&tex, 0, sizeof tex);
+  if (texture_resource(&res, value) != CUDA_SUCCESS || texture_desc(&tex, value) != CUDA_SUCCESS) return "";
+  char b[320];
+  unsigned format = 0, channels = 0;
+  size_t w = 0, h = 0, d = 0;
+  const char* kind = "";
+  if (res.resType == CU_RESOURCE_TYPE_ARRAY && array_desc) {
+    CUDA_ARRAY3D_DESCRIPTOR a;
+    memset(&a, 0, sizeof a);
+    if (array_desc(&a, res.res.array.hArray) != CUDA_SUCCESS) return "";
+    kind = "array"; format = a.Format; channels = a.NumChannels; w = a.Width; h = a.Height; d = a.Depth;
+  } else if (res.resType == CU_RESOURCE_TYPE_LINEAR) {
+    kind = "linear"; format = res.res.linear.format; channels = res.res.linear.numChannels;
+    w = res.res.linear.sizeInBytes;  // in bytes: the texel size follows from the format
+  } else if (res.resType == CU_RESOURCE_TYPE_PITCH2D) {
+    kind = "pitch2d"; format = res.res.pitch2D.format; channels = res.res.pitch2D.numChannels;
+    w = res.res.pitch2D.width; h = res.res.pitch2D.height;
+  } else {
+    return "";
+  }
+  snprintf(b, sizeof b, "{\"kind\":\"%s\",\"format\":%u,\"channels\":%u,\"dims\":[%zu,%zu,%zu],"
+           "\"address\":[%d,%d,%d],\"filter\":%d,\"flags\":%u}", kind, format, channels, w, h, d,
+           (int)tex.addressMode[0], (int)tex.addressMode[1], (int)tex.addressMode[2], (int)tex.filterMode, tex.flags);
+  return b;
+}
+
 struct Param {
   size_t offset, size;
   const unsigned char* bytes;
@@ -190,6 +230,8 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
       } else {
         std::string h = hex(p.bytes, p.size < 256 ? p.size : 256);
         item += ",\"hex\":\"" + h + "\"";
+        std::string texture = p.size == 8 ? texture_of(value) : "";
+        if (!texture.empty()) item += ",\"texture\":" + texture;
         sig += "|" + h;
       }
     }
@@ -392,6 +434,9 @@ extern "C" int InitializeInjection(void) {
     pointer_attribute = reinterpret_cast<PointerAttributeFn>(dlsym(cuda, "cuPointerGetAttribute"));
     stream_sync = reinterpret_cast<SyncFn>(dlsym(cuda, "cuStreamSynchronize"));
     copy_to_host = reinterpret_cast<CopyFn>(dlsym(cuda, "cuMemcpyDtoH_v2"));
+    texture_resource = reinterpret_cast<TexResourceFn>(dlsym(cuda, "cuTexObjectGetResourceDesc"));
+    texture_desc = reinterpret_cast<TexDescFn>(dlsym(cuda, "cuTexObjectGetTextureDesc"));
+    array_desc = reinterpret_cast<ArrayDescFn>(dlsym(cuda, "cuArray3DGetDescriptor_v2"));
   }
   fprintf(out, "{\"meta\":{\"pid\":%d,\"param_info\":%s}}\n", getpid(),
           func_param_info || kernel_param_info ? "true" : "false");

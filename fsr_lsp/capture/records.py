@@ -25,6 +25,7 @@ class CapturedParam:
     size: int  # bytes of the parameter
     raw: bytes | None  # its value, when it is no pointer into device memory
     alloc: Allocation | None
+    texture: dict | None = None  # when its value is a live texture object: its resource and sampler
 
     def as_int(self, signed: bool = True) -> int | None:
         if self.raw is None or self.size not in (1, 2, 4, 8) or len(self.raw) != self.size:
@@ -139,7 +140,7 @@ def _launch(entry: dict, folder: Path) -> CapturedLaunch:
         raw = bytes.fromhex(p["hex"]) if isinstance(p.get("hex"), str) and re.fullmatch(r"[0-9a-f]*", p["hex"]) else None
         params.append(CapturedParam(int(p["offset"]), int(p["size"]), raw,
                                     Allocation(int(alloc["size"]), int(alloc["offset"]), str(alloc.get("via", "")))
-                                    if alloc else None))
+                                    if alloc else None, p["texture"] if isinstance(p.get("texture"), dict) else None))
     snapshot = {int(k): folder / Path(v).name for k, v in (entry.get("snapshot") or {}).items()}
     return CapturedLaunch(str(entry["kernel"]), str(entry["name"]), str(entry["base"]),
                           _dims(entry["grid"]), _dims(entry["block"]), int(entry["smem"]), tuple(params),

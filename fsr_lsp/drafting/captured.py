@@ -25,9 +25,11 @@ from ..kernels import Kernel, Param
 from ..kernels.c_types import element_type
 from ..kernels.lexical import lex, spec_blocks, split_top_level
 from ..source import SourceText
-from ..specs import BufferArg, evaluate, evaluate_int, parse_spec, render_spec
+from ..specs import BufferArg, ScalarArg, evaluate, evaluate_int, parse_spec, render_spec
+from ..specs.texture import is_texture
 from ..specs.model import Spec
 from .captured_ranges import captured_values, init_from_values
+from .captured_textures import NotATexture, texture_value
 from .draft import Draft, positive, read_back, toml_dims
 from .writes import Access, direction, index_arrays, pointer_access
 
@@ -149,6 +151,7 @@ class _Values:
     scalars: dict[str, int | float]  # by parameter name
     extents: dict[str, int]  # pointer parameter -> elements from the pointer to its allocation's end
     dtypes: dict[str, str]
+    textures: dict[str, dict]  # texture parameter -> what the capture read of it
 
 
 def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
@@ -160,8 +163,13 @@ def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
     template = launch.template_args
     subst = dict(zip([t.split("=")[0].split()[-1] for t in kernel.template_params],
                      [a.strip() for a in split_top_level(template)]))
-    values = _Values(template, {}, {}, {})
+    values = _Values(template, {}, {}, {}, {})
     for p, c in zip(kernel.params, launch.params):
+        if is_texture(p):
+            if c.texture is None:
+                raise NotCaptured(f"`{p.name}` is no texture object the driver knows (destroyed before the launch?)")
+            values.textures[p.name] = c.texture
+            continue
         dtype, lanes = (p.dtype, p.lanes) if p.dtype else element_type(subst.get(p.base_type, p.base_type))
         if dtype is None:
             raise NotCaptured(f"the element type of `{p.name}` ({p.base_type}) is unknown")
@@ -198,7 +206,7 @@ def _from_draft(kernel: Kernel, text: str, launch: CapturedLaunch, values: _Valu
         return None, "the draft does not parse"
     sizes: dict[str, int] = {}
     for a in spec.args:
-        if not isinstance(a, BufferArg) and isinstance(a.value, str) and a.value in spec.bench:
+        if isinstance(a, ScalarArg) and isinstance(a.value, str) and a.value in spec.bench:
             sizes[a.value] = int(values.scalars[a.name])
     missing = [k for k in spec.bench if k not in sizes]
     if missing:
@@ -233,7 +241,7 @@ def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values:
             if length != values.extents[a.name]:
                 return (f"the draft's length of `{a.name}` at the captured sizes is {length}, its allocation "
                         f"holds {values.extents[a.name]} from the pointer on")
-        else:
+        elif isinstance(a, ScalarArg):
             mine, run = evaluate(a.value, sizes), values.scalars[a.name]
             if abs(mine - run) > 1e-6 * max(abs(mine), abs(run)):
                 return f"the draft passes {a.name} = {a.value}, the run passed {run!r}"
@@ -246,6 +254,13 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
              if isinstance(v, int) and v >= 1 and not values.dtypes[k].startswith(("float", "bfloat"))}
     named = _expressions(sizes)
     lengths = {k: named.get(v, str(v)) for k, v in values.extents.items()}
+    try:
+        textures = {k: texture_value(info, named) for k, info in values.textures.items()}
+    except NotATexture as e:
+        raise NotCaptured(str(e)) from None
+    for k, (_, extents) in textures.items():  # a texture scales with the sizes when each of its extents does
+        fixed = [e for e in extents if e.isdigit()]
+        lengths[f"{k} (texture)"] = " * ".join(extents) if not fixed else str(_product(values.textures[k]))
     covered = {v: lengths[k] for k, v in values.extents.items() if not lengths[k].isdigit()}  # what a grid covers
     grid = [_grid_expr(g, b, covered, named) for g, b in zip(launch.grid, launch.block)]
     block = list(launch.block)
@@ -270,6 +285,10 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
     indexes = index_arrays(src, kernel)
     args = []
     for p in kernel.params:
+        if p.name in textures:
+            args.append(f'{p.name} = "{textures[p.name][0]}"')
+            out.provenance[p.name] = f"the texture object the run passed: {textures[p.name][0]}"
+            continue
         if not p.is_pointer:
             value = values.scalars[p.name]
             args.append(f'{p.name} = "{p.name}"' if p.name in sizes else f"{p.name} = {value!r}")
@@ -296,6 +315,13 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
     if values.template:
         lines.append(f"template = {json.dumps(values.template)}")
     return lines + ["[args]", *args], note
+
+
+def _product(info: dict) -> int:
+    n = 1
+    for d in info.get("dims", []):
+        n *= max(1, int(d))
+    return n
 
 
 def _expressions(sizes: dict[str, int]) -> dict[int, str]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from ..kernels import Kernel
+from ..kernels.c_types import element_type
 from ..specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
+from ..specs.model import TextureArg
 from ..specs.model import SizeSet
 from ..specs.parse import param_dtype, template_substitution
-from .records import ArgPlan, LaunchPlan, SizePlan
+from .records import ArgPlan, LaunchPlan, SizePlan, TexturePlan
 
 EDGE_MULTIPLE = 32  # sizes that are all multiples of this get an extra edge size
 
@@ -58,6 +60,8 @@ def _dim3(values: list[int]) -> tuple[int, int, int]:
 def _arg_plan(kernel: Kernel, spec: Spec, index: int, sizes: SizeSet, subst: dict[str, str]) -> ArgPlan:
     param = kernel.params[index]
     arg = spec.args[index]
+    if isinstance(arg, TextureArg):
+        return _texture_plan(arg, sizes)
     dtype, lanes = param_dtype(param, subst)
     assert dtype is not None, f"{param.name}: unknown element type (the spec check should have refused it)"
     if isinstance(arg, BufferArg):
@@ -68,6 +72,15 @@ def _arg_plan(kernel: Kernel, spec: Spec, index: int, sizes: SizeSet, subst: dic
     is_int = dtype.startswith(("int", "uint", "bool"))
     value = evaluate_int(arg.value, sizes, arg.name) if is_int else float(evaluate(arg.value, sizes))
     return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, value=value)
+
+
+def _texture_plan(arg: TextureArg, sizes: SizeSet) -> ArgPlan:
+    texel, channels = element_type(arg.texel)
+    assert texel is not None, f"{arg.name}: texel type {arg.texel} (the spec check should have refused it)"
+    dims = tuple(evaluate_int(d, sizes, f"size of {arg.name}") for d in arg.shape)
+    return ArgPlan(name=arg.name, kind="texture", dtype="uint64", init=arg.init,
+                   texture=TexturePlan(dims, texel, channels, arg.linear, arg.address, arg.filter, arg.normalized,
+                                       arg.read))
 
 
 def _volume(sizes: SizeSet) -> int:

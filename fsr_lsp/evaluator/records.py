@@ -73,18 +73,41 @@ class LaunchPlan:
 
 
 
+@dataclass(frozen=True)
+class TexturePlan:
+    """A texture object at one size (specs.TextureArg with its sizes evaluated)."""
+
+    dims: tuple[int, ...]  # texels: (W,), (W, H) or (W, H, D)
+    texel: str  # the element type of one channel
+    channels: int = 1
+    linear: bool = False  # linear memory (tex1Dfetch), else a CUDA array
+    address: str = "clamp"
+    filter: str = "point"
+    normalized: bool = False
+    read: str = "element"
+
+    @property
+    def texels(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+
 @dataclass
 class ArgPlan:
-    """One kernel argument at one size: a buffer to allocate or a scalar to pass."""
+    """One kernel argument at one size: a buffer to allocate, a scalar to pass, or a texture
+    object (passed as its 64-bit handle, `value`, once the GPU session has made and filled it)."""
 
     name: str
-    kind: Literal["buffer", "scalar"]
+    kind: Literal["buffer", "scalar", "texture"]
     dtype: str  # numpy-style element type
     lanes: int = 1
     length: int = 0  # in elements of the C type (a float4 counts once)
     direction: Literal["in", "out", "inout"] = "in"
     init: Init | None = None
     source: str = ""  # init captured(): "OFFSET:PATH" of the bytes a captured run had
+    texture: TexturePlan | None = None
     value: int | float | None = None
     rtol: float = 0.0
     atol: float = 0.0

@@ -87,6 +87,11 @@ def describe_buffers(bench: SizePlan) -> str:
     for a in bench.args:
         if a.kind == "buffer":
             items.append(f"{a.name}: {a.direction} {a.dtype}[{a.numel}]")
+        elif a.texture is not None:
+            t = a.texture
+            items.append(f"{a.name}: texture object over {'linear memory' if t.linear else 'a CUDA array'} of "
+                         f"{'x'.join(map(str, t.dims))} {t.texel}{'x' + str(t.channels) if t.channels > 1 else ''} "
+                         f"texels ({t.address}, {t.filter} filtering)")
         else:
             items.append(f"{a.name} = {a.value}")
     return ", ".join(items)

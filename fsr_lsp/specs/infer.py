@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..kernels.model import Kernel
 from ..source import SourceText
 from .model import BufferArg, Problem, ScalarArg, Spec, SpecResult
+from .texture import is_texture
 
 BENCH_N = 1 << 24
 TEST_NS = (1, 1000, 65537)
@@ -32,6 +33,11 @@ def infer_from_signature(kernel: Kernel) -> tuple[Spec | None, str]:
     others = [p for p in kernel.params if not p.is_pointer and p not in ints]
     if not pointers:
         return None, "it takes no pointers, so there is nothing to compare"
+    textures = [p.name for p in kernel.params if is_texture(p)]
+    if textures:
+        return None, (f"{', '.join(textures)} {'is a texture object' if len(textures) == 1 else 'are texture objects'}: "
+                      f"its shape and texel type come from a captured run (fsr capture) or a spec's "
+                      f"\"texture[W, H] TYPE\"")
     unknown = [p.name for p in kernel.params if p.dtype is None]
     if unknown:
         return None, f"unknown element type of {', '.join(unknown)}"

@@ -33,12 +33,29 @@ class BufferArg:
 
 
 @dataclass(frozen=True)
+class TextureArg:
+    """A texture object (`cudaTextureObject_t`): fsr makes the texture, fills it like an input
+    buffer at every seed and passes its handle. `shape` is [W], [W, H] or [W, H, D] (a CUDA
+    array, as tex1D/tex2D/tex3D read it) or, with `linear`, [N] of linear memory (tex1Dfetch)."""
+
+    name: str
+    shape: tuple[str, ...]  # expressions over size names, in texels
+    texel: str  # its C type: `uchar`, `float4`, `unsigned short`
+    init: Init
+    linear: bool = False
+    address: Literal["clamp", "wrap", "mirror", "border"] = "clamp"
+    filter: Literal["point", "linear"] = "point"
+    normalized: bool = False  # coordinates in [0, 1)
+    read: Literal["element", "normalized"] = "element"  # integer texels read as floats in [0, 1] with "normalized"
+
+
+@dataclass(frozen=True)
 class ScalarArg:
     name: str
     value: str | int | float  # a number or an expression over size names
 
 
-Arg = BufferArg | ScalarArg
+Arg = BufferArg | ScalarArg | TextureArg
 
 
 @dataclass(frozen=True)
@@ -116,3 +133,16 @@ def default_init(dtype: str) -> Init:
     if dtype == "int8":
         return Init("randint", -100, 100)
     return Init("randint", -1000, 1000)
+
+
+def init_spelling(init) -> str:
+    """An Init as the spec writes it."""
+    if init.kind == "captured":
+        return "captured()"
+    if init.kind == "fill":
+        return "zeros()" if init.lo == 0 else f"fill({init.lo:g})"
+    if init.kind == "normal" and (init.lo, init.hi) == (0.0, 1.0):
+        return "normal()"
+    if init.kind == "randint":  # exact: a bound like 2^32 must not round
+        return f"randint({int(init.lo)}, {int(init.hi)})"
+    return f"{init.kind}({init.lo:g}, {init.hi:g})"

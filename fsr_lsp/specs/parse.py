@@ -14,7 +14,9 @@ from ..source import SourceText, Span
 from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
 from .ref import read_ref
-from .model import Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, default_init
+from .model import (Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, TextureArg,
+                    default_init)
+from .texture import is_texture, read_texture, texture_arg
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge")
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
@@ -247,6 +249,8 @@ def param_dtype(p: Param, subst: dict[str, str]) -> tuple[str | None, int]:
 
 
 def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str, str]) -> Arg:
+    if is_texture(p):
+        return _texture(ctx, p, value, sizes)
     if not p.is_pointer:
         if isinstance(value, str) and _BUFFER.match(value):
             raise ctx.fail(f"{p.name} is a scalar ({p.type_text}); give a number or a size expression, not {value!r}", p.name, "args")
@@ -284,6 +288,23 @@ def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str,
         ctx.add(f"{p.name} is out: its init is ignored (outputs are poisoned before each run; use inout to read them)",
                 p.name, "args", severity="warning")
     return BufferArg(p.name, direction, length.strip(), init)
+
+
+def _texture(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> TextureArg:
+    try:
+        parts = read_texture(value)
+    except ValueError as e:
+        raise ctx.fail(f"{p.name}: {e}", p.name, "args", code="spec-bad-arg") from None
+    for extent in parts.shape:
+        for s in sizes:
+            try:
+                n = evaluate_int(extent, s, f"size of {p.name}")
+            except ExprError as e:
+                raise ctx.fail(f"{p.name}: size {extent!r} does not evaluate: {e}", p.name, "args",
+                               code="spec-bad-arg") from None
+            if n <= 0:
+                raise ctx.fail(f"{p.name}: size {extent!r} gives {n} at {_fmt(s)}", p.name, "args", code="spec-bad-arg")
+    return texture_arg(p.name, parts, _init(ctx, p, parts.init, parts.dtype))
 
 
 def _expr_ok_scalar(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> bool:

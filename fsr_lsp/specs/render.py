@@ -8,7 +8,8 @@ import json
 
 from ..kernels.model import Kernel
 from .infer import BENCH_N, DEFAULT_BLOCK, SCALAR_FLOAT, infer_from_signature
-from .model import BufferArg, Spec
+from .model import BufferArg, Spec, TextureArg, init_spelling
+from .texture import is_texture, texture_spelling
 
 
 def spec_template(kernel: Kernel) -> str:
@@ -34,7 +35,10 @@ def spec_template(kernel: Kernel) -> str:
         lines.append(f'template = "TODO"  # arguments for {", ".join(kernel.template_params)}')
     lines.append("[args]")
     for p in kernel.params:
-        if p.is_pointer:
+        if is_texture(p):
+            lines.append(f'{p.name} = "texture[{", ".join(names[:2])}] float"  # TODO: its shape, texel type and '
+                         f'sampler (address=, filter=); or capture a run')
+        elif p.is_pointer:
             direction = "in" if p.pointee_const else "inout"
             note = "" if p.pointee_const else "  # TODO: out if the kernel never reads it"
             lines.append(f'{p.name} = "{direction}[{total}]"{note}')
@@ -45,18 +49,6 @@ def spec_template(kernel: Kernel) -> str:
     lines.append("*/")
     return "\n".join(lines) + "\n"
 
-
-def init_spelling(init) -> str:
-    """An Init as the spec writes it."""
-    if init.kind == "captured":
-        return "captured()"
-    if init.kind == "fill":
-        return "zeros()" if init.lo == 0 else f"fill({init.lo:g})"
-    if init.kind == "normal" and (init.lo, init.hi) == (0.0, 1.0):
-        return "normal()"
-    if init.kind == "randint":  # exact: a bound like 2^32 must not round
-        return f"randint({int(init.lo)}, {int(init.hi)})"
-    return f"{init.kind}({init.lo:g}, {init.hi:g})"
 
 
 def render_spec(spec: Spec) -> str:
@@ -89,7 +81,9 @@ def render_spec(spec: Spec) -> str:
         lines.append("edge = false")
     lines.append("[args]")
     for a in spec.args:
-        if isinstance(a, BufferArg):
+        if isinstance(a, TextureArg):
+            lines.append(f'{a.name} = "{texture_spelling(a)}"')
+        elif isinstance(a, BufferArg):
             init = a.init
             init_text = init_spelling(init)
             lines.append(f'{a.name} = "{a.direction}[{a.length}] {init_text}"' if a.direction != "out"

@@ -46,9 +46,14 @@ def seed_for(job: EvalJob, size_index: int, j: int) -> int:
 
 
 def make_inputs(session: GpuSession, plan: SizePlan, seed: int) -> dict[str, Any]:
-    """Pristine input buffers (in and inout) for one seed."""
+    """Pristine input buffers (in and inout) for one seed; textures are filled for it in place
+    (their handles, the arguments, stay)."""
     gen = session.torch.Generator(device=session.device)
     gen.manual_seed(seed)
+    for a in plan.args:
+        if a.kind == "texture" and a.texture is not None:
+            texels = ArgPlan(a.name, "buffer", a.texture.texel, a.texture.channels, a.texture.texels, init=a.init)
+            a.value = session.textures.filled(a.name, a.texture, generate(session.torch, session.device, texels, gen))
     return {a.name: generate(session.torch, session.device, a, gen)
             for a in plan.args if a.kind == "buffer" and a.direction != "out"}
 

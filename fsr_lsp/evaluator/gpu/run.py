@@ -118,7 +118,7 @@ def _sanitize_runs(ctx: JobContext) -> None:
         inputs = make_inputs(session, plan, seed_for(job, index, 0))
         args: list[Any] = []
         for a in plan.args:
-            if a.kind == "scalar":
+            if a.kind != "buffer":  # a scalar, or a texture's handle
                 args.append(a.value)
                 continue
             nbytes = a.nbytes

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
 from ..relocatable import device_runtime, is_relocatable
+from .textures import Textures
 
 
 class Unavailable(RuntimeError):
@@ -41,6 +42,7 @@ class GpuSession:
             raise Unavailable(f"GPU {index} requested but only {torch.cuda.device_count()} visible")
         self.torch = torch
         self.cuda = cuda
+        self.textures = Textures(torch)
         torch.cuda.set_device(index)
         torch.empty(1, device="cuda")  # creates the primary context that pycuda joins below
         cuda.init()

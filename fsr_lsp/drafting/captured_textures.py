@@ -1,0 +1,49 @@
+"""A texture object's spec value from what the capture read of it at the launch (its array's
+or linear memory's format, channels and extent, and its sampler): the texture fsr makes for
+verification is the one the program made, filled with fresh values at every seed."""
+
+from __future__ import annotations
+
+_FORMATS = {0x01: "uint8", 0x02: "uint16", 0x03: "uint32", 0x08: "int8", 0x09: "int16", 0x0A: "int32",
+            0x10: "float16", 0x20: "float32"}  # CUarray_format
+_ITEM = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4, "float16": 2, "float32": 4}
+_ONE = {"uint8": "unsigned char", "int8": "char", "uint16": "unsigned short", "int16": "short",
+        "uint32": "unsigned int", "int32": "int", "float16": "half", "float32": "float"}
+_VECTOR = {"uint8": "uchar", "int8": "char", "uint16": "ushort", "int16": "short", "uint32": "uint", "int32": "int",
+           "float16": "half", "float32": "float"}
+_ADDRESS = {0: "wrap", 1: "clamp", 2: "mirror", 3: "border"}
+_READ_AS_INTEGER, _NORMALIZED_COORDINATES = 0x01, 0x02
+
+
+class NotATexture(ValueError):
+    """Why the captured texture cannot be written as a spec."""
+
+
+def texture_value(info: dict, named: dict[int, str]) -> tuple[str, list[str]]:
+    """(the spec's value, its extents as expressions) for a captured texture; extents equal to
+    an integer argument (or a product of two) are written as that argument."""
+    dtype = _FORMATS.get(int(info.get("format", 0)))
+    channels = int(info.get("channels", 1))
+    if dtype is None or channels not in (1, 2, 4) or (dtype == "float16" and channels == 4):
+        raise NotATexture(f"its texels (format {info.get('format')}, {channels} channels) are not ones fsr can fill")
+    kind = info.get("kind")
+    dims = [int(d) for d in info.get("dims", [])][:3]
+    if kind == "linear":
+        dims = [dims[0] // (_ITEM[dtype] * channels)] if dims else []
+    else:
+        while len(dims) > 1 and dims[-1] == 0:  # a 2D array has depth 0, a 1D one height 0 too
+            dims.pop()
+    if not dims or any(d < 1 for d in dims):
+        raise NotATexture(f"its extent {info.get('dims')} is empty")
+    extents = [named.get(d, str(d)) for d in dims]
+    texel = _ONE[dtype] if channels == 1 else f"{_VECTOR[dtype]}{channels}"
+    words = [f"{'linear' if kind == 'linear' else 'texture'}[{', '.join(extents)}]", texel]
+    if kind != "linear":
+        address = _ADDRESS.get(int((info.get("address") or [1])[0]), "clamp")
+        flags = int(info.get("flags", 0))
+        words += [f"address={address}"] if address != "clamp" else []
+        words += ["filter=linear"] if int(info.get("filter", 0)) == 1 else []
+        words += ["coords=normalized"] if flags & _NORMALIZED_COORDINATES else []
+        if not dtype.startswith("float") and not flags & _READ_AS_INTEGER:
+            words.append("read=normalized")
+    return " ".join(words), extents
