@@ -119,3 +119,23 @@ def test_prepare_refuses_a_captured_buffer_without_saved_bytes(cache_dir, tmp_pa
     ready = prepare(text, "axpy", None, "sm_90a", dataclasses.replace(options, real_inputs=tuple(
         saved(tmp_path, np.arange(4096)).items())))
     assert ready.job is not None and [a.source for a in ready.job.sizes[-1].args if a.name == "x"][0].endswith(".bin")
+
+
+def test_fsr_eval_finds_the_bytes_a_captured_spec_asks_for(tmp_path):
+    import struct
+
+    from fsr_lsp.cli.eval_cmd import _requested_inputs
+
+    from .test_capture import i32, ptr, write_capture
+
+    (tmp_path / ".git").mkdir()
+    text = OFFSETS
+    (tmp_path / "k.cu").write_text(text)
+    assert _requested_inputs(tmp_path / "k.cu", text, "axpy") == ()  # no capture yet
+    record = {"id": 0, "kernel": "_Z4axpyifPKfPf", "name": "axpy(int, float, float const*, float*)", "base": "axpy",
+              "grid": [16, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [{"offset": 0, "size": 4, "hex": i32(4096)}, {"offset": 4, "size": 4, "hex": struct.pack("<f", 1.5).hex()},
+                         ptr(16384), ptr(16384)], "snapshot": {"2": "x.bin", "3": "y.bin"}}
+    folder = write_capture(tmp_path, [record])
+    assert _requested_inputs(tmp_path / "k.cu", text, "axpy") == (("x", f"0:{folder / 'x.bin'}"),)  # y is not asked for
+    assert _requested_inputs(tmp_path / "k.cu", text, "nope") == ()

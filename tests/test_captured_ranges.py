@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.capture import latest_capture
-from fsr_lsp.drafting.captured_ranges import captured_values, init_from_values
+from fsr_lsp.drafting.captured_ranges import ITEMSIZES, captured_values, init_from_values
 from fsr_lsp.drafting.origin import kernel_specs
 from fsr_lsp.kernels import discover_kernels
 from fsr_lsp.specs import Init, parse_spec, render_spec
+from fsr_lsp.specs.model import init_spelling
 from fsr_lsp.source import SourceText
 
 from .test_capture import i32, ptr, write_capture
@@ -80,11 +81,13 @@ def test_an_unreadable_or_short_snapshot_keeps_the_default_inputs(tmp_path: Path
     ("float16", struct.pack("<3e", -1.5, 0.0, 2.5), "in", Init("uniform", -1.5, 2.5)),
     ("float32", struct.pack("<2f", 3.0, 3.0), "inout", Init("fill", 3.0)),
     ("float32", struct.pack("<2f", 3.0, 3.0), "in", None),
+    ("uint64", struct.pack("<2Q", 0, 2**64 - 1), "in", None),  # a hash: no range torch can draw
+    ("float32", struct.pack("<2f", 0.0, 3.4e38), "in", None),  # FLT_MAX as a sentinel
 ])
 def test_ranges_by_element_type(tmp_path: Path, dtype, data, direction, expected):
     path = tmp_path / "x.bin"
     path.write_bytes(b"\0" * 8 + data)
-    size = 2 if dtype.endswith("16") else 4
+    size = ITEMSIZES[dtype]
     values = captured_values(path, 8, len(data) // size, dtype)
     found = init_from_values(values, dtype, direction)
     assert (found[0] if found else None) == expected
@@ -104,6 +107,8 @@ def test_integer_bounds_and_edge_survive_rendering():
     spec = parse_spec(src, discover_kernels(src.text)[0]).spec
     text = render_spec(spec)
     assert "randint(0, 4294967296)" in text and "edge = false" in text
+    assert init_spelling(Init("fill", 2147483647, 2147483647)) == "fill(2147483647)"
+    assert init_spelling(Init("fill", 2.5, 2.5)) == "fill(2.5)"
     again = SourceText(text + "__global__ void k(unsigned* x, int n) {}\n")
     assert parse_spec(again, discover_kernels(again.text)[0]).spec == spec
 

@@ -92,3 +92,26 @@ def test_a_search_stores_the_original_and_the_rewrite_it_timed(tmp_path):
         fastest = t.fastest(str(tmp_path / "saxpy.cu"), "saxpy", gpu.name)
     assert fastest is not None and fastest.time_ms == 0.3 and fastest.label == "the rewrite a search found"
     assert "__restrict__ x" in fastest.definition and "__restrict__ x" in fastest.source and "@fsr" in fastest.source
+
+
+def test_a_spec_holding_a_captured_runs_bytes_is_timed_with_them(workspace):
+    """x = captured(): the workspace's latest capture gives its bytes, as Optimize would."""
+    import json
+    import struct
+
+    from .test_capture import i32, ptr, write_capture
+
+    small = SAXPY.replace("bench = { n = 16777216 }", "bench = { n = 1024 }").replace(
+        "tests = [ { n = 1 }, { n = 1000 }, { n = 65537 } ]", "edge = false").replace('x = "in[n]"', 'x = "in[n] captured()"')
+    assert "captured()" in small and "edge = false" in small
+    record = {"id": 0, "kernel": "_Z5saxpyifPKfPf", "name": "saxpy(int, float, float const*, float*)", "base": "saxpy",
+              "grid": [4, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [{"offset": 0, "size": 4, "hex": i32(1024)}, {"offset": 4, "size": 4, "hex": struct.pack("<f", 2.0).hex()},
+                         ptr(4096), ptr(4096)], "snapshot": {"2": "x.bin"}}
+    folder = write_capture(workspace, [record])
+    (folder / "x.bin").write_bytes(struct.pack("<1024f", *range(1024)))
+    stored(workspace, small)
+    doubled = small.replace(BODY, "    for (int rep = 0; rep < 2; ++rep)\n        if (i < n) y[i] = a * x[i] + y[i] * 0.5f;")
+    (v,) = check(workspace, doubled)
+    assert v.kind == "slower", v.message  # without the bytes: "captured() needs the bytes ...", not compared
+    assert json.loads((folder / "capture.json").read_text())["command"] == ["./app"]

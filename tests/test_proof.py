@@ -252,3 +252,18 @@ def test_whole_number_inputs_from_a_capture_take_the_runs_own_bytes_when_their_r
     assert "edge = false" in step[0] and "`x` takes the captured run's own bytes" in step[1]
     assert relax(step[0], captured, "deterministic", "y", at_bench) is None  # nothing more to give up
     assert relax(block, captured, "compiles", "", "the original does not compile") is None
+
+
+def test_a_proof_with_saved_inputs_is_cached_apart_from_one_without(tmp_path):
+    """A captured() spec proven with a capture's bytes says nothing of a run without them."""
+    from fsr_lsp.drafting.proof import proof_key
+    from fsr_lsp.evaluator import EvalOptions
+
+    saved = tmp_path / "inputs.bin"
+    saved.write_bytes(b"\0" * 64)
+    text = FILE.format(name="shift")
+    plain = proof_key(text, "shift", "GPU", EvalOptions())
+    with_bytes = proof_key(text, "shift", "GPU", EvalOptions(real_inputs=(("x", f"0:{saved}"),)))
+    assert plain != with_bytes
+    saved.write_bytes(b"\0" * 128)  # another capture's bytes under the same name
+    assert proof_key(text, "shift", "GPU", EvalOptions(real_inputs=(("x", f"0:{saved}"),))) != with_bytes

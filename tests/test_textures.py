@@ -14,6 +14,7 @@ from fsr_lsp.drafting.origin import kernel_specs
 from fsr_lsp.evaluator.plan import build_plans
 from fsr_lsp.evaluator.records import TexturePlan
 from fsr_lsp.kernels import find_kernel
+from fsr_lsp.kernels.c_types import element_type
 from fsr_lsp.source import SourceText
 from fsr_lsp.specs import Init, parse_spec, render_spec, spec_template
 from fsr_lsp.specs.infer import infer_from_signature
@@ -58,6 +59,9 @@ def test_texture_forms_parse_and_render_back(text, expected):
     ("linear[w] float filter=linear", "tex1Dfetch"),
     ("texture[w - 5, h] float", "size 'w - 5' gives 0 at w=5, h=3"),
     ("texture[w, h] float randint(3, 3)", "holds no value"),
+    ("texture[w, h] float captured()", "captured() is for buffers"),
+    ("texture[w, h] uchar filter=linear", "integer texels need read=normalized"),
+    ("texture[w, h] float address=wrap", "needs coords=normalized"),
 ])
 def test_texture_mistakes_are_said_on_the_argument(text, words):
     result = parsed(text)
@@ -66,13 +70,14 @@ def test_texture_mistakes_are_said_on_the_argument(text, words):
 
 
 def test_the_plans_hold_each_sizes_texture_and_pass_its_handle_as_64_bits():
-    src = SourceText(spec_text("texture[w, h] uchar4 filter=linear"))
+    src = SourceText(spec_text("texture[w, h] uchar4 filter=linear read=normalized"))
     k = find_kernel(src, "halve")
     plans = build_plans(k, parse_spec(src, k).spec)
     image = [next(a for a in p.args if a.name == "image") for p in plans]
     assert [a.texture.dims for a in image] == [(5, 3), (64, 32)]
+    assert element_type("uchar") == ("uint8", 1) and element_type("uint") == ("uint32", 1)
     assert image[0].kind == "texture" and image[0].dtype == "uint64" and image[0].value is None
-    assert image[0].texture == TexturePlan((5, 3), "uint8", 4, False, "clamp", "linear", False, "element")
+    assert image[0].texture == TexturePlan((5, 3), "uint8", 4, False, "clamp", "linear", False, "normalized")
     assert image[0].texture.texels == 15
 
 
@@ -95,8 +100,36 @@ def test_captured_textures_become_spec_values():
     assert texture_value({**ARRAY, "flags": 0}, {})[0].endswith("read=normalized")  # bytes read as [0, 1] floats
     linear = {"kind": "linear", "format": 0x20, "channels": 2, "dims": [8000, 0, 0]}
     assert texture_value(linear, {1000: "n"})[0] == "linear[n] float2"  # 8000 bytes of float2
+    bytes_as_floats = {"kind": "linear", "format": 0x01, "channels": 1, "dims": [64, 0, 0], "flags": 0}
+    assert texture_value(bytes_as_floats, {})[0] == "linear[64] unsigned char read=normalized"
+    assert "address" not in texture_value({**ARRAY, "address": [0, 0, 0]}, {})[0]  # wrap needs normalized coordinates
     with pytest.raises(NotATexture):
         texture_value({**ARRAY, "format": 0x30}, {})
+    with pytest.raises(NotATexture, match="layered"):
+        texture_value({**ARRAY, "flags3d": 1}, {})
+
+
+def test_a_texture_the_gpu_cannot_make_is_the_specs_failure_not_a_crash():
+    from fsr_lsp.evaluator.gpu.common import Failure, make_inputs
+    from fsr_lsp.evaluator.gpu.textures import TextureError
+
+    torch = pytest.importorskip("torch")
+
+    class Refusing:
+        def filled(self, name, plan, values):
+            raise TextureError("cuArray3DCreate: CUDA_ERROR_INVALID_VALUE")
+
+    class Session:
+        def __init__(self):
+            self.torch, self.device, self.textures = torch, "cpu", Refusing()
+
+    src = SourceText(spec_text("texture[w, h] float"))
+    k = find_kernel(src, "halve")
+    plan = build_plans(k, parse_spec(src, k).spec)[0]
+    with pytest.raises(Failure) as caught:
+        make_inputs(Session(), plan, 1)
+    assert caught.value.status == "spec_error" and caught.value.argument == "image"
+    assert "the texture `image` at w=5, h=3 cannot be made: cuArray3DCreate" in caught.value.message
 
 
 def test_a_captured_launch_with_a_texture_object_gives_a_spec(tmp_path: Path):

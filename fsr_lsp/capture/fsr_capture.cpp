@@ -145,7 +145,7 @@ std::string texture_of(uint64_t value) {
   memset(&tex, 0, sizeof tex);
   if (texture_resource(&res, value) != CUDA_SUCCESS || texture_desc(&tex, value) != CUDA_SUCCESS) return "";
   char b[320];
-  unsigned format = 0, channels = 0;
+  unsigned format = 0, channels = 0, flags3d = 0;
   size_t w = 0, h = 0, d = 0;
   const char* kind = "";
   if (res.resType == CU_RESOURCE_TYPE_ARRAY && array_desc) {
@@ -153,6 +153,7 @@ std::string texture_of(uint64_t value) {
     memset(&a, 0, sizeof a);
     if (array_desc(&a, res.res.array.hArray) != CUDA_SUCCESS) return "";
     kind = "array"; format = a.Format; channels = a.NumChannels; w = a.Width; h = a.Height; d = a.Depth;
+    flags3d = a.Flags;
   } else if (res.resType == CU_RESOURCE_TYPE_LINEAR) {
     kind = "linear"; format = res.res.linear.format; channels = res.res.linear.numChannels;
     w = res.res.linear.sizeInBytes;  // in bytes: the texel size follows from the format
@@ -163,8 +164,9 @@ std::string texture_of(uint64_t value) {
     return "";
   }
   snprintf(b, sizeof b, "{\"kind\":\"%s\",\"format\":%u,\"channels\":%u,\"dims\":[%zu,%zu,%zu],"
-           "\"address\":[%d,%d,%d],\"filter\":%d,\"flags\":%u}", kind, format, channels, w, h, d,
-           (int)tex.addressMode[0], (int)tex.addressMode[1], (int)tex.addressMode[2], (int)tex.filterMode, tex.flags);
+           "\"address\":[%d,%d,%d],\"filter\":%d,\"flags\":%u,\"flags3d\":%u}", kind, format, channels, w, h, d,
+           (int)tex.addressMode[0], (int)tex.addressMode[1], (int)tex.addressMode[2], (int)tex.filterMode, tex.flags,
+           flags3d);
   return b;
 }
 

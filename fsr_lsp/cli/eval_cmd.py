@@ -17,7 +17,10 @@ from ..settings import Settings, add_setting_flags, settings_from_args
 from ..kernels import discover
 from ..source import SourceText
 from ..specs import parse_spec
+from ..capture import latest_capture
+from ..drafting.origin import requested_inputs
 from .common import InputError, fail, make_console, read_source
+from .workspace import workspace_of
 from .render import render_result
 
 EXIT = {"verified": 0, "spec_error": 2, "unavailable": 3}
@@ -63,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     options = EvalOptions(flags=settings.compiler_flags, include_dirs=(str(args.file.parent), *settings.include_paths),
                           nvcc=settings.compiler_nvcc or None,
                           compiler=args.compiler, seeds_per_size=args.seeds, base_seed=args.seed,
-                          timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)))
+                          timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)),
+                          real_inputs=_requested_inputs(args.file, source, args.kernel))
     with Evaluator(gpu, timeout=args.timeout) as evaluator, _Status(not args.json) as status:
         result = evaluate(evaluator, source, args.kernel, candidate, options,
                           sanitize_winner=settings.search_sanitize, on_stage=status.update)
@@ -94,6 +98,16 @@ def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, cand
             render_result(result, args.file, args.candidate, min_gain=settings.search_min_gain)
         return EXIT.get(result.status, 1)
     return fail(f"{missing} (it compiles for {settings.compiler_arch}: the rest needs the GPU)", 3)
+
+
+def _requested_inputs(path: Path, source: str, kernel: str) -> tuple[tuple[str, str], ...]:
+    """The saved bytes the kernel's spec asks for (captured()), from the workspace's latest capture."""
+    src = SourceText(source)
+    found = next((k for k in discover(src).kernels if k.name == kernel), None)
+    if found is None:
+        return ()
+    saved = requested_inputs(parse_spec(src, found).spec, found, latest_capture(workspace_of(path)))
+    return tuple(sorted(saved.items()))
 
 
 def _precheck(args: argparse.Namespace, source: str) -> str:

@@ -24,6 +24,7 @@ NATIVE = {"int8": "b", "uint8": "B", "bool": "B", "int16": "h", "uint16": "H", "
 ITEMSIZES = {"float16": 2, "bfloat16": 2, **{k: struct.calcsize(v) for k, v in NATIVE.items()}}
 WHOLE = {"int": 1 << 24, "float": 1 << 22}  # elements read whole up to these, else a strided sample
 SAMPLE = 1 << 20  # elements checked for whole numbers, and the sample of 16-bit floats
+LARGEST = 2.0 ** 52  # values beyond: no range (torch draws int64; floats lose whole numbers)
 
 
 def captured_values(path: Path, offset: int, count: int, dtype: str) -> list[float] | memoryview | None:
@@ -58,6 +59,8 @@ def init_from_values(values, dtype: str, direction: str) -> tuple[Init, str] | N
     if not len(finite):
         return None
     lo, hi = min(finite), max(finite)
+    if max(abs(lo), abs(hi)) > LARGEST:  # sentinels (FLT_MAX, hashes): no range to draw from
+        return None
     if lo == hi:
         if direction == "inout":
             return Init("fill", float(lo)), f"every element was {lo:g} before the captured launch: it starts there"

@@ -13,6 +13,7 @@ _VECTOR = {"uint8": "uchar", "int8": "char", "uint16": "ushort", "int16": "short
            "float16": "half", "float32": "float"}
 _ADDRESS = {0: "wrap", 1: "clamp", 2: "mirror", 3: "border"}
 _READ_AS_INTEGER, _NORMALIZED_COORDINATES = 0x01, 0x02
+_LAYERED, _CUBEMAP = 0x01, 0x04  # CUDA_ARRAY3D flags
 
 
 class NotATexture(ValueError):
@@ -27,6 +28,8 @@ def texture_value(info: dict, named: dict[int, str]) -> tuple[str, list[str]]:
     if dtype is None or channels not in (1, 2, 4) or (dtype == "float16" and channels == 4):
         raise NotATexture(f"its texels (format {info.get('format')}, {channels} channels) are not ones fsr can fill")
     kind = info.get("kind")
+    if int(info.get("flags3d", 0)) & (_LAYERED | _CUBEMAP):
+        raise NotATexture("it is a layered or cubemap array, which fsr does not make")
     dims = [int(d) for d in info.get("dims", [])][:3]
     if kind == "linear":
         dims = [dims[0] // (_ITEM[dtype] * channels)] if dims else []
@@ -38,12 +41,14 @@ def texture_value(info: dict, named: dict[int, str]) -> tuple[str, list[str]]:
     extents = [named.get(d, str(d)) for d in dims]
     texel = _ONE[dtype] if channels == 1 else f"{_VECTOR[dtype]}{channels}"
     words = [f"{'linear' if kind == 'linear' else 'texture'}[{', '.join(extents)}]", texel]
+    flags = int(info.get("flags", 0))
     if kind != "linear":
         address = _ADDRESS.get(int((info.get("address") or [1])[0]), "clamp")
-        flags = int(info.get("flags", 0))
+        if address in ("wrap", "mirror") and not flags & _NORMALIZED_COORDINATES:
+            address = "clamp"  # what CUDA does with unnormalized coordinates
         words += [f"address={address}"] if address != "clamp" else []
         words += ["filter=linear"] if int(info.get("filter", 0)) == 1 else []
         words += ["coords=normalized"] if flags & _NORMALIZED_COORDINATES else []
-        if not dtype.startswith("float") and not flags & _READ_AS_INTEGER:
-            words.append("read=normalized")
+    if not dtype.startswith("float") and not flags & _READ_AS_INTEGER:
+        words.append("read=normalized")
     return " ".join(words), extents

@@ -13,7 +13,7 @@ from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
 from ..kernels.aliases import included_texts, type_aliases, with_aliases
 from ..source import SourceText
-from ..specs import BufferArg, parse_spec, render_spec
+from ..specs import BufferArg, Spec, parse_spec, render_spec
 from .captured import captured_spec, saved_inputs
 from .draft import Draft, draft_spec
 from .host import Launch, find_launches
@@ -70,6 +70,15 @@ def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafte
     return [spec_of(name, src, with_aliases(k, types), launches, drafter, orphans, types, capture) for k in found.kernels]
 
 
+def requested_inputs(spec: Spec | None, kernel: Kernel, capture: Capture | None) -> dict[str, str]:
+    """The saved bytes a spec of the user's own asks for (its captured() buffers), no more: the
+    run's other buffers may fit no size of the spec."""
+    wanted = {a.name for a in (spec.args if spec else ()) if isinstance(a, BufferArg) and a.init.kind == "captured"}
+    if not wanted or capture is None:
+        return {}
+    return {b: where for b, where in saved_inputs(kernel, capture).items() if b in wanted}
+
+
 def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], drafter: Drafter | None = None,
             orphans: list[str] | None = None, types: dict[str, str] | None = None,
             capture: Capture | None = None) -> KernelSpec:
@@ -83,11 +92,7 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
     result = parse_spec(src, k)
     problems = [p.message for p in result.problems if p.severity != "info"]
     if k.spec is not None:
-        # a spec of the user's own takes saved bytes where it asks for them (captured()), no more:
-        # the run's other buffers may fit no size of the spec
-        wanted = {a.name for a in (result.spec.args if result.spec else ()) if isinstance(a, BufferArg)
-                  and a.init.kind == "captured"}
-        inputs = {b: where for b, where in saved_inputs(k, capture).items() if b in wanted} if wanted and capture else {}
+        inputs = requested_inputs(result.spec, k, capture) if capture is not None else {}
         return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems, inputs=inputs)
     draft = draft_spec(src, k, launches, name, types)  # grounded in how the kernel is used: before a guess from its signature
     not_captured: list[str] = []

@@ -21,6 +21,7 @@ from typing import Callable, Literal
 
 from ..evaluator import EvalOptions, Evaluator, EvaluatorUnavailable, prepare
 from ..evaluator.backends import Backend, LocalBackend
+from ..evaluator.captured_buffers import saved_bytes
 from ..evaluator.gpu_gate import gate
 from ..evaluator.records import Check, EvalJob, EvalResult
 from ..evaluator.sanitizer import sanitize_original
@@ -138,9 +139,15 @@ def prove_request(backend: LocalBackend, payload: dict) -> dict:
 
 def proof_key(source: str, kernel: str, gpu: str, options: EvalOptions) -> str:
     h = hashlib.sha256()
-    for part in (PROOF_VERSION, gpu, kernel, " ".join(options.flags), proof_text(source, kernel)):
+    for part in (PROOF_VERSION, gpu, kernel, " ".join(options.flags), proof_text(source, kernel), _saved(options)):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
+
+
+def _saved(options: EvalOptions) -> str:
+    """The saved inputs a proof ran with (a proof with them differs from one without, and
+    from one with another capture's), by file, offset and size."""
+    return " ".join(f"{name}={where}:{saved_bytes(where)}" for name, where in sorted(options.real_inputs))
 
 
 def _prove(evaluator: Evaluator, source: str, kernel: str, block: str, options: EvalOptions, timeout: float | None,

@@ -45,6 +45,10 @@ _SCALARS: dict[str, str] = {
     "unsigned char": "uint8",
     "uint8_t": "uint8",
     "bool": "bool",
+    # the short names CUDA's samples and image code typedef (after the standard ones: C_SPELLING takes the first)
+    "uchar": "uint8",
+    "ushort": "uint16",
+    "uint": "uint32",
 }
 
 # dtype -> bytes per element, and a C spelling of it (the first listed above)

@@ -139,8 +139,8 @@ def init_spelling(init) -> str:
     """An Init as the spec writes it."""
     if init.kind == "captured":
         return "captured()"
-    if init.kind == "fill":
-        return "zeros()" if init.lo == 0 else f"fill({init.lo:g})"
+    if init.kind == "fill":  # exact for integers: an accumulator may start at INT_MAX
+        return "zeros()" if init.lo == 0 else f"fill({int(init.lo)})" if float(init.lo).is_integer() else f"fill({init.lo!r})"
     if init.kind == "normal" and (init.lo, init.hi) == (0.0, 1.0):
         return "normal()"
     if init.kind == "randint":  # exact: a bound like 2^32 must not round

@@ -71,7 +71,16 @@ def read_texture(value: object) -> TextureText:
         options[key] = choice
     if linear and any(options.get(k, OPTIONS[k][0]) != OPTIONS[k][0] for k in ("address", "filter", "coords")):
         raise ValueError("linear[...] textures are read by tex1Dfetch: integer indices, no filtering or address modes")
-    return TextureText(linear, shape, texel, dtype, lanes, options, " ".join(rest))
+    if options.get("filter") == "linear" and not dtype.startswith("float") and options.get("read") != "normalized":
+        raise ValueError("filter=linear interpolates floats: integer texels need read=normalized (the driver refuses "
+                         "linear filtering of integers read as integers)")
+    if options.get("address") in ("wrap", "mirror") and options.get("coords") != "normalized":
+        raise ValueError(f"address={options['address']} needs coords=normalized (CUDA wraps and mirrors normalized "
+                         f"coordinates only)")
+    init = " ".join(rest)
+    if init.startswith("captured"):
+        raise ValueError("captured() is for buffers: a texture is filled with fresh values at every seed")
+    return TextureText(linear, shape, texel, dtype, lanes, options, init)
 
 
 def texture_arg(name: str, parts: TextureText, init) -> TextureArg:

@@ -12,6 +12,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..capture import latest_capture
+from ..drafting.origin import requested_inputs
 from ..evaluator.backends import Backend, EvalRequest
 from ..evaluator.records import EvalResult
 from ..evaluator.support import load
@@ -21,6 +23,7 @@ from ..search import SearchOutcome
 from ..search.apply import ApplyError, rewrite_file
 from ..settings import Settings
 from ..source import SourceText
+from ..specs import parse_spec
 
 TIMER = "FSR_LSP_TIMER"  # "module:function" timing without a GPU (tests only): request -> EvalResult
 STAND_IN_GPU = "stand-in GPU"
@@ -40,6 +43,7 @@ def check_performance(backend: Backend | None, text: str, path: Path, workspace:
     stand_in = os.environ.get(TIMER)
     gpu = STAND_IN_GPU if stand_in else (backend.start().name if backend is not None else "")
     src = SourceText(text)
+    capture = latest_capture(workspace)  # for specs whose buffers hold a captured run's bytes (captured())
     out = []
     with Timings(workspace) as timings:
         for kernel in discover_kernels(src):
@@ -51,7 +55,9 @@ def check_performance(backend: Backend | None, text: str, path: Path, workspace:
             definition = kernel_source(src, kernel).definition
             if reference is None or definition == reference.definition:
                 continue
-            options = dataclasses.replace(settings.eval_options(path), time_only=True)
+            saved = requested_inputs(parse_spec(src, kernel).spec, kernel, capture)
+            options = dataclasses.replace(settings.eval_options(path), time_only=True,
+                                          real_inputs=tuple(sorted(saved.items())))
             request = EvalRequest(reference.source, kernel.name, definition, options)
             result = load(stand_in)(request) if stand_in else backend.evaluate([request], cancel)[0]  # type: ignore[union-attr]
             verdict = _verdict(kernel.name, definition, reference, result, settings.search_min_gain)

@@ -8,6 +8,7 @@ from typing import Any, Callable
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
 from .buffers import generate, storage_dtype
 from .session import GpuSession, LoadedKernel
+from .textures import TextureError
 
 Report = Callable[[str], None]
 
@@ -53,7 +54,11 @@ def make_inputs(session: GpuSession, plan: SizePlan, seed: int) -> dict[str, Any
     for a in plan.args:
         if a.kind == "texture" and a.texture is not None:
             texels = ArgPlan(a.name, "buffer", a.texture.texel, a.texture.channels, a.texture.texels, init=a.init)
-            a.value = session.textures.filled(a.name, a.texture, generate(session.torch, session.device, texels, gen))
+            try:
+                a.value = session.textures.filled(a.name, a.texture, generate(session.torch, session.device, texels, gen))
+            except TextureError as e:  # the spec asks for a texture this GPU cannot make
+                raise Failure("spec_error", f"the texture `{a.name}` at {plan.label} cannot be made: {e}",
+                              check="original runs", argument=a.name) from None
     return {a.name: generate(session.torch, session.device, a, gen)
             for a in plan.args if a.kind == "buffer" and a.direction != "out"}
 

@@ -21,7 +21,7 @@ _FILTER = {"point": 0, "linear": 1}
 _READ_AS_INTEGER, _NORMALIZED_COORDINATES = 0x01, 0x02
 _RESOURCE_ARRAY, _RESOURCE_LINEAR = 0, 2
 _MEMORY_DEVICE, _MEMORY_ARRAY = 2, 3
-KEPT = 8  # textures kept per session (each holds its array)
+KEPT = 16  # textures kept per session (each holds its array); more than a kernel takes
 size_t = ctypes.c_size_t
 
 
@@ -106,8 +106,13 @@ class Texture:
         tex.flags = (_READ_AS_INTEGER if integer and plan.read == "element" else 0) | \
             (_NORMALIZED_COORDINATES if plan.normalized else 0)
         self.handle = ctypes.c_uint64()
-        _check(lib.cuTexObjectCreate(ctypes.byref(self.handle), ctypes.byref(res), ctypes.byref(tex), None),
-               "cuTexObjectCreate")
+        try:
+            _check(lib.cuTexObjectCreate(ctypes.byref(self.handle), ctypes.byref(res), ctypes.byref(tex), None),
+                   "cuTexObjectCreate")
+        except TextureError:
+            if self.array:
+                lib.cuArrayDestroy(self.array)
+            raise
 
     def fill(self, values: Any) -> None:
         """New contents from a device tensor of texels (all channels, row by row)."""
