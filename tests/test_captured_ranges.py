@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.capture import latest_capture
-from fsr_lsp.drafting.captured_ranges import ITEMSIZES, captured_values, init_from_values
+from fsr_lsp.drafting.captured_ranges import captured_values, init_from_values
+from fsr_lsp.kernels.c_types import ITEMSIZE
 from fsr_lsp.drafting.origin import kernel_specs
 from fsr_lsp.kernels import discover_kernels
 from fsr_lsp.specs import Init, parse_spec, render_spec
@@ -87,8 +88,8 @@ def test_an_unreadable_or_short_snapshot_keeps_the_default_inputs(tmp_path: Path
 def test_ranges_by_element_type(tmp_path: Path, dtype, data, direction, expected):
     path = tmp_path / "x.bin"
     path.write_bytes(b"\0" * 8 + data)
-    size = ITEMSIZES[dtype]
-    values = captured_values(path, 8, len(data) // size, dtype)
+    size = ITEMSIZE[dtype]
+    values = captured_values(f"8:{path}", len(data) // size, dtype)
     found = init_from_values(values, dtype, direction)
     assert (found[0] if found else None) == expected
 
@@ -96,9 +97,9 @@ def test_ranges_by_element_type(tmp_path: Path, dtype, data, direction, expected
 def test_bfloat16_values_are_read_from_their_high_halves(tmp_path: Path):
     path = tmp_path / "x.bin"
     path.write_bytes(struct.pack("<f", -2.0)[2:] + struct.pack("<f", 6.5)[2:])
-    assert list(captured_values(path, 0, 2, "bfloat16")) == [-2.0, 6.5]
-    assert captured_values(path, 0, 3, "bfloat16") is None  # short
-    assert captured_values(tmp_path / "missing.bin", 0, 1, "int32") is None
+    assert list(captured_values(f"0:{path}", 2, "bfloat16")) == [-2.0, 6.5]
+    assert captured_values(f"0:{path}", 3, "bfloat16") is None  # short
+    assert captured_values(f"0:{tmp_path / 'missing.bin'}", 1, "int32") is None
 
 
 def test_integer_bounds_and_edge_survive_rendering():

@@ -106,7 +106,7 @@ def _requested_inputs(path: Path, source: str, kernel: str) -> tuple[tuple[str, 
     found = next((k for k in discover(src).kernels if k.name == kernel), None)
     if found is None:
         return ()
-    saved = requested_inputs(parse_spec(src, found).spec, found, latest_capture(workspace_of(path)))
+    saved = requested_inputs(parse_spec(src, found).spec, found, lambda: latest_capture(workspace_of(path)))
     return tuple(sorted(saved.items()))
 
 

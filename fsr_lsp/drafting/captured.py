@@ -17,7 +17,6 @@ import dataclasses
 import json
 import struct
 from itertools import combinations_with_replacement
-from pathlib import Path
 
 from ..capture import Capture, CapturedLaunch
 from ..kernels.c_types import ITEMSIZE
@@ -112,9 +111,8 @@ def _in_captured_ranges(kernel: Kernel, text: str, values: "_Values", out: Draft
         where = out.inputs.get(a.name) if isinstance(a, BufferArg) and a.direction != "out" else None
         found = None
         if where is not None:
-            offset, _, path = where.partition(":")
             lanes = next((p.lanes for p in kernel.params if p.name == a.name), 1) or 1
-            data = captured_values(Path(path), int(offset), values.extents[a.name] * lanes, values.dtypes[a.name])
+            data = captured_values(where, values.extents[a.name] * lanes, values.dtypes[a.name])
             found = init_from_values(data, values.dtypes[a.name], a.direction) if data is not None else None
         if found is not None and found[0] != a.init:
             a = dataclasses.replace(a, init=found[0])
@@ -260,7 +258,8 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
         raise NotCaptured(str(e)) from None
     for k, (_, extents) in textures.items():  # a texture scales with the sizes when each of its extents does
         fixed = [e for e in extents if e.isdigit()]
-        lengths[f"{k} (texture)"] = " * ".join(extents) if not fixed else str(_product(values.textures[k]))
+        texels = " * ".join(extents)
+        lengths[f"{k} (texture)"] = texels if not fixed else str(evaluate_int(texels, sizes, "texels"))
     covered = {v: lengths[k] for k, v in values.extents.items() if not lengths[k].isdigit()}  # what a grid covers
     grid = [_grid_expr(g, b, covered, named) for g, b in zip(launch.grid, launch.block)]
     block = list(launch.block)
@@ -315,13 +314,6 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
     if values.template:
         lines.append(f"template = {json.dumps(values.template)}")
     return lines + ["[args]", *args], note
-
-
-def _product(info: dict) -> int:
-    n = 1
-    for d in info.get("dims", []):
-        n *= max(1, int(d))
-    return n
 
 
 def _expressions(sizes: dict[str, int]) -> dict[int, str]:

@@ -15,29 +15,27 @@ from __future__ import annotations
 
 import math
 import struct
-from pathlib import Path
 
+from ..evaluator.captured_buffers import read_saved
+from ..kernels.c_types import ITEMSIZE
 from ..specs.model import Init
 
 NATIVE = {"int8": "b", "uint8": "B", "bool": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
           "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}
-ITEMSIZES = {"float16": 2, "bfloat16": 2, **{k: struct.calcsize(v) for k, v in NATIVE.items()}}
 WHOLE = {"int": 1 << 24, "float": 1 << 22}  # elements read whole up to these, else a strided sample
 SAMPLE = 1 << 20  # elements checked for whole numbers, and the sample of 16-bit floats
 LARGEST = 2.0 ** 52  # values beyond: no range (torch draws int64; floats lose whole numbers)
 
 
-def captured_values(path: Path, offset: int, count: int, dtype: str) -> list[float] | memoryview | None:
-    """The `count` elements of `dtype` at byte `offset` of a snapshot file (a strided sample
-    when there are very many); None when the file is unreadable or short."""
-    size = ITEMSIZES.get(dtype)
+def captured_values(where: str, count: int, dtype: str) -> list[float] | memoryview | None:
+    """The `count` elements of `dtype` a run saved ("OFFSET:PATH", a strided sample when there
+    are very many); None when the file is unreadable or short."""
+    size = ITEMSIZE.get(dtype)
     if size is None or count < 1:
         return None
     try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read(count * size)
-    except OSError:
+        data = read_saved(where, count * size)
+    except (OSError, ValueError):
         return None
     if len(data) < count * size:
         return None

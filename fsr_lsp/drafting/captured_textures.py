@@ -4,15 +4,15 @@ verification is the one the program made, filled with fresh values at every seed
 
 from __future__ import annotations
 
-_FORMATS = {0x01: "uint8", 0x02: "uint16", 0x03: "uint32", 0x08: "int8", 0x09: "int16", 0x0A: "int32",
-            0x10: "float16", 0x20: "float32"}  # CUarray_format
-_ITEM = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4, "float16": 2, "float32": 4}
+from ..kernels.c_types import ITEMSIZE
+from ..specs.texture import ADDRESS_MODE, ARRAY_FORMAT, FILTER_MODE, NORMALIZED_COORDINATES, READ_AS_INTEGER
+
+_FORMATS = {code: dtype for dtype, code in ARRAY_FORMAT.items()}
+_ADDRESS = {code: mode for mode, code in ADDRESS_MODE.items()}
 _ONE = {"uint8": "unsigned char", "int8": "char", "uint16": "unsigned short", "int16": "short",
         "uint32": "unsigned int", "int32": "int", "float16": "half", "float32": "float"}
 _VECTOR = {"uint8": "uchar", "int8": "char", "uint16": "ushort", "int16": "short", "uint32": "uint", "int32": "int",
            "float16": "half", "float32": "float"}
-_ADDRESS = {0: "wrap", 1: "clamp", 2: "mirror", 3: "border"}
-_READ_AS_INTEGER, _NORMALIZED_COORDINATES = 0x01, 0x02
 _LAYERED, _CUBEMAP = 0x01, 0x04  # CUDA_ARRAY3D flags
 
 
@@ -32,7 +32,7 @@ def texture_value(info: dict, named: dict[int, str]) -> tuple[str, list[str]]:
         raise NotATexture("it is a layered or cubemap array, which fsr does not make")
     dims = [int(d) for d in info.get("dims", [])][:3]
     if kind == "linear":
-        dims = [dims[0] // (_ITEM[dtype] * channels)] if dims else []
+        dims = [dims[0] // (ITEMSIZE[dtype] * channels)] if dims else []
     else:
         while len(dims) > 1 and dims[-1] == 0:  # a 2D array has depth 0, a 1D one height 0 too
             dims.pop()
@@ -44,11 +44,11 @@ def texture_value(info: dict, named: dict[int, str]) -> tuple[str, list[str]]:
     flags = int(info.get("flags", 0))
     if kind != "linear":
         address = _ADDRESS.get(int((info.get("address") or [1])[0]), "clamp")
-        if address in ("wrap", "mirror") and not flags & _NORMALIZED_COORDINATES:
+        if address in ("wrap", "mirror") and not flags & NORMALIZED_COORDINATES:
             address = "clamp"  # what CUDA does with unnormalized coordinates
         words += [f"address={address}"] if address != "clamp" else []
-        words += ["filter=linear"] if int(info.get("filter", 0)) == 1 else []
-        words += ["coords=normalized"] if flags & _NORMALIZED_COORDINATES else []
-    if not dtype.startswith("float") and not flags & _READ_AS_INTEGER:
+        words += ["filter=linear"] if int(info.get("filter", 0)) == FILTER_MODE["linear"] else []
+        words += ["coords=normalized"] if flags & NORMALIZED_COORDINATES else []
+    if not dtype.startswith("float") and not flags & READ_AS_INTEGER:
         words.append("read=normalized")
     return " ".join(words), extents

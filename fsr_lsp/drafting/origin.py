@@ -70,13 +70,15 @@ def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafte
     return [spec_of(name, src, with_aliases(k, types), launches, drafter, orphans, types, capture) for k in found.kernels]
 
 
-def requested_inputs(spec: Spec | None, kernel: Kernel, capture: Capture | None) -> dict[str, str]:
+def requested_inputs(spec: Spec | None, kernel: Kernel, capture: Callable[[], Capture | None]) -> dict[str, str]:
     """The saved bytes a spec of the user's own asks for (its captured() buffers), no more: the
-    run's other buffers may fit no size of the spec."""
+    run's other buffers may fit no size of the spec. `capture` is asked for only then (reading
+    one is a walk over files; a save should not pay it for nothing)."""
     wanted = {a.name for a in (spec.args if spec else ()) if isinstance(a, BufferArg) and a.init.kind == "captured"}
-    if not wanted or capture is None:
+    found = capture() if wanted else None
+    if found is None:
         return {}
-    return {b: where for b, where in saved_inputs(kernel, capture).items() if b in wanted}
+    return {b: where for b, where in saved_inputs(kernel, found).items() if b in wanted}
 
 
 def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], drafter: Drafter | None = None,
@@ -92,7 +94,7 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
     result = parse_spec(src, k)
     problems = [p.message for p in result.problems if p.severity != "info"]
     if k.spec is not None:
-        inputs = requested_inputs(result.spec, k, capture) if capture is not None else {}
+        inputs = requested_inputs(result.spec, k, lambda: capture)
         return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems, inputs=inputs)
     draft = draft_spec(src, k, launches, name, types)  # grounded in how the kernel is used: before a guess from its signature
     not_captured: list[str] = []

@@ -48,8 +48,7 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
     if failed_at is None or failed_at.role == "bench":
         return None if check in NOT_ABOUT_INPUTS else _structure_from_capture(block, job)
     if job.real_inputs and check in IN_BOUNDS_CHECKS:
-        block = set_key(set_key(block, "tests", "[]"), "edge", "false")
-        return block, (f"the original goes out of bounds at {failed_at.label} with inputs drawn in the captured run's "
+        return _captured_size_only(block), (f"the original goes out of bounds at {failed_at.label} with inputs drawn in the captured run's "
                        f"range: its indices come from its data, which fit the captured size alone, so it is "
                        f"{CAPTURED_ONLY}")
     if failed_at.role == "edge":
@@ -62,21 +61,31 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
 def _structure_from_capture(block: str, job: EvalJob) -> tuple[str, str] | None:
     """Saved buffers drawn as whole numbers take the run's own bytes (captured()), at the captured size only."""
     names = [name for name in job.real_inputs
-             if re.search(rf'^[ \t*]*{re.escape(name)}[ \t]*=[ \t]*"(in|inout)\[[^"]*\]\s*randint\(', block, flags=re.M)]
+             if re.search(rf'{_arg_line(name)}(in|inout)\[[^"]*\]\s*randint\(', block, flags=re.M)]
     if not names:
         return None
     for name in names:
-        block = re.sub(rf'^([ \t*]*{re.escape(name)}[ \t]*=[ \t]*"(?:in|inout)\[[^"]*\])\s*randint\([^)]*\)',
-                       r"\1 captured()", block, count=1, flags=re.M)
-    block = set_key(set_key(block, "tests", "[]"), "edge", "false")
+        block = re.sub(rf'({_arg_line(name)}(?:in|inout)\[[^"]*\])\s*randint\([^)]*\)', r"\1 captured()", block,
+                       count=1, flags=re.M)
+    block = _captured_size_only(block)
     listed = ", ".join(f"`{n}`" for n in names)
     return block, (f"random values in the run's range do not serve: {listed} take{'s' if len(names) == 1 else ''} "
                    f"the captured run's own bytes at every seed (captured()), the other inputs stay random; "
                    f"{CAPTURED_ONLY}")
 
 
+def _captured_size_only(block: str) -> str:
+    return set_key(set_key(block, "tests", "[]"), "edge", "false")
+
+
 def _as_inout(block: str, name: str, direction: str) -> str:
-    return re.sub(rf'^([ \t*]*{re.escape(name)}[ \t]*=[ \t]*"){direction}\[', r"\1inout[", block, count=1, flags=re.M)
+    return re.sub(rf'({_arg_line(name)}){direction}\[', r"\1inout[", block, count=1, flags=re.M)
+
+
+def _arg_line(name: str) -> str:
+    """The start of the block's line for argument `name`, up to its opening quote."""
+    return rf'^[ \t*]*{re.escape(name)}[ \t]*=[ \t]*"'
+
 
 
 def _size_of(job: EvalJob, message: str):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from ..kernels import Kernel
 from ..kernels.c_types import element_type
 from ..specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
-from ..specs.model import TextureArg
-from ..specs.model import SizeSet
+from ..specs.model import SizeSet, TextureArg
 from ..specs.parse import param_dtype, template_substitution
 from .records import ArgPlan, LaunchPlan, SizePlan, TexturePlan
 

@@ -50,7 +50,6 @@ def spec_template(kernel: Kernel) -> str:
     return "\n".join(lines) + "\n"
 
 
-
 def render_spec(spec: Spec) -> str:
     """The TOML text of a spec inside a `/* @fsr ... */` comment."""
 

@@ -20,7 +20,14 @@ from ..kernels.model import Param
 from .model import TextureArg, init_spelling
 
 TEXTURE_TYPES = ("cudaTextureObject_t", "CUtexObject")
-TEXEL_DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float16", "float32")
+# the driver's codes for what a spec says of a texture (CUarray_format, CUaddress_mode,
+# CUfilter_mode, CU_TRSF_* flags): the evaluator makes textures with them, capture reads them back
+ARRAY_FORMAT = {"uint8": 0x01, "uint16": 0x02, "uint32": 0x03, "int8": 0x08, "int16": 0x09, "int32": 0x0A,
+                "float16": 0x10, "float32": 0x20}
+ADDRESS_MODE = {"wrap": 0, "clamp": 1, "mirror": 2, "border": 3}
+FILTER_MODE = {"point": 0, "linear": 1}
+READ_AS_INTEGER, NORMALIZED_COORDINATES = 0x01, 0x02
+TEXEL_DTYPES = tuple(ARRAY_FORMAT)
 OPTIONS = {"address": ("clamp", "wrap", "mirror", "border"), "filter": ("point", "linear"),
            "coords": ("unnormalized", "normalized"), "read": ("element", "normalized")}
 FORM = 'texture[W, H] TYPE [address=clamp|wrap|mirror|border] [filter=point|linear] [coords=normalized] ' \

@@ -7,6 +7,7 @@ same code and is not timed. Searches record what they timed (`record_search`).""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ def check_performance(backend: Backend | None, text: str, path: Path, workspace:
     stand_in = os.environ.get(TIMER)
     gpu = STAND_IN_GPU if stand_in else (backend.start().name if backend is not None else "")
     src = SourceText(text)
-    capture = latest_capture(workspace)  # for specs whose buffers hold a captured run's bytes (captured())
+    capture = functools.cache(lambda: latest_capture(workspace))  # for specs holding a run's bytes (captured())
     out = []
     with Timings(workspace) as timings:
         for kernel in discover_kernels(src):

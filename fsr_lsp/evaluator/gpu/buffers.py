@@ -74,7 +74,10 @@ def captured(torch: Any, arg: ArgPlan) -> Any:
 
 @lru_cache(maxsize=16)
 def _saved(source: str, nbytes: int) -> bytes:
-    return read_saved(source, nbytes)
+    data = read_saved(source, nbytes)
+    if len(data) != nbytes:  # prepare checked the size: the file changed since
+        raise OSError(f"{source} holds {len(data)} bytes, {nbytes} needed")
+    return data
 
 
 def poisoned(torch: Any, device: Any, arg: ArgPlan, which: str) -> Any:

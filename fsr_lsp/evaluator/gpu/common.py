@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..captured_buffers import read_saved
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
 from .buffers import generate, storage_dtype
 from .session import GpuSession, LoadedKernel
@@ -72,11 +73,8 @@ def captured_inputs(session: GpuSession, plan: SizePlan, real: dict[str, str], s
     for arg in plan.args:
         if arg.name not in real or arg.name not in inputs:
             continue
-        offset, _, path = real[arg.name].partition(":")
         try:
-            with open(path, "rb") as f:
-                f.seek(int(offset))
-                data = f.read(arg.nbytes)
+            data = read_saved(real[arg.name], arg.nbytes)
         except (OSError, ValueError) as e:
             return {}, f"the captured inputs of `{arg.name}` cannot be read ({e}): not checked"
         if len(data) != arg.nbytes:

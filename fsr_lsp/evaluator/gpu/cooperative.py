@@ -9,6 +9,8 @@ import ctypes
 from functools import lru_cache
 from typing import Any
 
+from .driver_api import check, libcuda
+
 _MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 _CTYPES: dict[str, Any] = {
     "float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
@@ -24,18 +26,14 @@ class CooperativeError(RuntimeError):
 
 @lru_cache(maxsize=1)
 def _driver() -> Any:
-    lib = ctypes.CDLL("libcuda.so.1")
+    lib = libcuda()
     lib.cuLaunchCooperativeKernel.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
                                               ctypes.POINTER(ctypes.c_void_p)]
     return lib
 
 
 def _check(code: int, what: str) -> None:
-    if code == 0:
-        return
-    name = ctypes.c_char_p()
-    _driver().cuGetErrorName(code, ctypes.byref(name))
-    raise CooperativeError(f"{what}: {(name.value or b'CUDA error %d' % code).decode()}")
+    check(code, what, CooperativeError)
 
 
 class CooperativeKernel:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..records import ArgPlan
 from .buffers import FLOATS, POISON_BYTE, storage_dtype
+from .driver_api import libcuda
 
 ALIGN = 256  # what cudaMalloc promises and vectorised kernels rely on
 BAND_MIN = 4096
@@ -141,7 +142,7 @@ class UnmappedPages:
 
     def __init__(self, device_index: int, keep: int = 8) -> None:
         try:
-            self._cu = ctypes.CDLL("libcuda.so.1")
+            self._cu = libcuda()
         except OSError as e:
             raise UnmappedUnavailable(f"libcuda not loadable: {e}") from None
         self._prop = _AllocationProp(type=_PINNED, requestedHandleTypes=0, location=_Location(_DEVICE, device_index))

@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import ctypes
 from collections import OrderedDict
-from functools import lru_cache
 from typing import Any
 
+from ...kernels.c_types import ITEMSIZE
+from ...specs.texture import ADDRESS_MODE, ARRAY_FORMAT, FILTER_MODE, NORMALIZED_COORDINATES, READ_AS_INTEGER
 from ..records import TexturePlan
+from .driver_api import check, libcuda
 
-_FORMAT = {"uint8": 0x01, "uint16": 0x02, "uint32": 0x03, "int8": 0x08, "int16": 0x09, "int32": 0x0A,
-           "float16": 0x10, "float32": 0x20}  # CUarray_format
-_ITEM = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4, "float16": 2, "float32": 4}
-_ADDRESS = {"wrap": 0, "clamp": 1, "mirror": 2, "border": 3}
-_FILTER = {"point": 0, "linear": 1}
-_READ_AS_INTEGER, _NORMALIZED_COORDINATES = 0x01, 0x02
 _RESOURCE_ARRAY, _RESOURCE_LINEAR = 0, 2
 _MEMORY_DEVICE, _MEMORY_ARRAY = 2, 3
 KEPT = 16  # textures kept per session (each holds its array); more than a kernel takes
@@ -66,16 +62,8 @@ class TextureError(RuntimeError):
     """The driver refused to make or fill a texture."""
 
 
-@lru_cache(maxsize=1)
-def _driver() -> Any:
-    return ctypes.CDLL("libcuda.so.1")
-
-
 def _check(code: int, what: str) -> None:
-    if code:
-        name = ctypes.c_char_p()
-        _driver().cuGetErrorName(code, ctypes.byref(name))
-        raise TextureError(f"{what}: {(name.value or b'CUDA error %d' % code).decode()}")
+    check(code, what, TextureError)
 
 
 class Texture:
@@ -83,28 +71,28 @@ class Texture:
 
     def __init__(self, torch: Any, plan: TexturePlan) -> None:
         self.plan = plan
-        lib = _driver()
-        self.row_bytes = plan.dims[0] * plan.channels * _ITEM[plan.texel]
+        lib = libcuda()
+        self.row_bytes = plan.dims[0] * plan.channels * ITEMSIZE[plan.texel]
         self.array = ctypes.c_void_p()
         self.memory: Any = None
         res = _ResourceDesc()
         if plan.linear:
-            self.memory = torch.empty(plan.texels * plan.channels * _ITEM[plan.texel], dtype=torch.uint8, device="cuda")
+            self.memory = torch.empty(plan.texels * plan.channels * ITEMSIZE[plan.texel], dtype=torch.uint8, device="cuda")
             res.resType = _RESOURCE_LINEAR
-            res.res.linear = _Linear(self.memory.data_ptr(), _FORMAT[plan.texel], plan.channels, self.memory.numel())
+            res.res.linear = _Linear(self.memory.data_ptr(), ARRAY_FORMAT[plan.texel], plan.channels, self.memory.numel())
         else:
             dims = (*plan.dims, 0, 0)[:3]
-            desc = _Array3DDescriptor(dims[0], dims[1], dims[2], _FORMAT[plan.texel], plan.channels, 0)
+            desc = _Array3DDescriptor(dims[0], dims[1], dims[2], ARRAY_FORMAT[plan.texel], plan.channels, 0)
             _check(lib.cuArray3DCreate_v2(ctypes.byref(self.array), ctypes.byref(desc)), "cuArray3DCreate")
             res.resType = _RESOURCE_ARRAY
             res.res.array = self.array
         tex = _TextureDesc()
         for i in range(3):
-            tex.addressMode[i] = _ADDRESS[plan.address]
-        tex.filterMode = _FILTER[plan.filter]
+            tex.addressMode[i] = ADDRESS_MODE[plan.address]
+        tex.filterMode = FILTER_MODE[plan.filter]
         integer = not plan.texel.startswith("float")
-        tex.flags = (_READ_AS_INTEGER if integer and plan.read == "element" else 0) | \
-            (_NORMALIZED_COORDINATES if plan.normalized else 0)
+        tex.flags = (READ_AS_INTEGER if integer and plan.read == "element" else 0) | \
+            (NORMALIZED_COORDINATES if plan.normalized else 0)
         self.handle = ctypes.c_uint64()
         try:
             _check(lib.cuTexObjectCreate(ctypes.byref(self.handle), ctypes.byref(res), ctypes.byref(tex), None),
@@ -125,12 +113,12 @@ class Texture:
         copy.srcPitch, copy.srcHeight = self.row_bytes, dims[1]
         copy.dstMemoryType, copy.dstArray = _MEMORY_ARRAY, self.array
         copy.WidthInBytes, copy.Height, copy.Depth = self.row_bytes, dims[1], dims[2]
-        _check(_driver().cuMemcpy3D_v2(ctypes.byref(copy)), "cuMemcpy3D")
+        _check(libcuda().cuMemcpy3D_v2(ctypes.byref(copy)), "cuMemcpy3D")
 
     def close(self) -> None:
-        _driver().cuTexObjectDestroy(self.handle)
+        libcuda().cuTexObjectDestroy(self.handle)
         if self.array:
-            _driver().cuArrayDestroy(self.array)
+            libcuda().cuArrayDestroy(self.array)
 
 
 class Textures:
