@@ -6,13 +6,7 @@ import pytest
 from fsr_lsp.evaluator.device_unit import device_unit, error_lines, missing_headers
 from fsr_lsp.evaluator.prepare import EvalOptions, prepare
 
-TORCH_FILE = """#include <torch/extension.h>
-#include "my_project/utils.h"
-#include <cuda_runtime.h>
-
-__device__ __forceinline__ float sq(float v) { return v * v; }
-
-/* @fsr
+SPEC = """/* @fsr
 bench = { n = 4096 }
 tests = [ { n = 1 }, { n = 1000 } ]
 grid = "cdiv(n, 256)"
@@ -22,7 +16,14 @@ y = "out[n]"
 x = "in[n]"
 n = "n"
 */
-__global__ void square(float* y, const float* x, int n) {
+"""
+TORCH_FILE = """#include <torch/extension.h>
+#include "my_project/utils.h"
+#include <cuda_runtime.h>
+
+__device__ __forceinline__ float sq(float v) { return v * v; }
+
+""" + SPEC + """__global__ void square(float* y, const float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = sq(x[i]);
 }
@@ -72,17 +73,7 @@ public:
 };
 StopWatchInterface *timer = NULL;
 
-/* @fsr
-bench = { n = 4096 }
-tests = [ { n = 1 }, { n = 1000 } ]
-grid = "cdiv(n, 256)"
-block = 256
-[args]
-y = "out[n]"
-x = "in[n]"
-n = "n"
-*/
-__global__ void twice(float* y, const float* x, int n) {
+""" + SPEC + """__global__ void twice(float* y, const float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = 2.f * x[i];
 }
