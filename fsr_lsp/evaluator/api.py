@@ -52,6 +52,10 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
         base.compile = _without_binaries(base.compile)
         return base
     result = evaluator.run(prepared.job, timeout=timeout, on_stage=on_stage, stop=cancel)
+    if result.reference_failed:  # the double-precision build crashed: the job again without it
+        why = f"its double-precision build failed ({result.reference_failed})"
+        prepared.job = dataclasses.replace(prepared.job, wide=None, wide_why=why)
+        result = evaluator.run(prepared.job, timeout=timeout, on_stage=on_stage, stop=cancel)
     result.screened = prepared.job.screen
     result.checks = base.checks + result.checks
     result.compile = _without_binaries(base.compile)

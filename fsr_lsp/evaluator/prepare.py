@@ -25,7 +25,9 @@ from .preprocessing import original_includes
 from .device_unit import device_unit, error_lines, missing_headers
 from .launch_kind import needs_cooperative_launch
 from .plan import build_plans
-from .records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, TimingConfig
+from .gpu.accuracy import grounded_buffers
+from .records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, SizePlan, TimingConfig
+from .widening import NotWidenable, widen
 
 
 # Enough to rank configurations of one kernel, a tenth of a full timing's cost; the few that
@@ -151,6 +153,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         result.checks = checks
         return Prepared(result=result)
     seeds, timing, defences = options.job_settings()
+    wide, wide_why = (None, "") if options.time_only else _double_precision(source, ref, sizes[0], options, arch)
     job = EvalJob(
         kernel=kernel_name,
         original=_launched_as_needed(orig.binary, source, kernel_name),  # type: ignore[arg-type]
@@ -164,6 +167,8 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         defences=defences,
         screen=options.screen,
         real_inputs={} if options.screen else dict(options.real_inputs),
+        wide=wide,
+        wide_why=wide_why,
     )
     pre = Prepared(job=job, kernel=kernel, spec=spec, launch_changed=launch_changed)
     pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,
@@ -195,6 +200,26 @@ def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: C
             return failed, source
         missing, errors = missing + more, errors | new_errors
     return failed, source
+
+
+def _double_precision(source: str, ref: KernelRef, plan: SizePlan, options: EvalOptions,
+                      arch: str) -> tuple[KernelBinary | None, str]:
+    """The original built with float promoted to double, for the accuracy criterion, when an
+    output can be judged against it; else (None, why not) where one could have been."""
+    if not grounded_buffers(plan):
+        return None, ""
+    if any(a.kind == "texture" for a in plan.args):
+        return None, "it reads textures, whose texels stay float"
+    try:
+        wide = widen(source, ref)
+    except NotWidenable as e:
+        return None, str(e)
+    compiled = compile_kernel(wide.source, wide.ref, options.compile_options(arch))
+    if not compiled.ok:
+        compiled, _ = _device_side(wide.source, wide.ref, options.compile_options(arch), compiled, [])
+    if not compiled.ok or compiled.binary is None:
+        return None, f"it does not compile with float promoted to double ({_first_error(compiled.log)[:160]})"
+    return _launched_as_needed(compiled.binary, wide.source, ref.name), ""
 
 
 def _launched_as_needed(binary: KernelBinary | None, text: str, kernel: str) -> KernelBinary | None:

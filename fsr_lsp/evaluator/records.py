@@ -111,6 +111,7 @@ class ArgPlan:
     value: int | float | None = None
     rtol: float = 0.0
     atol: float = 0.0
+    tolerance: Literal["default", "spec"] = "default"  # "spec": the spec's own rtol/atol, compared as they say
 
     @property
     def numel(self) -> int:
@@ -177,6 +178,10 @@ class EvalJob:
     sanitize_original: bool = False  # in sanitize mode: run the original instead of the candidate
     screen: bool = False  # a tuner's quick look: the bench size only, one input set, few repetitions
     real_inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of captured bytes (bench size)
+    # The original with float promoted to double: the reference accuracy is measured against
+    # (gpu/accuracy.py); None with `wide_why` saying why there is none.
+    wide: KernelBinary | None = None
+    wide_why: str = ""
 
 
 @dataclass
@@ -226,12 +231,17 @@ class Mismatch:
     got: str
     expected: str
     unwritten: int = 0  # elements still holding the poison value
+    scaled: bool = False  # max_abs_err is relative to the output's scale, against the double-precision run
 
     def describe(self) -> str:
-        err = f", largest error {self.max_abs_err:.3g}" if self.max_abs_err is not None else ""
+        err = "" if self.max_abs_err is None else \
+            f", largest error {self.max_abs_err:.3g} of the output's scale" if self.scaled else \
+            f", largest error {self.max_abs_err:.3g}"
         unwritten = f" ({self.unwritten} never written)" if self.unwritten else ""
         return (f"{self.buffer}: {self.bad} of {self.total} elements wrong{unwritten} at {self.size} "
-                f"(seed {self.seed}){err}; first at [{self.first_index}]: got {self.got}, expected {self.expected}")
+                f"(seed {self.seed}){err}; " + (
+                    f"worst at [{self.first_index}]: got {self.got}, in double precision {self.expected}" if self.scaled
+                    else f"first at [{self.first_index}]: got {self.got}, expected {self.expected}"))
 
 
 @dataclass
@@ -273,6 +283,7 @@ class EvalResult:
     phase_seconds: dict[str, float] = field(default_factory=dict)  # worker time per phase: load, verify, ...
     native_ms: dict[str, float] = field(default_factory=dict)  # per size label: one launch of the kernel checked
     restart_worker: bool = False  # set by the worker when its CUDA context can no longer be trusted
+    reference_failed: str = ""  # the double-precision run of the original failed: run the job again without it
     confirmed: bool = False  # passed the sanitizers too (in a search: the leaders' check, with more seeds)
     screened: bool = False  # from a screening job: checked at the bench size only, never a verdict
 

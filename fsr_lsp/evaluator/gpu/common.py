@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..captured_buffers import read_saved
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
+from .accuracy import Accuracy
 from .buffers import generate, storage_dtype
 from .session import GpuSession, LoadedKernel
 from .textures import TextureError
@@ -32,6 +33,8 @@ class JobContext:
     candidate: LoadedKernel | None
     result: EvalResult
     report: Report
+    wide: LoadedKernel | None = None  # the original in double precision (gpu/accuracy.py)
+    accuracy: Accuracy = field(default_factory=Accuracy)
 
     @property
     def torch(self) -> Any:

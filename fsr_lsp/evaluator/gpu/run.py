@@ -8,10 +8,12 @@ import time
 from typing import Any
 
 from ..records import Check, EvalJob, EvalResult
+from .accuracy import wide_args
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, seed_for
 from .session import GpuSession
 from .timing import time_job
-from .verify import Counts, checked_text, unmapped_layer, verify
+from .unmapped import unmapped_layer
+from .verify import WIDE_CHECK, Counts, checked_text, verify
 
 
 def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) -> EvalResult:
@@ -23,6 +25,8 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
         dtypes = [None if a.kind == "buffer" else a.dtype for a in job.sizes[0].args]
         ctx = JobContext(session, job, session.load(job.original, dtypes),
                          session.load(job.candidate, dtypes) if job.candidate else None, result, report)
+        if job.mode == "full":
+            _load_wide(ctx)
         result.resources["original"] = ctx.original.resources()
         if ctx.candidate:
             result.resources["candidate"] = ctx.candidate.resources()
@@ -51,12 +55,27 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
         result.message = f.message
         result.mismatch = f.mismatch
         result.restart_worker = f.restart
+        if f.check == WIDE_CHECK:
+            result.reference_failed = f.message
         if f.check:
             result.checks.append(Check(f.check, "fail", f.mismatch.describe() if f.mismatch else f.message, f.argument))
     except torch.cuda.OutOfMemoryError as e:
         result.status, result.message, result.restart_worker = "oom", f"out of GPU memory: {e}".splitlines()[0], True
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _load_wide(ctx: JobContext) -> None:
+    """The double-precision run of the original, when the job has one and it loads."""
+    job = ctx.job
+    ctx.accuracy.why_not = job.wide_why
+    if job.wide is None:
+        return
+    try:
+        dtypes = [None if a.kind == "buffer" else a.dtype for a in wide_args(job.sizes[0])]
+        ctx.wide = ctx.session.load(job.wide, dtypes)
+    except Exception as e:  # a module or entry the driver refuses: no reference, nothing broken
+        ctx.accuracy.why_not = f"its double-precision build does not load ({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})"
 
 
 class _Phases:

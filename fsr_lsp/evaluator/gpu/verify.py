@@ -1,5 +1,7 @@
 """Verification on the GPU: the original is the oracle, the candidate must match it.
 
+Float outputs are judged against the original run in double precision, the candidate held to
+the original's own error (accuracy.py); integer outputs must match exactly.
 Defences against a wrong-but-passing rewrite, in the order they run, at every size:
 - outputs poisoned before every run (NaN, then a byte pattern): unwritten elements fail;
 - every buffer inside canary guard bands, checked after every launch: writes outside a buffer
@@ -26,13 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..records import Check, EvalJob, SizePlan
+from .accuracy import grounded_buffers, to_wide, wide_args
 from .buffers import describe, poisoned
 from .common import (Failure, JobContext, buffers_of, captured_inputs, guarded_launch, inputs_only, make_inputs,
                      outputs, seed_for)
-from .guards import Guarded, UnmappedPages, UnmappedUnavailable, describe_overrun, guarded, placements
+from .guards import Guarded, describe_overrun, guarded
 from .ref import RefError, eval_ref
 from .shared import SharedPoison
 
+WIDE_CHECK = "double-precision reference"
 NAN_HINT = ("; NaN where the original has a number: it read memory nothing wrote (shared memory is filled with "
             "NaN before each launch, and every buffer sits between NaN canaries)")
 
@@ -59,6 +63,9 @@ def verify(ctx: JobContext) -> Counts:
     counts = Counts()
     ref_usable = bool(job.ref)
     shared = ctx.session.shared_poison() if job.defences.poison_shared else None
+    accuracy = ctx.accuracy
+    if ctx.wide is not None:
+        accuracy.grounded = grounded_buffers(job.sizes[0])
     for index, plan in enumerate(job.sizes):
         usable = True
         random_sets = seeds_at(job, plan)
@@ -89,6 +96,7 @@ def verify(ctx: JobContext) -> Counts:
                     break
                 raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {problem}",
                               check=problem.check, argument=problem.argument)
+            double = _double_run(ctx, plan, inputs, expected[0]) if accuracy.grounded else None
             reference = None
             if ref_usable:
                 reference, ref_problem = _reference(ctx, plan, inputs, expected[0], seed)
@@ -99,12 +107,72 @@ def verify(ctx: JobContext) -> Counts:
                 else:
                     counts.ref_compared += 1
             if ctx.candidate is not None:
-                _check_candidate(ctx, plan, inputs, expected, reference, seed, shared)
+                _check_candidate(ctx, plan, inputs, expected, reference, seed, shared, double)
             counts.seeds.append(seed)
         if usable:
             counts.sizes.append(plan.label)
     result.checks += _checks(ctx, counts, ref_usable, shared)
+    result.checks.append(_accuracy_check(ctx))
     return counts
+
+
+def _double_run(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict) -> dict | None:
+    """The original run in double precision on the same inputs (float32 promoted exactly); the
+    original's own error joins the criterion. None once the criterion has fallen back."""
+    torch, session, accuracy = ctx.torch, ctx.session, ctx.accuracy
+    wide = wide_args(plan)
+    tensors = {}
+    for a in wide:
+        if a.kind != "buffer":
+            continue
+        if a.direction == "out":
+            tensors[a.name] = torch.full((a.numel,), float("nan"), dtype=torch.float64, device=session.device) \
+                if a.dtype == "float64" else poisoned(torch, session.device, a, "A")
+        else:
+            tensors[a.name] = to_wide(torch, inputs[a.name])
+    args = [tensors[a.name].data_ptr() if a.kind == "buffer" else a.value for a in wide]
+    launch = plan.original
+    doubled = type(launch)(launch.grid, launch.block, launch.smem * 2)  # its shared arrays hold doubles now
+    assert ctx.wide is not None
+    guarded_launch(session, "original", plan.label, lambda: ctx.wide.launch(args, doubled),  # type: ignore[union-attr]
+                   what=f"the original built in double precision failed at {plan.label}", status="crashed",
+                   check=WIDE_CHECK)
+    double = {a.name: tensors[a.name] for a in outputs(plan)}
+    accuracy.observe_original(torch, plan, expected, double)
+    if not accuracy.grounded:
+        ctx.result.warnings.append(f"accuracy: no double-precision reference ({accuracy.why_not}); outputs are "
+                                   "compared with the original's within the element type's default tolerance")
+        return None
+    return double
+
+
+def _accuracy_check(ctx: JobContext) -> Check:
+    """What decided accuracy, and by what margin; a candidate beyond its bound fails here."""
+    accuracy = ctx.accuracy
+    if accuracy.grounded:
+        if ctx.candidate is None:
+            worst = ", ".join(f"{name} {w.original:.2g}" for name, w in sorted(accuracy.worst.items())
+                              if name in accuracy.grounded)
+            return Check("accuracy", "pass", f"the original's worst error against its double-precision run, over its "
+                                             f"output's scale: {worst}; a candidate may be up to 4x that, or 16 units "
+                                             "in the last place")
+        check = accuracy.verdict()
+        if check.status == "fail":
+            w = accuracy.worst[check.argument]
+            raise Failure("wrong", f"the candidate is less accurate than the original: {check.detail}", check="accuracy",
+                          mismatch=w.where, argument=check.argument)
+        return check
+    floats = [a for a in outputs(ctx.job.sizes[0]) if a.dtype in ("float16", "bfloat16", "float32", "float64")]
+    if not floats:
+        return Check("accuracy", "pass", "integer outputs: compared exactly")
+    if floats[0].tolerance == "spec":
+        return Check("accuracy", "pass", f"within the spec's rtol = {floats[0].rtol:g}, atol = {floats[0].atol:g} "
+                                         "of the original")
+    why = f" (no double-precision reference: {accuracy.why_not})" if accuracy.why_not else ""
+    tolerances = ", ".join(sorted({f"{a.dtype} rtol {a.rtol:g}, atol {a.atol:g}" for a in floats}))
+    return Check("accuracy", "pass", f"within the default tolerance of the original ({tolerances}, the atol scaled "
+                                     "by the output's magnitude under 1; or 80 units in the last place of the "
+                                     f"output's scale){why}")
 
 
 def seeds_at(job: EvalJob, plan: SizePlan) -> int:
@@ -230,10 +298,17 @@ def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, s
 
 def _kept_poison(torch: Any, arg: Any, first: Any, second: Any) -> bool:
     """Whether some element still holds the poison of both runs (NaN, then the byte pattern)."""
+    return bool(_poison_kept(torch, arg, first, second).any().item())
+
+
+def _poison_kept(torch: Any, arg: Any, first: Any, second: Any) -> Any:
+    """Per element: the first run's poison (NaN, pattern A) in `first` and B's in `second`."""
     a, b = poisoned(torch, first.device, arg, "A"), poisoned(torch, second.device, arg, "B")
-    same_a = (first.view(torch.uint8).view(-1, first.element_size()) == a.view(torch.uint8).view(-1, a.element_size())).all(1)
-    same_b = (second.view(torch.uint8).view(-1, second.element_size()) == b.view(torch.uint8).view(-1, b.element_size())).all(1)
-    return bool((same_a & same_b).any().item())
+
+    def holds(t: Any, p: Any) -> Any:
+        return (t.view(torch.uint8).view(-1, t.element_size()) == p.view(torch.uint8).view(-1, p.element_size())).all(1)
+
+    return holds(first, a) & holds(second, b)
 
 
 def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, seed: int) -> tuple[dict | None, str | None]:
@@ -250,11 +325,11 @@ def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, se
 
 
 def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, expected: list[dict], reference: dict | None,
-                     seed: int, shared: SharedPoison | None) -> None:
+                     seed: int, shared: SharedPoison | None, double: dict | None) -> None:
     torch = ctx.torch
     runs = launch_runs(ctx, "candidate", plan, inputs, "A", len(expected), shared)
     second = launch_runs(ctx, "candidate", plan, inputs, "B", 1, shared)[0]
-    _compare(ctx, plan, runs[0], second, expected[0], seed)
+    _compare(ctx, plan, runs[0], second, expected[0], seed, double)
     for snapshot in (runs[0], runs[-1]):
         for a in inputs_only(plan):
             if not torch.equal(snapshot[a.name], inputs[a.name]):
@@ -263,7 +338,8 @@ def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, expected: li
                               check="inputs unchanged")
     for k in range(1, len(runs)):
         for a in outputs(plan):
-            m = describe(torch, "chained launches", plan.label, seed, a, runs[k][a.name], expected[k][a.name], None)
+            m = describe(torch, "chained launches", plan.label, seed, a, runs[k][a.name], expected[k][a.name], None,
+                         ctx.accuracy.compare_tolerance(a.name))
             if m is not None:
                 raise Failure("wrong", f"after launch {k + 1} of {len(runs)} back to back on the same buffers, the "
                                        "candidate's output differs from the original's: it depends on what an earlier "
@@ -283,11 +359,22 @@ def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, expected: li
                 raise Failure("wrong", f"the candidate disagrees with ref.{name}: {m.describe()}", check="matches ref", mismatch=m)
 
 
-def _compare(ctx: JobContext, plan: SizePlan, first: dict, second: dict, expected: dict, seed: int) -> None:
+def _compare(ctx: JobContext, plan: SizePlan, first: dict, second: dict, expected: dict, seed: int,
+             double: dict | None) -> None:
     """The first run (outputs poisoned with NaN) against the oracle. A NaN there is an unwritten
     element only if the second run (byte-pattern poison) left its poison there too; otherwise
-    the kernel wrote NaN, read from memory nothing wrote."""
+    the kernel wrote NaN, read from memory nothing wrote. Outputs with a double-precision run
+    are judged against it (gpu/accuracy.py): here only what is wrong beyond any rounding fails
+    at once, the rest when every input set has been seen."""
     for a in outputs(plan):
+        if double is not None and a.name in ctx.accuracy.grounded:
+            _unwritten(ctx, plan, a, first, second, expected, seed)
+            m = ctx.accuracy.judge(ctx.torch, plan, seed, a, first[a.name], double[a.name])
+            if m is not None:
+                hint = NAN_HINT if m.got == "nan" and m.expected != "nan" else ""
+                raise Failure("wrong", f"the candidate's output is far from the original's: {m.describe()}{hint}",
+                              check="matches original", mismatch=m)
+            continue
         m = describe(ctx.torch, "matches original", plan.label, seed, a, first[a.name], expected[a.name], "A")
         if m is None:
             continue
@@ -303,65 +390,11 @@ def _compare(ctx: JobContext, plan: SizePlan, first: dict, second: dict, expecte
                       check="matches original", mismatch=m)
 
 
-# ------------------------------------------------------------------ unmapped pages
-
-
-def unmapped_layer(ctx: JobContext, who: str) -> Check:
-    """Each buffer, one launch at a time, against unmapped address space; a fault fails the
-    kernel (the original's: the spec's lengths) and names the buffer."""
-    d = ctx.job.defences
-    if not d.unmapped_pages:
-        return Check("unmapped pages", "skip", "switched off")
-    try:
-        pages = ctx.session.unmapped_pages()
-    except UnmappedUnavailable as e:
-        return Check("unmapped pages", "skip", str(e))
-    kernel = ctx.kernel(who)
-    memo = (kernel.digest, tuple((p.label, tuple(a.length for a in p.args)) for p in ctx.job.sizes))
-    ran: dict[str, list[str]] = {"start": [], "end": []}
-    left: list[str] = []
-    for index, plan in enumerate(ctx.job.sizes):
-        sizes = {a.name: a.nbytes for a in buffers_of(plan)}
-        if sum(sizes.values()) > d.layered_max_bytes:
-            left.append(plan.label)
-            continue
-        if memo not in ctx.session.vetted:
-            ctx.report(f"unmapped-page placements at {plan.label}")
-            inputs = make_inputs(ctx.session, plan, seed_for(ctx.job, index, 0))
-            for a in buffers_of(plan):
-                for where in placements(sizes[a.name]):
-                    _run_placed(ctx, who, plan, inputs, a.name, sizes[a.name], where, pages)
-        for where in ("start", "end"):
-            if all(where in placements(n) for n in sizes.values()):
-                ran[where].append(plan.label)
-    if who == "original":
-        ctx.session.vetted.add(memo)
-    parts = [f"every buffer starting at unmapped memory at {', '.join(ran['start'])}"]
-    if ran["end"]:
-        parts.append(f"ending there at {', '.join(ran['end'])}")
-    others = [p.label for p in ctx.job.sizes if p.label not in ran["end"] and p.label not in left]
-    if others:
-        parts.append(f"not ending there at {', '.join(others)} (lengths off the 256-byte alignment: guard bands only)")
-    if left:
-        parts.append(f"{', '.join(left)} left to the guard bands (over {d.layered_max_bytes >> 20} MiB)")
-    return Check("unmapped pages", "pass", "; ".join(parts))
-
-
-def _run_placed(ctx: JobContext, who: str, plan: SizePlan, inputs: dict, name: str, nbytes: int, where: str,
-                pages: UnmappedPages) -> None:
-    torch, session = ctx.torch, ctx.session
-    kernel = ctx.kernel(who)
-    launch = plan.original if who == "original" else plan.candidate
-    tensors = {a.name: inputs[a.name].clone() if a.direction != "out" else poisoned(torch, session.device, a, "A")
-               for a in buffers_of(plan)}
-    ptr = pages.place(nbytes, at_end=where == "end")
-    session.cuda.memcpy_dtod(ptr, tensors[name].data_ptr(), nbytes)
-    args = [ptr if a.name == name else tensors[a.name].data_ptr() if a.kind == "buffer" else a.value for a in plan.args]
-    side = "past the end" if where == "end" else "before the start"
-    what = (f"the {who} kernel faulted with `{name}` {'ending' if where == 'end' else 'starting'} at unmapped memory at "
-            f"{plan.label}: it reads or writes {side} of `{name}`")
-    if who == "original":
-        what += f" (the spec's length for `{name}` is too small)"
-    guarded_launch(session, who, plan.label, lambda: kernel.launch(args, launch), what=what,
-                   status="wrong" if who == "candidate" else "spec_error", check="unmapped pages", argument=name)
-
+def _unwritten(ctx: JobContext, plan: SizePlan, arg: Any, first: dict, second: dict, expected: dict, seed: int) -> None:
+    """Elements that kept both runs' poison were never written: that fails whatever the accuracy."""
+    torch = ctx.torch
+    if _kept_poison(torch, arg, first[arg.name], second[arg.name]):
+        m = describe(torch, "every output written", plan.label, seed, arg, second[arg.name], expected[arg.name], "B")
+        assert m is not None
+        raise Failure("wrong", f"the candidate's output differs from the original's: {m.describe()}",
+                      check="every output written", mismatch=m)

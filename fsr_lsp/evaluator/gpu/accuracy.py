@@ -1,0 +1,167 @@
+"""Accuracy grounded in the original: a candidate may round differently, never worse.
+
+Every good rewrite of a float reduction (a warp per row, a tree of shuffles, a one-pass mean
+and variance, `rsqrtf`, a fast `exp`) sums in another order, so it cannot match the original's
+own rounding bit for bit, and a fixed tolerance is either too strict for it or too loose for a
+wrong answer. Both kernels are therefore measured against the original run in double
+precision (`evaluator/widening.py`):
+
+- an element's error is |x - ref| over the output's scale there, |ref| plus the buffer's mean
+  magnitude (relative where the values are large, absolute at the buffer's own scale near zero);
+- the original's worst error over every size and input set of the job is its own accuracy;
+- a candidate passes when its worst error is within `FACTOR` times the original's, or within
+  `FLOOR_ULPS` units in the last place of the element type, whichever is larger.
+
+A dropped element of a 768-long sum, a skipped row, a stale result or a scale off by a tenth
+of a percent are a thousand times the original's error; a reordering is at most a few times.
+
+Where no double-precision run can be had (another element type, code that cannot be promoted,
+a reference that disagrees with the original), outputs are compared with the original's
+within the element type's default tolerance (`specs.model.DEFAULT_TOLERANCE`, torch.testing's),
+its absolute part scaled down with the buffer's magnitude so that small outputs (a softmax of
+50,000 columns is all below 1e-3) are not accepted whatever they hold. A spec's own rtol/atol
+replace all of this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import ArgPlan, Check, Mismatch, SizePlan
+from .buffers import FLOATS, scaled_error
+
+FACTOR = 4.0  # a candidate may be this many times less accurate than the original ...
+FLOOR_ULPS = 16  # ... or within this many units in the last place of the output's scale
+GROSS = 64.0  # beyond this many times the bound a candidate fails at once, before the job's end
+SANE = 1e-2  # the original further than this from its double run: the promotion changed the function
+EPS = {"float32": 2.0 ** -23}
+CHECK = "accuracy"
+
+
+@dataclass
+class _Worst:
+    original: float = 0.0  # the original's worst scaled error over the job
+    candidate: float = 0.0
+    where: Mismatch | None = None  # the candidate's worst element
+
+
+@dataclass
+class Accuracy:
+    """The job's criterion and what it has seen. `grounded` names the buffers judged against the
+    double-precision run; the rest are compared with the original within their tolerance."""
+
+    grounded: set[str] = field(default_factory=set)
+    why_not: str = ""  # why there is no double-precision run, when outputs could have used one
+    worst: dict[str, _Worst] = field(default_factory=dict)
+
+    def bound(self, name: str) -> float:
+        w = self.worst[name]
+        return max(FACTOR * w.original, FLOOR_ULPS * EPS["float32"])
+
+    def drop(self, why: str) -> None:
+        self.grounded, self.why_not = set(), why
+
+    def observe_original(self, torch: Any, plan: SizePlan, expected: dict[str, Any], reference: dict[str, Any]) -> None:
+        """The original's error at these inputs joins its worst; a reference far from it (or an
+        integer output that differs) is no reference: the criterion falls back."""
+        for a in _outputs(plan):
+            if a.name in self.grounded:
+                err = scaled_error(torch, expected[a.name], reference[a.name])
+                worst = float(err.max().item()) if err.numel() else 0.0
+                if worst > SANE:
+                    i = int(err.argmax().item())
+                    self.drop(f"its double-precision run disagrees with it at {plan.label} ({a.name}[{i}]: "
+                              f"{_fmt(expected[a.name][i])} against {_fmt(reference[a.name][i])})")
+                    return
+                w = self.worst.setdefault(a.name, _Worst())
+                w.original = max(w.original, worst)
+            elif a.dtype not in FLOATS and not torch.equal(expected[a.name], reference[a.name]):
+                self.drop(f"its double-precision run gives another {a.name} at {plan.label}")
+                return
+
+    def judge(self, torch: Any, plan: SizePlan, seed: int, arg: ArgPlan, got: Any, reference: Any) -> Mismatch | None:
+        """The candidate's error at these inputs joins its worst; a Mismatch when it is already
+        far beyond any bound the job could reach (a wrong answer, not rounding)."""
+        err = scaled_error(torch, got, reference)
+        worst = float(err.max().item()) if err.numel() else 0.0
+        w = self.worst.setdefault(arg.name, _Worst())
+        if worst > w.candidate or w.where is None:
+            w.candidate = worst
+            w.where = _mismatch(torch, plan, seed, arg, got, reference, err, self.bound(arg.name))
+        if worst > GROSS * self.bound(arg.name):
+            return w.where
+        return None
+
+    def verdict(self) -> Check:
+        """Over the whole job: each grounded buffer's worst against its bound. Raises nothing;
+        a failing check is returned for the caller to turn into a verdict."""
+        parts, failed = [], None
+        for name in sorted(self.grounded):
+            w = self.worst.get(name)
+            if w is None:
+                continue
+            bound = self.bound(name)
+            margin = bound / w.candidate if w.candidate > 0 else float("inf")
+            parts.append(f"{name}: worst error {w.candidate:.2g} of its scale, the original's {w.original:.2g}, "
+                         f"bound {bound:.2g} ({_decided_by(w)}){'' if margin == float('inf') else f', margin {margin:.3g}x'}")
+            if w.candidate > bound and failed is None:
+                failed = w
+        detail = "against the original run in double precision: " + "; ".join(parts)
+        if failed is not None:
+            assert failed.where is not None
+            return Check(CHECK, "fail", f"{failed.where.describe()}; less accurate than the original, {detail}",
+                         failed.where.buffer)
+        return Check(CHECK, "pass", detail)
+
+    def compare_tolerance(self, name: str) -> float | None:
+        """For checks that compare the candidate with the original itself (chained launches,
+        timed runs): a scaled tolerance both errors fit in, or None to use the buffer's own."""
+        if name not in self.grounded or name not in self.worst:
+            return None
+        w = self.worst[name]
+        return 2.0 * (self.bound(name) + w.original)
+
+
+def wide_args(plan: SizePlan) -> list[ArgPlan]:
+    """The plan's arguments as the double-precision run takes them: float buffers and scalars as
+    float64 (a float4 stays four lanes, now of doubles)."""
+    from dataclasses import replace
+
+    return [replace(a, dtype="float64") if a.dtype == "float32" and a.kind != "texture" else a for a in plan.args]
+
+
+def grounded_buffers(plan: SizePlan) -> set[str]:
+    """Outputs the criterion can judge against a double-precision run: float32 ones whose
+    tolerance is not the spec's own."""
+    return {a.name for a in _outputs(plan) if a.dtype == "float32" and a.tolerance == "default"}
+
+
+def _outputs(plan: SizePlan) -> list[ArgPlan]:
+    return [a for a in plan.args if a.kind == "buffer" and a.direction != "in"]
+
+
+def _decided_by(w: _Worst) -> str:
+    floor = FLOOR_ULPS * EPS["float32"]
+    return f"{FACTOR:g}x the original's" if FACTOR * w.original >= floor else f"{FLOOR_ULPS} units in the last place"
+
+
+def _mismatch(torch: Any, plan: SizePlan, seed: int, arg: ArgPlan, got: Any, reference: Any, err: Any,
+              bound: float) -> Mismatch:
+    bad = err > bound
+    i = int(err.argmax().item()) if err.numel() else 0
+    return Mismatch(check=CHECK, size=plan.label, seed=seed, buffer=arg.name, bad=int(bad.sum().item()),
+                    total=arg.numel, max_abs_err=float(err.max().item()) if err.numel() else 0.0,
+                    first_index=i // max(arg.lanes, 1), got=_fmt(got[i]), expected=_fmt(reference[i]),
+                    unwritten=0, scaled=True)
+
+
+def to_wide(torch: Any, tensor: Any) -> Any:
+    """An input buffer's contents for the double-precision run (float32 -> float64, exactly)."""
+    return tensor.to(torch.float64) if tensor.dtype == torch.float32 else tensor.clone()
+
+
+def _fmt(v: Any) -> str:
+    x = v.item() if hasattr(v, "item") else v
+    return f"{x:.9g}" if isinstance(x, float) else str(x)
+

@@ -1,0 +1,208 @@
+"""The accuracy criterion (evaluator/gpu/accuracy.py) on the CPU test double: reorderings of a
+float reduction, which round differently from the original, pass; answers that are wrong by one
+element, one row or a tenth of a percent fail, and the verdict says what decided and by how
+much. The same criterion runs on the GPU with real CUDA kernels in tests/gpu/test_accuracy_gpu.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fsr_lsp.evaluator.gpu.accuracy import FACTOR  # noqa: E402
+from fsr_lsp.evaluator.gpu.buffers import scaled_error  # noqa: E402
+from fsr_lsp.evaluator.gpu.run import run_job  # noqa: E402
+
+from .fake_gpu import FakeSession, binary, kernel, view  # noqa: E402
+from .test_verify_cpu import job  # noqa: E402
+
+ROWSUM = """/* @fsr
+bench = { rows = 64, cols = 768 }
+tests = [ { rows = 4, cols = 768 }, { rows = 3, cols = 50000 }, { rows = 5, cols = 1000 } ]
+grid = "rows"
+block = 1
+[args]
+rows = "rows"
+cols = "cols"
+x = "in[rows * cols]"
+out = "out[rows]"
+*/
+__global__ void rowsum(int rows, int cols, const float* x, float* out) { }
+"""
+
+
+def _rows(rows, cols, x, dtype=np.float32):
+    return view(x, rows * cols, dtype).reshape(rows, cols)
+
+
+def _sequential(a):
+    """One thread walking the row: every partial sum rounded to the element type."""
+    return np.cumsum(a, axis=1, dtype=a.dtype)[:, -1]
+
+
+@kernel("rowsum_naive")
+def _naive(rows, cols, x, out):
+    view(out, rows)[:] = _sequential(_rows(rows, cols, x))
+
+
+@kernel("rowsum_double")
+def _double(rows, cols, x, out):
+    view(out, rows, np.float64)[:] = _sequential(_rows(rows, cols, x, np.float64))
+
+
+@kernel("rowsum_warp")
+def _warp(rows, cols, x, out):
+    """32 lanes stride over the row, then a shuffle tree: another order of the same additions."""
+    a = _rows(rows, cols, x)
+    padded = np.zeros((rows, -(-cols // 32) * 32), np.float32)
+    padded[:, :cols] = a
+    lanes = np.cumsum(padded.reshape(rows, -1, 32), axis=1, dtype=np.float32)[:, -1, :]
+    while lanes.shape[1] > 1:
+        half = lanes.shape[1] // 2
+        lanes = (lanes[:, :half] + lanes[:, half:]).astype(np.float32)
+    view(out, rows)[:] = lanes[:, 0]
+
+
+@kernel("rowsum_compensated")
+def _compensated(rows, cols, x, out):
+    """As accurate as float32 can hold (what Kahan summation gets close to)."""
+    view(out, rows)[:] = _rows(rows, cols, x).astype(np.float64).sum(axis=1).astype(np.float32)
+
+
+@kernel("rowsum_fast_math")
+def _fast_math(rows, cols, x, out):
+    """A few units in the last place off everywhere, as approximate intrinsics are."""
+    exact = _rows(rows, cols, x).astype(np.float64).sum(axis=1)
+    view(out, rows)[:] = (exact * (1 + 4 * 2.0 ** -24 * np.sign(np.sin(np.arange(rows) + 1)))).astype(np.float32)
+
+
+@kernel("rowsum_drops_one")
+def _drops_one(rows, cols, x, out):
+    view(out, rows)[:] = _sequential(_rows(rows, cols, x)[:, : max(cols - 1, 1)])
+
+
+@kernel("rowsum_last_row_zero")
+def _last_row_zero(rows, cols, x, out):
+    o = view(out, rows)
+    o[:] = _sequential(_rows(rows, cols, x))
+    o[-1] = 0.0
+
+
+@kernel("rowsum_tenth_percent")
+def _tenth_percent(rows, cols, x, out):
+    view(out, rows)[:] = (_sequential(_rows(rows, cols, x)) * np.float32(1.001)).astype(np.float32)
+
+
+@kernel("rowsum_double_squares")
+def _other_function(rows, cols, x, out):
+    """A 'double-precision build' that computes something else: no reference at all."""
+    view(out, rows, np.float64)[:] = (_rows(rows, cols, x, np.float64) ** 2).sum(axis=1)
+
+
+@kernel("rowsum_double_crashes")
+def _crashes(rows, cols, x, out):
+    raise RuntimeError("an illegal memory access was encountered")
+
+
+def run(candidate, wide="rowsum_double", source=ROWSUM):
+    j = job(source, "rowsum", "rowsum_naive", candidate)
+    j.wide = binary(wide) if wide else None
+    return run_job(FakeSession(), j)
+
+
+def accuracy(result):
+    return next(c for c in result.checks if c.name == "accuracy")
+
+
+@pytest.mark.parametrize("candidate", ["rowsum_warp", "rowsum_compensated", "rowsum_fast_math"])
+def test_reorderings_of_a_float_reduction_are_accepted(candidate):
+    result = run(candidate)
+    assert result.status == "verified", result.message
+    check = accuracy(result)
+    assert check.status == "pass" and "double precision" in check.detail and "margin" in check.detail
+
+
+def test_the_same_reordering_is_refused_by_a_tolerance_as_strict_as_the_old_default():
+    """Why the criterion exists: against the original's own rounding at atol 1e-6, rtol 1e-5
+    (the old float default), a warp-order sum of 50,000 elements is 'wrong'."""
+    strict = ROWSUM.replace("block = 1\n", "block = 1\nrtol = 1e-5\natol = 1e-6\n")
+    result = run("rowsum_warp", source=strict)
+    assert result.status == "wrong" and "differ from the original" in result.message
+
+
+@pytest.mark.parametrize("candidate, words", [
+    ("rowsum_drops_one", "far from the original"),
+    ("rowsum_last_row_zero", "far from the original"),
+    ("rowsum_tenth_percent", "of the output's scale"),
+])
+def test_wrong_answers_are_rejected_and_named(candidate, words):
+    result = run(candidate)
+    assert result.status == "wrong", result.message
+    assert words in result.message and result.mismatch is not None and result.mismatch.buffer == "out"
+    assert "double precision" in result.message
+
+
+def test_the_verdict_says_which_criterion_decided_and_the_margin():
+    result = run("rowsum_compensated")
+    detail = accuracy(result).detail
+    assert "the original's" in detail and "bound" in detail and ("4x the original's" in detail or "units in the last place" in detail)
+
+
+def test_without_a_candidate_the_originals_own_error_is_reported():
+    result = run(None)
+    assert result.status == "verified"
+    assert "the original's worst error against its double-precision run" in accuracy(result).detail
+
+
+SHORT_ROWS = ROWSUM.replace("{ rows = 3, cols = 50000 }, ", "")
+
+
+def test_a_double_build_that_computes_something_else_falls_back_to_the_default_tolerance_and_says_so():
+    """(Rows of 768: at 50,000 the naive original is itself off by more than torch.testing's
+    float tolerance, so without a reference even the exact sum is refused.)"""
+    result = run("rowsum_compensated", wide="rowsum_double_squares", source=SHORT_ROWS)
+    assert result.status == "verified", result.message
+    assert any("no double-precision reference" in w for w in result.warnings)
+    assert "default tolerance" in accuracy(result).detail
+    wrong = run("rowsum_tenth_percent", wide="rowsum_double_squares", source=SHORT_ROWS)
+    assert wrong.status == "wrong"  # the fallback still refuses a scale off by a tenth of a percent
+
+
+def test_a_double_build_that_crashes_asks_for_the_job_again_without_it():
+    result = run("rowsum_compensated", wide="rowsum_double_crashes")
+    assert result.reference_failed and result.status == "crashed"
+
+
+def test_no_double_build_means_the_default_tolerance_with_the_reason():
+    result = run("rowsum_warp", wide=None, source=SHORT_ROWS)
+    assert result.status == "verified", result.message
+    assert "default tolerance" in accuracy(result).detail
+
+
+def test_the_default_absolute_tolerance_shrinks_with_small_outputs():
+    """torch.testing's atol of 1e-5 accepts anything in outputs that are all below 1e-5 (a softmax
+    over 50,000 columns): without a reference, the absolute part scales with the output."""
+    from fsr_lsp.evaluator.gpu.buffers import bad_mask
+    from fsr_lsp.evaluator.records import ArgPlan
+
+    arg = ArgPlan("p", "buffer", "float32", length=4, rtol=1.3e-6, atol=1e-5)
+    expected = torch.tensor([2e-5, 1e-5, 3e-5, 2e-5])
+    assert bad_mask(torch, expected * 1.5, expected, arg).all()
+    big = torch.tensor([0.5, 1.0, 2.0, 3.0])
+    assert not bad_mask(torch, big + 5e-6, big, arg).any()
+    spec_arg = ArgPlan("p", "buffer", "float32", length=4, rtol=1.3e-6, atol=1e-5, tolerance="spec")
+    assert not bad_mask(torch, expected * 1.2, expected, spec_arg).any()  # the spec said so
+
+
+def test_scaled_error_is_relative_for_large_values_and_at_the_buffers_scale_near_zero():
+    ref = torch.tensor([1000.0, 1.0, 0.0, -1.0], dtype=torch.float64)
+    mean = ref.abs().mean().item()
+    got = ref + torch.tensor([1.0, 1e-3, 1e-3, 0.0], dtype=torch.float64)
+    err = scaled_error(torch, got, ref)
+    assert err[0].item() == pytest.approx(1.0 / (1000 + mean))
+    assert err[2].item() == pytest.approx(1e-3 / mean)
+    assert err[3].item() == 0.0
+    nan = scaled_error(torch, torch.tensor([float("nan")]), torch.tensor([1.0]))
+    assert nan.item() == float("inf")
+    assert FACTOR >= 2  # a reordering may round up to a few times worse than the original did
