@@ -93,7 +93,8 @@ class Settings:
 
     def eval_options(self, file: Path) -> EvalOptions:
         """Compile options for a kernel of `file` (its folder is an include path)."""
-        return EvalOptions(flags=self.compiler_flags, include_dirs=(str(file.parent.resolve()), *self.include_paths),
+        paths = tuple(str(Path(p).resolve()) for p in self.include_paths)  # the compiler runs in a scratch folder
+        return EvalOptions(flags=self.compiler_flags, include_dirs=(str(file.parent.resolve()), *paths),
                            nvcc=self.compiler_nvcc or None)
 
     def backend_choice(self, timeout: float = 120.0) -> BackendChoice:

@@ -180,3 +180,23 @@ def test_kernels_declared_through_macros_and_attributes_take_candidates(name):
     assert "__restrict__" in c.source and c.source.count(f" {name}(") == 1
     c = check_candidate(src, original, spec, definition + "\nvoid launch() {}\n")
     assert not c.ok and "host function launch" in c.reason
+
+
+def test_a_candidates_block_states_only_what_it_changes():
+    """The rest (sizes, arguments, tolerances) comes from the original's spec, as it was read."""
+    c = check('/* @fsr\ngrid = "cdiv(n, 1024)"\nblock = 1024\n*/\n' + GOOD)
+    assert c.ok, c.reason
+    original = check(GOOD).spec
+    assert c.launch_changed and c.spec.block == (1024,) and c.spec.grid == ("cdiv(n, 1024)",)
+    assert (c.spec.bench, c.spec.tests, c.spec.args) == (original.bench, original.tests, original.args)
+    only_smem = check("/* @fsr\nsmem = 1024\n*/\n" + GOOD)
+    assert only_smem.ok and only_smem.spec.smem == 1024 and only_smem.spec.block == original.block
+
+
+def test_a_partial_block_that_changes_more_than_the_launch_is_named_in_the_candidates_terms():
+    c = check('/* @fsr\nblock = 512\n[args]\na = 0.5\n*/\n' + GOOD)
+    assert not c.ok and "changes args" in c.reason
+    c = check('/* @fsr\nblock = 512\ngrid = "cdiv(n, 512) + m"\n*/\n' + GOOD)
+    assert not c.ok and "line 3 of the candidate" in c.reason and "m" in c.reason
+    c = check('/* @fsr\nblock = 4096\n*/\n' + GOOD)
+    assert not c.ok and "line 2 of the candidate" in c.reason

@@ -148,3 +148,37 @@ def test_a_captured_launch_with_a_texture_object_gives_a_spec(tmp_path: Path):
     write_capture(tmp_path, [gone], name="20260101-000001")
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.origin != "captured" and any("no texture object the driver knows" in p for p in spec.problems)
+
+
+def test_a_layered_texture_in_one_kernel_leaves_the_files_other_kernels_their_specs(tmp_path: Path):
+    """One kernel fsr cannot take from the capture is a line with its reason; the listing goes on."""
+    (tmp_path / "k.cu").write_text(KERNEL + KERNEL.replace("halve", "halve2"))
+    layered = {**ARRAY, "flags3d": 1}
+    launch = {"id": 0, "kernel": "_Z5halvePhyii", "name": "halve(unsigned char*, unsigned long long, int, int)",
+              "base": "halve", "grid": [40, 30, 1], "block": [16, 16, 1], "smem": 0,
+              "params": [ptr(320 * 240), {"offset": 8, "size": 8, "hex": "0100000000000000", "texture": layered},
+                         {"offset": 16, "size": 4, "hex": i32(640)}, {"offset": 20, "size": 4, "hex": i32(480)}]}
+    other = {**launch, "id": 1, "kernel": "_Z6halve2Phyii", "base": "halve2",
+             "name": "halve2(unsigned char*, unsigned long long, int, int)",
+             "params": [launch["params"][0], {**launch["params"][1], "texture": ARRAY}, *launch["params"][2:]]}
+    write_capture(tmp_path, [launch, other])
+    first, second = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert first.origin != "captured" and any("layered" in p for p in first.problems)
+    assert second.origin == "captured", second.problems
+
+
+def test_an_unexpected_error_on_one_kernel_is_its_line_not_the_end_of_the_listing(tmp_path: Path, monkeypatch):
+    from fsr_lsp.drafting import origin
+
+    (tmp_path / "k.cu").write_text(KERNEL + KERNEL.replace("halve", "halve2"))
+    real = origin.draft_spec
+
+    def broken(src, kernel, *args, **kwargs):
+        if kernel.name == "halve":
+            raise KeyError("surprise")
+        return real(src, kernel, *args, **kwargs)
+
+    monkeypatch.setattr(origin, "draft_spec", broken)
+    first, second = kernel_specs([tmp_path / "k.cu"])
+    assert first.origin == "none" and "could not work out a spec" in first.problems[0] and "surprise" in first.problems[0]
+    assert second.kernel == "halve2"

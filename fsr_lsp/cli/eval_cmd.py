@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
-from ..evaluator import EvalOptions, Evaluator, TimingConfig, evaluate
+from ..evaluator import Evaluator, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import to_json
 from ..evaluator.support import gpu_support_missing
@@ -17,8 +18,12 @@ from ..settings import Settings, add_setting_flags, settings_from_args
 from ..kernels import discover
 from ..source import SourceText
 from ..specs import parse_spec
-from ..capture import latest_capture
-from ..drafting.origin import requested_inputs
+from ..drafting.placement import place_spec
+from ..drafting.workspace import LaunchIndex
+from ..kernels import find_kernel
+from ..workflows.optimize import plan_spec
+from rich.markup import escape
+
 from .common import InputError, fail, make_console, read_source
 from .workspace import workspace_of
 from .render import render_result
@@ -47,15 +52,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         source = read_source(args.file)
         candidate = read_source(args.candidate) if args.candidate else None
-    except InputError as e:
+        settings = settings_from_args(args)
+    except (InputError, ValueError) as e:
         return fail(str(e), 2)
+    source, inputs = _with_spec(args, settings, source)
     problem = _precheck(args, source)
     if problem:  # what the CPU can tell is said before asking for a GPU
         return fail(problem, 2)
-    try:
-        settings = settings_from_args(args)
-    except ValueError as e:
-        return fail(str(e), 2)
     missing = gpu_support_missing("GPU evaluation needs")
     if missing:
         return _without_gpu(args, settings, source, candidate, missing)
@@ -63,11 +66,9 @@ def run(args: argparse.Namespace) -> int:
         gpu = local_gpus(settings.gpus or "0")[0]
     except ValueError:
         return fail(f"--gpu {settings.gpus}: expected a GPU index", 2)
-    options = EvalOptions(flags=settings.compiler_flags, include_dirs=(str(args.file.parent), *settings.include_paths),
-                          nvcc=settings.compiler_nvcc or None,
-                          compiler=args.compiler, seeds_per_size=args.seeds, base_seed=args.seed,
-                          timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)),
-                          real_inputs=_requested_inputs(args.file, source, args.kernel))
+    options = dataclasses.replace(settings.eval_options(args.file), compiler=args.compiler, seeds_per_size=args.seeds,
+                                  base_seed=args.seed, timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)),
+                                  real_inputs=inputs)
     with Evaluator(gpu, timeout=args.timeout) as evaluator, _Status(not args.json) as status:
         result = evaluate(evaluator, source, args.kernel, candidate, options,
                           sanitize_winner=settings.search_sanitize, on_stage=status.update)
@@ -84,8 +85,7 @@ def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, cand
     """No GPU here: still compile what can be compiled (for `compiler.arch`) and show a verdict
     that needs no GPU (the candidate does not compile, is rejected, the original is no oracle)
     before saying what is missing."""
-    options = EvalOptions(flags=settings.compiler_flags, include_dirs=(str(args.file.parent), *settings.include_paths),
-                          nvcc=settings.compiler_nvcc or None, compiler="nvcc")
+    options = dataclasses.replace(settings.eval_options(args.file), compiler="nvcc")
     try:
         prepared = prepare(source, args.kernel, candidate, settings.compiler_arch, options)
     except CompilerMissing:
@@ -100,14 +100,18 @@ def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, cand
     return fail(f"{missing} (it compiles for {settings.compiler_arch}: the rest needs the GPU)", 3)
 
 
-def _requested_inputs(path: Path, source: str, kernel: str) -> tuple[tuple[str, str], ...]:
-    """The saved bytes the kernel's spec asks for (captured()), from the workspace's latest capture."""
-    src = SourceText(source)
-    found = next((k for k in discover(src).kernels if k.name == kernel), None)
-    if found is None:
-        return ()
-    saved = requested_inputs(parse_spec(src, found).spec, found, lambda: latest_capture(workspace_of(path)))
-    return tuple(sorted(saved.items()))
+def _with_spec(args: argparse.Namespace, settings: Settings, source: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The text to evaluate and the saved inputs that join its checks, found as Optimize finds
+    them: the kernel's own block, else its launch in the workspace's latest capture, else a
+    draft from its launch (placed above the kernel, in memory only)."""
+    kernel = find_kernel(source, args.kernel)
+    if kernel is None:
+        return source, ()  # the precheck names the kernels there are
+    plan = plan_spec(LaunchIndex(workspace_of(args.file)), args.file.resolve(), source, kernel, settings)
+    if plan.message and not args.json:
+        make_console(stderr=True).print(escape(plan.message), highlight=False)
+    text = place_spec(source, kernel.name, plan.draft).text if plan.draft else source
+    return text, tuple(sorted(plan.spec.inputs.items()))
 
 
 def _precheck(args: argparse.Namespace, source: str) -> str:

@@ -41,6 +41,21 @@ class NotCaptured(ValueError):
     """Why a captured launch gives no spec."""
 
 
+def _lines(src: SourceText, kernel: Kernel, draft: Draft | None, launch, values, out: Draft):
+    """The spec's lines from the draft checked against the capture, else from the capture alone."""
+    lines, note = None, ""
+    if draft is not None and draft.text is not None:
+        lines, note = _from_draft(kernel, draft.text, launch, values)
+        if lines is None:
+            out.problems.append(f"the capture wins over the draft from {draft.launch.where if draft.launch else 'the launch'}: "
+                                f"{note}")
+        else:
+            out.provenance.update(draft.provenance)
+    if lines is None:
+        lines, note = _from_capture_alone(src, kernel, launch, values, out)
+    return lines, note
+
+
 def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draft | None = None) -> Draft:
     """The kernel's spec from its most frequent captured launch (a Draft whose text is the block)."""
     launches = capture.of(kernel.name)
@@ -64,16 +79,11 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
     if n_variants > 1:
         out.problems.append(f"{n_variants} captured launch shapes differ; this spec is the most frequent "
                             f"({launch.where()}); the others are in {capture.folder}")
-    lines, note = None, ""
-    if draft is not None and draft.text is not None:
-        lines, note = _from_draft(kernel, draft.text, launch, values)
-        if lines is None:
-            out.problems.append(f"the capture wins over the draft from {draft.launch.where if draft.launch else 'the launch'}: "
-                                f"{note}")
-        else:
-            out.provenance.update(draft.provenance)
-    if lines is None:
-        lines, note = _from_capture_alone(src, kernel, launch, values, out)
+    try:
+        lines, note = _lines(src, kernel, draft, launch, values, out)
+    except NotCaptured as e:  # a texture fsr does not make, say: the launch still gives no spec
+        out.problems.append(f"not from the capture: {e}")
+        return out
     header = ["/* @fsr", f"# {origin}; check it, then remove this line"]
     text = "\n".join(header + lines + ["*/"]) + "\n"
     errors = read_back(kernel, text)

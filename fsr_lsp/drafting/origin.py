@@ -5,6 +5,8 @@ problems of each. One record per kernel, for
 
 from __future__ import annotations
 
+import logging
+
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
@@ -19,6 +21,8 @@ from .draft import Draft, draft_spec
 from .host import Launch, find_launches
 
 Origin = Literal["attached", "captured", "inferred", "drafted", "none"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -86,7 +90,18 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
             capture: Capture | None = None) -> KernelSpec:
     """One kernel's spec: its own block, else its launch captured from a run (checked against
     the draft), else a draft from its launch, else one inferred from its signature, else (with
-    a drafter) the model's draft, else none, with why."""
+    a drafter) the model's draft, else none, with why. A kernel fsr cannot read is a line with
+    its reason: the file's other kernels, and the listing, go on."""
+    try:
+        return _spec_of(name, src, k, launches, drafter, orphans, types, capture)
+    except Exception as e:  # noqa: BLE001  (one kernel's problem never ends the listing)
+        log.warning("no spec for %s in %s", k.name, name, exc_info=True)
+        return KernelSpec(name, k.name, k.name_span.start.line + 1, "none", None,
+                          [f"fsr could not work out a spec for it: {str(e) or 'an internal error'} (please report it)"])
+
+
+def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], drafter: Drafter | None,
+             orphans: list[str] | None, types: dict[str, str] | None, capture: Capture | None) -> KernelSpec:
     orphans = orphans or []
     line = k.name_span.start.line + 1
     if not k.complete:

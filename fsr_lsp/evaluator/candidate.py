@@ -2,7 +2,8 @@
 
 A candidate is device code only: one kernel with the original's name and parameter list,
 any `__device__` helpers, constants and types it needs, and optionally its own `@fsr` block
-that may change the launch (grid, block, smem) and nothing else. It is compiled as the
+that may change the launch (grid, block, smem) and nothing else; it need state only what it
+changes, the rest (sizes, arguments, captured or written) comes from the original's spec. It is compiled as the
 original file with the kernel's definition replaced, which is exactly the file the user
 gets if they accept the rewrite.
 """
@@ -99,10 +100,11 @@ def _with_original_types(kernel: Kernel, original: Kernel) -> Kernel:
 def _candidate_spec(src: SourceText, kernel: Kernel, original: Spec) -> tuple[Spec | None, bool, str]:
     if kernel.spec is None:
         return original, False, ""
-    result = parse_spec(src, kernel)
+    result = parse_spec(src, kernel, base=original)  # the block states what it changes; the rest is the original's
     if result.spec is None:
-        first = result.errors[0].message if result.errors else "invalid"
-        return None, False, f"the candidate's @fsr block is invalid: {first}"
+        first = result.errors[0] if result.errors else None
+        where = f" (line {first.span.start.line + 1} of the candidate)" if first else ""
+        return None, False, f"the candidate's @fsr block is invalid{where}: {first.message if first else 'invalid'}"
     own = result.spec
     if own.without_launch() != original.without_launch():
         changed = sorted(k for k, v in own.without_launch().items() if original.without_launch()[k] != v)

@@ -55,8 +55,9 @@ class _Ctx:
         return _Invalid()
 
 
-def parse_spec(src: SourceText, kernel: Kernel) -> SpecResult:
-    """The kernel's spec, or an inferred one when it has no `@fsr` block."""
+def parse_spec(src: SourceText, kernel: Kernel, base: Spec | None = None) -> SpecResult:
+    """The kernel's spec, or an inferred one when it has no `@fsr` block. With `base` (a
+    candidate's block over the original's spec), the block states only what it changes."""
     if kernel.spec is None:
         from .infer import infer_spec
 
@@ -67,9 +68,24 @@ def parse_spec(src: SourceText, kernel: Kernel) -> SpecResult:
         data = tomllib.loads(ctx.body)
     except tomllib.TOMLDecodeError as e:
         return SpecResult(None, (Problem(f"@fsr spec is not valid TOML: {e}", _toml_error_span(ctx, str(e)), "error", "spec-syntax"),))
-    spec = _build(ctx, data)
+    spec = _build(ctx, _over(base, data) if base is not None else data)
     has_error = any(p.severity == "error" for p in ctx.problems)
     return SpecResult(None if has_error else spec, tuple(ctx.problems))
+
+
+def _over(base: Spec, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` over the tables of `base`: each key it names replaces the base's, `[args]` one
+    argument at a time."""
+    from .render import render_spec
+
+    body = render_spec(base).split("\n", 1)[1].rsplit("*/", 1)[0]
+    merged = tomllib.loads(body)
+    for key, value in data.items():
+        if key == "args" and isinstance(value, dict) and isinstance(merged.get("args"), dict):
+            merged["args"] = {**merged["args"], **value}
+        else:
+            merged[key] = value
+    return merged
 
 
 def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:

@@ -1,13 +1,4 @@
 /* @fsr
-bench = { N = 4096, C = 768 }
-tests = [ { N = 64, C = 768 }, { N = 5, C = 777 }, { N = 300, C = 64 } ]
-[args]
-out  = "out[N * C]"
-inp  = "in[N * C]"
-w    = "in[C] uniform(0.5, 1.5)"
-b    = "in[C]"
-N    = "N"
-C    = "C"
 grid  = "cdiv(N * 32, 256)"
 block = 256
 */

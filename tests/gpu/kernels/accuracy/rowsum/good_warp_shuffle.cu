@@ -1,11 +1,4 @@
 /* @fsr
-bench = { rows = 2048, cols = 768 }
-tests = [ { rows = 64, cols = 768 }, { rows = 8, cols = 50000 }, { rows = 33, cols = 1000 } ]
-[args]
-rows = "rows"
-cols = "cols"
-x    = "in[rows * cols]"
-out  = "out[rows]"
 grid  = "cdiv(rows * 32, 256)"
 block = 256
 */

@@ -1,11 +1,4 @@
 /* @fsr
-bench = { N = 2048, C = 1024 }
-tests = [ { N = 64, C = 768 }, { N = 4, C = 50257 }, { N = 7, C = 100 } ]
-[args]
-out = "out[N * C]"
-inp = "in[N * C] normal(0, 2)"
-N   = "N"
-C   = "C"
 grid  = "cdiv(N * 32, 128)"
 block = 128
 */
