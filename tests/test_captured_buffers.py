@@ -124,7 +124,11 @@ def test_prepare_refuses_a_captured_buffer_without_saved_bytes(cache_dir, tmp_pa
 def test_fsr_eval_finds_the_bytes_a_captured_spec_asks_for(tmp_path):
     import struct
 
-    from fsr_lsp.cli.eval_cmd import _requested_inputs
+    from fsr_lsp.cli.eval_cmd import spec_and_inputs
+    from fsr_lsp.settings import Settings
+
+    def _requested_inputs(file, text, kernel):
+        return spec_and_inputs(file, text, kernel, Settings())[1]
 
     from .test_capture import i32, ptr, write_capture
 

@@ -119,3 +119,16 @@ def test_structs_of_one_element_type_are_their_lanes_and_others_stay_unknown():
     assert [(p.dtype, p.lanes) for p in k.params] == [
         ("float32", 2), ("float32", 48), ("float32", 8), ("int32", 1),
         (None, 1), (None, 1), (None, 1), (None, 1), ("float32", 2), ("uint8", 48)]
+
+
+def test_an_element_type_chosen_by_the_preprocessor_is_the_branch_a_plain_build_takes():
+    """Training code picks its element type in a header (llm.c-style `floatX`): the last typedef
+    in the text is not the one a build without -D flags gets."""
+    from fsr_lsp.kernels.aliases import type_aliases
+
+    header = ("#if defined(ENABLE_FP32)\ntypedef float floatX;\n#elif defined(ENABLE_FP16)\ntypedef half floatX;\n"
+              "#else\ntypedef __nv_bfloat16 floatX;\n#endif\n")
+    assert type_aliases(header)["floatX"] == "__nv_bfloat16"
+    other = "#ifdef USE_BF16\ntypedef __nv_bfloat16 real;\n#else\ntypedef float real;\n#endif\n"
+    assert type_aliases(other)["real"] == "float"
+    assert type_aliases("#define USE_BF16\n" + other)["real"] == "__nv_bfloat16"

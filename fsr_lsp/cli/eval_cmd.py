@@ -101,17 +101,23 @@ def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, cand
 
 
 def _with_spec(args: argparse.Namespace, settings: Settings, source: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """The text to evaluate and the saved inputs that join its checks, found as Optimize finds
-    them: the kernel's own block, else its launch in the workspace's latest capture, else a
-    draft from its launch (placed above the kernel, in memory only)."""
-    kernel = find_kernel(source, args.kernel)
+    text, inputs, message = spec_and_inputs(args.file, source, args.kernel, settings)
+    if message and not args.json:
+        make_console(stderr=True).print(escape(message), highlight=False)
+    return text, inputs
+
+
+def spec_and_inputs(file: Path, source: str, kernel_name: str,
+                    settings: Settings) -> tuple[str, tuple[tuple[str, str], ...], str]:
+    """The text to evaluate, the saved inputs that join its checks and what to tell the user,
+    found as Optimize finds them: the kernel's own block, else its launch in the workspace's
+    latest capture, else a draft from its launch (placed above the kernel, in memory only)."""
+    kernel = find_kernel(source, kernel_name)
     if kernel is None:
-        return source, ()  # the precheck names the kernels there are
-    plan = plan_spec(LaunchIndex(workspace_of(args.file)), args.file.resolve(), source, kernel, settings)
-    if plan.message and not args.json:
-        make_console(stderr=True).print(escape(plan.message), highlight=False)
+        return source, (), ""  # the precheck names the kernels there are
+    plan = plan_spec(LaunchIndex(workspace_of(file)), file.resolve(), source, kernel, settings)
     text = place_spec(source, kernel.name, plan.draft).text if plan.draft else source
-    return text, tuple(sorted(plan.spec.inputs.items()))
+    return text, tuple(sorted(plan.spec.inputs.items())), plan.message
 
 
 def _precheck(args: argparse.Namespace, source: str) -> str:

@@ -8,6 +8,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 from ..kernels import Kernel, discover
@@ -210,13 +211,18 @@ def _double_precision(source: str, ref: KernelRef, plan: SizePlan, options: Eval
         return None, ""
     if any(a.kind == "texture" for a in plan.args):
         return None, "it reads textures, whose texels stay float"
+    return _wide_binary(source, ref, options.compile_options(arch))
+
+
+@lru_cache(maxsize=64)  # every candidate of a search shares the original: a failure is not compiled again
+def _wide_binary(source: str, ref: KernelRef, options: CompileOptions) -> tuple[KernelBinary | None, str]:
     try:
         wide = widen(source, ref)
     except NotWidenable as e:
         return None, str(e)
-    compiled = compile_kernel(wide.source, wide.ref, options.compile_options(arch))
+    compiled = compile_kernel(wide.source, wide.ref, options)
     if not compiled.ok:
-        compiled, _ = _device_side(wide.source, wide.ref, options.compile_options(arch), compiled, [])
+        compiled, _ = _device_side(wide.source, wide.ref, options, compiled, [])
     if not compiled.ok or compiled.binary is None:
         return None, f"it does not compile with float promoted to double ({_first_error(compiled.log)[:160]})"
     return _launched_as_needed(compiled.binary, wide.source, ref.name), ""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .c_types import element_type
+from .lexical import active_text, defined_macros
 from .model import Kernel, Param
 from .structs import struct_types
 
@@ -20,7 +21,11 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+([\w \t:]+?)[ \t]*$"
 
 
 def type_aliases(text: str) -> dict[str, str]:
-    """Alias name -> the element type it stands for, for aliases that end in one fsr knows."""
+    """Alias name -> the element type it stands for, for aliases that end in one fsr knows.
+    Aliases chosen by the preprocessor (`#if defined(ENABLE_FP32) typedef float floatX; #else
+    typedef __nv_bfloat16 floatX; #endif`) are read from the branch the text takes by itself,
+    as a build without -D flags would."""
+    text = active_text(text, defined_macros(text.encode()))
     raw: dict[str, str] = {}
     for m in _TYPEDEF.finditer(text):
         raw[m.group(2)] = " ".join(m.group(1).split())

@@ -13,6 +13,7 @@ from ..kernels.model import Kernel, Param, SpecComment
 from ..source import SourceText, Span
 from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
+from .overlay import overlay
 from .ref import read_ref
 from .model import (Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, TextureArg,
                     default_init)
@@ -68,24 +69,9 @@ def parse_spec(src: SourceText, kernel: Kernel, base: Spec | None = None) -> Spe
         data = tomllib.loads(ctx.body)
     except tomllib.TOMLDecodeError as e:
         return SpecResult(None, (Problem(f"@fsr spec is not valid TOML: {e}", _toml_error_span(ctx, str(e)), "error", "spec-syntax"),))
-    spec = _build(ctx, _over(base, data) if base is not None else data)
+    spec = _build(ctx, overlay(base, data) if base is not None else data)
     has_error = any(p.severity == "error" for p in ctx.problems)
     return SpecResult(None if has_error else spec, tuple(ctx.problems))
-
-
-def _over(base: Spec, data: dict[str, Any]) -> dict[str, Any]:
-    """`data` over the tables of `base`: each key it names replaces the base's, `[args]` one
-    argument at a time."""
-    from .render import render_spec
-
-    body = render_spec(base).split("\n", 1)[1].rsplit("*/", 1)[0]
-    merged = tomllib.loads(body)
-    for key, value in data.items():
-        if key == "args" and isinstance(value, dict) and isinstance(merged.get("args"), dict):
-            merged["args"] = {**merged["args"], **value}
-        else:
-            merged[key] = value
-    return merged
 
 
 def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
