@@ -267,3 +267,33 @@ def test_a_proof_with_saved_inputs_is_cached_apart_from_one_without(tmp_path):
     assert plain != with_bytes
     saved.write_bytes(b"\0" * 128)  # another capture's bytes under the same name
     assert proof_key(text, "shift", "GPU", EvalOptions(real_inputs=(("x", f"0:{saved}"),))) != with_bytes
+
+
+class _OutOfMemoryFirst:
+    """An evaluator that runs out of GPU memory `failures` times, then runs the job for real."""
+
+    def __init__(self, real, failures: int) -> None:
+        self.real, self.failures, self.runs = real, failures, 0
+        self.gpu, self.device_index = real.gpu, real.device_index
+
+    def start(self, *args):
+        return self.real.start(*args)
+
+    def run(self, job, **kwargs):
+        self.runs += 1
+        if self.runs <= self.failures:
+            return EvalResult(kernel=job.kernel, status="oom", message="out of GPU memory: CUDA out of memory")
+        return self.real.run(job, **kwargs)
+
+
+def test_a_proof_out_of_gpu_memory_waits_and_tries_again_alone_and_says_so(evaluator, monkeypatch):
+    monkeypatch.setattr(proof_module, "OOM_WAIT_SECONDS", 0.0)
+    stages: list[str] = []
+    once = _OutOfMemoryFirst(evaluator, 1)
+    p = prove(once, FILE.format(name="shift"), "shift", DRAFT.format(y="out"), on_stage=stages.append)
+    assert p.proven, p.message
+    assert any("out of GPU memory beside other work" in s and "trying again alone" in s for s in stages)
+    always = _OutOfMemoryFirst(evaluator, 99)
+    p = prove(always, FILE.format(name="shift"), "shift", DRAFT.format(y="out"))
+    assert p.status == "failed" and "out of GPU memory twice" in p.message and "GiB" in p.message
+    assert always.runs == 2  # one retry, not a loop

@@ -16,6 +16,8 @@ argument", and caches a settled verdict per kernel text and GPU.
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
@@ -227,9 +229,31 @@ def _run_original(evaluator: Evaluator, source: str, kernel: str, options: EvalO
         assert prepared.result is not None
         return prepared.result, None
     result = evaluator.run(prepared.job, timeout=timeout, on_stage=stage)
+    if result.status == "oom":
+        result = _alone_after_oom(evaluator, prepared.job, timeout, stage)
     assert prepared.result is not None
     result.checks = prepared.result.checks + result.checks
     return result, prepared.job
+
+
+OOM_WAIT_SECONDS = 10.0  # for other work on the GPU to let go of its memory
+_ALONE = threading.Lock()  # the retries of this process's proofs, one at a time
+
+
+def _alone_after_oom(evaluator: Evaluator, job: EvalJob, timeout: float | None, stage: Stage) -> EvalResult:
+    """A proof that ran out of GPU memory beside other work (another proof, the user's program)
+    is tried once more after a wait, the only retry of this process on the GPU; a second
+    failure says what it needs."""
+    gib = sum(p.buffer_bytes for p in job.sizes[-1:]) / (1 << 30)
+    stage(f"out of GPU memory beside other work: waiting {OOM_WAIT_SECONDS:g} s, then trying again alone")
+    with _ALONE:
+        time.sleep(OOM_WAIT_SECONDS)
+        result = evaluator.run(job, timeout=timeout, on_stage=stage)
+    if result.status == "oom":
+        result.message = (f"out of GPU memory twice, the second time after waiting {OOM_WAIT_SECONDS:g} s with no "
+                          f"other proof of fsr running: the bench size's buffers take {gib:.2f} GiB, and what else "
+                          f"uses the GPU left too little ({result.message})")
+    return result
 
 
 def _failed(result: EvalResult) -> Check | None:
