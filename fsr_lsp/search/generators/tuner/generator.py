@@ -16,6 +16,7 @@ import time
 
 from ...context import RoundContext
 from ...proposal import Proposal, Tried
+from ..structural import structural_proposals
 from .render import render
 from .space import KNOBS, Config, Space, space_of
 from .strategy import Annealer
@@ -43,8 +44,16 @@ class BuiltinGenerator:
     # ------------------------------------------------------------ the generator interface
 
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
-        space, tuner = self._tuner(ctx)
         tried = {t.proposal.key for t in ctx.history}
+        # A new split of the work first, where one applies: it is verified before any tuning
+        structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round)
+                      if p.key not in tried]
+        return structural + self._tuned(ctx, max(0, n - len(structural)) if structural else n, tried)
+
+    def _tuned(self, ctx: RoundContext, n: int, tried: set[str]) -> list[Proposal]:
+        if n <= 0:
+            return []
+        space, tuner = self._tuner(ctx)
         if ctx.screen is not None and ctx.round == 0:
             n = min(n, FIRST_ROUND_PROPOSALS)
         if ctx.screen is not None:

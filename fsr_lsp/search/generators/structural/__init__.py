@@ -1,0 +1,22 @@
+"""Structural rewrites: a new split of the work, each a transform behind a recogniser of the
+pattern it applies to (one thread walking a row -> a warp per row). A transform that does not
+apply says nothing; one that applies gives a candidate verified like any other, its label
+saying what it did. They go first in a search: where one applies, it is the likeliest big win.
+"""
+
+from __future__ import annotations
+
+from ....kernels import Kernel
+from ....specs import Spec
+from ...proposal import Proposal
+from .rows import warp_per_row
+
+
+def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: int = 0) -> list[Proposal]:
+    out = []
+    rows = warp_per_row(kernel, spec, definition)
+    if rows is not None:
+        block = f'/* @fsr\ngrid = "{rows.grid}"\nblock = {rows.block}\n*/\n'
+        out.append(Proposal(source=block + rows.definition, generator="builtin:warp-per-row", note=rows.note,
+                            round=round_))
+    return out

@@ -1,0 +1,307 @@
+"""One thread per row -> one warp per row.
+
+The naive kernel of a row reduction (a row sum, a max, a mean and variance, softmax, layernorm)
+gives each thread a row and walks its columns: neighbouring threads read addresses a row
+apart, so every load is a separate memory transaction, and a few thousand rows cannot fill
+the GPU. With 32 lanes on each row, the column loops stride over the lanes (neighbouring lanes
+read neighbouring addresses), each reduction ends in a butterfly of warp shuffles that gives
+every lane the row's result, and what the row stores once is stored by lane 0.
+
+The recogniser is strict: it applies to a 1-D launch whose thread index names the row, guarded
+by a row count the spec knows, and whose column loops (`for (int j = a; j < e; j++)`, at the
+row's top level) assign outer variables only as reductions (`v += e`, `v = fmaxf(v, e)` and
+the like) and array elements only at indices that use the column. Anything else (shared
+memory, barriers, other uses of the thread index, nested loops, other assignments) and it
+says nothing. What it writes is verified like any candidate.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from ....kernels import Kernel
+from ....kernels.treesitter import parse
+from ....specs import Spec
+from ....specs.model import ScalarArg
+
+WARP = 32
+BLOCK = 256  # threads per block of the rewrite: 8 rows a block
+_ROW_INDEX = re.compile(r"^blockIdx\.x\s*\*\s*blockDim\.x\s*\+\s*threadIdx\.x$|"
+                        r"^blockDim\.x\s*\*\s*blockIdx\.x\s*\+\s*threadIdx\.x$|"
+                        r"^threadIdx\.x\s*\+\s*blockIdx\.x\s*\*\s*blockDim\.x$")
+_MINMAX = {"fmaxf", "fminf", "fmax", "fmin", "max", "min"}
+_FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__syncwarp|__shfl\w*|atomic\w+|threadIdx|blockDim|blockIdx|"
+                        r"gridDim|warpSize|cooperative_groups|asm)\b")
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    definition: str
+    grid: str
+    block: int
+    note: str
+
+
+class _NotApplicable(Exception):
+    pass
+
+
+def warp_per_row(kernel: Kernel, spec: Spec, definition: str) -> Rewrite | None:
+    """The rewrite, or None when the kernel is not one thread walking a row."""
+    if len(spec.grid) != 1 or len(spec.block) != 1 or spec.smem not in (0, "0"):
+        return None
+    try:
+        return _Rows(kernel, spec, definition).rewrite()
+    except _NotApplicable:
+        return None
+
+
+class _Rows:
+    def __init__(self, kernel: Kernel, spec: Spec, definition: str) -> None:
+        self.kernel, self.spec, self.text = kernel, spec, definition
+        self.data = definition.encode()
+        self.edits: list[tuple[int, int, str]] = []
+        self.reduced: dict[str, str] = {}  # variable -> its reduction's function ("+" for a sum)
+        self.single_stores = 0  # stores of the row's result, made by lane 0
+
+    def s(self, node: Node) -> str:
+        return self.data[node.start_byte:node.end_byte].decode()
+
+    def rewrite(self) -> Rewrite:
+        root = parse(self.data).root_node
+        fn = next((n for n in root.named_children if n.type == "function_definition"), None)
+        body = fn.child_by_field_name("body") if fn is not None else None
+        if body is None or root.has_error:
+            raise _NotApplicable
+        statements = body.named_children
+        row, at = self._row_index(statements)
+        lane = "lane" if not re.search(r"\blane\b", self.text) else "lane_in_row"
+        bound, rest = self._guard(statements[at + 1:], row)
+        rows_expr = self._rows_in_spec(bound)
+        self._replace_row_index(statements[at], row, lane)
+        loops = 0
+        for st in rest:
+            loops += self._statement(st, lane, row)
+        if loops == 0:
+            raise _NotApplicable
+        if _FORBIDDEN.search(self.data[statements[at].end_byte:].decode()):
+            raise _NotApplicable  # the thread index means something else now, or the threads cooperate
+        out = self._applied()
+        parts = [f"{loops} column loop{'s' if loops > 1 else ''} strided over {WARP} lanes (coalesced loads)"]
+        if self.reduced:
+            parts.append("butterfly shuffles reduce " + ", ".join(f"`{v}`" for v in self.reduced))
+        if self.single_stores:
+            parts.append("the row's own result stored by lane 0")
+        note = "one warp per row" + (", shuffle reduction" if self.reduced else "") + ": " + "; ".join(parts)
+        return Rewrite(out, f"cdiv(({rows_expr}) * {WARP}, {BLOCK})", BLOCK, note)
+
+    # ---------------------------------------------------------------- the row
+
+    def _row_index(self, statements: list[Node]) -> tuple[str, int]:
+        for i, st in enumerate(statements):
+            if st.type != "declaration":
+                continue
+            decl = st.child_by_field_name("declarator")
+            if decl is None or decl.type != "init_declarator":
+                continue
+            value = decl.child_by_field_name("value")
+            if value is not None and _ROW_INDEX.match(" ".join(self.s(value).split())):
+                name = decl.child_by_field_name("declarator")
+                if name is None or name.type != "identifier":
+                    raise _NotApplicable
+                return self.s(name), i
+            raise _NotApplicable  # something is declared before the row: keep it simple
+        raise _NotApplicable
+
+    def _guard(self, statements: list[Node], row: str) -> tuple[str, list[Node]]:
+        """`if (row >= n) return;` then the rest, or `if (row < n) { ... }` as the last statement."""
+        if not statements or statements[0].type != "if_statement":
+            raise _NotApplicable
+        guard = statements[0]
+        cond = guard.child_by_field_name("condition")
+        then = guard.child_by_field_name("consequence")
+        if cond is None or then is None or guard.child_by_field_name("alternative") is not None:
+            raise _NotApplicable
+        m = re.fullmatch(r"\(\s*(\w+)\s*(>=|<)\s*(\w+)\s*\)", " ".join(self.s(cond).split()))
+        if m is None or m.group(1) != row:
+            raise _NotApplicable
+        if m.group(2) == ">=" and then.type == "return_statement" and self.s(then).replace(" ", "") == "return;":
+            return m.group(3), statements[1:]
+        if m.group(2) == "<" and then.type == "compound_statement" and len(statements) == 1:
+            return m.group(3), then.named_children
+        raise _NotApplicable
+
+    def _rows_in_spec(self, bound: str) -> str:
+        """The row count as the spec's sizes say it (the launch's grid is written in them)."""
+        index = next((i for i, p in enumerate(self.kernel.params) if p.name == bound), None)
+        if index is None:
+            raise _NotApplicable
+        arg = self.spec.args[index]
+        if not isinstance(arg, ScalarArg):
+            raise _NotApplicable
+        return str(arg.value)
+
+    def _replace_row_index(self, declaration: Node, row: str, lane: str) -> None:
+        decl = declaration.child_by_field_name("declarator")
+        value = decl.child_by_field_name("value") if decl is not None else None
+        assert value is not None
+        indent = self._indent(declaration)
+        self.edits.append((value.start_byte, value.end_byte, f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}"))
+        self.edits.append((declaration.start_byte, declaration.start_byte,
+                           f"// one warp per row: its {WARP} lanes share the row's columns\n{indent}"
+                           f"const int {lane} = threadIdx.x % {WARP};\n{indent}"))
+
+    # ---------------------------------------------------------------- statements of the row
+
+    def _statement(self, st: Node, lane: str, row: str) -> int:
+        """Rewrites one statement of the row; the number of column loops it was."""
+        if st.type == "for_statement":
+            self._column_loop(st, lane)
+            return 1
+        if st.type in ("declaration", "comment"):
+            self._no_loops_inside(st)
+            return 0
+        if st.type == "expression_statement":
+            self._no_loops_inside(st)
+            if self._stores(st):
+                self.single_stores += 1
+                indent = self._indent(st)
+                self.edits.append((st.start_byte, st.start_byte, f"if ({lane} == 0)  // the row's result, stored once\n"
+                                                                 f"{indent}    "))
+            return 0
+        raise _NotApplicable  # if, while, return, a nested block: not a shape this rewrite knows
+
+    def _no_loops_inside(self, node: Node) -> None:
+        if any(n.type in ("for_statement", "while_statement", "do_statement") for n in _walk(node)):
+            raise _NotApplicable
+
+    def _stores(self, st: Node) -> bool:
+        """Whether the statement writes memory (`out[row] = s`, `*p = v`)."""
+        for n in _walk(st):
+            if n.type == "assignment_expression":
+                left = n.child_by_field_name("left")
+                if left is not None and left.type in ("subscript_expression", "pointer_expression", "field_expression"):
+                    return True
+            if n.type == "update_expression" and any(c.type in ("subscript_expression", "pointer_expression")
+                                                     for c in n.named_children):
+                return True
+        return False
+
+    # ---------------------------------------------------------------- a column loop
+
+    def _column_loop(self, loop: Node, lane: str) -> None:
+        init, cond, update = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
+        body = loop.child_by_field_name("body")
+        if init is None or cond is None or update is None or body is None:
+            raise _NotApplicable
+        m = re.fullmatch(r"(int|unsigned|size_t|long|long long|unsigned int)\s+(\w+)\s*=\s*(.+?)\s*;?",
+                         " ".join(self.s(init).split()))
+        if m is None:
+            raise _NotApplicable
+        j, start = m.group(2), m.group(3)
+        c = re.fullmatch(rf"{j}\s*<\s*(.+)", " ".join(self.s(cond).split()))
+        u = " ".join(self.s(update).split())
+        if c is None or u not in (f"{j}++", f"++{j}", f"{j} += 1", f"{j}+=1", f"{j} = {j} + 1"):
+            raise _NotApplicable
+        reductions = self._reductions(body, j)
+        for v, fn in reductions.items():
+            if self.reduced.get(v, fn) != fn:
+                raise _NotApplicable
+            self.reduced[v] = fn
+        first = "" if start == "0" else f"{start} + "
+        self.edits.append((init.start_byte, init.end_byte, f"{m.group(1)} {j} = {first}{lane};"
+                           if self.s(init).rstrip().endswith(";") else f"{m.group(1)} {j} = {first}{lane}"))
+        self.edits.append((update.start_byte, update.end_byte, f"{j} += {WARP}"))
+        indent = self._indent(loop)
+        lines = []
+        for v, fn in reductions.items():
+            shuffled = f"__shfl_xor_sync(0xffffffffu, {v}, offset)"
+            step = f"{v} += {shuffled};" if fn == "+" else f"{v} = {fn}({v}, {shuffled});"
+            lines.append(f"{indent}for (int offset = {WARP // 2}; offset > 0; offset >>= 1) {step}")
+        if lines:
+            comment = f"{indent}// each lane holds part of the row: the butterfly gives every lane the whole\n"
+            self.edits.append((loop.end_byte, loop.end_byte, "\n" + comment + "\n".join(lines)))
+
+    def _reductions(self, body: Node, j: str) -> dict[str, str]:
+        """Outer variables the loop reduces, with how; anything else assigned outside the loop's
+        own locals makes the loop no column loop."""
+        local = {self.s(d) for n in _walk(body) if n.type == "init_declarator"
+                 for d in [n.child_by_field_name("declarator")] if d is not None and d.type == "identifier"}
+        local |= {self.s(n.child_by_field_name("declarator")) for n in _walk(body) if n.type == "declaration"
+                  and n.child_by_field_name("declarator") is not None
+                  and n.child_by_field_name("declarator").type == "identifier"}
+        out: dict[str, str] = {}
+        mentions: dict[str, int] = {}  # of each reduced variable, by its own reduction statements
+        for n in _walk(body):
+            if n.type in ("for_statement", "while_statement", "do_statement", "return_statement", "break_statement",
+                          "goto_statement"):
+                raise _NotApplicable
+            if n.type == "update_expression":
+                target = n.named_children[0] if n.named_children else None
+                if target is None or target.type != "identifier" or self.s(target) not in local:
+                    raise _NotApplicable
+            if n.type != "assignment_expression":
+                continue
+            left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+            op = n.child_by_field_name("operator")
+            if left is None or right is None or op is None:
+                raise _NotApplicable
+            if left.type == "subscript_expression":
+                index = left.child_by_field_name("indices") or left.named_children[-1]
+                if not re.search(rf"\b{re.escape(j)}\b", self.s(index)):
+                    raise _NotApplicable  # two lanes would write one element
+                continue
+            if left.type != "identifier":
+                raise _NotApplicable
+            v = self.s(left)
+            if v in local:
+                continue
+            if v == j:
+                raise _NotApplicable
+            uses = re.compile(rf"\b{re.escape(v)}\b")
+            if self.s(op) == "+=" and not uses.search(self.s(right)):
+                out[v] = out.get(v, "+") if out.get(v, "+") == "+" else _conflict()
+                mentions[v] = mentions.get(v, 0) + 1
+            elif self.s(op) == "=" and right.type == "call_expression":
+                fn = self.s(right.child_by_field_name("function"))
+                args = [a for a in right.child_by_field_name("arguments").named_children]
+                texts = [self.s(a).strip() for a in args]
+                if fn not in _MINMAX or len(args) != 2 or texts.count(v) != 1 or \
+                        uses.search(texts[1 - texts.index(v)]):
+                    raise _NotApplicable
+                out[v] = fn if out.get(v, fn) == fn else _conflict()
+                mentions[v] = mentions.get(v, 0) + 2
+            else:
+                raise _NotApplicable
+        for v, count in mentions.items():  # a partial value read in the loop (a prefix sum) is no reduction
+            if sum(1 for n in _walk(body) if n.type == "identifier" and self.s(n) == v) != count:
+                raise _NotApplicable
+        return out
+
+    # ---------------------------------------------------------------- text
+
+    def _indent(self, node: Node) -> str:
+        line_start = self.data.rfind(b"\n", 0, node.start_byte) + 1
+        prefix = self.data[line_start:node.start_byte].decode()
+        return prefix if not prefix.strip() else ""
+
+    def _applied(self) -> str:
+        out, at = bytearray(), 0
+        for start, end, new in sorted(self.edits, key=lambda e: (e[0], e[1])):
+            out += self.data[at:start] + new.encode()
+            at = max(at, end)
+        out += self.data[at:]
+        return out.decode()
+
+
+def _conflict() -> str:
+    raise _NotApplicable
+
+
+def _walk(node: Node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)

@@ -1,0 +1,99 @@
+"""Structural rewrites (search/generators/structural): one thread per row -> one warp per row.
+Where the recogniser fires, the rewrite compiles and says what it did; where the kernel is not
+one thread walking a row, it says nothing. tests/gpu/test_structural_gpu.py verifies the
+rewrites on the GPU against the originals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.evaluator.compiler import CompileOptions, find_nvcc
+from fsr_lsp.evaluator.prepare import kernel_ref
+from fsr_lsp.evaluator.candidate import check_candidate
+from fsr_lsp.evaluator.compiler import compile_kernel
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.search.generators.structural import structural_proposals
+from fsr_lsp.search.generators.tuner import BuiltinGenerator
+from fsr_lsp.source import SourceText
+from fsr_lsp.specs import parse_spec
+
+from .search_helpers import context, example
+
+ACCURACY = Path(__file__).parent / "gpu" / "kernels" / "accuracy"
+ROW_KERNELS = [(ACCURACY / "layernorm.cu", "layernorm"), (ACCURACY / "softmax.cu", "softmax"),
+               (ACCURACY / "rowsum.cu", "rowsum"), (Path("examples/softmax.cu"), "softmax"),
+               (Path("examples/layernorm.cu"), "layernorm")]
+
+
+def proposals(text: str, name: str):
+    ctx = context(text, name)
+    return structural_proposals(ctx.kernel, ctx.spec, ctx.definition)
+
+
+@pytest.mark.parametrize("path, name", ROW_KERNELS)
+def test_a_row_walked_by_one_thread_becomes_a_warp_per_row(path, name):
+    text = (Path(__file__).parent.parent / path).read_text()
+    (p,) = proposals(text, name)
+    assert p.generator == "builtin:warp-per-row" and p.note.startswith("one warp per row")
+    assert "__shfl_xor_sync(0xffffffffu" in p.source and "+= 32)" in p.source and "/ 32;" in p.source
+    assert "block = 256" in p.source and "* 32, 256)" in p.source
+    src = SourceText(text)
+    kernel = find_kernel(src, name)
+    spec = parse_spec(src, kernel).spec
+    vetted = check_candidate(src, kernel, spec, p.source)
+    assert vetted.ok, vetted.reason
+    assert vetted.launch_changed and vetted.spec.block == (256,) and vetted.spec.args == spec.args
+    if find_nvcc() is not None:
+        compiled = compile_kernel(vetted.source, kernel_ref(kernel, spec), CompileOptions(arch="sm_90a", compiler="nvcc"))
+        assert compiled.ok, compiled.log
+
+
+def test_the_label_says_what_changed():
+    (p,) = proposals((ACCURACY / "rowsum.cu").read_text(), "rowsum")
+    assert "1 column loop strided over 32 lanes" in p.note and "`s`" in p.note and "lane 0" in p.note
+    assert "if (lane == 0)" in p.source
+
+
+NOT_ROWS = {
+    "element-wise": "__global__ void k(float* y, const float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (i < n) y[i] = 2.0f * x[i];\n}\n",
+    "a recurrence": "__global__ void k(float* y, const float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (i >= n) return;\n  float s = 0.0f;\n  for (int j = 0; j < 64; j++) s = s * 0.5f + x[i * 64 + j];\n"
+                    "  y[i] = s;\n}\n",
+    "a barrier": "__global__ void k(float* y, const float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                 "  if (i >= n) return;\n  float s = 0.0f;\n  for (int j = 0; j < 64; j++) s += x[i * 64 + j];\n"
+                 "  __syncthreads();\n  y[i] = s;\n}\n",
+    "a store every lane would make": "__global__ void k(float* y, const float* x, int n) {\n"
+                 "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n"
+                 "  for (int j = 0; j < 64; j++) y[i] += x[i * 64 + j];\n}\n",
+    "a prefix sum": "__global__ void k(float* y, const float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (i >= n) return;\n  float s = 0.0f;\n  for (int j = 0; j < 64; j++) { s += x[i * 64 + j]; "
+                    "y[i * 64 + j] = s; }\n}\n",
+}
+SPEC = ('/* @fsr\nbench = { n = 4096 }\ntests = [ { n = 100 } ]\ngrid = "cdiv(n, 256)"\nblock = 256\n[args]\n'
+        'y = "out[n * 64]"\nx = "in[n * 64]"\nn = "n"\n*/\n')
+
+
+@pytest.mark.parametrize("case", sorted(NOT_ROWS))
+def test_a_kernel_that_is_not_a_row_walk_gets_no_structural_rewrite(case):
+    assert proposals(SPEC + NOT_ROWS[case], "k") == [], case
+
+
+def test_the_builtin_generator_proposes_the_structural_rewrite_first():
+    ctx = context(example("softmax.cu"), "softmax")
+    out = BuiltinGenerator().propose(ctx, 4)
+    assert out and out[0].generator == "builtin:warp-per-row"
+    assert len(out) == 4 and all(p.generator != "builtin:warp-per-row" for p in out[1:])
+    again = context(example("softmax.cu"), "softmax")
+    from fsr_lsp.search.proposal import Tried
+
+    again.history = [Tried(out[0], baseline_result(), 0.0)]
+    assert all(p.generator != "builtin:warp-per-row" for p in BuiltinGenerator().propose(again, 4))
+
+
+def baseline_result():
+    from .search_helpers import baseline
+
+    return baseline()
