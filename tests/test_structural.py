@@ -84,8 +84,11 @@ def test_a_kernel_that_is_not_a_row_walk_gets_no_structural_rewrite(case):
 def test_the_builtin_generator_proposes_the_structural_rewrite_first():
     ctx = context(example("softmax.cu"), "softmax")
     out = BuiltinGenerator().propose(ctx, 4)
-    assert out and out[0].generator == "builtin:warp-per-row"
-    assert len(out) == 4 and all(p.generator != "builtin:warp-per-row" for p in out[1:])
+    assert [p.generator for p in out] == ["builtin:warp-per-row"]  # alone in round 0: a first win sooner
+    later = context(example("softmax.cu"), "softmax", round_=1)
+    out = BuiltinGenerator().propose(later, 4)
+    assert len(out) == 4 and out[0].generator == "builtin:warp-per-row"
+    assert all(p.generator != "builtin:warp-per-row" for p in out[1:])
     again = context(example("softmax.cu"), "softmax")
     from fsr_lsp.search.proposal import Tried
 

@@ -48,6 +48,8 @@ class BuiltinGenerator:
         # A new split of the work first, where one applies: it is verified before any tuning
         structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round)
                       if p.key not in tried]
+        if structural and ctx.round == 0:  # alone: its verdict, and a first win, come without waiting for tuning
+            return structural[:n]
         return structural + self._tuned(ctx, max(0, n - len(structural)) if structural else n, tried)
 
     def _tuned(self, ctx: RoundContext, n: int, tried: set[str]) -> list[Proposal]:
