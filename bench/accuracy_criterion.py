@@ -9,7 +9,6 @@ the original's own rounding). Good rewrites must pass the first; wrong ones must
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from _common import ROOT, save, table
 

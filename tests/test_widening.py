@@ -68,3 +68,27 @@ def test_the_promoted_kernel_compiles_and_its_entry_takes_doubles():
     assert result.binary is not None and result.binary.entry == "_Z2lnPdPKdid"
     assert "deprecated" not in result.log and "fsr_wide" not in result.log  # no unused helper, no deprecated type
     assert "kernel.cu(5)" in result.log  # the file's own line numbers after the helpers
+
+
+@pytest.mark.nvcc
+def test_prepare_gives_a_full_job_the_double_build_and_says_why_when_there_is_none(tmp_path):
+    import dataclasses
+
+    from fsr_lsp.evaluator import EvalOptions, prepare
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc not found")
+    spec = ('/* @fsr\nbench = { n = 4096 }\ntests = [ { n = 100 } ]\ngrid = "cdiv(n, 256)"\nblock = 256\n[args]\n'
+            'y = "out[n]"\nx = "in[n]"\nn = "n"\n*/\n')
+    kernel = "__global__ void k(float* y, const float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n" \
+             "  if (i < n) y[i] = expf(x[i]) * 0.5f;\n}\n"
+    options = EvalOptions(cache_dir=str(tmp_path), compiler="nvcc")
+    job = prepare(spec + kernel, "k", None, "sm_90a", options).job
+    assert job is not None and job.wide is not None and job.wide.entry == "_Z1kPdPKdi" and job.wide_why == ""
+    for quick in (dataclasses.replace(options, screen=True), dataclasses.replace(options, time_only=True)):
+        assert prepare(spec + kernel, "k", None, "sm_90a", quick).job.wide is None
+    bits = kernel.replace("expf(x[i]) * 0.5f", "__int_as_float(__float_as_int(x[i]) & 0x7fffffff)")
+    job = prepare(spec + bits, "k", None, "sm_90a", options).job
+    assert job.wide is None and "__int_as_float" in job.wide_why and "bits" in job.wide_why
+    explicit = spec.replace("block = 256\n", "block = 256\nrtol = 1e-3\natol = 1e-3\n")
+    assert prepare(explicit + kernel, "k", None, "sm_90a", options).job.wide is None  # the spec's own tolerance

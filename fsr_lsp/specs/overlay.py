@@ -7,13 +7,12 @@ import tomllib
 from typing import Any
 
 from .model import Spec
+from .render import render_spec
 
 
 def overlay(base: Spec, data: dict[str, Any]) -> dict[str, Any]:
     """`data` (a block's TOML tables) over the tables of `base`: each key it names replaces the
     base's, `[args]` one argument at a time."""
-    from .render import render_spec  # render reads specs through parse: imported when used
-
     body = render_spec(base).split("\n", 1)[1].rsplit("*/", 1)[0]
     merged = tomllib.loads(body)
     for key, value in data.items():
