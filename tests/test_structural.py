@@ -100,3 +100,76 @@ def baseline_result():
     from .search_helpers import baseline
 
     return baseline()
+
+
+WARP_ANSWER = """One warp per row, with the launch it needs:
+
+```cuda
+/* @fsr
+bench = { rows = 8192, cols = 1024 }
+tests = [ { rows = 1, cols = 1 }, { rows = 7, cols = 1000 }, { rows = 300, cols = 33 } ]
+grid  = "cdiv(rows * 32, 128)"
+block = 128
+rtol  = 1e-4
+atol  = 1e-6
+[args]
+rows = "rows"
+cols = "cols"
+x = "in[rows * cols] normal(0, 2)"
+y = "out[rows * cols]"
+*/
+__global__ void softmax(int rows, int cols, const float* x, float* y)
+{
+    int r = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    if (r >= rows) return;
+    const float* in = x + (size_t)r * cols;
+    float m = -INFINITY, s = 0.0f;
+    for (int c = lane; c < cols; c += 32) { float v = in[c]; float m2 = fmaxf(m, v); s = s * __expf(m - m2) + __expf(v - m2); m = m2; }
+    for (int o = 16; o > 0; o >>= 1) { float m2 = __shfl_xor_sync(~0u, m, o), s2 = __shfl_xor_sync(~0u, s, o);
+        float mm = fmaxf(m, m2); s = s * __expf(m - mm) + s2 * __expf(m2 - mm); m = mm; }
+    for (int c = lane; c < cols; c += 32) y[(size_t)r * cols + c] = __expf(in[c] - m) / s;  // verdict: verified 21.0
+}
+```
+"""
+
+
+class _MeasuresStructural:
+    """The scripted bench, with fsr's own warp-per-row rewrite measured at 15x."""
+
+    def __new__(cls):
+        from .scripted_bench import ScriptedBench
+
+        class Bench(ScriptedBench):
+            def _verdict(self, source):
+                if "one warp per row: its 32 lanes" in source and "verdict:" not in source:
+                    source += "\n// verdict: verified 15.0"
+                return super()._verdict(source)
+
+        return Bench()
+
+
+def test_the_model_sees_the_pattern_and_fsrs_rewrite_measured_and_its_own_rewrite_wins(monkeypatch, tmp_path):
+    """Recorded model answers: round 0 is fsr's structural rewrite alone (no request); the
+    model's first prompt names the pattern and shows that rewrite with its speedup; the model's
+    warp-per-row rewrite, whole @fsr block and all, is verified and returned."""
+    from fsr_lsp.search import HistoryStore, run_search
+    from fsr_lsp.search.config import LLMConfig, SearchConfig
+    from fsr_lsp.search.generators.llm import LLMGenerator
+
+    from .fake_llm import FakeLLM, answer
+
+    monkeypatch.setenv("FSR_TEST_KEY", "sk-test")
+    with FakeLLM([answer(WARP_ANSWER)] * 4) as llm:
+        cfg = SearchConfig(llm=LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_TEST_KEY", max_retries=0,
+                                         timeout=5), rounds=2, candidates=1, fix_attempts=0, sanitize_winner=False)
+        with HistoryStore(tmp_path) as store:
+            outcome = run_search(example("softmax.cu"), "softmax.cu", "softmax", cfg, _MeasuresStructural(),
+                                 LLMGenerator(cfg.llm, parallel=1), store)
+        prompts = llm.prompts()
+    assert len(prompts) == 1  # round 0 asked the model nothing
+    (prompt,) = prompts
+    assert "Pattern fsr found in the original: one thread walks each row's columns" in prompt
+    assert "one warp per row, shuffle reduction" in prompt and "15.00x" in prompt
+    assert "one warp per row: its 32 lanes share the row's columns" in prompt  # its code, as the fastest so far
+    assert outcome.status == "improved" and outcome.best.result.speedup == 21.0
+    assert outcome.best.proposal.generator == "llm:m" and 'grid  = "cdiv(rows * 32, 128)"' in outcome.best.proposal.source

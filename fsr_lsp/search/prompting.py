@@ -11,6 +11,7 @@ from string import Template
 from ..evaluator.records import EvalResult, GpuInfo, SizePlan
 from .context import RoundContext
 from .proposal import Tried
+from .generators.structural import patterns
 
 MAX_HISTORY_LINES = 12
 MAX_ERROR_LINES = 30
@@ -114,10 +115,13 @@ def describe_resources(ctx: RoundContext) -> str:
 
 
 def describe_profile(ctx: RoundContext) -> str:
-    """Nsight Compute's view of the leader (from round 2 on), with the roofline position."""
+    """Nsight Compute's view of the leader (from round 2 on), with the roofline position; and
+    the patterns fsr's recognisers found in the kernel."""
+    found = patterns(ctx.kernel, ctx.spec, ctx.definition)
+    focus = "".join(f"Pattern fsr found in the original: {p}.\n" for p in found)
     facts = ctx.profile
-    focus = (f"The user profiled the original and asks you to address this finding first: {ctx.focus}\n"
-             if ctx.focus else "")
+    focus += (f"The user profiled the original and asks you to address this finding first: {ctx.focus}\n"
+              if ctx.focus else "")
     if facts is None:
         return focus
     which = "the fastest version so far" if facts.who == "candidate" else "the original"

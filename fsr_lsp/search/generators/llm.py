@@ -20,6 +20,7 @@ from ..labels import code_label, model_label
 from ..prompting import fix_prompt, propose_prompt, system_prompt
 from ..proposal import Proposal, Tried
 from .base import GeneratorError
+from .structural import structural_proposals
 
 _FENCE = re.compile(r"```[ \t]*([\w+#-]*)[^\n]*\n(.*?)```", re.S)
 
@@ -35,6 +36,12 @@ class LLMGenerator:
         self._chat = ChatClient(config, client=client, sleep=sleep)
 
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
+        if ctx.round == 0 and ctx.rounds > 1:
+            # fsr's own structural rewrite, where one applies, goes first and alone: the model's
+            # first round then sees it measured (its code, its speedup) as an example
+            structural = structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round)
+            if structural:
+                return structural[:n]
         prompts = [propose_prompt(ctx, i, n) for i in range(n)]
         outcomes = self._ask_all(prompts, ctx)
         proposals = [self._proposal(ctx, prompt, answer) for prompt, answer in zip(prompts, outcomes)

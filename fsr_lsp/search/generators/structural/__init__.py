@@ -12,6 +12,18 @@ from ...proposal import Proposal
 from .rows import warp_per_row
 
 
+def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
+    """What the recognisers found, in words a model can act on (for its prompt)."""
+    rows = warp_per_row(kernel, spec, definition)
+    if rows is None:
+        return []
+    return [f"one thread walks each row's columns ({rows.loops} column loop{'s' if rows.loops > 1 else ''}, "
+            f"{rows.row_count} rows): neighbouring threads read addresses a row apart, so the loads are "
+            "uncoalesced, and few rows leave the GPU idle. One warp (or block) per row, with the column loops "
+            "strided over its lanes and shuffle reductions, is the usual fix; fsr's own such rewrite is "
+            "measured in the first round"]
+
+
 def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: int = 0) -> list[Proposal]:
     out = []
     rows = warp_per_row(kernel, spec, definition)

@@ -43,6 +43,8 @@ class Rewrite:
     grid: str
     block: int
     note: str
+    loops: int = 0  # column loops rewritten
+    row_count: str = ""  # the spec's expression for the number of rows
 
 
 class _NotApplicable(Exception):
@@ -96,7 +98,7 @@ class _Rows:
         if self.single_stores:
             parts.append("the row's own result stored by lane 0")
         note = "one warp per row" + (", shuffle reduction" if self.reduced else "") + ": " + "; ".join(parts)
-        return Rewrite(out, f"cdiv(({rows_expr}) * {WARP}, {BLOCK})", BLOCK, note)
+        return Rewrite(out, f"cdiv(({rows_expr}) * {WARP}, {BLOCK})", BLOCK, note, loops, rows_expr)
 
     # ---------------------------------------------------------------- the row
 
