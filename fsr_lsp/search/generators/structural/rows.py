@@ -81,7 +81,11 @@ class _Rows:
         statements = body.named_children
         row, at = self._row_index(statements)
         lane = "lane" if not re.search(r"\blane\b", self.text) else "lane_in_row"
-        bound, rest = self._guard(statements[at + 1:], row)
+        between = 0  # plain declarations between the row index and its guard (`float eps = 1e-5f;`)
+        while at + 1 + between < len(statements) and statements[at + 1 + between].type == "declaration":
+            self._no_loops_inside(statements[at + 1 + between])
+            between += 1
+        bound, rest = self._guard(statements[at + 1 + between:], row)
         rows_expr = self._rows_in_spec(bound)
         self._replace_row_index(statements[at], row, lane)
         loops = 0
@@ -114,8 +118,9 @@ class _Rows:
                 name = decl.child_by_field_name("declarator")
                 if name is None or name.type != "identifier":
                     raise _NotApplicable
+                if any(_FORBIDDEN.search(self.s(st)) for st in statements[:i]):
+                    raise _NotApplicable
                 return self.s(name), i
-            raise _NotApplicable  # something is declared before the row: keep it simple
         raise _NotApplicable
 
     def _guard(self, statements: list[Node], row: str) -> tuple[str, list[Node]]:
@@ -221,7 +226,10 @@ class _Rows:
         lines = []
         for v, fn in reductions.items():
             shuffled = f"__shfl_xor_sync(0xffffffffu, {v}, offset)"
-            step = f"{v} += {shuffled};" if fn == "+" else f"{v} = {fn}({v}, {shuffled});"
+            if fn in ("if>", "if<"):  # the kernel's own comparison, on what the other lane holds
+                step = f"{{ auto other = {shuffled}; if (other {fn[2]} {v}) {v} = other; }}"
+            else:
+                step = f"{v} += {shuffled};" if fn == "+" else f"{v} = {fn}({v}, {shuffled});"
             lines.append(f"{indent}for (int offset = {WARP // 2}; offset > 0; offset >>= 1) {step}")
         if lines:
             comment = f"{indent}// each lane holds part of the row: the butterfly gives every lane the whole\n"
@@ -237,6 +245,14 @@ class _Rows:
                   and n.child_by_field_name("declarator").type == "identifier"}
         out: dict[str, str] = {}
         mentions: dict[str, int] = {}  # of each reduced variable, by its own reduction statements
+        handled: set[int] = set()  # assignments that are the body of a conditional max or min
+        for n in _walk(body):
+            found = self._conditional(n, local)
+            if found is not None:
+                v, how, assignment = found
+                out[v] = how if out.get(v, how) == how else _conflict()
+                mentions[v] = mentions.get(v, 0) + 2
+                handled.add(assignment.id)
         for n in _walk(body):
             if n.type in ("for_statement", "while_statement", "do_statement", "return_statement", "break_statement",
                           "goto_statement"):
@@ -245,7 +261,7 @@ class _Rows:
                 target = n.named_children[0] if n.named_children else None
                 if target is None or target.type != "identifier" or self.s(target) not in local:
                     raise _NotApplicable
-            if n.type != "assignment_expression":
+            if n.type != "assignment_expression" or n.id in handled:
                 continue
             left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
             op = n.child_by_field_name("operator")
@@ -282,6 +298,35 @@ class _Rows:
             if sum(1 for n in _walk(body) if n.type == "identifier" and self.s(n) == v) != count:
                 raise _NotApplicable
         return out
+
+    def _conditional(self, node: Node, local: set[str]) -> tuple[str, str, Node] | None:
+        """`if (e > v) v = e;` (a max) or `if (e < v) v = e;` (a min), in any of their spellings:
+        (variable, "if>" or "if<", the assignment)."""
+        if node.type != "if_statement" or node.child_by_field_name("alternative") is not None:
+            return None
+        cond, then = node.child_by_field_name("condition"), node.child_by_field_name("consequence")
+        if cond is None or then is None:
+            return None
+        if then.type == "compound_statement" and len(then.named_children) == 1:
+            then = then.named_children[0]
+        if then.type != "expression_statement" or not then.named_children:
+            return None
+        assignment = then.named_children[0]
+        if assignment.type != "assignment_expression" or self.s(assignment.child_by_field_name("operator")) != "=":
+            return None
+        left, right = assignment.child_by_field_name("left"), assignment.child_by_field_name("right")
+        if left is None or right is None or left.type != "identifier" or self.s(left) in local:
+            return None
+        v, e = self.s(left), " ".join(self.s(right).split())
+        m = re.fullmatch(r"\(\s*(.+?)\s*(<=|>=|<|>)\s*(.+?)\s*\)", " ".join(self.s(cond).split()))
+        if m is None or re.search(rf"\b{re.escape(v)}\b", e):
+            return None
+        a, op, b = m.groups()
+        if (a, b) == (e, v):
+            return v, "if>" if op in (">", ">=") else "if<", assignment
+        if (a, b) == (v, e):
+            return v, "if>" if op in ("<", "<=") else "if<", assignment
+        return None
 
     # ---------------------------------------------------------------- text
 
