@@ -190,3 +190,12 @@ def test_the_model_sees_the_pattern_and_fsrs_rewrite_measured_and_its_own_rewrit
     assert "one warp per row: its 32 lanes share the row's columns" in prompt  # its code, as the fastest so far
     assert outcome.status == "improved" and outcome.best.result.speedup == 21.0
     assert outcome.best.proposal.generator == "llm:m" and 'grid  = "cdiv(rows * 32, 128)"' in outcome.best.proposal.source
+
+
+def test_launch_bounds_cap_the_rewrites_block():
+    kernel = NOT_ROWS["a recurrence"].replace("s = s * 0.5f + x[i * 64 + j];", "s += x[i * 64 + j];")
+    spec = SPEC.replace("block = 256", "block = 128").replace("cdiv(n, 256)", "cdiv(n, 128)")
+    (p,) = proposals(spec + kernel.replace("__global__ void", "__global__ __launch_bounds__(128) void"), "k")
+    assert "block = 128" in p.source and '* 32, 128)"' in p.source
+    spec = SPEC.replace("block = 256", "block = 32").replace("cdiv(n, 256)", "cdiv(n, 32)")
+    assert proposals(spec + kernel.replace("__global__ void", "__global__ __launch_bounds__(48) void"), "k") == []

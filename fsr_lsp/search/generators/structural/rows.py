@@ -102,7 +102,19 @@ class _Rows:
         if self.single_stores:
             parts.append("the row's own result stored by lane 0")
         note = "one warp per row" + (", shuffle reduction" if self.reduced else "") + ": " + "; ".join(parts)
-        return Rewrite(out, f"cdiv(({rows_expr}) * {WARP}, {BLOCK})", BLOCK, note, loops, rows_expr)
+        block = self._block()
+        return Rewrite(out, f"cdiv(({rows_expr}) * {WARP}, {block})", block, note, loops, rows_expr)
+
+    def _block(self) -> int:
+        """BLOCK threads, or fewer where the kernel's `__launch_bounds__` caps them (a whole
+        number of warps, or no rewrite)."""
+        bound = re.search(r"__launch_bounds__\s*\(\s*(\d+)", self.text)
+        if bound is None or int(bound.group(1)) >= BLOCK:
+            return BLOCK
+        cap = int(bound.group(1))
+        if cap < WARP or cap % WARP:
+            raise _NotApplicable
+        return cap
 
     # ---------------------------------------------------------------- the row
 
