@@ -25,7 +25,7 @@ replace all of this.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..records import ArgPlan, Check, Mismatch, SizePlan
@@ -123,11 +123,14 @@ class Accuracy:
         return 2.0 * (self.bound(name) + w.original)
 
 
+def scalar_dtypes(args: list[ArgPlan]) -> list[str | None]:
+    """How a launch passes each argument: None for a buffer's pointer, else the scalar's type."""
+    return [None if a.kind == "buffer" else a.dtype for a in args]
+
+
 def wide_args(plan: SizePlan) -> list[ArgPlan]:
     """The plan's arguments as the double-precision run takes them: float buffers and scalars as
     float64 (a float4 stays four lanes, now of doubles)."""
-    from dataclasses import replace
-
     return [replace(a, dtype="float64") if a.dtype == "float32" and a.kind != "texture" else a for a in plan.args]
 
 

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from ..records import Check, EvalJob, EvalResult
-from .accuracy import wide_args
+from .accuracy import scalar_dtypes, wide_args
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, seed_for
 from .session import GpuSession
 from .timing import time_job
@@ -22,7 +22,7 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
     torch = session.torch
     phase = _Phases(result.phase_seconds)
     try:
-        dtypes = [None if a.kind == "buffer" else a.dtype for a in job.sizes[0].args]
+        dtypes = scalar_dtypes(job.sizes[0].args)
         ctx = JobContext(session, job, session.load(job.original, dtypes),
                          session.load(job.candidate, dtypes) if job.candidate else None, result, report)
         if job.mode == "full":
@@ -72,8 +72,7 @@ def _load_wide(ctx: JobContext) -> None:
     if job.wide is None:
         return
     try:
-        dtypes = [None if a.kind == "buffer" else a.dtype for a in wide_args(job.sizes[0])]
-        ctx.wide = ctx.session.load(job.wide, dtypes)
+        ctx.wide = ctx.session.load(job.wide, scalar_dtypes(wide_args(job.sizes[0])))
     except Exception as e:  # a module or entry the driver refuses: no reference, nothing broken
         ctx.accuracy.why_not = f"its double-precision build does not load ({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})"
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..records import Check, EvalJob, SizePlan
-from .accuracy import grounded_buffers, to_wide, wide_args
-from .buffers import describe, poisoned
+from .accuracy import FACTOR, FLOOR_ULPS, grounded_buffers, to_wide, wide_args
+from .buffers import FLOATS, describe, poisoned
 from .common import (Failure, JobContext, buffers_of, captured_inputs, guarded_launch, inputs_only, make_inputs,
                      outputs, seed_for)
 from .guards import Guarded, describe_overrun, guarded
@@ -126,8 +126,7 @@ def _double_run(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict) -
         if a.kind != "buffer":
             continue
         if a.direction == "out":
-            tensors[a.name] = torch.full((a.numel,), float("nan"), dtype=torch.float64, device=session.device) \
-                if a.dtype == "float64" else poisoned(torch, session.device, a, "A")
+            tensors[a.name] = poisoned(torch, session.device, a, "A")  # NaN for the promoted floats
         else:
             tensors[a.name] = to_wide(torch, inputs[a.name])
     args = [tensors[a.name].data_ptr() if a.kind == "buffer" else a.value for a in wide]
@@ -154,15 +153,15 @@ def _accuracy_check(ctx: JobContext) -> Check:
             worst = ", ".join(f"{name} {w.original:.2g}" for name, w in sorted(accuracy.worst.items())
                               if name in accuracy.grounded)
             return Check("accuracy", "pass", f"the original's worst error against its double-precision run, over its "
-                                             f"output's scale: {worst}; a candidate may be up to 4x that, or 16 units "
-                                             "in the last place")
+                                             f"output's scale: {worst}; a candidate may be up to {FACTOR:g}x that, or "
+                                             f"{FLOOR_ULPS} units in the last place")
         check = accuracy.verdict()
         if check.status == "fail":
             w = accuracy.worst[check.argument]
             raise Failure("wrong", f"the candidate is less accurate than the original: {check.detail}", check="accuracy",
                           mismatch=w.where, argument=check.argument)
         return check
-    floats = [a for a in outputs(ctx.job.sizes[0]) if a.dtype in ("float16", "bfloat16", "float32", "float64")]
+    floats = [a for a in outputs(ctx.job.sizes[0]) if a.dtype in FLOATS]
     if not floats:
         return Check("accuracy", "pass", "integer outputs: compared exactly")
     if floats[0].tolerance == "spec":
