@@ -113,3 +113,87 @@ int main() {
     assert s.origin == "drafted" and "bench = { fixed = 1 }" in s.spec and "tests" not in s.spec
     assert 'out = "out[512 * 512]"' in s.spec
     assert s.problems == ["every value at the launch site is a constant the kernel is compiled for: checked at that size only"]
+
+
+ROWS = """
+__global__ void rowsq(float* out, const float* inp, int N, int C)
+{ int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < N) { float s = 0.f; for (int i = 0; i < C; i++) s += inp[r * C + i] * inp[r * C + i]; out[r] = s; } }
+void rowsq1(float* out, const float* inp, int B, int T, int C, const int block_size) {
+    const int N = B * T;
+    rowsq<<<(N + block_size - 1) / block_size, block_size>>>(out, inp, N, C);
+}
+void rowsq_dispatch(int version, float* out, const float* inp, int B, int T, int C, int block_size) {
+    switch (version) { case 1: rowsq1(out, inp, B, T, C, block_size); break; default: exit(1); }
+}
+"""
+
+
+def test_sizes_set_in_main_reach_a_launch_two_calls_down(tmp_path: Path):
+    """main -> a dispatcher over kernel versions -> the launcher: sizes and buffers come from main,
+    the block size from the list main loops over (the item nearest 256)."""
+    (tmp_path / "r.cu").write_text(ROWS + """
+int main(int argc, char** argv) {
+    int B = 4; int T = 512; int C = 768;
+    float *d_out, *d_inp;
+    cudaMalloc(&d_out, B * T * sizeof(float));
+    cudaMalloc(&d_inp, B * T * C * sizeof(float));
+    int block_sizes[] = {32, 64, 128, 512, 1024};
+    for (int j = 0; j < 5; j++) {
+        int block_size = block_sizes[j];
+        rowsq_dispatch(1, d_out, d_inp, B, T, C, block_size);
+    }
+}
+""")
+    (s,) = kernel_specs([tmp_path / "r.cu"])
+    assert s.origin == "drafted", s.problems
+    assert "bench = { B = 4, T = 512, C = 768 }" in s.spec
+    assert "block = 128" in s.spec  # 128 and 512 are as near 256: the first listed
+    assert 'out = "out[B * T]"' in s.spec and 'inp = "in[B * T * C]"' in s.spec
+    assert "called at line 10 (from line 21)" in s.spec
+
+
+def test_a_call_chain_that_loops_back_on_itself_ends(tmp_path: Path):
+    (tmp_path / "r.cu").write_text(KERNEL + """
+void ping(float* c, const float* a, int n);
+void pong(float* c, const float* a, int n) { ping(c, a, n); }
+void ping(float* c, const float* a, int n) { add<<<(n + 255) / 256, 256>>>(c, a, n); pong(c, a, n); }
+""")
+    (s,) = kernel_specs([tmp_path / "r.cu"])
+    assert s.spec is None or "no value at the launch site for n" in " ".join(s.problems)
+
+
+def test_a_launcher_template_takes_its_arguments_from_the_call(tmp_path: Path):
+    (tmp_path / "t.cu").write_text("""
+template <typename T, int BLOCK>
+__global__ void scale_t(T* out, const T* in, T a, int n)
+{ int i = blockIdx.x * BLOCK + threadIdx.x; if (i < n) out[i] = a * in[i]; }
+template <typename T, int BLOCK>
+void launch_scale(T* out, const T* in, T a, int n) {
+    scale_t<T, BLOCK><<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(out, in, a, n);
+}
+int main() {
+    const int n = 1 << 20;
+    double *x, *y;
+    cudaMalloc(&x, n * sizeof(double)); cudaMalloc(&y, n * sizeof(double));
+    launch_scale<double, 64>(y, x, 3.0, n);
+}
+""")
+    (s,) = kernel_specs([tmp_path / "t.cu"])
+    assert s.origin == "drafted", s.problems
+    assert 'template = "double, 64"' in s.spec and "block = 64" in s.spec
+
+
+def test_a_launch_that_cannot_be_read_gives_way_to_one_that_can(tmp_path: Path):
+    s = spec(tmp_path, """
+void twice(float* c, const float* a, int n, int bs) { add<<<(n + bs - 1) / bs, bs>>>(c, a, n); }
+void other(float* c, const float* a, int n, int bs) { add<<<(n + bs - 1) / bs, bs>>>(c, a, n + 0); }
+int main() {
+    int n = 4096; float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    add<<<(n + 127) / 128, 128>>>(c, a, n);
+}
+""")
+    assert s.origin == "drafted", s.problems
+    assert "block = 128" in s.spec
+    assert any("drafted from the first that could be drafted" in p for p in s.problems)

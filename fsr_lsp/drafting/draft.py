@@ -25,6 +25,7 @@ from ..kernels.discover import discover
 from ..kernels.lexical import lex, spec_blocks, split_top_level
 from ..source import SourceText
 from ..specs import evaluate_int, parse_spec
+from ..specs.expr import ExprError
 from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
 from .host import Launch, Scope, find_launches
 from .writes import Access, direction, index_arrays, pointer_access
@@ -65,13 +66,26 @@ def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch], own_file
     if not mine:
         return Draft(kernel.name, None, problems=[f"no launch of {kernel.name} found"])
     counts = Counter((launch.config, launch.args, launch.template_args) for launch in mine)
-    (config, args, template), n = counts.most_common(1)[0]
-    launch = next(x for x in mine if (x.config, x.args, x.template_args) == (config, args, template))
-    if types:
-        launch = dataclasses.replace(launch, scope=dataclasses.replace(launch.scope, types={**types, **launch.scope.types}))
-    draft = Draft(kernel.name, None, launch=launch, launches=len(mine))
-    if len(counts) > 1:
-        draft.problems.append(f"{len(mine)} launches differ; drafted from the most common ({n} of them, {launch.where})")
+    drafts = []
+    for (config, args, template), n in counts.most_common():
+        launch = next(x for x in mine if (x.config, x.args, x.template_args) == (config, args, template))
+        if types:
+            launch = dataclasses.replace(launch, scope=dataclasses.replace(launch.scope,
+                                                                           types={**types, **launch.scope.types}))
+        draft = _draft_from(src, kernel, launch, len(mine))
+        if len(counts) > 1:
+            how = "the most common" if not drafts else "the first that could be drafted"
+            draft.problems.insert(0, f"{len(mine)} launches differ; drafted from {how} ({n} of them, {launch.where})")
+        if draft.text is not None:
+            return draft
+        drafts.append(draft)
+    return drafts[0]
+
+
+def _draft_from(src: SourceText, kernel: Kernel, launch: Launch, launches: int) -> Draft:
+    """The draft one launch gives (its text None, with the reason, when it cannot be read)."""
+    config, template = launch.config, launch.template_args
+    draft = Draft(kernel.name, None, launch=launch, launches=launches)
     definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
     block_text = " ".join(config[1:2])
     block_text += " " + " ".join(launch.scope.dims.get(block_text.strip(), []))  # `dim3 threads(BS, BS)`
@@ -110,7 +124,8 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     block = _dims(config[1], t, constant=True)
     grid = _dims(config[0], t, constant=False)
     smem = t.expr(config[2]) if len(config) > 2 and config[2].strip() not in ("0", "") else None
-    template = ", ".join(resolve_type(a.strip(), launch.scope) for a in _split(launch.template_args)) \
+    template = ", ".join(_template_arg(a.strip(), tp, launch.scope, t)
+                         for a, tp in zip(_split(launch.template_args), [*kernel.template_params, *[""] * 99])) \
         if launch.template_args else ""
     if kernel.is_template and not template:
         raise Unresolved("a template launched without explicit template arguments")
@@ -194,6 +209,18 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         draft.provenance.setdefault(f"size {name}", origin)
     draft.provenance["launch"] = f"{kernel.name}<<<{', '.join(config)}>>> at {launch.where}"
     return lines
+
+
+def _template_arg(arg: str, param: str, scope: Scope, t: Translator) -> str:
+    """A template argument as the spec gives it: a type through the file's aliases, a value
+    (`BLOCK`, a launcher's own template parameter) through the host code's values."""
+    if re.match(r"\s*(typename|class)\b", param) or not re.fullmatch(r"[\w\s()+*/%<>-]+", arg) \
+            or resolve_type(arg, scope) != arg:
+        return resolve_type(arg, scope)
+    try:
+        return str(evaluate_int(t.expr(arg), t.sizes, "template argument"))
+    except (Unresolved, ExprError):  # a value the host code does not give: kept as written
+        return arg
 
 
 def _dims(text: str, t: Translator, constant: bool) -> list:

@@ -68,6 +68,8 @@ class Scope:
     param_order: list[str] = field(default_factory=list)  # its parameters, in order
     pointer_params: set[str] = field(default_factory=set)
     called_from: str = ""  # where its parameters got their values: `line 25`
+    lists: dict[str, list[str]] = field(default_factory=dict)
+    template_order: list[str] = field(default_factory=list)  # the host function's own template parameters  # `int sizes[] = {32, 64, 128}` -> its items
 
 
 # `atoi(argv[1])`, `(int)strtol(argv[2], 0, 10)`, `std::stoi(argv[3])`: a size known only when the program runs
@@ -101,7 +103,7 @@ def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()
         if scope.params:
             if callers is None:
                 callers = _first_calls(src, tree.root_node)
-            _bind_caller(src, callers.get(scope.function), scope, file_scope)
+            _bind_caller(src, callers, scope, file_scope)
         out.append(Launch(name, template, exprs, args, src.position(call.start_byte).line + 1, call.start_byte, scope,
                           file))
     return out
@@ -125,17 +127,26 @@ def _first_calls(src: SourceText, root: Node) -> dict[str, Node]:
     return out
 
 
-def _bind_caller(src: SourceText, caller: Node | None, scope: Scope, file_scope: Scope) -> None:
+MAX_CALL_DEPTH = 4  # main -> a dispatcher -> a launcher -> ...: how far up the calls a size is followed
+
+
+def _bind_caller(src: SourceText, callers: dict[str, Node], scope: Scope, file_scope: Scope,
+                 seen: frozenset[str] = frozenset()) -> None:
     """A launch inside a launcher (`void gelu_forward(float* out, ..., int N, int block_size)`):
     its parameters take the arguments of the launcher's first call in the file, read in the
-    caller's scope, so sizes and allocations come from where the launcher is called."""
-    if caller is None:
+    caller's scope, so sizes and allocations come from where the launcher is called. A caller
+    that is itself called with its sizes (`main` -> a dispatcher over kernel versions -> the
+    launcher) is bound first, up to MAX_CALL_DEPTH calls."""
+    caller = callers.get(scope.function)
+    if caller is None or scope.function in seen or len(seen) >= MAX_CALL_DEPTH:
         return
     args_node = caller.child_by_field_name("arguments")
     if args_node is None or len(args_node.named_children) != len(scope.param_order):
         return
     outer = _scope_at(src, caller, file_scope)
-    for table in ("values", "macros", "dims", "allocations", "aliases", "types"):
+    if outer.params:
+        _bind_caller(src, callers, outer, file_scope, seen | {scope.function})
+    for table in ("values", "macros", "dims", "allocations", "aliases", "types", "lists"):
         merged = dict(getattr(outer, table))
         merged.update(getattr(scope, table))  # the launcher's own names win
         setattr(scope, table, merged)
@@ -143,13 +154,41 @@ def _bind_caller(src: SourceText, caller: Node | None, scope: Scope, file_scope:
         text = _text(src, arg).strip()
         if text == param:
             scope.values.pop(param, None) if param not in outer.values else None
+            if param in outer.aliases and param in scope.pointer_params:
+                scope.aliases[param] = outer.aliases[param]
         elif param in scope.pointer_params:
             scope.aliases[param] = text
         else:
             scope.values[param] = text if re.fullmatch(r"[\w.]+", text) else f"({text})"
         scope.params.discard(param)
-    scope.called_from = f"line {src.position(caller.start_byte).line + 1}"
+    _bind_template(src, caller, scope)
+    where = f"line {src.position(caller.start_byte).line + 1}"
+    scope.called_from = f"{where} (from {outer.called_from})" if outer.called_from else where
     scope.params |= outer.params
+
+
+def _bind_template(src: SourceText, caller: Node, scope: Scope) -> None:
+    """`launch_scale<256>(...)`: the launcher's template parameters take the call's arguments."""
+    callee = caller.children[0]
+    targs = callee.child_by_field_name("arguments") if callee.type == "template_function" else None
+    if targs is None:
+        return
+    for name, arg in zip(scope.template_order, targs.named_children):
+        text = _text(src, arg).strip()
+        if arg.type == "type_descriptor":
+            scope.types[name] = text
+        else:
+            scope.values[name] = text if re.fullmatch(r"[\w.]+", text) else f"({text})"
+        scope.params.discard(name)
+
+
+def _template_parameter(src: SourceText, node: Node) -> str:
+    """The name a template parameter declares (`int BLOCK`, `typename T`, `int N = 4`)."""
+    if node.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
+        name = node.child_by_field_name("name") or next((c for c in node.named_children if c.type == "type_identifier"), None)
+        return _text(src, name) if name is not None else ""
+    ident = _declared_identifier(node.child_by_field_name("declarator")) if node.child_by_field_name("declarator") else None
+    return _text(src, ident) if ident is not None else ""
 
 
 def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
@@ -164,6 +203,12 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
     declarator = fn.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
+    if fn.parent is not None and fn.parent.type == "template_declaration":  # template <int BLOCK> void launch(...)
+        for tp in (fn.parent.child_by_field_name("parameters") or fn.parent).named_children:
+            ident = _template_parameter(src, tp)
+            if ident:
+                scope.template_order.append(ident)
+                scope.params.add(ident)
     if declarator is not None:
         name = declarator.child_by_field_name("declarator")
         scope.function = _text(src, name) if name is not None else ""
@@ -269,6 +314,12 @@ def _collect_declaration(src: SourceText, node: Node, scope: Scope) -> None:
             scope.dims[name] = [value_text]
         elif target.type == "pointer_declarator" or "*" in _text(src, target):
             _collect_pointer(src, name, type_text, value, scope)
+        elif value.type == "initializer_list" and target.type == "array_declarator":
+            items = [_text(src, c) for c in value.named_children]
+            if items and all(c.type == "number_literal" for c in value.named_children):
+                scope.lists[name] = items
+        elif value.type == "subscript_expression" and _listed(src, value, scope) is not None:
+            scope.values[name] = _listed(src, value, scope)
         elif value.type == "call_expression" and _TENSOR_FACTORIES.match(_text(src, value.children[0])):
             args = value.child_by_field_name("arguments")
             first = args.named_children[0] if args is not None and args.named_children else None
@@ -278,6 +329,24 @@ def _collect_declaration(src: SourceText, node: Node, scope: Scope) -> None:
                                                                      for x in dims), via="torch tensor")
         else:
             scope.values[name] = value_text
+
+
+PREFERRED_ITEM = 256  # the usual default block size
+
+
+def _listed(src: SourceText, subscript: Node, scope: Scope) -> str | None:
+    """`block_sizes[j]` of a list of literals the program loops over: the item a draft uses, the
+    one nearest PREFERRED_ITEM (a program that tries every block size runs them all; the spec
+    needs one, and the search tunes it anyway)."""
+    array = subscript.child_by_field_name("argument")
+    items = scope.lists.get(_text(src, array)) if array is not None else None
+    if not items:
+        return None
+    try:
+        numbers = [int(x.rstrip("uUlL"), 0) for x in items]
+    except ValueError:
+        return items[0]
+    return items[min(range(len(items)), key=lambda i: (abs(numbers[i] - PREFERRED_ITEM), i))]
 
 
 def _collect_pointer(src: SourceText, name: str, type_text: str, value: Node, scope: Scope) -> None:

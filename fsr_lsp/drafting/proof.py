@@ -19,7 +19,7 @@ import hashlib
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 from ..evaluator import EvalOptions, Evaluator, EvaluatorUnavailable, prepare
 from ..evaluator.backends import Backend, LocalBackend
@@ -31,6 +31,9 @@ from ..evaluator.serde import from_data, to_data
 from ..specs.edit import set_key
 from .placement import place_spec, proof_text
 from .relax import MAX_STEPS, relax
+
+if TYPE_CHECKING:  # the cache imports this module's Proof
+    from .cache import ProofCache
 
 PROOF_VERSION = "2"  # bump when what a proof checks changes: older cached verdicts no longer count
 # Tolerances tried, in order, when two runs of the original differ only in rounding.
