@@ -375,3 +375,21 @@ def test_an_array_of_structs_is_counted_in_structs_not_bytes(tmp_path: Path):
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured" and f"bench = {{ n = {n} }}" in spec.spec, spec.problems
     assert 'res = "out[n]"' in spec.spec and 'x = "in[n]"' in spec.spec
+
+
+def test_an_element_type_the_build_chose_otherwise_is_refused_and_said(tmp_path: Path):
+    """`floatX` is chosen by a -D flag: the run's build made it bf16 (its symbol says so) where the
+    file alone reads float. A spec from the capture would size and fill `y` as float: refused,
+    naming both types; the demangled symbol agreeing with the file is no problem."""
+    (tmp_path / "k.cu").write_text("#ifdef USE_BF16\n#include <cuda_bf16.h>\ntypedef __nv_bfloat16 floatX;\n#else\n"
+                                   "typedef float floatX;\n#endif\n" + KERNELS.replace("float* y", "floatX* y"))
+    record = {**scale_launch(100), "name": "scale(__nv_bfloat16*, float const*, float, int)"}
+    write_capture(tmp_path, [record])
+    (spec,) = [s for s in kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path)) if s.kernel == "scale"]
+    assert spec.origin != "captured"
+    assert any("`y` is `floatX`, which the run's build compiled as `__nv_bfloat16`" in p and "float32" in p
+               for p in spec.problems), spec.problems
+    (tmp_path / ".fsr").rename(tmp_path / "old")
+    write_capture(tmp_path, [{**scale_launch(100), "name": "void scale(float*, float const*, float, int)"}])
+    (spec,) = [s for s in kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path)) if s.kernel == "scale"]
+    assert spec.origin == "captured", spec.problems

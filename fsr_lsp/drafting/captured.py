@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import struct
 from itertools import combinations_with_replacement
 
@@ -172,7 +173,8 @@ def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
     subst = dict(zip([t.split("=")[0].split()[-1] for t in kernel.template_params],
                      [a.strip() for a in split_top_level(template)]))
     values = _Values(template, {}, {}, {}, {})
-    for p, c in zip(kernel.params, launch.params):
+    compiled = compiled_types(launch.name, len(kernel.params))
+    for i, (p, c) in enumerate(zip(kernel.params, launch.params)):
         if is_texture(p):
             if c.texture is None:
                 raise NotCaptured(f"`{p.name}` is no texture object the driver knows (destroyed before the launch?)")
@@ -181,6 +183,12 @@ def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
         dtype, lanes = (p.dtype, p.lanes) if p.dtype else element_type(subst.get(p.base_type, p.base_type))
         if dtype is None:
             raise NotCaptured(f"the element type of `{p.name}` ({p.base_type}) is unknown")
+        built = element_type(compiled[i]) if compiled else (None, 1)
+        if built[0] is not None and (built[0], built[1]) != (dtype, lanes or 1):
+            raise NotCaptured(f"`{p.name}` is `{p.base_type}`, which the run's build compiled as `{compiled[i]}` (the "
+                              f"kernel's symbol says so) and fsr reads as {dtype}{'x' + str(lanes) if lanes > 1 else ''} "
+                              "(the file as a build without -D flags takes it): a spec from this capture would give "
+                              "the kernel the wrong element type")
         values.dtypes[p.name] = dtype
         if p.is_pointer:
             if c.alloc is None:
@@ -192,6 +200,26 @@ def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
         else:
             values.scalars[p.name] = _scalar(p, dtype, c.raw)
     return values
+
+
+_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict)\b|[*&]")
+
+
+def compiled_types(demangled: str, count: int) -> list[str]:
+    """The element type of each parameter as the build compiled it, read from the kernel's
+    demangled symbol (`void K<16>(__nv_bfloat16*, float const*, int)`); [] when it says nothing
+    (a C-linkage kernel's symbol is its bare name) or another count of parameters."""
+    if not demangled.endswith(")") or "(" not in demangled:
+        return []
+    depth, start = 0, len(demangled) - 1
+    for i in range(len(demangled) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(demangled[i], 0)
+        if depth == 0:
+            start = i
+            break
+    inner = demangled[start + 1:-1].strip()
+    types = [" ".join(_QUALIFIERS.sub(" ", t).split()) for t in split_top_level(inner)] if inner and inner != "void" else []
+    return types if len(types) == count else []
 
 
 def _scalar(p: Param, dtype: str, raw: bytes | None) -> int | float:
