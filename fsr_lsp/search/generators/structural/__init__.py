@@ -10,14 +10,22 @@ from ....kernels import Kernel
 from ....specs import Spec
 from ...proposal import Proposal
 from .rows import warp_per_row
+from .tiles import shared_tiles
 
 
 def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
     """What the recognisers found, in words a model can act on (for its prompt)."""
+    found = []
+    tiled = shared_tiles(kernel, spec, definition)
+    if tiled is not None:
+        found.append(f"one thread computes each output of a matrix product, reading a row and a column from global "
+                     f"memory over `{tiled.summed}` (each operand loaded once per output that needs it). Tiles of "
+                     "the output a block, staged in shared memory, with several outputs a thread in registers, "
+                     "are the usual fix; fsr's own such rewrite is measured in the first round")
     rows = warp_per_row(kernel, spec, definition)
     if rows is None:
-        return []
-    return [f"one thread walks each row's columns ({rows.loops} column loop{'s' if rows.loops > 1 else ''}, "
+        return found
+    return found + [f"one thread walks each row's columns ({rows.loops} column loop{'s' if rows.loops > 1 else ''}, "
             f"{rows.row_count} rows): neighbouring threads read addresses a row apart, so the loads are "
             "uncoalesced, and few rows leave the GPU idle. One warp (or block) per row, with the column loops "
             "strided over its lanes and shuffle reductions, is the usual fix; fsr's own such rewrite is "
@@ -30,5 +38,11 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
     if rows is not None:
         block = f'/* @fsr\ngrid = "{rows.grid}"\nblock = {rows.block}\n*/\n'
         out.append(Proposal(source=block + rows.definition, generator="builtin:warp-per-row", note=rows.note,
+                            round=round_))
+    tiled = shared_tiles(kernel, spec, definition)
+    if tiled is not None:
+        block = (f'/* @fsr\ngrid = ["{tiled.grid[0]}", "{tiled.grid[1]}"]\nblock = [{tiled.block[0]}, {tiled.block[1]}]\n'
+                 f'*/\n')
+        out.append(Proposal(source=block + tiled.definition, generator="builtin:shared-tiles", note=tiled.note,
                             round=round_))
     return out
