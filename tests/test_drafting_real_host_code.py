@@ -197,3 +197,22 @@ int main() {
     assert s.origin == "drafted", s.problems
     assert "block = 128" in s.spec
     assert any("drafted from the first that could be drafted" in p for p in s.problems)
+
+
+def test_a_guessed_size_that_is_squared_keeps_the_buffers_small(tmp_path: Path):
+    """`N` from the command line sizes `in[N * N]`: the guess is cut until the largest buffer
+    is near 2^20 elements, never 2^40."""
+    (tmp_path / "m.cu").write_text("""
+__global__ void copy(const float* A, float* B, int N)
+{ int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y; if (x < N && y < N) B[y * N + x] = A[y * N + x]; }
+int main(int argc, char** argv) {
+    int N = atoi(argv[1]);
+    float *A, *B; cudaMalloc(&A, N * N * sizeof(float)); cudaMalloc(&B, N * N * sizeof(float));
+    dim3 block(32, 32), grid((N + 31) / 32, (N + 31) / 32);
+    copy<<<grid, block>>>(A, B, N);
+}
+""")
+    (s,) = kernel_specs([tmp_path / "m.cu"])
+    assert s.origin == "drafted", s.problems
+    assert "bench = { N = 2048 }" in s.spec
+    assert any("bench value 2048 guessed" in p for p in s.problems), s.problems

@@ -143,6 +143,10 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         share = max(1, GUESSED_BITS // len(t.guessed))  # several guessed sizes multiply: keep the product near 2^20
         for name in t.guessed:
             t.sizes[name] = 1 << share
+        while share > 1 and _largest(lengths, t.sizes) > 1 << (GUESSED_BITS + 2):  # `in[N * N]`: a square of a guess
+            share -= 1
+            for name in t.guessed:
+                t.sizes[name] = 1 << share
         argv = sorted(n for n in t.guessed if "from the command line" in t.origins.get(n, ""))
         params = sorted(t.guessed - set(argv))
         if params:
@@ -209,6 +213,17 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         draft.provenance.setdefault(f"size {name}", origin)
     draft.provenance["launch"] = f"{kernel.name}<<<{', '.join(config)}>>> at {launch.where}"
     return lines
+
+
+def _largest(lengths: dict[str, tuple[str, str]], sizes: dict[str, int]) -> int:
+    """The longest buffer at `sizes` (0 when none can be evaluated)."""
+    out = 0
+    for length, _ in lengths.values():
+        try:
+            out = max(out, evaluate_int(length, sizes, "length"))
+        except (ExprError, KeyError, ZeroDivisionError, TypeError, ValueError):
+            continue
+    return out
 
 
 def _template_arg(arg: str, param: str, scope: Scope, t: Translator) -> str:

@@ -28,3 +28,29 @@ def test_the_warp_per_row_rewrite_is_verified_and_faster(evaluator, path, name):
     print(f"\n[structural] {path}: {r.status}: {r.message[:200]}")
     assert r.status == "verified", (r.message, [(c.name, c.status, c.detail) for c in r.checks])
     assert r.speedup is not None and r.speedup > 1.5
+
+
+def test_the_shared_tiles_rewrite_of_a_matrix_product_is_verified_and_faster(evaluator):
+    from ..test_structural_tiles import SGEMM, SHAPES, SPEC
+
+    cases = [(SGEMM.read_text(), "sgemm_naive")] + [(SPEC + text, "gemm") for text in SHAPES.values()]
+    for text, name in cases:
+        ctx = context(text, name)
+        (p,) = [q for q in structural_proposals(ctx.kernel, ctx.spec, ctx.definition) if q.generator == "builtin:shared-tiles"]
+        r = evaluate(evaluator, text, name, p.source, QUICK)
+        print(f"\n[structural] {name} shared tiles: {r.status}: {r.message[:200]}")
+        assert r.status == "verified", (r.message, [(c.name, c.status, c.detail) for c in r.checks])
+        assert r.speedup is not None and r.speedup > 1.2
+
+
+def test_a_tile_that_drops_the_last_k_is_caught(evaluator):
+    """The defence behind the rewrite: a tiling that stops one slice of k short is wrong."""
+    from ..test_structural_tiles import SGEMM
+
+    text = SGEMM.read_text()
+    ctx = context(text, "sgemm_naive")
+    (p,) = [q for q in structural_proposals(ctx.kernel, ctx.spec, ctx.definition) if q.generator == "builtin:shared-tiles"]
+    broken = p.source.replace("fsr_k0 < (K); fsr_k0 += 16", "fsr_k0 + 16 < (K); fsr_k0 += 16")
+    assert broken != p.source
+    r = evaluate(evaluator, text, "sgemm_naive", broken, QUICK)
+    assert r.status == "wrong", r.message
