@@ -1,0 +1,180 @@
+"""fsr against the hand-written kernels of public projects (issue 36, item 4): projects that ship
+a naive kernel and hand-optimised versions of the same computation. Per entry: the naive
+kernel's time, the project's fastest hand-written version's time (each timed with its own spec,
+as `fsr spec` drafts it from the project's own launch, by the evaluator a search uses), fsr's
+built-in search on the naive kernel through `fsr optimize --time-budget SECONDS` as a user runs it
+(in a copy of the project's folder, nothing stored from before), and fsr's share of the
+hand-written speedup.
+
+Only kernels the projects wrote: nothing here was written for the benchmark. Each entry's
+kernels must be drafted at one bench size (the table says when they are not).
+
+    python bench/real_programs.py CORPUS [--seconds 60] [--only NAME...]
+
+CORPUS holds the projects' checkouts, one folder each, named as ENTRIES name them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from _common import console, save, table
+
+from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.placement import place_spec
+from fsr_lsp.evaluator import EvalOptions, Evaluator, evaluate
+from fsr_lsp.specs import parse_spec
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.source import SourceText
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    project: str  # folder under CORPUS
+    naive: tuple[str, str]  # (file, kernel)
+    hand: tuple[tuple[str, str], ...]  # the project's optimised versions
+
+
+BRUCE = "CUDA-Programming/src/"
+CBA = "cuda_programming/"
+BBUF = "how-to-optim-algorithm-in-cuda/cuda-kernels/"
+ENTRIES = [
+    Entry("matrix multiply", "CoffeeBeforeArch/cuda_programming", (CBA + "02_matrix_mul/baseline/mmul.cu", "matrixMul"),
+          ((CBA + "02_matrix_mul/tiled/mmul.cu", "matrixMul"),)),
+    Entry("sum reduction", "CoffeeBeforeArch/cuda_programming",
+          (CBA + "03_sum_reduction/diverged/sumReduction.cu", "sumReduction"),
+          ((CBA + "03_sum_reduction/bank_conflicts/sumReduction.cu", "sumReduction"),
+           (CBA + "03_sum_reduction/no_confliicts/sumReduction.cu", "sum_reduction"),
+           (CBA + "03_sum_reduction/reduce_idle/sumReduction.cu", "sum_reduction"),
+           (CBA + "03_sum_reduction/device_function/sumReduction.cu", "sum_reduction"))),
+    Entry("histogram", "CoffeeBeforeArch/cuda_programming", (CBA + "04_histogram/global_atomic/histogram.cu", "histogram"),
+          ((CBA + "04_histogram/shmem_atomic/histogram.cu", "histogram"),)),
+    Entry("1-D convolution", "CoffeeBeforeArch/cuda_programming",
+          (CBA + "05_convolution/1d_naive/convolution.cu", "convolution_1d"),
+          ((CBA + "05_convolution/1d_constant_memory/convolution.cu", "convolution_1d"),
+           (CBA + "05_convolution/1d_tiled/convolution.cu", "convolution_1d"),
+           (CBA + "05_convolution/1d_cache/convolution.cu", "convolution_1d"))),
+    Entry("matrix transpose", "brucefan1983/CUDA-Programming", (BRUCE + "07-global-memory/matrix.cu", "transpose1"),
+          ((BRUCE + "07-global-memory/matrix.cu", "transpose2"), (BRUCE + "07-global-memory/matrix.cu", "transpose3"),
+           (BRUCE + "08-shared-memory/bank.cu", "transpose1"), (BRUCE + "08-shared-memory/bank.cu", "transpose2"))),
+    Entry("array sum", "brucefan1983/CUDA-Programming", (BRUCE + "08-shared-memory/reduce2gpu.cu", "reduce_global"),
+          ((BRUCE + "08-shared-memory/reduce2gpu.cu", "reduce_shared"),
+           (BRUCE + "08-shared-memory/reduce2gpu.cu", "reduce_dynamic"))),
+    Entry("block reduce", "BBuf/how-to-optim-algorithm-in-cuda", (BBUF + "reduce/reduce_v0_baseline.cu", "reduce_v0"),
+          tuple((BBUF + f"reduce/{f}", k) for f, k in [
+              ("reduce_v1_interleaved_addressing.cu", "reduce_v1"), ("reduce_v2_bank_conflict_free.cu", "reduce_v2"),
+              ("reduce_v3_idle_threads_free.cu", "reduce_v3"), ("reduce_v4_unroll_last_warp.cu", "reduce_v4"),
+              ("reduce_v5_completely_unroll.cu", "reduce_v5"), ("reduce_v6_multi_add.cu", "reduce_v6"),
+              ("reduce_v7_shfl_down_sync.cu", "reduce7"), ("reduce_v8_shfl_down_sync_pack.cu", "reduce_v8")])),
+]
+
+
+def spec_of(corpus: Path, file: str, kernel: str) -> tuple[str | None, str]:
+    """The kernel's spec as `fsr spec` gives it (the file's folder and the project's header
+    folders as include paths), and its origin or why none."""
+    path = corpus / file
+    includes = tuple(sorted({p.parent for p in path.parent.parent.rglob("*") if p.suffix in (".h", ".cuh", ".hpp")}))
+    found = [s for s in kernel_specs([path], include_dirs=includes) if s.kernel == kernel]
+    if not found or found[0].spec is None:
+        return None, "; ".join(found[0].problems[:2]) if found else "no such kernel"
+    return found[0].spec, found[0].origin
+
+
+def timed(evaluator: Evaluator, corpus: Path, file: str, kernel: str) -> dict:
+    """One kernel timed at its spec's bench size, the original checked as an oracle first."""
+    block, origin = spec_of(corpus, file, kernel)
+    row = {"file": file, "kernel": kernel, "origin": origin, "ms": None, "bench": ""}
+    if block is None:
+        row["why"] = origin
+        return row
+    path = corpus / file
+    text = place_spec(path.read_text(errors="replace"), kernel, block).text
+    options = EvalOptions(include_dirs=(str(path.parent),))
+    r = evaluate(evaluator, text, kernel, None, options, timeout=300)
+    src = SourceText(text)
+    spec = parse_spec(src, find_kernel(src, kernel)).spec
+    row["bench"] = ", ".join(f"{k}={v}" for k, v in spec.bench.items()) if spec else ""
+    if r.original_time is not None:
+        row["ms"] = r.original_time.median_ms
+    else:
+        row["why"] = f"{r.status}: {r.message[:160]}"
+    return row
+
+
+def optimized(corpus: Path, entry: Entry, seconds: float, work: Path) -> dict:
+    """`fsr optimize` on the naive kernel in a copy of its folder, as a user runs it."""
+    file, kernel = entry.naive
+    source = corpus / file
+    folder = work / re.sub(r"\W+", "_", entry.name)
+    shutil.copytree(source.parent, folder)
+    (folder / ".git").mkdir(exist_ok=True)  # the workspace root: its own .fsr/, nothing from an earlier run
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", source.name, "--kernel", kernel,
+                           "--time-budget", str(seconds)], capture_output=True, text=True, cwd=folder,
+                          timeout=seconds * 4 + 180)
+    out = proc.stdout + proc.stderr
+    first = re.search(r"first fully verified win after ([\d.]+) s; the search took ([\d.]+) s", out)
+    final = re.search(rf"{re.escape(kernel)}: (\w[\w ]*?): (.*)", out)
+    speedup = re.search(r"([\d.]+)x", final.group(2)) if final else None
+    return {"status": final.group(1) if final else f"rc {proc.returncode}",
+            "speedup": float(speedup.group(1)) if speedup and final and final.group(1) == "verified" else None,
+            "first_win_s": float(first.group(1)) if first else None, "wall_s": time.perf_counter() - t0,
+            "log": out[-3000:]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--only", nargs="*", default=None, help="entry names to run")
+    args = ap.parse_args()
+    entries = [e for e in ENTRIES if args.only is None or e.name in args.only]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp, Evaluator(timeout=300.0) as evaluator:
+        gpu = evaluator.start().name
+        for entry in entries:
+            naive = timed(evaluator, args.corpus, *entry.naive)
+            hands = [timed(evaluator, args.corpus, f, k) for f, k in entry.hand]
+            ours = optimized(args.corpus, entry, args.seconds, Path(tmp))
+            best = min((h for h in hands if h["ms"]), key=lambda h: h["ms"], default=None)
+            hand_x = naive["ms"] / best["ms"] if best and naive["ms"] else None
+            share = math.log(ours["speedup"]) / math.log(hand_x) if ours["speedup"] and hand_x and hand_x > 1 else None
+            sizes = {h["bench"] for h in [naive, *hands] if h["ms"]}
+            results.append({"entry": entry.name, "project": entry.project, "gpu": gpu, "naive": naive, "hand": hands,
+                            "best": best, "hand_speedup": hand_x, "ours": ours, "share_of_log": share,
+                            "one_size": len(sizes) <= 1})
+            console.print(f"{entry.name}: naive {naive['ms']} ms, best hand {best and best['ms']} ms "
+                          f"({best and best['kernel']}), fsr {ours['status']} {ours['speedup']}x "
+                          f"(first win {ours['first_win_s']} s)", markup=False)
+            for h in [naive, *hands]:
+                if not h["ms"]:
+                    console.print(f"  not timed: {h['file']} {h['kernel']}: {h.get('why', '')}", markup=False)
+    rows = []
+    for r in results:
+        b, o = r["best"], r["ours"]
+        rows.append([r["entry"], r["project"], f"{r['naive']['ms']:.4f}" if r["naive"]["ms"] else "-",
+                     f"{b['ms']:.4f} ({b['kernel']})" if b else "-",
+                     f"{r['hand_speedup']:.2f}x" if r["hand_speedup"] else "-",
+                     f"{o['speedup']:.2f}x" if o["speedup"] else o["status"],
+                     f"{o['speedup'] / r['hand_speedup']:.0%}" if o["speedup"] and r["hand_speedup"] else "-",
+                     f"{o['first_win_s']}" if o["first_win_s"] is not None else "-",
+                     "yes" if r["one_size"] else "no"])
+    table(f"fsr's built-in search ({args.seconds:g} s) against the projects' hand-written kernels",
+          ["kernel", "project", "naive ms", "best hand-written ms", "hand", "fsr", "fsr / hand", "first win s",
+           "one size"], rows)
+    save("real_programs", results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
