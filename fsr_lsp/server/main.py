@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import scratch
+from .. import processes, scratch
 from ..redaction import register_environment
 from .logs import LEVELS, configure
+
+
+_reaper = None  # the process that ends this server's children when it is gone
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,6 +21,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="info (default) logs fsr's own messages; debug adds every JSON-RPC payload, "
                              "document text included")
     args = parser.parse_args(argv)
+    # Before any child: every process started from here on carries the mark, and the reaper
+    # ends them all when the server ends, however it ends.
+    global _reaper
+    _reaper = processes.start_reaper(processes.mark_tree())
+    processes.exit_on_signals()
     register_environment()  # keys the environment holds are redacted from the first log line on
     scratch.sweep()  # what a killed fsr left behind
     configure(args.log_level, args.log_file)
