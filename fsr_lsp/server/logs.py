@@ -28,11 +28,39 @@ class _ProtocolAtDebug(logging.Filter):
         return True
 
 
+class _TracebacksAtDebug(logging.Filter):
+    """A traceback is for debugging: below DEBUG a record keeps its first line (pygls logs a
+    58-line exception group for one request with bad params)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.debugging = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.debugging:
+            return True
+        if record.name.startswith(PROTOCOL) and record.getMessage().startswith(_SAID_BY_FSR):
+            return False  # fsr logs its own line for these (and answers the client)
+        if record.exc_info or record.exc_text:
+            record.exc_info, record.exc_text = None, None
+        message = record.getMessage()
+        if "\n" in message:
+            first = message.split("\n", 1)[0].rstrip(": ")
+            record.msg, record.args = f"{first} (the traceback is logged at --log-level debug)", None
+        return True
+
+
+# pygls's records about a message fsr has answered itself (-32602, -32700) with its own log line
+_SAID_BY_FSR = ("Unable to deserialize message", "Unable to handle message", 'Unknown message "namespace(jsonrpc=')
+_TRACEBACKS = _TracebacksAtDebug()
+
+
 def configure(level: str = "info", file: str | None = None) -> None:
     """Where the log goes (stderr, or a file) and how much of it."""
     handler = logging.FileHandler(file) if file else logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_ProtocolAtDebug())
+    handler.addFilter(_TRACEBACKS)
     handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -49,6 +77,7 @@ def set_level(level: str) -> str:
     if name not in LEVELS:
         return f"log level {level!r} is not one of {', '.join(LEVELS)}"
     value = getattr(logging, name.upper())
+    _TRACEBACKS.debugging = value <= logging.DEBUG
     logging.getLogger(OWN).setLevel(value)
     logging.getLogger(PROTOCOL).setLevel(logging.DEBUG if value <= logging.DEBUG else logging.WARNING)
     for handler in logging.getLogger().handlers:

@@ -58,10 +58,12 @@ class FsrServer(LanguageServer):
         super().text_document_publish_diagnostics(params)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """Bad JSON is answered -32700 (no popup: the client sent it); the rest as pygls does."""
-        if isinstance(error, json.JSONDecodeError):
+        """Bad JSON or bytes that are not UTF-8 are answered -32700 (no popup: the client sent them);
+        the rest as pygls does."""
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
             self.protocol.parse_error(error)  # type: ignore[attr-defined]
             return
+        log.error("error in the server: %s: %s", type(error).__name__, redact(str(error)))
         super().report_server_error(error, source)
 
     def document(self, uri: str) -> Any:
@@ -120,6 +122,16 @@ class FsrServer(LanguageServer):
 
 def is_cuda(uri: str) -> bool:
     return uri.lower().endswith(CUDA_SUFFIXES)
+
+
+def not_on_disk(uri: str) -> str:
+    """Why a document cannot be searched or profiled ('' when it can): a search compiles the
+    file with its includes and stores its history beside it, a profile runs it, so both need a
+    file on disk; an `untitled:` buffer or a remote document has only its text."""
+    if uri.startswith("file:"):
+        return ""
+    return (f"{uri} is not a file on disk: save it as a .cu file to optimize or profile its kernels "
+            "(its diagnostics and hovers work from the text)")
 
 
 def build() -> FsrServer:

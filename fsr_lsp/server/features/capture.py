@@ -26,7 +26,9 @@ def register(server: FsrServer) -> None:
     @server.command(CAPTURE)
     async def capture_command(ls: FsrServer, *args: Any) -> str:
         flat = flat_args(args)
-        text = str(flat[0]) if flat and flat[0] else ls.settings.capture_command
+        if flat and flat[0] is not None and not isinstance(flat[0], str):
+            return f"{CAPTURE} takes a command line to run (a string); argument 1 is {repr(flat[0])[:60]}"
+        text = flat[0] if flat and flat[0] else ls.settings.capture_command
         if not text.strip():
             message = ("FSR: set fsr.capture.command to the program that launches your kernels (e.g. ./build/app "
                        "4096), then run \"FSR: Capture launches from a run\" again")

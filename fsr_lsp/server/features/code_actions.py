@@ -16,7 +16,7 @@ from ...specs import spec_template
 from ..diagnostics import SOURCE, lsp_position
 from ..edits import EditSupport, workspace_edit
 from ..searches import SearchJob
-from ..server import FsrServer, is_cuda
+from ..server import FsrServer, is_cuda, not_on_disk
 from .commands import CANCEL, OPTIMIZE
 from .drafts import draft_title
 from .profiling import FINDING, PROFILE, profiles
@@ -96,6 +96,14 @@ class _Document:
 def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.CodeAction]:
     actions = []
     uri = at.uri
+    why = not_on_disk(uri)
+    if why:  # the actions it would need, disabled with the reason where the client shows that
+        caps = ls.client_capabilities
+        code_action = caps.text_document.code_action if caps and caps.text_document else None
+        if code_action is not None and code_action.disabled_support:
+            actions += [types.CodeAction(title=f"Optimize `{kernel.name}` with FSR", kind=types.CodeActionKind.Refactor,
+                                         disabled=types.CodeActionDisabledType(reason=why))]
+        return actions + (_spec_fixes(ls, at, kernel) if kernel.spec is None else [])
     running = (uri, kernel.name) in ls.searches.running
     actions.append(types.CodeAction(
         title=f"Optimize `{kernel.name}` with FSR" if not running else f"Cancel the FSR search of `{kernel.name}`",

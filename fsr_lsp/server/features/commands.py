@@ -12,7 +12,7 @@ from lsprotocol import types
 from ...kernels import Kernel
 from ...search.store import HistoryStore
 from ...source import SourceText
-from ..protocol import flat_args
+from ..protocol import flat_args, string_args
 from ..server import FsrServer
 from .hover import kernel_at_position
 
@@ -26,7 +26,10 @@ def register(server: FsrServer) -> None:
 
     @server.command(OPTIMIZE)
     async def optimize_command(ls: FsrServer, *args: Any) -> str:
-        uri, kernel = _command_args(args)
+        found = string_args(args, OPTIMIZE, "a document URI", "a kernel name")
+        if isinstance(found, str):
+            return found
+        uri, kernel = found
         flat = flat_args(args)
         focus = str(flat[2]) if len(flat) > 2 and flat[2] else ""  # a profile finding to address
         return await optimize(ls, uri, kernel, focus)
@@ -34,7 +37,10 @@ def register(server: FsrServer) -> None:
 
     @server.command(CANCEL)
     def cancel_command(ls: FsrServer, *args: Any) -> str:
-        uri, kernel = _command_args(args)
+        found = string_args(args, CANCEL, "a document URI", "a kernel name")
+        if isinstance(found, str):
+            return found
+        uri, kernel = found
         return "cancelling" if ls.searches.cancel(uri, kernel) else f"no search of {kernel} is running"
 
 
@@ -83,10 +89,3 @@ def _kernel_from_position(ls: FsrServer, args: tuple) -> Kernel | None:
     except (ValueError, TypeError):
         return None
     return kernel_at_position(SourceText(doc.source), position, ls.encoding) if doc is not None else None
-
-
-def _command_args(args: tuple) -> tuple[str, str]:
-    args = flat_args(args)
-    if len(args) < 2:
-        return "", ""  # the command then answers that no such kernel or search exists
-    return str(args[0]), str(args[1])

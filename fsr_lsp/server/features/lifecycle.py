@@ -4,6 +4,8 @@ initialized and on every change), the workspace watcher, stopping searches on sh
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from typing import Any
 
 from lsprotocol import types
@@ -40,9 +42,28 @@ def register(server: FsrServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: FsrServer, *args: Any) -> None:
+        # The requests still running are cancelled here, over a copy: pygls's own loop cancels
+        # them while iterating the dict a cancel removes them from ("dictionary changed size").
+        current = ls.protocol.msg_id
+        for msg_id, future in list(ls.protocol._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
         ls.searches.shutdown()
         if ls.watcher is not None:
             ls.watcher.stop()
+
+    @server.feature(types.EXIT)
+    def exit_now(ls: FsrServer, *args: Any) -> None:
+        """End at once, as the specification asks (0 after shutdown, else 1): compiles still
+        running are the reaper's to end, and an asyncio loop torn down around them would print
+        "Event loop is closed" tracebacks into the editor's output panel."""
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(0 if ls.protocol._shutdown else 1)
 
 
 async def pull_configuration(ls: FsrServer) -> None:

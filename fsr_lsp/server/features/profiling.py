@@ -23,8 +23,8 @@ from ...workflows.optimize import plan_spec
 from ...workflows.profile import PROFILER, ProfileRun, profile_kernel
 from ..diagnostics import SOURCE, lsp_range
 from .. import progress
-from ..protocol import flat_args
-from ..server import FsrServer
+from ..protocol import string_args
+from ..server import FsrServer, not_on_disk
 
 PROFILE = "fsr.profile"
 FINDING, SUMMARY, FAILED = "profile-finding", "profile-summary", "profile-failed"
@@ -49,10 +49,10 @@ class Profiles:
 def register(server: FsrServer) -> None:
     @server.command(PROFILE)
     async def profile_command(ls: FsrServer, *args: Any) -> str:
-        flat = flat_args(args)
-        if len(flat) < 2:
-            return "fsr.profile needs a document URI and a kernel name"
-        return await profile(ls, str(flat[0]), str(flat[1]))
+        found = string_args(args, PROFILE, "a document URI", "a kernel name")
+        if isinstance(found, str):
+            return found
+        return await profile(ls, *found)
 
 
 def profiles(ls: FsrServer) -> Profiles:
@@ -63,6 +63,10 @@ def profiles(ls: FsrServer) -> Profiles:
 
 async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     state = profiles(ls)
+    why = not_on_disk(uri)
+    if why:
+        ls.show(why)
+        return why
     if (uri, kernel_name) in state.running:
         return f"{kernel_name} is already being profiled"
     why = "" if os.environ.get(PROFILER) else ls.searches.unavailable(ls.settings)

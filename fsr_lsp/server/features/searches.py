@@ -22,7 +22,7 @@ from ...workflows.optimize import OptimizeRun, plan_spec
 from ..diagnostics import SOURCE, lsp_position, lsp_range
 from ..edits import workspace_edit
 from ..searches import SearchJob, new_token
-from ..server import FsrServer
+from ..server import FsrServer, not_on_disk
 
 log = logging.getLogger("fsr_lsp")
 PROGRESS_NOTIFICATION = "fsr/searchProgress"  # for editor extensions: {uri, kernel, message, percentage, done}
@@ -48,6 +48,10 @@ def kernel_spec(ls: FsrServer, uri: str, kernel: Kernel) -> KernelSpec:
 async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -> str:
     """Start a search of the kernel and return at once with what was started (or why not);
     `focus`: a profile finding the model is asked to address."""
+    why = not_on_disk(uri)
+    if why:
+        ls.show(why)
+        return why
     if (uri, kernel_name) in ls.searches.running:
         message = f"{kernel_name} is already being optimized"
         ls.show(message)
