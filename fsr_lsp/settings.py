@@ -11,6 +11,8 @@ secret are reported, never fatal.
 from __future__ import annotations
 
 import argparse
+import re
+import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -150,12 +152,17 @@ def check_value(name: str, value: Any) -> tuple[str, Any]:
         return f"expected {kind.__name__}, got {value!r}", None
     if meta["choices"] and converted not in meta["choices"]:
         return f"expected one of {', '.join(meta['choices'])}, got {value!r}", None
+    if isinstance(converted, float) and not math.isfinite(converted):
+        return f"expected a finite number, got {value!r}", None
     if meta["minimum"] is not None and converted < meta["minimum"]:
         return f"expected at least {meta['minimum']:g}, got {value!r}", None
+    if name == "gpus" and converted and not _GPUS.fullmatch(converted.strip()):
+        return f'expected GPU indices ("0,1") or "all", got {value!r}', None
     return "", converted
 
 
 _META = {f.name: f.metadata for f in fields(Settings)}
+_GPUS = re.compile(r"all|\d+(\s*,\s*\d+)*")
 
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:

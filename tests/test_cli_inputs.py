@@ -38,15 +38,55 @@ def test_a_file_that_is_not_utf8_is_named_with_the_byte_and_line(tmp_path, comma
 
 @pytest.mark.parametrize("extra, says", [
     (["-k", "nope"], "no kernel named nope in"),
-    (["-k", "saxpy", "--reps", "0"], "--reps 0: expected at least 1"),
-    (["-k", "saxpy", "--seeds", "0"], "--seeds 0: expected at least 1"),
-    (["-k", "saxpy", "--timeout", "-1"], "--timeout -1: expected a positive number of seconds"),
+    (["-k", "saxpy", "--reps", "0"], "argument --reps: expected at least 1, got 0"),
+    (["-k", "saxpy", "--seeds", "0"], "argument --seeds: expected at least 1, got 0"),
+    (["-k", "saxpy", "--timeout", "-1"], "argument --timeout: expected a positive number of seconds, got '-1'"),
 ])
 def test_eval_checks_what_the_cpu_can_before_the_gpu(tmp_path, extra, says):
     f = tmp_path / "saxpy.cu"
     f.write_text(SAXPY)
     r = fsr("eval", f, *extra)
     assert r.returncode == 2 and says in one_line(r) and "not installed" not in r.stderr
+
+
+BAD_ARGUMENTS = [  # (arguments, what the one line says); FILE: a good kernel file, BAD: one that is not UTF-8
+    (["optimize", "FILE", "-k", "saxpy", "--time-budget", "nan"], "--time-budget: expected a finite number, got nan"),
+    (["optimize", "FILE", "-k", "saxpy", "--time-budget", "inf"], "--time-budget: expected a finite number, got inf"),
+    (["optimize", "FILE", "-k", "saxpy", "--time-budget", "-5"], "--time-budget: expected at least 1"),
+    (["optimize", "FILE", "-k", "saxpy", "--gpu", "-1"], '--gpu: expected GPU indices ("0,1") or "all"'),
+    (["optimize", "FILE", "-k", "saxpy", "--gpu", "abc"], '--gpu: expected GPU indices ("0,1") or "all"'),
+    (["optimize", "FILE", "-k", "saxpy", "--workspace", "MISSING"], "argument --workspace: MISSING: no such folder"),
+    (["optimize", "FILE", "-k", "saxpy", "--workspace", "FILE"], "argument --workspace: FILE is a file, not a folder"),
+    (["optimize", "DIR", "-k", "saxpy"], "cannot read DIR: Is a directory"),
+    (["eval", "FILE", "-k", "saxpy", "--reps", "nan"], "argument --reps: expected a whole number, got 'nan'"),
+    (["eval", "FILE", "-k", "saxpy", "--timeout", "inf"], "argument --timeout: expected a positive number of seconds"),
+    (["spec", "BAD"], "BAD is not UTF-8 text: byte 0xff on line 1"),
+    (["spec", "DIR"], "cannot read DIR: Is a directory"),
+    (["spec", "FILE", "--workspace", "MISSING"], "argument --workspace: MISSING: no such folder"),
+    (["history", "FILE", "-k", "nope"], "no kernel named nope in FILE"),
+    (["history", "BAD", "-k", "saxpy"], "BAD is not UTF-8 text"),
+    (["history", "FILE", "-k", "saxpy", "--workspace", "FILE"], "FILE is a file, not a folder"),
+    (["history", "DIR", "-k", "saxpy"], "cannot read DIR: Is a directory"),
+    (["capture", "--timeout", "-1", "--", "true"], "argument --timeout: expected a positive number of seconds"),
+    (["capture", "--max-per-kernel", "0", "--", "true"], "argument --max-per-kernel: expected at least 1, got 0"),
+    (["capture", "--workspace", "MISSING", "--", "true"], "argument --workspace: MISSING: no such folder"),
+    (["profile", "FILE", "-k", "saxpy", "--workspace", "MISSING"], "argument --workspace: MISSING: no such folder"),
+]
+
+
+@pytest.mark.parametrize("argv, says", BAD_ARGUMENTS, ids=[" ".join(a) for a, _ in BAD_ARGUMENTS])
+def test_every_bad_argument_is_one_line_and_a_nonzero_exit_before_any_work(tmp_path, argv, says):
+    good, bad = tmp_path / "saxpy.cu", tmp_path / "latin1.cu"
+    good.write_text(SAXPY)
+    bad.write_bytes(b"\xff\xfe not utf-8\n")
+    names = {"FILE": str(good), "BAD": str(bad), "DIR": str(tmp_path), "MISSING": str(tmp_path / "missing")}
+    r = fsr(*[names.get(a, a) for a in argv], cwd=tmp_path)
+    expected = says
+    for name, value in names.items():
+        expected = expected.replace(name, value)
+    line = one_line(r)
+    assert r.returncode == 2 and len(line.splitlines()) == 1 and expected in line, (r.returncode, line)
+    assert "not installed" not in line and not (tmp_path / "missing").exists()
 
 
 @pytest.mark.parametrize("edit, says", [
@@ -85,7 +125,7 @@ def test_a_failure_inside_the_search_is_one_line(tmp_path):
     f = tmp_path / "saxpy.cu"
     f.write_text(SAXPY)
     r = fsr("optimize", f, "-k", "saxpy", "--workspace", tmp_path, env=STAND_INS)
-    assert r.returncode == 1 and one_line(r).splitlines()[-1] == "fsr: the search failed: RuntimeError: database is locked"
+    assert r.returncode == 1 and one_line(r).splitlines()[-1] == "fsr: the search failed: database is locked"
     assert len([line for line in r.stderr.splitlines() if line.startswith("fsr:")]) == 1
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..capture import Capture, CaptureError, run_capture
 from ..settings import settings_from_args, add_setting_flags
+from .arguments import at_least, folder, seconds
 from .common import fail, make_console
 
 
@@ -25,9 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "optimize and the editor take specs from the latest capture.",
                        usage="fsr capture [options] -- CMD [ARGS...]")
     p.add_argument("--kernel", "-k", action="append", default=[], help="only this kernel (repeatable)")
-    p.add_argument("--workspace", type=Path, default=Path.cwd(), help="the workspace (default: this folder)")
-    p.add_argument("--timeout", type=float, default=None, help="stop the program after this many seconds")
-    p.add_argument("--max-per-kernel", type=int, default=64, help="distinct launches kept per kernel")
+    p.add_argument("--workspace", type=folder, default=Path.cwd(), help="the workspace (default: this folder)")
+    p.add_argument("--timeout", type=seconds, default=None, help="stop the program after this many seconds")
+    p.add_argument("--max-per-kernel", type=at_least(1), default=64, help="distinct launches kept per kernel")
     add_setting_flags(p, "compiler.nvcc", "capture.snapshotBytes")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
     p.set_defaults(run=run)

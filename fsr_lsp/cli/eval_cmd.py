@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from .arguments import at_least, seconds
 from ..evaluator import Evaluator, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import to_json
@@ -39,10 +40,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", "-k", required=True, help="kernel name")
     p.add_argument("--candidate", "-c", type=Path, help="a file with the rewritten kernel (device code only)")
     p.add_argument("--json", action="store_true", help="print the full result record as JSON")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung kernel is killed")
-    p.add_argument("--seeds", type=int, default=3, help="random input sets per size (default 3)")
+    p.add_argument("--timeout", type=seconds, default=120.0, help="seconds before a hung kernel is killed")
+    p.add_argument("--seeds", type=at_least(1), default=3, help="random input sets per size (default 3)")
     p.add_argument("--seed", type=int, help="base seed (default: fresh every run)")
-    p.add_argument("--reps", type=int, default=300, help="most timed runs per kernel (default 300)")
+    p.add_argument("--reps", type=at_least(1), default=300, help="most timed runs per kernel (default 300)")
     add_setting_flags(p, "gpus", "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.flags", "includePaths")
     p.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
     p.set_defaults(run=run)

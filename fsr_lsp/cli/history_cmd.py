@@ -9,8 +9,9 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+from .arguments import folder
 from ..search import HistoryStore
-from .common import fail, make_console
+from .common import InputError, fail, kernel_of, make_console
 from .workspace import workspace_of
 
 
@@ -18,14 +19,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("history", help="list the stored candidates of a kernel")
     p.add_argument("file", type=Path)
     p.add_argument("--kernel", "-k", required=True)
-    p.add_argument("--workspace", type=Path)
+    p.add_argument("--workspace", type=folder)
     p.add_argument("--source", action="store_true", help="print each candidate's code too")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.file.is_file():
-        return fail(f"cannot read {args.file}: no such file", 2)
+    try:
+        kernel_of(args.file, args.kernel)  # the file readable as UTF-8 and the kernel in it: else one line
+    except InputError as e:
+        return fail(str(e), 2)
     workspace = workspace_of(args.file, args.workspace)
     if not (workspace / ".fsr" / "history.sqlite").exists():  # nothing stored: and nothing created
         make_console().print(f"no history in {workspace} (no search has run there)", markup=False)

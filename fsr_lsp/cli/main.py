@@ -7,13 +7,14 @@ import logging
 import os
 import sys
 
-from .. import scratch
+from .. import processes, scratch
 from ..redaction import RedactingFilter, register_environment
+from .arguments import OneLineParser
 from . import capture_cmd, eval_cmd, history_cmd, optimize_cmd, profile_cmd, spec_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fsr", description="Find, verify and time faster CUDA kernels.")
+    parser = OneLineParser(prog="fsr", description="Find, verify and time faster CUDA kernels.")
     sub = parser.add_subparsers(dest="command", required=True)
     eval_cmd.add_parser(sub)
     optimize_cmd.add_parser(sub)
@@ -31,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
                             format="%(relativeCreated)8.0f ms %(threadName)s %(name)s: %(message)s")
         logging.getLogger().handlers[0].addFilter(RedactingFilter())
     register_environment([getattr(args, "llm_key_env", "")])
+    # Every child (the evaluator's worker, compilers, sanitizers, a captured program) ends with
+    # fsr, however fsr ends; --help and a bad argument start nothing.
+    processes.start_reaper(processes.mark_tree())
     scratch.sweep()  # what a killed fsr left behind
     try:
         return args.run(args)

@@ -23,6 +23,7 @@ from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.report import write_report
 from ..settings import add_setting_flags, settings_from_args
 from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
+from .arguments import folder
 from . import STARTED
 from .common import InputError, fail, kernel_of, make_console
 from .workspace import workspace_of
@@ -43,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", "-k", required=True)
     p.add_argument("--apply", action="store_true", help="write the fastest verified rewrite into FILE")
     p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
-    p.add_argument("--workspace", type=Path, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
+    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
     add_setting_flags(p, *SEARCH_FLAGS)
     p.set_defaults(run=run)
 
@@ -68,15 +69,23 @@ def run(args: argparse.Namespace) -> int:
         console.print(plan.draft, markup=False, highlight=False)
     job = OptimizeRun(source, args.file.resolve(), args.kernel, workspace, settings, plan, started=STARTED)
     try:
-        outcome = _run_with_progress(console, optimizer, job)
+        outcome, interrupted = _run_with_progress(console, optimizer, job)
     except ValueError as e:  # a --gpu that names no GPU
         optimizer.close()
         return fail(str(e), 2)
     except Exception as e:  # a bug of ours, a locked history: one line, never a traceback
         optimizer.close()
-        return fail(f"the search failed: {type(e).__name__}: {e}", 1)
+        return fail(f"the search failed: {e}", 1)
     try:  # the answer first, then the workers go
-        return _finish(args, job, outcome, workspace, settings.search_sanitize)
+        if interrupted:
+            args.apply = False  # the user stopped it: what was found is reported, the file left alone
+        code = _finish(args, job, outcome, workspace, settings.search_sanitize)
+        if interrupted:
+            found = "the best verified result so far is above" if outcome.best else "no verified win so far"
+            console.print(f"interrupted after {time.monotonic() - job.started:.1f} s: {found}; every candidate "
+                          "evaluated is stored, and the next search of this kernel starts from them", highlight=False)
+            return 130
+        return code
     finally:
         optimizer.close()
 
@@ -98,9 +107,10 @@ def _model_drafter(settings):
     return lambda src, k, launches, why: model_draft(chat, src, k, launches, why)
 
 
-def _run_with_progress(console, optimizer: Optimizer, job: OptimizeRun) -> SearchOutcome:
+def _run_with_progress(console, optimizer: Optimizer, job: OptimizeRun) -> tuple[SearchOutcome, bool]:
     """The search in a thread; a progress bar on a terminal, a line per step when piped (a log
-    or a CI job sees the search move, not silence until the end)."""
+    or a CI job sees the search move, not silence until the end). Ctrl-C (or SIGTERM) cancels
+    it: the search stops, keeps what it verified, and the outcome comes back marked interrupted."""
     config = job.settings.search_config()
     total = config.rounds * config.candidates
     result: dict[str, SearchOutcome] = {}
@@ -120,27 +130,33 @@ def _run_with_progress(console, optimizer: Optimizer, job: OptimizeRun) -> Searc
                 last[0] = line
                 console.print(line, markup=False, highlight=False)
 
+        done = threading.Event()
+
         def work() -> None:
             try:
                 result["outcome"] = optimizer.run(job, progress)
             except BaseException as e:  # re-raised in the main thread
                 result["error"] = e
+            finally:
+                done.set()
 
-        thread = threading.Thread(target=work, daemon=True)
-        thread.start()
+        # Waited on through an event, not join(): a join that Ctrl-C interrupts can return later
+        # while the thread still runs (CPython before 3.13), and the search would be lost.
+        threading.Thread(target=work, daemon=True).start()
+        interrupted = False
         try:
-            while thread.is_alive():
-                thread.join(0.2)
+            while not done.wait(0.2):
+                pass
         except KeyboardInterrupt:
+            interrupted = True
             job.cancel.set()
             optimizer.cancel()
-            bar.update(task, description="cancelling: keeping what was found")
-            thread.join()
+            bar.update(task, description="interrupted: keeping what was found")
+            while not done.wait(0.2):  # a second Ctrl-C ends fsr at once (130)
+                pass
     if "error" in result:
         raise result["error"]
-    if "outcome" not in result:  # interrupted before the search could end: say so, no traceback
-        raise RuntimeError("interrupted before the search finished")
-    return result["outcome"]
+    return result["outcome"], interrupted
 
 
 def _print_outcome(outcome: SearchOutcome, kernel: str, sanitized: bool = True) -> None:

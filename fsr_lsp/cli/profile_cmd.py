@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from .arguments import folder
 from ..drafting.workspace import LaunchIndex
 from ..profiling.findings import KernelProfile
 from ..settings import add_setting_flags, settings_from_args
@@ -31,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", type=Path)
     p.add_argument("--kernel", "-k", required=True)
     p.add_argument("--json", action="store_true", help="print the findings and every line's counters as JSON")
-    p.add_argument("--workspace", type=Path, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
+    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
     add_setting_flags(p, *FLAGS)
     p.set_defaults(run=run)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from .arguments import folder, seconds
 from ..capture import latest_capture, read_capture
 from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
@@ -20,7 +21,7 @@ from ..drafting.proof import Proof, prove_with
 from ..evaluator.backends import backend_missing, make_backend
 from ..llmclient import ChatClient
 from ..settings import Settings, add_setting_flags, settings_from_args
-from .common import fail, make_console
+from .common import InputError, fail, make_console, read_source
 from .eval_cmd import _Status
 from .workspace import workspace_of
 
@@ -36,9 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", "-k", help="only this kernel")
     p.add_argument("--json", action="store_true", help="one JSON array, an object per kernel")
     p.add_argument("--check", action="store_true", help="prove each spec on the GPU (exit 1 if one fails)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung kernel is killed")
-    p.add_argument("--workspace", type=Path, help="folder holding .fsr/ with the proof cache and captures")
-    p.add_argument("--capture", type=Path, help="a capture folder (default: the workspace's latest, from fsr capture)")
+    p.add_argument("--timeout", type=seconds, default=120.0, help="seconds before a hung kernel is killed")
+    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ with the proof cache and captures")
+    p.add_argument("--capture", type=folder, help="a capture folder (default: the workspace's latest, from fsr capture)")
     p.add_argument("--no-capture", action="store_true", help="ignore captured launches")
     add_setting_flags(p, "gpus", "evaluator.address", "compiler.nvcc", "compiler.flags", "includePaths", "llm.baseUrl",
                       "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes")
@@ -46,9 +47,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    missing = [str(f) for f in args.files if not f.is_file()]
-    if missing:
-        return fail(f"cannot read {', '.join(missing)}", 2)
+    try:
+        for f in args.files:
+            read_source(f)  # one line for a file that is missing, a folder, or not UTF-8
+    except InputError as e:
+        return fail(str(e), 2)
     try:
         settings = settings_from_args(args)
     except ValueError as e:
