@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import accumulate
 
 
 @dataclass(frozen=True)
@@ -35,10 +37,14 @@ class SourceText:
     def __init__(self, text: str) -> None:
         self.text = text
         self.data = text.encode("utf-8")
-        self._line_starts = [0]
-        for i, byte in enumerate(self.data):
-            if byte == 0x0A:
-                self._line_starts.append(i + 1)
+        # where each line starts, from the lengths of the lines (C speed: a 10 MB file in ms)
+        self._line_starts = [0, *accumulate(len(line) + 1 for line in self.data.split(b"\n")[:-1])]
+
+    @classmethod
+    def of(cls, text: str) -> "SourceText":
+        """The SourceText of `text`, shared: a server asks about the same document in turn (its
+        hover, its code actions, its diagnostics), and a large one should be indexed once."""
+        return _shared(text)
 
     def line_of(self, byte: int) -> int:
         return bisect.bisect_right(self._line_starts, byte) - 1
@@ -86,3 +92,8 @@ def units(s: str, encoding: str = "utf-16") -> int:
     if encoding == "utf-32":
         return len(s)
     return len(s.encode("utf-16-le")) // 2
+
+
+@lru_cache(maxsize=16)
+def _shared(text: str) -> SourceText:
+    return SourceText(text)

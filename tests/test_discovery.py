@@ -132,3 +132,22 @@ def test_an_element_type_chosen_by_the_preprocessor_is_the_branch_a_plain_build_
     other = "#ifdef USE_BF16\ntypedef __nv_bfloat16 real;\n#else\ntypedef float real;\n#endif\n"
     assert type_aliases(other)["real"] == "float"
     assert type_aliases("#define USE_BF16\n" + other)["real"] == "__nv_bfloat16"
+
+
+def test_in_a_large_file_the_kernel_at_a_position_is_found_in_a_window_where_it_is():
+    """Above LARGE_BYTES only a window around the position is read; the kernel it gives is the
+    one full discovery gives (spans, lines, its @fsr block), at the start, middle and end."""
+    from fsr_lsp.kernels.discover import LARGE_BYTES, kernel_at
+
+    one = ("/* @fsr\nbench = {{ n = 64 }}\n[args]\ny = \"out[n]\"\nx = \"in[n]\"\nn = \"n\"\n*/\n"
+           "__global__ void k{i}(float* y, const float* x, int n)\n{{\n    int i = threadIdx.x;\n"
+           "    if (i < n) y[i] = {i}.0f * x[i];  // é\n}}\n\n")
+    text = "".join(one.format(i=i) for i in range(LARGE_BYTES // len(one) * 3))
+    src = SourceText(text)
+    assert len(src.data) > LARGE_BYTES
+    every = {k.name: k for k in discover_kernels(src)}
+    for name in ("k0", f"k{len(every) // 2}", f"k{len(every) - 1}"):
+        full = every[name]
+        middle = (full.definition_span.start_byte + full.definition_span.end_byte) // 2
+        assert kernel_at(src, middle) == full
+        assert kernel_at(src, full.spec.span.start_byte + 2) == full  # on its @fsr block

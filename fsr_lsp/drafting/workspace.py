@@ -138,5 +138,5 @@ def workspace_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, op
     docs = {p.resolve(): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
     docs[path.resolve()] = text
     types = included_aliases(text, (path.parent, *map(Path, include_dirs)))
-    return spec_of(index.relative(path), SourceText(text), with_aliases(kernel, types), index.launches(docs),
+    return spec_of(index.relative(path), SourceText.of(text), with_aliases(kernel, types), index.launches(docs),
                    drafter, types=types, capture=index.capture())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
-from ..source import SourceText
+from ..source import Position, SourceText, Span
 from .aliases import type_aliases, with_aliases
 from .attach import OrphanSpec, attach_specs
 from .fallback import scan_kernel
@@ -49,9 +51,10 @@ def _discover(data: bytes, kernel_macros: frozenset[bytes] = frozenset()) -> Dis
         limit = markers[i + 1][0] if i + 1 < len(markers) else len(masked)
         return scan_kernel(src, masked, start, end, limit)
 
+    starts = [m for m, _ in markers]  # in order: the markers inside a span are a slice (bisect, not a scan)
     found: list[Kernel] = []
     for k in kernels_from_tree(src, parse(src.data)):
-        inside = [i for i, (m, _) in enumerate(markers) if k.definition_span.start_byte <= m < k.definition_span.end_byte]
+        inside = range(bisect_left(starts, k.definition_span.start_byte), bisect_left(starts, k.definition_span.end_byte))
         if len(inside) > 1:
             continue  # swallowed another kernel's marker: mis-parsed around an edit in progress
         if not k.complete and inside:
@@ -59,8 +62,11 @@ def _discover(data: bytes, kernel_macros: frozenset[bytes] = frozenset()) -> Dis
             if again is not None and again.complete and again.name == k.name:
                 k = again
         found.append(k)
+    spans = sorted((k.definition_span.start_byte, k.definition_span.end_byte) for k in found)
+    span_starts = [a for a, _ in spans]
     for i, (start, _) in enumerate(markers):
-        if any(k.definition_span.start_byte <= start < k.definition_span.end_byte for k in found):
+        j = bisect_right(span_starts, start) - 1  # the last span starting at or before the marker
+        if j >= 0 and spans[j][0] <= start < spans[j][1]:
             continue
         kernel = scanned(i)
         if kernel is not None:
@@ -93,9 +99,45 @@ def require_kernel(source: str | SourceText, name: str, error: type[Exception] =
     return kernel
 
 
+LARGE_BYTES = 256 << 10  # above this, the kernel at a position is looked for in a window of the file
+WINDOW_BYTES = 256 << 10  # the window: this much after the position, and from its kernel's marker
+SPEC_MARGIN = 16 << 10  # before the marker (the kernel's @fsr block, `template <...>`)
+
+
 def kernel_at(source: str | SourceText, byte: int) -> Kernel | None:
-    """The kernel whose definition (or spec comment) contains a byte offset."""
-    return next((k for k in discover_kernels(source) if k.span.start_byte <= byte <= k.span.end_byte), None)
+    """The kernel whose definition (or spec comment) contains a byte offset. In a large file
+    (a generated table, ten thousand kernels) only a window around it is read, and its kernels
+    moved to where they are in the file: a hover costs the window, not the file."""
+    src = source if isinstance(source, SourceText) else SourceText.of(source)
+    if len(src.data) <= LARGE_BYTES:
+        return next((k for k in discover_kernels(src) if k.span.start_byte <= byte <= k.span.end_byte), None)
+    start, end = _window(src.data, byte)
+    shift = (start, src.line_of(start))
+    for k in discover_kernels(SourceText.of(src.data[start:end].decode("utf-8", errors="replace"))):
+        if k.span.start_byte + start <= byte <= k.span.end_byte + start:
+            return _moved(k, *shift)
+    return None
+
+
+def _window(data: bytes, byte: int) -> tuple[int, int]:
+    """Whole lines around `byte`: from a little above the last kernel marker before it to
+    WINDOW_BYTES after it."""
+    marker = data.rfind(b"__global__", max(0, byte - WINDOW_BYTES), byte + len(b"__global__"))
+    start = data.rfind(b"\n", 0, max(0, (marker if marker >= 0 else byte) - SPEC_MARGIN)) + 1
+    end = data.find(b"\n", min(len(data), byte + WINDOW_BYTES))
+    return start, len(data) if end < 0 else end + 1
+
+
+def _moved(k: Kernel, by_bytes: int, by_lines: int) -> Kernel:
+    """A kernel found in a window, at its place in the file (a window starts a line: columns stay)."""
+    def span(s: Span) -> Span:
+        return Span(s.start_byte + by_bytes, s.end_byte + by_bytes, Position(s.start.line + by_lines, s.start.character),
+                    Position(s.end.line + by_lines, s.end.character))
+
+    spec = None if k.spec is None else dataclasses.replace(k.spec, span=span(k.spec.span),
+                                                           body_start_byte=k.spec.body_start_byte + by_bytes)
+    return dataclasses.replace(k, span=span(k.span), definition_span=span(k.definition_span),
+                               name_span=span(k.name_span), spec=spec)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ include paths, and the compiler's log comes back to be read as a local one."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,18 @@ TIMEOUT = 120.0
 HEADER_DEPTH = 4  # levels of quoted includes shipped with a remote check
 HEADER_BYTES = 4 << 20  # at most this much header text goes to the cluster
 _QUOTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+# Compile checks at once: fifty documents opened together must not take every core from the
+# server (its requests are answered on one of them). The rest wait their turn, niced.
+CHECKS_AT_ONCE = max(1, (os.cpu_count() or 2) // 2)
+_NICE = shutil.which("nice")
+_slots: asyncio.Semaphore | None = None
+
+
+def _slot() -> asyncio.Semaphore:
+    global _slots
+    if _slots is None:
+        _slots = asyncio.Semaphore(CHECKS_AT_ONCE)
+    return _slots
 
 
 @dataclass
@@ -49,12 +63,19 @@ async def check_source(text: str, path: Path, settings: Settings, remote: Any = 
         if remote is not None:
             return await asyncio.to_thread(remote_check, remote, text, path, settings)
         return CheckResult(problem=no_nvcc(settings))
+    async with _slot():  # cancelled while waiting (a newer version came): nothing was started
+        return await _nvcc_check(nvcc, text, path, settings)
+
+
+async def _nvcc_check(nvcc: str, text: str, path: Path, settings: Settings) -> CheckResult:
     with scratch.folder("check") as scratch_dir:
         tmp = str(scratch_dir)
         src = Path(tmp) / path.name
         src.write_text(text, encoding="utf-8")
         cmd = nvcc_command(nvcc, src, settings.compiler_arch, settings.compiler_flags,
                            [path.parent, *map(Path, settings.include_paths)], Path(tmp) / "out.cubin")
+        if _NICE:  # below the server and the editor: a check can wait, a keystroke cannot
+            cmd = [_NICE, "-n", "10", *cmd]
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.PIPE, cwd=tmp)
         try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 
 from .. import processes, scratch
@@ -36,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
         server.start_io()
-    return 0
+    # The client closed the stream (an editor that quit without `exit`): end now. Compiles in
+    # flight are the reaper's; a torn-down asyncio loop would print tracebacks about them.
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

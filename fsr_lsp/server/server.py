@@ -36,6 +36,8 @@ class FsrServer(LanguageServer):
         self.settings = Settings()
         self.checks: dict[str, CheckResult] = {}
         self.check_tasks: dict[str, asyncio.Task] = {}
+        self.to_publish: dict[str, None] = {}  # documents whose diagnostics are due, in order
+        self.publisher: asyncio.Future | None = None
         self.searches = Searches()
         self.drafts = Drafts()
         self.shown: set[str] = set()  # messages shown once

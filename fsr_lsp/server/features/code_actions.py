@@ -38,7 +38,7 @@ def register(server: FsrServer) -> None:
         doc = ls.document(uri)
         if doc is None:
             return []
-        at = _Document(uri, doc.version, SourceText(doc.source), ls.encoding, ls.edit_support)
+        at = _Document(uri, doc.version, SourceText.of(doc.source), ls.encoding, ls.edit_support)
         kernel = kernel_at_position(at.src, params.range.start, ls.encoding)
         actions: list[types.CodeAction] = []
         if kernel is not None:

@@ -88,4 +88,4 @@ def _kernel_from_position(ls: FsrServer, args: tuple) -> Kernel | None:
         position = types.Position(line=int(line), character=int(character))
     except (ValueError, TypeError):
         return None
-    return kernel_at_position(SourceText(doc.source), position, ls.encoding) if doc is not None else None
+    return kernel_at_position(SourceText.of(doc.source), position, ls.encoding) if doc is not None else None

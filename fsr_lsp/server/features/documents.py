@@ -10,6 +10,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from ...kernels import discover
+from ...kernels.discover import LARGE_BYTES
 from ...source import SourceText
 from ..check import CheckResult, check_source
 from ..diagnostics import compiler_diagnostics, orphan_spec_diagnostics, resource_diagnostics, spec_diagnostics
@@ -26,7 +27,7 @@ def register(server: FsrServer) -> None:
     def did_open(ls: FsrServer, params: types.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
         if is_cuda(uri):
-            publish(ls, uri)
+            publish_soon(ls, uri)
             if ls.settings.diagnostics_on_open:
                 schedule_check(ls, uri)
 
@@ -39,6 +40,7 @@ def register(server: FsrServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FsrServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
+        ls.to_publish.pop(uri, None)
         ls.checks.pop(uri, None)
         task = ls.check_tasks.pop(uri, None)
         if task is not None:
@@ -47,10 +49,54 @@ def register(server: FsrServer) -> None:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
+LARGE_FILE_PAUSE = 1.0  # seconds before a large file's diagnostics are worked out
+
+
+def publish_soon(ls: FsrServer, uri: str) -> None:
+    """Publish the document's diagnostics from the loop, one document at a time, with requests
+    let in between: fifty documents opened at once must not hold up the hover that follows."""
+    ls.to_publish[uri] = None
+    if ls.publisher is None or ls.publisher.done():
+        ls.publisher = asyncio.ensure_future(_publish_pending(ls))
+
+
+async def _publish_pending(ls: FsrServer) -> None:
+    while ls.to_publish:
+        await asyncio.sleep(0)  # what the client sent meanwhile (a hover) is handled first
+        uri = next(iter(ls.to_publish), None)
+        if uri is None:
+            return
+        del ls.to_publish[uri]
+        doc = ls.document(uri)
+        if doc is None:
+            continue
+        if len(doc.source) <= LARGE_BYTES:
+            publish(ls, uri)
+            continue
+        # A large file's diagnostics (every one of ten thousand kernels) are worked out on a
+        # thread, after a pause: the hover that follows opening it comes first, and the requests
+        # that come meanwhile are answered from the loop.
+        await asyncio.sleep(LARGE_FILE_PAUSE)
+        if ls.document(uri) is None or uri in ls.to_publish:  # closed, or changed again: its turn comes
+            continue
+        version, diagnostics = await asyncio.to_thread(_diagnostics, ls, uri)
+        if ls.document(uri) is not None and ls.document(uri).version == version:
+            _send(ls, uri, version, diagnostics)
+
+
 def publish(ls: FsrServer, uri: str) -> None:
     """Every diagnostic of a document, as it is now."""
+    _send(ls, uri, *_diagnostics(ls, uri))
+
+
+def _send(ls: FsrServer, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version,
+                                                                        diagnostics=diagnostics))
+
+
+def _diagnostics(ls: FsrServer, uri: str) -> tuple[int | None, list[types.Diagnostic]]:
     doc = ls.workspace.get_text_document(uri)
-    src = SourceText(doc.source)
+    src = SourceText.of(doc.source)
     found = discover(src)
     kernels = found.kernels
     check = ls.checks.get(uri, CheckResult())
@@ -63,8 +109,7 @@ def publish(ls: FsrServer, uri: str) -> None:
                    + search_diagnostics(ls, uri, src, kernels)
                    + profile_diagnostics(ls, uri, src, kernels)
                    + perf_diagnostics(ls, uri, src, kernels))
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=doc.version,
-                                                                        diagnostics=diagnostics))
+    return doc.version, diagnostics
 
 
 def schedule_check(ls: FsrServer, uri: str) -> None:
@@ -81,7 +126,7 @@ async def _check(ls: FsrServer, uri: str) -> None:
     if result.problem:
         ls.show_once(f"fsr: {result.problem}", types.MessageType.Warning)
     ls.checks[uri] = result
-    publish(ls, uri)
+    publish_soon(ls, uri)
 
 
 def watch(ls: FsrServer) -> None:

@@ -28,11 +28,11 @@ def register(server: FsrServer) -> None:
         doc = ls.document(uri)
         if doc is None:
             return None
-        src = SourceText(doc.source)
+        src = SourceText.of(doc.source)
         kernel = kernel_at_position(src, params.position, ls.encoding)
         if kernel is None:
             return None
-        profiled = profile_hover(ls, uri, src, params.position.line)
+        profiled = profile_hover(ls, uri, src, params.position.line, kernel)
         if profiled and not _on_name(src, kernel, params.position, ls.encoding):
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=redact("\n".join(profiled))))
         lines = [f"**`{kernel.name}`** ({len(kernel.params)} parameters)"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...kernels import Kernel, discover_kernels, kernel_source
+from ...kernels import Kernel, kernel_source
 from ...profiling.findings import Finding, KernelProfile
 from ...redaction import redact
 from ...source import SourceText
@@ -77,7 +77,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     if isinstance(found, str):
         return found
     doc, kernel = found
-    src = SourceText(doc.source)
+    src = SourceText.of(doc.source)
     path = Path(doc.path)
     root = ls.workspace_root(path)
     from .searches import open_documents
@@ -160,9 +160,10 @@ def _finding(kernel: Kernel, f: Finding, line: int, text: str) -> types.Diagnost
                             data={"kernel": kernel.name, "kind": f.kind, "finding": f.message})
 
 
-def hover_lines(ls: FsrServer, uri: str, src: SourceText, line: int) -> list[str]:
-    """The counters of a profiled line under the cursor (0-based line), as Markdown lines."""
-    for k in discover_kernels(src):
+def hover_lines(ls: FsrServer, uri: str, src: SourceText, line: int, kernel: Kernel) -> list[str]:
+    """The counters of a profiled line under the cursor (0-based line) in `kernel`, the kernel
+    there, as Markdown lines."""
+    for k in (kernel,):
         placed = _placed(ls, uri, src, k)
         if placed is None or placed[0].profile is None:
             continue

@@ -158,7 +158,7 @@ def rewrite_edit(ls: FsrServer, job: SearchJob) -> tuple[types.WorkspaceEdit | N
             if job.draft else rewrite_if_unchanged(doc.source, job.searched_text, job.kernel, candidate)
     except ApplyError as e:
         return None, str(e)
-    src = SourceText(doc.source)
+    src = SourceText.of(doc.source)
     edits = [types.TextEdit(range=types.Range(start=lsp_position(src, start, ls.encoding),
                                               end=lsp_position(src, end, ls.encoding)), new_text=new)
              for start, end, new in rewrite.edits]

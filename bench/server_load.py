@@ -1,0 +1,170 @@
+"""The server under load (issue 38), no GPU needed: how long hovers and code actions take while
+documents change under them, and on large files.
+
+1. Edit flood: N documents open (default settings: each compiled on open), a thread sending
+   `didChange`s at RATE a second to ten of them, while hovers and code actions on another
+   document are timed one at a time from sending to reply. Also the first hover after the
+   documents are opened. Goal: p95 < 50 ms, max < 200 ms.
+2. Large files: a file of SIZE MB (a constant table and one kernel, or many small kernels)
+   opened, the first hover on its kernel timed, and hovers on a small document timed while the
+   large one is worked on. Goal: a 10 MB file's first hover <= 1 s, the others unaffected.
+
+  python bench/server_load.py [--docs 50] [--rate 20] [--requests 100] [--sizes 1 3 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from _common import console, save, table
+from hover_latency import KERNEL, Session
+
+
+SPACING = 0.05  # seconds between two timed requests
+
+
+def stats(xs: list[float]) -> dict:
+    xs = sorted(xs)
+    return {"p50": statistics.median(xs), "p95": xs[max(0, int(0.95 * len(xs)) - 1)], "max": xs[-1], "n": len(xs)}
+
+
+def opened(root: Path, count: int, options: dict | None = None) -> tuple[Session, list[str]]:
+    (root / ".git").mkdir(exist_ok=True)
+    session = Session(root)
+    session.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {},
+                                   "initializationOptions": {"fsr": options or {}}})
+    session.send(method="initialized", params={})
+    uris = []
+    for i in range(count):
+        path = root / f"k{i}.cu"
+        text = KERNEL.format(i=i)
+        path.write_text(text)
+        uris.append(path.as_uri())
+        session.send(method="textDocument/didOpen",
+                     params={"textDocument": {"uri": uris[-1], "languageId": "cuda", "version": 1, "text": text}})
+    return session, uris
+
+
+def hover_at(uri: str, line: int = 1, character: int = 20) -> dict:
+    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+
+
+def action_at(uri: str) -> dict:
+    where = hover_at(uri)
+    return {**where, "range": {"start": where["position"], "end": where["position"]}, "context": {"diagnostics": []}}
+
+
+def flood(docs: int, rate: float, requests: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        session, uris = opened(Path(tmp), docs)
+        first, _ = session.request("textDocument/hover", hover_at(uris[-1]))
+        stop = threading.Event()
+        versions = {u: 1 for u in uris}
+        sent = [0]
+
+        def typist() -> None:
+            rng = random.Random(1)
+            while not stop.is_set():
+                uri = rng.choice(uris[:10])
+                versions[uri] += 1
+                session.send(method="textDocument/didChange", params={
+                    "textDocument": {"uri": uri, "version": versions[uri]},
+                    "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                                        "text": "// x\n"}]})
+                sent[0] += 1
+                time.sleep(1 / rate)
+
+        thread = threading.Thread(target=typist, daemon=True)
+        thread.start()
+        time.sleep(1.0)  # the flood under way
+        target = uris[-1]
+        hovers, actions = [], []
+        for _ in range(requests):  # spaced as a person's requests are: the flood goes on meanwhile
+            hovers.append(session.request("textDocument/hover", hover_at(target))[0])
+            time.sleep(SPACING)
+            actions.append(session.request("textDocument/codeAction", action_at(target))[0])
+            time.sleep(SPACING)
+        stop.set()
+        thread.join()
+        session.close()
+    return {"docs": docs, "rate": rate, "changes": sent[0], "first_hover_ms": first, "hover": stats(hovers),
+            "action": stats(actions)}
+
+
+def big_file(mb: float, shape: str) -> str:
+    """A file of about `mb` MB: a constant table and one kernel, or many small kernels."""
+    if shape == "table":
+        row = ", ".join(f"{(i * 0.618) % 1:.6f}f" for i in range(16)) + ",\n"
+        rows = int(mb * 1e6 / len(row))
+        return ("__constant__ float table[] = {\n" + row * rows + "};\n"
+                "__global__ void lookup(float* y, const int* idx, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                "    if (i < n) y[i] = table[idx[i] % 1024];\n}\n")
+    one = ("__global__ void k{i}(float* y, const float* x, int n)\n{{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "    if (i < n) y[i] = {i}.0f * x[i];\n}}\n\n")
+    out, i = [], 0
+    size = 0
+    while size < mb * 1e6:
+        out.append(one.format(i=i))
+        size += len(out[-1])
+        i += 1
+    return "".join(out)
+
+
+def large(mb: float, shape: str, requests: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        session, uris = opened(root, 1)
+        session.request("textDocument/hover", hover_at(uris[0]))
+        text = big_file(mb, shape)
+        path = root / f"big_{shape}.cu"
+        path.write_text(text)
+        lines = text.count("\n")
+        line = lines - 4 if shape == "table" else 0
+        t0 = time.perf_counter()
+        session.send(method="textDocument/didOpen",
+                     params={"textDocument": {"uri": path.as_uri(), "languageId": "cuda", "version": 1, "text": text}})
+        _, reply = session.request("textDocument/hover", hover_at(path.as_uri(), line, 18))
+        first = (time.perf_counter() - t0) * 1e3  # from opening it
+        answered = bool(reply.get("result"))
+        again, _ = session.request("textDocument/hover", hover_at(path.as_uri(), line, 18))
+        copy = root / f"big_{shape}_2.cu"  # a second one opening: the small document's hovers meanwhile
+        session.send(method="textDocument/didOpen",
+                     params={"textDocument": {"uri": copy.as_uri(), "languageId": "cuda", "version": 1, "text": text}})
+        others = [session.request("textDocument/hover", hover_at(uris[0]))[0] for _ in range(requests)]
+        session.close()
+    return {"mb": mb, "shape": shape, "lines": lines, "first_hover_ms": first, "answered": answered,
+            "second_hover_ms": again, "others_while_open": stats(others)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=50)
+    parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument("--sizes", type=float, nargs="*", default=[1, 3, 10])
+    args = parser.parse_args()
+    f = flood(args.docs, args.rate, args.requests)
+    table(f"{args.docs} documents open, {args.rate:g} changes a second to ten of them (ms)",
+          ["request", "p50", "p95", "max", "n"],
+          [[name, f"{f[name]['p50']:.1f}", f"{f[name]['p95']:.1f}", f"{f[name]['max']:.1f}", f[name]["n"]]
+           for name in ("hover", "action")])
+    console.print(f"first hover after opening {args.docs} documents: {f['first_hover_ms']:.0f} ms; "
+                  f"{f['changes']} changes sent")
+    rows = [large(mb, shape, 20) for mb in args.sizes for shape in ("table", "kernels")]
+    table("large files (ms)", ["MB", "shape", "lines", "first hover", "answered", "second hover",
+                               "other document p95 / max while it opens"],
+          [[r["mb"], r["shape"], r["lines"], f"{r['first_hover_ms']:.0f}", r["answered"], f"{r['second_hover_ms']:.0f}",
+            f"{r['others_while_open']['p95']:.1f} / {r['others_while_open']['max']:.1f}"] for r in rows])
+    save("server_load", {"flood": f, "large": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
