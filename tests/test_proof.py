@@ -297,3 +297,20 @@ def test_a_proof_out_of_gpu_memory_waits_and_tries_again_alone_and_says_so(evalu
     p = prove(always, FILE.format(name="shift"), "shift", DRAFT.format(y="out"))
     assert p.status == "failed" and "out of GPU memory twice" in p.message and "GiB" in p.message
     assert always.runs == 2  # one retry, not a loop
+
+
+def test_when_no_whole_number_input_is_left_every_saved_input_takes_the_runs_own_bytes():
+    """A neighbour list sized for the run's lattice overflows on random positions in the same
+    range: at the captured size, the saved float inputs take the run's bytes too, and it says why."""
+    import dataclasses
+
+    from fsr_lsp.drafting.relax import relax
+
+    block = DRAFT.format(y="out").replace('x = "in[n]"', 'x = "in[n] uniform(0, 10)"')
+    sized = job(place_spec(FILE.format(name="shift"), "shift", block).text, "shift", "shift", None)
+    captured = dataclasses.replace(sized, real_inputs={"x": "0:/tmp/x.bin", "y": "0:/tmp/y.bin"})
+    overflow = "writes up to 110044 bytes past the end of `y` at n=4096"
+    step = relax(block, captured, "in bounds", "y", overflow)
+    assert step is not None and 'x = "in[n] captured()"' in step[0] and "uniform" not in step[0]
+    assert "tests = []" in step[0] and "depends on the data's structure" in step[1]
+    assert relax(step[0], captured, "in bounds", "y", overflow) is None

@@ -92,3 +92,6 @@ def test_prepare_gives_a_full_job_the_double_build_and_says_why_when_there_is_no
     assert job.wide is None and "__int_as_float" in job.wide_why and "bits" in job.wide_why
     explicit = spec.replace("block = 256\n", "block = 256\nrtol = 1e-3\natol = 1e-3\n")
     assert prepare(explicit + kernel, "k", None, "sm_90a", options).job.wide is None  # the spec's own tolerance
+    huge = spec.replace("bench = { n = 4096 }", "bench = { n = 1073741824 }")  # 8 GiB of float buffers
+    job = prepare(huge + kernel, "k", None, "sm_90a", options).job
+    assert job.wide is None and "8.0 GiB at the bench size" in job.wide_why

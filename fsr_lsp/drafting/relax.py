@@ -59,19 +59,27 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
 
 
 def _structure_from_capture(block: str, job: EvalJob) -> tuple[str, str] | None:
-    """Saved buffers drawn as whole numbers take the run's own bytes (captured()), at the captured size only."""
-    names = [name for name in job.real_inputs
+    """Saved buffers drawn as whole numbers take the run's own bytes (captured()), at the captured
+    size only; when none is left, every saved input does (a neighbour list sized for the run's
+    lattice overflows on random positions in the same range)."""
+    whole = [name for name in job.real_inputs
              if re.search(rf'{_arg_line(name)}(in|inout)\[[^"]*\]\s*randint\(', block, flags=re.M)]
+    names = whole or [name for name in job.real_inputs
+                      if re.search(rf'{_arg_line(name)}(in|inout)\[[^"]*\](?!\s*captured\(\))', block, flags=re.M)]
     if not names:
         return None
     for name in names:
-        block = re.sub(rf'({_arg_line(name)}(?:in|inout)\[[^"]*\])\s*randint\([^)]*\)', r"\1 captured()", block,
+        block = re.sub(rf'({_arg_line(name)}(?:in|inout)\[[^"]*\])(?:\s*\w+\([^)]*\))?', r"\1 captured()", block,
                        count=1, flags=re.M)
     block = _captured_size_only(block)
     listed = ", ".join(f"`{n}`" for n in names)
-    return block, (f"random values in the run's range do not serve: {listed} take{'s' if len(names) == 1 else ''} "
-                   f"the captured run's own bytes at every seed (captured()), the other inputs stay random; "
-                   f"{CAPTURED_ONLY}")
+    if whole:
+        return block, (f"random values in the run's range do not serve: {listed} take{'s' if len(names) == 1 else ''} "
+                       f"the captured run's own bytes at every seed (captured()), the other inputs stay random; "
+                       f"{CAPTURED_ONLY}")
+    return block, (f"the original fails on random inputs in the run's ranges, so its work depends on the data's "
+                   f"structure: {listed} take{'s' if len(names) == 1 else ''} the captured run's own bytes at every seed "
+                   f"(captured()); {CAPTURED_ONLY}, on the run's data")
 
 
 def _captured_size_only(block: str) -> str:

@@ -157,7 +157,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     # A screening job's outputs are checked within the default tolerance: it is never a verdict, and
     # the double run of the original at the bench size would cost as much as the screen itself.
     wide, wide_why = (None, "") if options.time_only or options.screen else \
-        _double_precision(source, ref, sizes[0], options, arch)
+        _double_precision(source, ref, sizes, options, arch)
     job = EvalJob(
         kernel=kernel_name,
         original=_launched_as_needed(orig.binary, source, kernel_name),  # type: ignore[arg-type]
@@ -206,14 +206,22 @@ def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: C
     return failed, source
 
 
-def _double_precision(source: str, ref: KernelRef, plan: SizePlan, options: EvalOptions,
+WIDE_MAX_BYTES = 4 << 30  # buffers above this at the bench size: no double-precision copy beside them
+
+
+def _double_precision(source: str, ref: KernelRef, sizes: list[SizePlan], options: EvalOptions,
                       arch: str) -> tuple[KernelBinary | None, str]:
     """The original built with float promoted to double, for the accuracy criterion, when an
     output can be judged against it; else (None, why not) where one could have been."""
+    plan = sizes[0]
     if not grounded_buffers(plan):
         return None, ""
     if any(a.kind == "texture" for a in plan.args):
         return None, "it reads textures, whose texels stay float"
+    largest = max(p.buffer_bytes for p in sizes)
+    if largest > WIDE_MAX_BYTES:  # a run of a program that fills the GPU: a double copy would not fit beside it
+        return None, (f"its buffers take {largest / (1 << 30):.1f} GiB at the bench size: a double-precision copy "
+                      f"would need as much again (more than {WIDE_MAX_BYTES >> 30} GiB)")
     return _wide_binary(source, ref, options.compile_options(arch))
 
 

@@ -61,8 +61,25 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
             result.checks.append(Check(f.check, "fail", f.mismatch.describe() if f.mismatch else f.message, f.argument))
     except torch.cuda.OutOfMemoryError as e:
         result.status, result.message, result.restart_worker = "oom", f"out of GPU memory: {e}".splitlines()[0], True
+    finally:
+        _release(session)
     result.seconds = time.perf_counter() - started
     return result
+
+
+RELEASE_BYTES = 1 << 30  # cached by torch above this after a job: given back to the driver
+
+
+def _release(session: GpuSession) -> None:
+    """Give a large job's memory back: torch keeps what it freed for the next job of this
+    worker, and the sanitizers, the other provers' workers and the user's own programs on this
+    GPU would run out of memory beside it (seen: 21 GiB held after a captured program's proof)."""
+    torch = session.torch
+    try:
+        if torch.cuda.memory_reserved(session.device) > RELEASE_BYTES:
+            torch.cuda.empty_cache()
+    except RuntimeError:  # a context already broken: the worker is restarted anyway
+        pass
 
 
 def _load_wide(ctx: JobContext) -> None:
