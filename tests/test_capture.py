@@ -393,3 +393,17 @@ def test_an_element_type_the_build_chose_otherwise_is_refused_and_said(tmp_path:
     write_capture(tmp_path, [{**scale_launch(100), "name": "void scale(float*, float const*, float, int)"}])
     (spec,) = [s for s in kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path)) if s.kernel == "scale"]
     assert spec.origin == "captured", spec.problems
+
+
+def test_untyped_memory_is_a_buffer_of_bytes(tmp_path: Path):
+    """`const void* x` (a bandwidth test, a memcpy): its length is its allocation in bytes."""
+    (tmp_path / "k.cu").write_text("__global__ void copy_bytes(const void* x, void* y, int n)\n{\n"
+                                   "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                   "    if (i < n / 16) ((float4*)y)[i] = ((const float4*)x)[i];\n}\n")
+    record = {"id": 0, "kernel": "_Z10copy_bytesPKvPvi", "name": "copy_bytes(void const*, void*, int)",
+              "base": "copy_bytes", "grid": [4, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(16384), ptr(16384), {"offset": 16, "size": 4, "hex": i32(16384)}]}
+    write_capture(tmp_path, [record])
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert 'x = "in[n]"' in spec.spec and 'y = "out[n]"' in spec.spec and "bench = { n = 16384 }" in spec.spec

@@ -132,4 +132,5 @@ def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draf
             return KernelSpec(name, k.name, line, "drafted", by_model.text, by_model.problems + orphans,
                               by_model.provenance)
         draft.problems += by_model.problems
-    return KernelSpec(name, k.name, line, "none", None, problems + not_captured + draft.problems + orphans)
+    # a kernel the run launched: why its capture gave no spec comes first
+    return KernelSpec(name, k.name, line, "none", None, not_captured + problems + draft.problems + orphans)

@@ -128,6 +128,8 @@ def parse_param(text: str) -> Param:
     base_words = [t for t in type_tokens[:first_ptr] if t not in _QUALIFIERS and t not in ("&",)]
     base = _join_type(base_words)
     dtype, lanes = element_type(base)
+    if base == "void" and is_pointer:  # untyped memory (a bandwidth test, a memcpy): a buffer of bytes
+        dtype, lanes = "uint8", 1
     if type_tokens.count("*") + type_tokens.count("[") > 1:
         dtype = None  # pointer to pointer: not a flat buffer we can fill
     type_text = _join_type([t for t in type_tokens if t not in ("[", "]")]) + (" *" if "[" in type_tokens else "")
