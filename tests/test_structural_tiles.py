@@ -121,7 +121,10 @@ def vetted_and_compiled(text: str, name: str, source: str):
 
 def test_the_naive_sgemm_gets_shared_tiles_and_a_register_tile():
     text = SGEMM.read_text()
-    (p,) = tiled(text, "sgemm_naive")
+    p, small = tiled(text, "sgemm_naive")
+    assert small.note.startswith("shared-memory tiles: 32x32 outputs a block, 2x2 a thread")
+    assert 'grid = ["cdiv((cdiv(N, 16)) * 16, 32)", "cdiv((cdiv(M, 16)) * 16, 32)"]' in small.source
+    vetted_and_compiled(text, "sgemm_naive", small.source)
     assert p.note.startswith("shared-memory tiles: 64x64 outputs a block, 4x4 a thread")
     assert 'grid = ["cdiv((cdiv(N, 16)) * 16, 64)", "cdiv((cdiv(M, 16)) * 16, 64)"]' in p.source
     assert "__shared__ float fsr_a[16][64 + 1]" in p.source and "float fsr_sum[4][4]" in p.source
@@ -134,7 +137,8 @@ def test_the_naive_sgemm_gets_shared_tiles_and_a_register_tile():
 @pytest.mark.parametrize("case", sorted(SHAPES))
 def test_shapes_of_a_matrix_product_are_recognised(case):
     text = SPEC + SHAPES[case]
-    (p,) = tiled(text, "gemm")
+    p, small = tiled(text, "gemm")
+    vetted_and_compiled(text, "gemm", small.source)
     vetted = vetted_and_compiled(text, "gemm", p.source)
     assert "beta * C[" in vetted.source  # the original's epilogue, per output
     if "return" in case:
@@ -149,4 +153,4 @@ def test_what_is_no_matrix_product_is_left_alone(case):
 def test_the_builtin_generator_proposes_the_tiles_first_and_alone():
     ctx = context(SGEMM.read_text(), "sgemm_naive")
     out = BuiltinGenerator().propose(ctx, 4)
-    assert [p.generator for p in out] == ["builtin:shared-tiles"]
+    assert [p.generator for p in out] == ["builtin:shared-tiles"] * 2  # two tile shapes, measured side by side

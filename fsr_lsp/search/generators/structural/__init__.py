@@ -10,7 +10,7 @@ from ....kernels import Kernel
 from ....specs import Spec
 from ...proposal import Proposal
 from .rows import warp_per_row
-from .tiles import shared_tiles
+from .tiles import SHAPES as TILE_SHAPES, shared_tiles
 
 
 def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
@@ -39,8 +39,10 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
         block = f'/* @fsr\ngrid = "{rows.grid}"\nblock = {rows.block}\n*/\n'
         out.append(Proposal(source=block + rows.definition, generator="builtin:warp-per-row", note=rows.note,
                             round=round_))
-    tiled = shared_tiles(kernel, spec, definition)
-    if tiled is not None:
+    for tile, per in TILE_SHAPES:
+        tiled = shared_tiles(kernel, spec, definition, tile, per)
+        if tiled is None:
+            break
         block = (f'/* @fsr\ngrid = ["{tiled.grid[0]}", "{tiled.grid[1]}"]\nblock = [{tiled.block[0]}, {tiled.block[1]}]\n'
                  f'*/\n')
         out.append(Proposal(source=block + tiled.definition, generator="builtin:shared-tiles", note=tiled.note,

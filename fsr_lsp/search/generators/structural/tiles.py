@@ -3,10 +3,11 @@
 The naive kernel of a matrix product gives each thread one output `(row, col)` and loops over
 `k`, reading a row of A and a column of B straight from global memory: every operand is read
 from DRAM or L2 once per output that needs it (M or N times), and each multiply waits on a load.
-The rewrite gives a block a TILE x TILE tile of the output and each of its THREADS x THREADS
-threads a PER x PER tile of it; the block stages a DEPTH-deep slice of A's rows and B's columns
+The rewrite gives a block a tile x tile tile of the output and each of its THREADS x THREADS
+threads a per x per tile of it; the block stages a DEPTH-deep slice of A's rows and B's columns
 in shared memory (each operand read from global memory once per block), and each thread keeps
-its PER x PER sums in registers, so a shared-memory load feeds PER multiplies.
+its per x per sums in registers, so a shared-memory load feeds `per` multiplies. Two shapes
+(SHAPES) are proposed: the search measures which fits the problem's size.
 
 The sums are taken over `k` in the original's order, so each output is the same sum of the same
 products. What the original does with a sum after its loop (scaling, a bias, an activation, the
@@ -31,10 +32,11 @@ from ....kernels import Kernel
 from ....kernels.treesitter import parse
 from ....specs import Spec
 
-TILE = 64  # outputs a block, on each side
 DEPTH = 16  # k of A and B a block stages at a time
-PER = 4  # outputs a thread, on each side
-THREADS = TILE // PER  # threads a block, on each side (16 x 16 = 256)
+THREADS = 16  # threads a block, on each side (16 x 16 = 256)
+# (outputs a block on each side, outputs a thread on each side): the large tile reuses each
+# operand more; the small one gives a small product four times the blocks to fill the GPU with
+SHAPES = ((64, 4), (32, 2))
 _INDEX = re.compile(r"^blockIdx\.([xy])\s*\*\s*blockDim\.\1\s*\+\s*threadIdx\.\1$|"
                     r"^blockDim\.([xy])\s*\*\s*blockIdx\.\2\s*\+\s*threadIdx\.\2$|"
                     r"^threadIdx\.([xy])\s*\+\s*blockIdx\.\3\s*\*\s*blockDim\.\3$|"
@@ -57,15 +59,17 @@ class _NotApplicable(Exception):
     pass
 
 
-def shared_tiles(kernel: Kernel, spec: Spec, definition: str) -> Tiled | None:
-    """The rewrite, or None when the kernel is not one thread per output of a matrix product."""
+def shared_tiles(kernel: Kernel, spec: Spec, definition: str, tile: int = 64, per: int = 4) -> Tiled | None:
+    """The rewrite with `tile` x `tile` outputs a block and `per` x `per` a thread, or None when
+    the kernel is not one thread per output of a matrix product."""
+    assert tile == THREADS * per
     if len(spec.grid) != 2 or len(spec.block) != 2 or spec.smem not in (0, "0") or "fsr_" in definition:
         return None
     bound = re.search(r"__launch_bounds__\s*\(\s*(\d+)", definition)
     if bound is not None and int(bound.group(1)) < THREADS * THREADS:
         return None
     try:
-        return _Product(kernel, spec, definition).rewrite()
+        return _Product(kernel, spec, definition, tile, per).rewrite()
     except _NotApplicable:
         return None
 
@@ -78,8 +82,9 @@ class _Index:
 
 
 class _Product:
-    def __init__(self, kernel: Kernel, spec: Spec, definition: str) -> None:
+    def __init__(self, kernel: Kernel, spec: Spec, definition: str, tile: int, per: int) -> None:
         self.kernel, self.spec, self.text = kernel, spec, definition
+        self.tile, self.per = tile, per
         self.data = definition.encode()
 
     def s(self, node: Node) -> str:
@@ -109,7 +114,7 @@ class _Product:
         text = self._text(signature, before, row, col, guard, acc, acc_type, init, k, bound, a_factor, b_factor,
                           row_guard, col_guard, epilogue)
         grid = (self._cover(col.dim), self._cover(row.dim))
-        note = (f"shared-memory tiles: {TILE}x{TILE} outputs a block, {PER}x{PER} a thread in registers; "
+        note = (f"shared-memory tiles: {self.tile}x{self.tile} outputs a block, {self.per}x{self.per} a thread in registers; "
                 f"A and B staged {DEPTH} deep in shared memory, the sum over `{k}` in the original's order")
         return Tiled(text, grid, (THREADS, THREADS), note, bound)
 
@@ -253,7 +258,7 @@ class _Product:
 
     def _cover(self, dim: int) -> str:
         """The new grid along one side: blocks of TILE over the threads the original launched."""
-        return f"cdiv(({self.spec.grid[dim]}) * {self.spec.block[dim]}, {TILE})"
+        return f"cdiv(({self.spec.grid[dim]}) * {self.spec.block[dim]}, {self.tile})"
 
     # ---------------------------------------------------------------- writing the rewrite
 
@@ -271,7 +276,7 @@ class _Product:
             a_row, b_col = b_row, a_col
         if not (a_row and b_col and re.search(rf"\b{k}\b", a) and re.search(rf"\b{k}\b", b)):
             raise _NotApplicable
-        t, T, P, D = acc_type, TILE, PER, DEPTH
+        t, T, P, D = acc_type, self.tile, self.per, DEPTH
         kept = "".join(f"    {self.raw(st).strip()}\n" for st in before)
         after = "".join(f"                {self.raw(st).strip()}\n" for st in epilogue)
         return (
