@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import ROOT, console, save, table
+from _common import ROOT, save, table
 
 KERNEL = """#include <cuda_runtime.h>
 __global__ void scale{i}(float* out, const float* x, int n)
@@ -85,22 +85,27 @@ class Session:
         self.proc.wait(timeout=30)
 
 
+def opened(root: Path, count: int, options: dict | None = None) -> tuple[Session, list[str]]:
+    """A server started in `root` (a workspace) with `count` documents of KERNEL opened in it."""
+    (root / ".git").mkdir(exist_ok=True)
+    session = Session(root)
+    session.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {},
+                                   "initializationOptions": {"fsr": options or {}}})
+    session.send(method="initialized", params={})
+    uris = []
+    for i in range(count):
+        path = root / f"k{i}.cu"
+        text = KERNEL.format(i=i)
+        path.write_text(text)
+        uris.append(path.as_uri())
+        session.send(method="textDocument/didOpen",
+                     params={"textDocument": {"uri": uris[-1], "languageId": "cuda", "version": 1, "text": text}})
+    return session, uris
+
+
 def measure(docs: int, requests: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / ".git").mkdir()
-        session = Session(root)
-        session.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {},
-                                       "initializationOptions": {"fsr": {"diagnostics": {"onOpen": False}}}})
-        session.send(method="initialized", params={})
-        uris = []
-        for i in range(docs):
-            path = root / f"k{i}.cu"
-            text = KERNEL.format(i=i)
-            path.write_text(text)
-            uris.append(path.as_uri())
-            session.send(method="textDocument/didOpen",
-                         params={"textDocument": {"uri": uris[-1], "languageId": "cuda", "version": 1, "text": text}})
+        session, uris = opened(Path(tmp), docs, {"diagnostics": {"onOpen": False}})
         where = {"textDocument": {"uri": uris[0]}, "position": {"line": 1, "character": 20}}
         session.request("textDocument/hover", where)  # the first builds the index
         hovers = [session.request("textDocument/hover", where)[0] for _ in range(requests)]

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from _common import console, save, table
-from hover_latency import KERNEL, Session
+from hover_latency import opened
 
 
 SPACING = 0.05  # seconds between two timed requests
@@ -33,23 +33,6 @@ SPACING = 0.05  # seconds between two timed requests
 def stats(xs: list[float]) -> dict:
     xs = sorted(xs)
     return {"p50": statistics.median(xs), "p95": xs[max(0, int(0.95 * len(xs)) - 1)], "max": xs[-1], "n": len(xs)}
-
-
-def opened(root: Path, count: int, options: dict | None = None) -> tuple[Session, list[str]]:
-    (root / ".git").mkdir(exist_ok=True)
-    session = Session(root)
-    session.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {},
-                                   "initializationOptions": {"fsr": options or {}}})
-    session.send(method="initialized", params={})
-    uris = []
-    for i in range(count):
-        path = root / f"k{i}.cu"
-        text = KERNEL.format(i=i)
-        path.write_text(text)
-        uris.append(path.as_uri())
-        session.send(method="textDocument/didOpen",
-                     params={"textDocument": {"uri": uris[-1], "languageId": "cuda", "version": 1, "text": text}})
-    return session, uris
 
 
 def hover_at(uri: str, line: int = 1, character: int = 20) -> dict:

@@ -22,6 +22,16 @@ def message(**kw) -> bytes:
     return frame(json.dumps({"jsonrpc": "2.0", **kw}).encode())
 
 
+def session(stream: bytes, cwd) -> tuple[subprocess.CompletedProcess, list[dict], dict]:
+    """The server fed `stream` on stdin to the end: what it wrote, its messages, its answers by id."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "fsr_lsp.server.main"], input=stream, capture_output=True, timeout=60,
+                          env=env, cwd=cwd)
+    replies = [json.loads(body) for body in re.split(rb"Content-Length: \d+\r\n(?:[^\r\n]+\r\n)*\r\n", proc.stdout)
+               if body.strip()]
+    return proc, replies, {r.get("id"): r for r in replies if "id" in r and ("result" in r or "error" in r)}
+
+
 def test_every_bad_request_is_answered(tmp_path):
     unknown = (tmp_path / "never_opened.cu").as_uri()
     stream = b"".join([
@@ -36,12 +46,7 @@ def test_every_bad_request_is_answered(tmp_path):
         message(id=7, method="shutdown"),
         message(method="exit"),
     ])
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "fsr_lsp.server.main"], input=stream, capture_output=True, timeout=60,
-                          env=env, cwd=tmp_path)
-    replies = [json.loads(body) for body in re.split(rb"Content-Length: \d+\r\n(?:[^\r\n]+\r\n)*\r\n", proc.stdout)
-               if body.strip()]
-    by_id = {r.get("id"): r for r in replies if "id" in r and ("result" in r or "error" in r)}
+    proc, replies, by_id = session(stream, tmp_path)
     assert by_id[2]["error"]["code"] == -32602 and by_id[3]["error"]["code"] == -32602
     assert by_id[None]["error"]["code"] == -32700
     assert by_id[5].get("result") is None and "error" not in by_id[5]
@@ -89,12 +94,7 @@ def test_text_a_client_may_send_bytes_that_are_not_utf8_and_arguments_of_any_typ
         message(id=12, method="shutdown"),
         message(method="exit"),
     ])
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "fsr_lsp.server.main"], input=stream, capture_output=True, timeout=60,
-                          env=env, cwd=tmp_path)
-    replies = [json.loads(body) for body in re.split(rb"Content-Length: \d+\r\n(?:[^\r\n]+\r\n)*\r\n", proc.stdout)
-               if body.strip()]
-    by_id = {r.get("id"): r for r in replies if "id" in r and ("result" in r or "error" in r)}
+    proc, replies, by_id = session(stream, tmp_path)
     for i in (2, 4, 6, 11):
         assert "**`k`**" in by_id[i]["result"]["contents"]["value"], by_id[i]
     assert by_id[None]["error"]["code"] == -32700 and "not UTF-8" in by_id[None]["error"]["message"]

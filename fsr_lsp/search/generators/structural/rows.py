@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ....kernels import Kernel
-from ....kernels.treesitter import parse
 from ....specs import Spec
+from .syntax import kernel_body, walk as _walk
 from ....specs.model import ScalarArg
 
 WARP = 32
@@ -73,10 +73,8 @@ class _Rows:
         return self.data[node.start_byte:node.end_byte].decode()
 
     def rewrite(self) -> Rewrite:
-        root = parse(self.data).root_node
-        fn = next((n for n in root.named_children if n.type == "function_definition"), None)
-        body = fn.child_by_field_name("body") if fn is not None else None
-        if body is None or root.has_error:
+        body = kernel_body(self.data)
+        if body is None:
             raise _NotApplicable
         statements = body.named_children
         row, at = self._row_index(statements)
@@ -359,8 +357,3 @@ class _Rows:
 def _conflict() -> str:
     raise _NotApplicable
 
-
-def _walk(node: Node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ....kernels import Kernel
-from ....kernels.treesitter import parse
 from ....specs import Spec
+from .syntax import kernel_body, walk as _walk
 
 DEPTH = 16  # k of A and B a block stages at a time
 THREADS = 16  # threads a block, on each side (16 x 16 = 256)
@@ -94,10 +94,8 @@ class _Product:
         return self.data[node.start_byte:node.end_byte].decode()
 
     def rewrite(self) -> Tiled:
-        root = parse(self.data).root_node
-        fn = next((n for n in root.named_children if n.type == "function_definition"), None)
-        body = fn.child_by_field_name("body") if fn is not None else None
-        if body is None or root.has_error:
+        body = kernel_body(self.data)
+        if body is None:
             raise _NotApplicable
         statements = [n for n in body.named_children if n.type != "comment"]
         indices, before, at = self._indices(statements)
@@ -358,8 +356,3 @@ def _split_top(text: str, op: str) -> list[str]:
         raise _NotApplicable
     return parts
 
-
-def _walk(node: Node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)

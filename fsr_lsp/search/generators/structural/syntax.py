@@ -1,0 +1,22 @@
+"""What every structural transform reads first: the kernel definition's body, parsed."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from ....kernels.treesitter import parse
+
+
+def kernel_body(data: bytes) -> Node | None:
+    """The body of the one function defined in `data`; None when it does not parse cleanly."""
+    root = parse(data).root_node
+    fn = next((n for n in root.named_children if n.type == "function_definition"), None)
+    body = fn.child_by_field_name("body") if fn is not None else None
+    return None if body is None or root.has_error else body
+
+
+def walk(node: Node):
+    """`node` and everything under it, in order."""
+    yield node
+    for child in node.children:
+        yield from walk(child)
