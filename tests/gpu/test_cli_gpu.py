@@ -45,11 +45,12 @@ def test_ctrl_c_during_a_search_reports_and_keeps_the_best_verified(evaluator, t
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))}
     (tmp_path / ".git").mkdir()
     shutil.copy(root / "examples" / "softmax.cu", tmp_path / "softmax.cu")
     proc = subprocess.Popen([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", "softmax.cu", "--kernel", "softmax",
                              "--time-budget", "200"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env={**os.environ, "PYTHONPATH": str(root)})
+                            text=True, env=env)
     seen = []
     end = time.monotonic() + 150
     while time.monotonic() < end:
@@ -67,5 +68,5 @@ def test_ctrl_c_during_a_search_reports_and_keeps_the_best_verified(evaluator, t
     assert proc.returncode == 130, rest[-2000:]
     assert "interrupted after" in rest and "softmax: improved" in rest and "Traceback" not in rest, rest[-2000:]
     history = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "history", "softmax.cu", "--kernel", "softmax"],
-                             cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+                             cwd=tmp_path, capture_output=True, text=True, env=env)
     assert history.returncode == 0 and "verified" in history.stdout, history.stdout + history.stderr
