@@ -9,20 +9,15 @@ the texts into spec expressions.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Iterator
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ..kernels.c_types import element_type
-from ..kernels.lexical import split_top_level
 from ..kernels.treesitter import nodes_of, parse
 from ..source import SourceText
-from .helpers import one_return_helper
+from .host_facts import FROM_ARGV, Allocation, Scope, collect_file, collect_item, declared_identifier, node_text
 
-_ALLOC_BYTES = {"cudaMalloc", "cudaMallocManaged", "cudaMallocHost", "cudaMallocAsync", "cudaHostAlloc"}
-_CONTAINERS = re.compile(r"^(?:std::vector|thrust::(?:device|host|universal)_vector|std::array)\s*<\s*(.+?)\s*>$")
-_TENSOR_FACTORIES = re.compile(r"^(?:torch|at)::(?:empty|zeros|ones|randn|rand|full|empty_like)$")
+__all__ = ["FROM_ARGV", "Allocation", "Launch", "Scope", "find_launches"]
 
 
 @dataclass(frozen=True)
@@ -44,38 +39,6 @@ class Launch:
         return f"{self.file}:{self.line}" if self.file else f"line {self.line}"
 
 
-@dataclass
-class Allocation:
-    """Where a pointer's memory came from: a count of elements of `elem` or a number of bytes."""
-
-    elem: str  # element type as written ('' when unknown, e.g. cudaMalloc of a void*)
-    count: str = ""  # element count expression
-    nbytes: str = ""  # byte count expression
-    via: str = ""  # "cudaMalloc", "new[]", "std::vector", ...
-
-
-@dataclass
-class Scope:
-    values: dict[str, str] = field(default_factory=dict)  # integer-ish names -> initialiser text
-    macros: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # function-like macros
-    dims: dict[str, list[str]] = field(default_factory=dict)  # dim3 variables -> component texts
-    allocations: dict[str, Allocation] = field(default_factory=dict)  # pointer variables
-    aliases: dict[str, str] = field(default_factory=dict)  # pointer variable -> the pointer expression it holds
-    types: dict[str, str] = field(default_factory=dict)  # typedef / using / #define of a type
-    params: set[str] = field(default_factory=set)  # the enclosing host function's parameters (no value known)
-    file_names: set[str] = field(default_factory=set)  # names of `values` defined at file scope (macros, globals)
-    function: str = ""  # the enclosing host function
-    param_order: list[str] = field(default_factory=list)  # its parameters, in order
-    pointer_params: set[str] = field(default_factory=set)
-    called_from: str = ""  # where its parameters got their values: `line 25`
-    lists: dict[str, list[str]] = field(default_factory=dict)
-    template_order: list[str] = field(default_factory=list)  # the host function's own template parameters  # `int sizes[] = {32, 64, 128}` -> its items
-
-
-# `atoi(argv[1])`, `(int)strtol(argv[2], 0, 10)`, `std::stoi(argv[3])`: a size known only when the program runs
-FROM_ARGV = re.compile(r"\s*(?:\(\s*\w+\s*\)\s*)?(?:std::)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|stoull|strtol|"
-                       r"strtoul|strtoll|strtoull)\s*\(\s*argv\s*\[")
-
 
 def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()) -> list[Launch]:
     """Every launch in the file, in order, each with the scope it sees (`#define`s, helpers and
@@ -84,8 +47,8 @@ def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()
     file_scope = Scope()
     for text in reversed(headers):  # the nearest header wins
         header = SourceText(text)
-        _collect_file(header, parse(header.data).root_node, file_scope)
-    _collect_file(src, tree.root_node, file_scope)
+        collect_file(header, parse(header.data).root_node, file_scope)
+    collect_file(src, tree.root_node, file_scope)
     out = []
     callers: dict[str, Node] | None = None
     for call in nodes_of(tree.root_node, "call_expression"):
@@ -96,9 +59,9 @@ def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()
         name, template = _callee(src, callee)
         args_node = call.child_by_field_name("arguments")
         # A comment in the launch (`<<</*480, 128*/ grid, block>>>`) is no part of it.
-        args = tuple(_text(src, a) for a in args_node.named_children if a.type != "comment") if args_node is not None \
+        args = tuple(node_text(src, a) for a in args_node.named_children if a.type != "comment") if args_node is not None \
             else ()
-        exprs = tuple(_text(src, c) for c in config.named_children if c.type != "comment")
+        exprs = tuple(node_text(src, c) for c in config.named_children if c.type != "comment")
         scope = _scope_at(src, call, file_scope)
         if scope.params:
             if callers is None:
@@ -113,9 +76,9 @@ def _callee(src: SourceText, node: Node) -> tuple[str, str]:
     if node.type == "template_function":
         name = node.child_by_field_name("name")
         targs = node.child_by_field_name("arguments")
-        inner = _text(src, targs)[1:-1].strip() if targs is not None else ""
-        return _text(src, name).split("::")[-1], inner
-    return _text(src, node).split("::")[-1], ""
+        inner = node_text(src, targs)[1:-1].strip() if targs is not None else ""
+        return node_text(src, name).split("::")[-1], inner
+    return node_text(src, node).split("::")[-1], ""
 
 
 def _first_calls(src: SourceText, root: Node) -> dict[str, Node]:
@@ -151,7 +114,7 @@ def _bind_caller(src: SourceText, callers: dict[str, Node], scope: Scope, file_s
         merged.update(getattr(scope, table))  # the launcher's own names win
         setattr(scope, table, merged)
     for param, arg in zip(scope.param_order, args_node.named_children):
-        text = _text(src, arg).strip()
+        text = node_text(src, arg).strip()
         if text == param:
             scope.values.pop(param, None) if param not in outer.values else None
             if param in outer.aliases and param in scope.pointer_params:
@@ -174,7 +137,7 @@ def _bind_template(src: SourceText, caller: Node, scope: Scope) -> None:
     if targs is None:
         return
     for name, arg in zip(scope.template_order, targs.named_children):
-        text = _text(src, arg).strip()
+        text = node_text(src, arg).strip()
         if arg.type == "type_descriptor":
             scope.types[name] = text
         else:
@@ -186,9 +149,9 @@ def _template_parameter(src: SourceText, node: Node) -> str:
     """The name a template parameter declares (`int BLOCK`, `typename T`, `int N = 4`)."""
     if node.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
         name = node.child_by_field_name("name") or next((c for c in node.named_children if c.type == "type_identifier"), None)
-        return _text(src, name) if name is not None else ""
-    ident = _declared_identifier(node.child_by_field_name("declarator")) if node.child_by_field_name("declarator") else None
-    return _text(src, ident) if ident is not None else ""
+        return node_text(src, name) if name is not None else ""
+    ident = declared_identifier(node.child_by_field_name("declarator")) if node.child_by_field_name("declarator") else None
+    return node_text(src, ident) if ident is not None else ""
 
 
 def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
@@ -211,15 +174,15 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
                 scope.params.add(ident)
     if declarator is not None:
         name = declarator.child_by_field_name("declarator")
-        scope.function = _text(src, name) if name is not None else ""
+        scope.function = node_text(src, name) if name is not None else ""
         params = declarator.child_by_field_name("parameters")
         for p in params.named_children if params is not None else ():
-            ident = _declared_identifier(p)
+            ident = declared_identifier(p)
             if ident is not None:
-                scope.params.add(_text(src, ident))
-                scope.param_order.append(_text(src, ident))
-                if "*" in _text(src, p) or "[" in _text(src, p):
-                    scope.pointer_params.add(_text(src, ident))
+                scope.params.add(node_text(src, ident))
+                scope.param_order.append(node_text(src, ident))
+                if "*" in node_text(src, p) or "[" in node_text(src, p):
+                    scope.pointer_params.add(node_text(src, ident))
     body = fn.child_by_field_name("body")
     taken_to = -1
     for node in nodes_of(body, "declaration", "expression_statement", "preproc_def", "preproc_function_def",
@@ -229,230 +192,6 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
         if node.start_byte < taken_to:  # inside one already read (a lambda's body)
             continue
         taken_to = node.end_byte
-        _collect_item(src, node, scope)
+        collect_item(src, node, scope)
     return scope
-
-
-def _collect_file(src: SourceText, root: Node, scope: Scope) -> None:
-    for node in _walk(root, "preproc_def", "preproc_function_def", "alias_declaration", "type_definition", "declaration",
-                      skip=("function_definition",)):
-        _collect_item(src, node, scope)
-    for node in _walk(root, "function_definition"):
-        name, helper = one_return_helper(src, node)
-        if name:
-            scope.macros.setdefault(name, helper)
-
-
-def _collect_item(src: SourceText, node: Node, scope: Scope) -> None:
-    t = node.type
-    if t == "preproc_def":
-        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-        if name is not None and value is not None:
-            text = _text(src, value).strip()
-            if element_type(text)[0] is not None or text in scope.types:
-                scope.types[_text(src, name)] = text
-            else:
-                scope.values[_text(src, name)] = text
-    elif t == "preproc_function_def":
-        name, params, value = (node.child_by_field_name(k) for k in ("name", "parameters", "value"))
-        if name is not None and params is not None and value is not None:
-            scope.macros[_text(src, name)] = ([_text(src, p) for p in params.named_children], _text(src, value).strip())
-    elif t in ("alias_declaration", "type_definition"):
-        text = " ".join(_text(src, node).split())
-        m = re.fullmatch(r"using (\w+) = (.+);", text) or None
-        if m:
-            scope.types[m.group(1)] = m.group(2)
-        m = re.fullmatch(r"typedef (.+?) (\w+);", text)
-        if m:
-            scope.types[m.group(2)] = m.group(1)
-    elif t == "declaration":
-        _collect_declaration(src, node, scope)
-    elif t == "expression_statement":
-        # Nested too: real host code allocates inside an error-check macro,
-        # `CUDA_CHECK(cudaMalloc(&d, bytes))`, `checkCudaErrors(cudaMalloc(...))`.
-        for call in _walk(node, "call_expression", nested=True):
-            _collect_call(src, call, scope)
-        for assign in _walk(node, "assignment_expression"):
-            _collect_assignment(src, assign, scope)
-
-
-def _collect_declaration(src: SourceText, node: Node, scope: Scope) -> None:
-    type_node = node.child_by_field_name("type")
-    type_text = " ".join(_text(src, type_node).split()) if type_node is not None else ""
-    for d in node.children_by_field_name("declarator"):
-        if d.type == "function_declarator" and type_text == "dim3":  # `dim3 threads(bs, bs);`
-            name, params = d.child_by_field_name("declarator"), d.child_by_field_name("parameters")
-            if name is not None and params is not None:
-                scope.dims[_text(src, name)] = [_text(src, a) for a in params.named_children]
-            continue
-        if d.type == "function_declarator" and _CONTAINERS.match(type_text.replace(" ", "")):
-            # `std::vector<float> h(n);` parses as a function declaration
-            name = d.child_by_field_name("declarator")
-            params = d.child_by_field_name("parameters")
-            args = _text(src, params)[1:-1] if params is not None else ""
-            elem = _CONTAINERS.match(type_text.replace(" ", "")).group(1)
-            scope.allocations[_text(src, name)] = Allocation(elem, count=_first_arg(args), via=type_text.split("<")[0])
-            continue
-        if d.type != "init_declarator":
-            continue
-        target = d.child_by_field_name("declarator")
-        value = d.child_by_field_name("value")
-        if target is None or value is None:
-            continue
-        name_node = _declared_identifier(target)
-        if name_node is None:
-            continue
-        name = _text(src, name_node)
-        value_text = _text(src, value)
-        container = _CONTAINERS.match(type_text.replace(" ", ""))
-        if container and value.type == "argument_list":
-            scope.allocations[name] = Allocation(container.group(1), count=_first_arg(value_text[1:-1]),
-                                                 via=type_text.split("<")[0])
-        elif type_text == "dim3" and value.type == "argument_list":
-            scope.dims[name] = [_text(src, a) for a in value.named_children]
-        elif type_text == "dim3":
-            scope.dims[name] = [value_text]
-        elif target.type == "pointer_declarator" or "*" in _text(src, target):
-            _collect_pointer(src, name, type_text, value, scope)
-        elif value.type == "initializer_list" and target.type == "array_declarator":
-            items = [_text(src, c) for c in value.named_children]
-            if items and all(c.type == "number_literal" for c in value.named_children):
-                scope.lists[name] = items
-        elif value.type == "subscript_expression" and _listed(src, value, scope) is not None:
-            scope.values[name] = _listed(src, value, scope)
-        elif value.type == "call_expression" and _TENSOR_FACTORIES.match(_text(src, value.children[0])):
-            args = value.child_by_field_name("arguments")
-            first = args.named_children[0] if args is not None and args.named_children else None
-            dims = [_text(src, c) for c in first.named_children] if first is not None and first.type == "initializer_list" \
-                else [_text(src, first)] if first is not None else []
-            scope.allocations[name] = Allocation("", count=" * ".join(x if re.fullmatch(r"[\w.]+", x) else f"({x})"
-                                                                     for x in dims), via="torch tensor")
-        else:
-            scope.values[name] = value_text
-
-
-PREFERRED_ITEM = 256  # the usual default block size
-
-
-def _listed(src: SourceText, subscript: Node, scope: Scope) -> str | None:
-    """`block_sizes[j]` of a list of literals the program loops over: the item a draft uses, the
-    one nearest PREFERRED_ITEM (a program that tries every block size runs them all; the spec
-    needs one, and the search tunes it anyway)."""
-    array = subscript.child_by_field_name("argument")
-    items = scope.lists.get(_text(src, array)) if array is not None else None
-    if not items:
-        return None
-    try:
-        numbers = [int(x.rstrip("uUlL"), 0) for x in items]
-    except ValueError:
-        return items[0]
-    return items[min(range(len(items)), key=lambda i: (abs(numbers[i] - PREFERRED_ITEM), i))]
-
-
-def _collect_pointer(src: SourceText, name: str, type_text: str, value: Node, scope: Scope) -> None:
-    inner = _strip_casts(value)
-    if inner.type == "new_expression":
-        declarator = inner.child_by_field_name("declarator")
-        size = declarator.named_children[0] if declarator is not None and declarator.named_children else None
-        elem = inner.child_by_field_name("type")
-        if size is not None:
-            scope.allocations[name] = Allocation(_text(src, elem) if elem is not None else type_text,
-                                                 count=_text(src, size), via="new[]")
-        return
-    if inner.type == "call_expression" and _text(src, inner.children[0]) in ("malloc", "std::malloc"):
-        args = inner.child_by_field_name("arguments")
-        if args is not None and args.named_children:
-            scope.allocations[name] = Allocation(type_text, nbytes=_text(src, args.named_children[0]), via="malloc")
-        return
-    scope.aliases[name] = _text(src, value)
-
-
-def _collect_call(src: SourceText, call: Node, scope: Scope) -> None:
-    fn = _text(src, call.children[0]).split("::")[-1]
-    args = call.child_by_field_name("arguments")
-    if fn == "cudaMallocPitch" and args is not None and len(args.named_children) == 4:
-        # cudaMallocPitch(&p, &pitch, width_bytes, height): a pitch of at least the row, rows of it
-        ptr, pitch, row, rows = (_strip_casts(a) for a in args.named_children)
-        names = [_text(src, n.child_by_field_name("argument")) if n.type == "pointer_expression" else "" for n in (ptr, pitch)]
-        if all(names):
-            scope.values.setdefault(names[1], _text(src, row))
-            scope.allocations[names[0]] = Allocation("", nbytes=f"({names[1]}) * ({_text(src, rows)})", via=fn)
-        return
-    if fn not in _ALLOC_BYTES or args is None or len(args.named_children) < 2:
-        return
-    target = _strip_casts(args.named_children[0])
-    if target.type == "pointer_expression":  # &d_x
-        ident = target.child_by_field_name("argument")
-        if ident is not None and ident.type == "identifier":
-            name = _text(src, ident)
-            elem = scope.allocations[name].elem if name in scope.allocations else ""
-            scope.allocations[name] = Allocation(elem, nbytes=_text(src, args.named_children[1]), via=fn)
-
-
-def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
-    left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
-    op = assign.child_by_field_name("operator")
-    if left is None or right is None or left.type != "identifier":
-        return
-    name = _text(src, left)
-    if op is not None and _text(src, op) != "=":
-        scope.values.pop(name, None)  # `n += 3`: no longer the literal it started as
-        return
-    while right.type == "assignment_expression" and right.child_by_field_name("right") is not None:
-        _collect_assignment(src, right, scope)  # `N = M = K = 2048;`
-        right = right.child_by_field_name("right")
-    value = _text(src, right)
-    if FROM_ARGV.match(value):
-        scope.values.setdefault(name, value)  # `if (argc > 1) n = atoi(argv[1]);`: the default stays
-    elif name in scope.values or right.type == "number_literal":
-        scope.values[name] = value
-    else:
-        inner = _strip_casts(right)
-        if inner.type in ("new_expression", "call_expression"):
-            _collect_pointer(src, name, "", right, scope)
-
-
-_CXX_CASTS = re.compile(r"(?:static|reinterpret|const)_cast\s*<")
-
-
-def _strip_casts(node: Node) -> Node:
-    """`(void**)&p`, `(p)`, `reinterpret_cast<void**>(&p)`: the `&p` inside."""
-    while True:
-        if node.type in ("cast_expression", "parenthesized_expression"):
-            node = node.child_by_field_name("value") or node.named_children[-1]
-        elif node.type == "call_expression" and _CXX_CASTS.match(node.children[0].text.decode(errors="replace")):
-            args = node.child_by_field_name("arguments")
-            if args is None or len(args.named_children) != 1:
-                return node
-            node = args.named_children[0]
-        else:
-            return node
-
-
-def _declared_identifier(node: Node) -> Node | None:
-    while node is not None and node.type not in ("identifier", "field_identifier"):
-        node = node.child_by_field_name("declarator")
-    return node
-
-
-def _first_arg(text: str) -> str:
-    return split_top_level(text)[0].strip()
-
-
-def _walk(node: Node, *types: str, skip: tuple[str, ...] = (), nested: bool = False) -> Iterator[Node]:
-    """Nodes of `types` under `node`, in order; inside a match too when `nested`."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type in types:
-            yield n
-            if not nested:
-                continue
-        if n.type in skip:
-            continue
-        stack.extend(reversed(n.children))
-
-
-def _text(src: SourceText, node: Node) -> str:
-    return src.slice(node.start_byte, node.end_byte)
 
