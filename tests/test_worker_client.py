@@ -56,7 +56,7 @@ def test_a_hang_is_killed_at_the_timeout(evaluator):
 
 def test_an_evaluator_bug_is_a_crashed_result_not_an_exception(evaluator):
     r = evaluator.run(job("bug"))
-    assert r.status == "crashed" and "internal evaluator error: ValueError: an evaluator bug" in r.message
+    assert r.status == "crashed" and "internal evaluator error: an evaluator bug" in r.message and "ValueError" not in r.message
     assert evaluator.run(job("a")).status == "verified"
 
 

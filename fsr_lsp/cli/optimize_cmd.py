@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..failures import said
 from ..drafting.by_llm import model_draft
 from ..drafting.workspace import LaunchIndex
 from ..llmclient import ChatClient
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(e), 2)
     except Exception as e:  # a bug of ours, a locked history: one line, never a traceback
         optimizer.close()
-        return fail(f"the search failed: {e}", 1)
+        return fail(f"the search failed: {said(e)}", 1)
     try:  # the answer first, then the workers go
         if interrupted:
             args.apply = False  # the user stopped it: what was found is reported, the file left alone

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from ..failures import said
 from .arguments import folder
 from ..drafting.workspace import LaunchIndex
 from ..profiling.findings import KernelProfile
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcome = profile_kernel(optimizer, job, lambda message: console.print(escape(message), highlight=False))
     except Exception as e:  # a bug of ours: one line, never a traceback
-        return fail(f"the profile failed: {type(e).__name__}: {e}", 1)
+        return fail(f"the profile failed: {said(e)}", 1)
     finally:
         optimizer.close()
     if outcome.profile is None:

@@ -22,6 +22,7 @@ import threading
 import time
 from typing import Any
 
+from ..failures import said
 from .limits import CompileLimits, limit_hit
 
 _HEADER = struct.Struct("<Q")
@@ -140,7 +141,7 @@ def _child(target: str, memory: int, cpu: int, output: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
             return
         except Exception as e:  # the target's own failure: the parent reports it
-            reply = ("error", f"{type(e).__name__}: {e}")
+            reply = ("error", said(e))
         _send(channel, reply)
 
 

@@ -15,6 +15,7 @@ import sys
 import traceback
 from typing import Any, Callable
 
+from ..failures import said
 from .records import EvalJob, EvalResult, GpuInfo
 from .serde import from_data, to_data
 
@@ -52,7 +53,7 @@ def serve(conn: Any, gpu: GpuInfo, handle: Handler) -> None:
             except Exception as e:  # a bug of ours: report it as such, then restart clean
                 traceback.print_exc(file=sys.stderr)
                 result = EvalResult(kernel=job.kernel, status="crashed",
-                                    message=f"internal evaluator error: {type(e).__name__}: {e}", restart_worker=True)
+                                    message=f"internal evaluator error: {said(e)}", restart_worker=True)
             conn.send(("result", to_data(result)))
             if result.restart_worker:
                 conn.close()

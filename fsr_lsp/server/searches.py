@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..failures import said
 from ..evaluator.backends import Backend, ray_missing
 from ..search import Progress, SearchOutcome
 from ..settings import Settings
@@ -90,7 +91,7 @@ class Searches:
             try:
                 self.optimizer.run(run, lambda p: loop.call_soon_threadsafe(on_progress, job, p))
             except Exception as e:  # a bug of ours must not take the server down
-                run.outcome = SearchOutcome("failed", f"internal error: {type(e).__name__}: {e}")
+                run.outcome = SearchOutcome("failed", f"internal error: {said(e)}")
             loop.call_soon_threadsafe(self._done, job, on_done)
 
         job.thread = threading.Thread(target=work, name=f"fsr-search-{run.kernel}", daemon=True)

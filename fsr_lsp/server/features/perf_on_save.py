@@ -16,6 +16,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from ...failures import said
 from ...kernels import Kernel, kernel_source
 from ...redaction import redact
 from ...source import SourceText
@@ -92,7 +93,7 @@ async def check(ls: FsrServer, uri: str) -> str:
                                            ls.settings, cancel)
     except Exception as e:  # a bug of ours, or no GPU after all: said, never lost
         verdicts = []
-        ls.show_once(f"FSR: the performance check failed: {type(e).__name__}: {e}")
+        ls.show_once(f"FSR: the performance check failed: {said(e)}")
     finally:
         s.running.pop(uri, None)
         progress.end(ls, token)

@@ -15,6 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from ...failures import said
 from ...kernels import Kernel, kernel_source
 from ...profiling.findings import Finding, KernelProfile
 from ...redaction import redact
@@ -95,7 +96,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
         outcome = await asyncio.to_thread(profile_kernel, ls.searches.optimizer, job, report)
     except Exception as e:  # a bug of ours: said on the kernel, never lost
         outcome = None
-        problem = f"the profile failed: {type(e).__name__}: {e}"
+        problem = f"the profile failed: {said(e)}"
     finally:
         state.running.pop((uri, kernel_name), None)
         progress.end(ls, token)
