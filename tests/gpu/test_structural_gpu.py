@@ -59,3 +59,19 @@ def test_a_tile_that_drops_the_last_k_is_caught(evaluator):
     assert broken != p.source
     r = evaluate(evaluator, text, "sgemm_naive", broken, QUICK)
     assert r.status == "wrong", r.message
+
+
+def test_the_block_sum_rewrite_is_verified_and_faster(evaluator):
+    """The naive reduction (interleaved tree, one atomic a block) and both textbook trees with a
+    partial sum a block: the shuffle rewrite verified, faster on the naive one."""
+    from ..test_structural_block_sum import HEAD, NAIVE, SPEC, TAIL, TREES
+
+    cases = [(NAIVE.read_text(), "reduce_sum")] + [(SPEC + HEAD + tree + TAIL, "block_sums") for tree in TREES.values()]
+    for text, name in cases:
+        ctx = context(text, name)
+        (p,) = [q for q in structural_proposals(ctx.kernel, ctx.spec, ctx.definition) if q.generator == "builtin:block-sum"]
+        r = evaluate(evaluator, text, name, p.source, QUICK)
+        print(f"\n[structural] {name} block sum: {r.status}: {r.message[:160]}")
+        assert r.status == "verified", (r.message, [(c.name, c.status, c.detail) for c in r.checks])
+        if name == "reduce_sum":
+            assert r.speedup is not None and r.speedup > 1.2

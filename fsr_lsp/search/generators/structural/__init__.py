@@ -9,6 +9,7 @@ from __future__ import annotations
 from ....kernels import Kernel
 from ....specs import Spec
 from ...proposal import Proposal
+from .block_sum import block_sum
 from .rows import warp_per_row
 from .tiles import SHAPES as TILE_SHAPES, shared_tiles
 
@@ -16,6 +17,12 @@ from .tiles import SHAPES as TILE_SHAPES, shared_tiles
 def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
     """What the recognisers found, in words a model can act on (for its prompt)."""
     found = []
+    summed = block_sum(kernel, spec, definition)
+    if summed is not None:
+        found.append(f"a shared-memory tree sums each block over `{summed.array}`: log2(block) barriers with most lanes "
+                     "idle. Warp shuffles (each warp in registers, then the warps' sums) are the usual fix, and more "
+                     "elements a thread where the output allows it; fsr's own shuffle rewrite is measured in the first "
+                     "round")
     tiled = shared_tiles(kernel, spec, definition)
     if tiled is not None:
         found.append(f"one thread computes each output of a matrix product, reading a row and a column from global "
@@ -39,6 +46,9 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
         block = f'/* @fsr\ngrid = "{rows.grid}"\nblock = {rows.block}\n*/\n'
         out.append(Proposal(source=block + rows.definition, generator="builtin:warp-per-row", note=rows.note,
                             round=round_))
+    summed = block_sum(kernel, spec, definition)
+    if summed is not None:
+        out.append(Proposal(source=summed.definition, generator="builtin:block-sum", note=summed.note, round=round_))
     for tile, per in TILE_SHAPES:
         tiled = shared_tiles(kernel, spec, definition, tile, per)
         if tiled is None:

@@ -1,0 +1,94 @@
+"""The block-sum recogniser and its rewrite (a shared-memory tree -> warp shuffles): the tree's
+two textbook forms, with a per-block output or an atomic, and what it must leave alone; where
+nvcc is here, that what it writes compiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.evaluator.candidate import check_candidate
+from fsr_lsp.evaluator.compiler import CompileOptions, compile_kernel, find_nvcc
+from fsr_lsp.evaluator.prepare import kernel_ref
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.search.generators.structural import patterns, structural_proposals
+from fsr_lsp.source import SourceText
+from fsr_lsp.specs import parse_spec
+
+from .search_helpers import context
+
+NAIVE = Path(__file__).parent.parent / "bench" / "naive_kernels" / "reduction.cu"
+SPEC = """/* @fsr
+bench = { blocks = 4096 }
+tests = [ { blocks = 1 }, { blocks = 7 } ]
+grid = "blocks"
+block = 256
+[args]
+x = "in[blocks * 256]"
+partial = "out[blocks]"
+*/
+"""
+HEAD = "__global__ void block_sums(const float* x, float* partial)\n{\n    __shared__ float buf[256];\n" \
+       "    unsigned int t = threadIdx.x;\n    buf[t] = x[blockIdx.x * blockDim.x + t];\n    __syncthreads();\n"
+TAIL = "    if (t == 0) partial[blockIdx.x] = buf[0];\n}\n"
+TREES = {
+    "interleaved, doubling": "    for (unsigned int s = 1; s < blockDim.x; s *= 2) {\n"
+                             "        if (t % (2 * s) == 0) buf[t] += buf[t + s];\n        __syncthreads();\n    }\n",
+    "sequential, halving": "    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {\n"
+                           "        if (t < s) { buf[t] += buf[t + s]; }\n        __syncthreads();\n    }\n",
+}
+NOT_TREES = {
+    "a max, not a sum": HEAD + "    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {\n"
+                        "        if (t < s) buf[t] = fmaxf(buf[t], buf[t + s]);\n        __syncthreads();\n    }\n" + TAIL,
+    "other elements read after it": HEAD + TREES["sequential, halving"] + "    partial[blockIdx.x] = buf[t];\n}\n",
+    "the last warp left to a function": HEAD + "    for (unsigned int s = blockDim.x / 2; s > 32; s >>= 1) {\n"
+                                        "        if (t < s) buf[t] += buf[t + s];\n        __syncthreads();\n    }\n" + TAIL,
+    "no barrier before it": HEAD.replace("    __syncthreads();\n", "") + TREES["sequential, halving"] + TAIL,
+}
+
+
+def summed(text: str, name: str):
+    ctx = context(text, name)
+    return [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition) if p.generator == "builtin:block-sum"]
+
+
+def vetted_and_compiled(text: str, name: str, source: str) -> None:
+    src = SourceText(text)
+    kernel = find_kernel(src, name)
+    spec = parse_spec(src, kernel).spec
+    vetted = check_candidate(src, kernel, spec, source)
+    assert vetted.ok, vetted.reason
+    assert not vetted.launch_changed
+    if find_nvcc() is not None:
+        compiled = compile_kernel(vetted.source, kernel_ref(kernel, spec), CompileOptions(arch="sm_90a", compiler="nvcc"))
+        assert compiled.ok, compiled.log
+
+
+def test_the_naive_reduction_gets_warp_shuffles():
+    text = NAIVE.read_text()
+    (p,) = summed(text, "reduce_sum")
+    assert p.note.startswith("block sum by warp shuffles") and "8 barriers" in p.note
+    assert "__shfl_down_sync(0xffffffffu, fsr_sum, fsr_offset)" in p.source and "threadIdx.x < 8 ?" in p.source
+    assert "atomicAdd(total, sdata[0])" in p.source and "s *= 2" not in p.source
+    vetted_and_compiled(text, "reduce_sum", p.source)
+    ctx = context(text, "reduce_sum")
+    assert any("shared-memory tree sums each block" in f for f in patterns(ctx.kernel, ctx.spec, ctx.definition))
+
+
+@pytest.mark.parametrize("case", sorted(TREES))
+def test_both_textbook_trees_are_recognised(case):
+    text = SPEC + HEAD + TREES[case] + TAIL
+    (p,) = summed(text, "block_sums")
+    assert "partial[blockIdx.x] = buf[0]" in p.source
+    vetted_and_compiled(text, "block_sums", p.source)
+
+
+@pytest.mark.parametrize("case", sorted(NOT_TREES))
+def test_what_is_no_block_sum_is_left_alone(case):
+    assert summed(SPEC + NOT_TREES[case], "block_sums") == [], case
+
+
+def test_a_block_that_is_no_power_of_two_is_left_alone():
+    text = SPEC.replace("block = 256", "block = 96") + HEAD + TREES["sequential, halving"] + TAIL
+    assert summed(text, "block_sums") == []
