@@ -199,3 +199,15 @@ def test_launch_bounds_cap_the_rewrites_block():
     assert "block = 128" in p.source and '* 32, 128)"' in p.source
     spec = SPEC.replace("block = 256", "block = 32").replace("cdiv(n, 256)", "cdiv(n, 32)")
     assert proposals(spec + kernel.replace("__global__ void", "__global__ __launch_bounds__(48) void"), "k") == []
+
+
+def test_a_launch_written_with_dimensions_of_one_is_recognised_as_its_rank():
+    """A draft from `dim3 grid(g, 1), block(256, 1)` says `block = [256, 1]`: still one dimension."""
+    text = (ACCURACY / "rowsum.cu").read_text()
+    ctx = context(text, "rowsum")
+    grid, block = ctx.spec.grid, ctx.spec.block
+    import dataclasses
+
+    wide = dataclasses.replace(ctx.spec, grid=(*grid, 1), block=(*block, 1))
+    (p,) = structural_proposals(ctx.kernel, wide, ctx.definition)
+    assert p.generator == "builtin:warp-per-row"

@@ -92,3 +92,10 @@ def test_what_is_no_block_sum_is_left_alone(case):
 def test_a_block_that_is_no_power_of_two_is_left_alone():
     text = SPEC.replace("block = 256", "block = 96") + HEAD + TREES["sequential, halving"] + TAIL
     assert summed(text, "block_sums") == []
+
+
+def test_a_block_written_with_a_y_of_one_is_one_dimension():
+    """`dim3 Block(BLOCK_SIZE, 1)` drafts `block = [256, 1]`: still a 1-D block of 256."""
+    text = SPEC.replace("block = 256", "block = [256, 1]") + HEAD + TREES["interleaved, doubling"] + TAIL
+    (p,) = summed(text, "block_sums")
+    vetted_and_compiled(text, "block_sums", p.source)

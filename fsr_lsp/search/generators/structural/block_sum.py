@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import kernel_body, walk
+from .syntax import dims, kernel_body, walk
 
 _TYPES = {"float": "0.0f", "double": "0.0", "int": "0", "unsigned int": "0u", "unsigned": "0u"}
 _FORBIDDEN = re.compile(r"\b(__shfl\w*|cooperative_groups|asm|fsr_\w+)\b")
@@ -39,9 +39,10 @@ class BlockSum:
 
 def block_sum(kernel: Kernel, spec: Spec, definition: str) -> BlockSum | None:
     """The rewrite, or None when the kernel has no shared-memory tree summing its block."""
-    if len(spec.block) != 1 or not isinstance(spec.block[0], int):
+    block = dims(spec.block)  # `dim3 block(256, 1)` is one dimension
+    if len(block) != 1 or not isinstance(block[0], int):
         return None
-    threads = spec.block[0]
+    threads = block[0]
     if threads < 64 or threads > 1024 or threads & (threads - 1) or _FORBIDDEN.search(definition):
         return None
     data = definition.encode()

@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import kernel_body, walk as _walk
+from .syntax import dims, kernel_body, walk as _walk
 from ....specs.model import ScalarArg
 
 WARP = 32
@@ -53,7 +53,7 @@ class _NotApplicable(Exception):
 
 def warp_per_row(kernel: Kernel, spec: Spec, definition: str) -> Rewrite | None:
     """The rewrite, or None when the kernel is not one thread walking a row."""
-    if len(spec.grid) != 1 or len(spec.block) != 1 or spec.smem not in (0, "0"):
+    if len(dims(spec.grid)) != 1 or len(dims(spec.block)) != 1 or spec.smem not in (0, "0"):
         return None
     try:
         return _Rows(kernel, spec, definition).rewrite()

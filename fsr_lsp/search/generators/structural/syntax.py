@@ -20,3 +20,11 @@ def walk(node: Node):
     yield node
     for child in node.children:
         yield from walk(child)
+
+
+def dims(values) -> tuple:
+    """A launch dimension without its trailing ones: `[256, 1]` is a 1-D block of 256."""
+    out = list(values)
+    while len(out) > 1 and str(out[-1]).strip() == "1":
+        out.pop()
+    return tuple(out)

@@ -30,7 +30,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import kernel_body, walk as _walk
+from .syntax import dims, kernel_body, walk as _walk
 
 DEPTH = 16  # k of A and B a block stages at a time
 THREADS = 16  # threads a block, on each side (16 x 16 = 256)
@@ -63,7 +63,7 @@ def shared_tiles(kernel: Kernel, spec: Spec, definition: str, tile: int = 64, pe
     """The rewrite with `tile` x `tile` outputs a block and `per` x `per` a thread, or None when
     the kernel is not one thread per output of a matrix product."""
     assert tile == THREADS * per
-    if len(spec.grid) != 2 or len(spec.block) != 2 or spec.smem not in (0, "0") or "fsr_" in definition:
+    if len(dims(spec.grid)) != 2 or len(dims(spec.block)) != 2 or spec.smem not in (0, "0") or "fsr_" in definition:
         return None
     bound = re.search(r"__launch_bounds__\s*\(\s*(\d+)", definition)
     if bound is not None and int(bound.group(1)) < THREADS * THREADS:
