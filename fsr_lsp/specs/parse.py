@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 import tomllib
 from dataclasses import dataclass, field

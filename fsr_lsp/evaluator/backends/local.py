@@ -10,14 +10,14 @@ import shutil
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Callable
 
 from ..api import evaluate as evaluate_one
 from ..api import run_prepared
 from ..gpu_gate import gate
 from ..sanitizer import TOOLS, Prewarm
 from ..worker_client import Evaluator, EvaluatorUnavailable
-from ..prepare import EvalOptions, prepare
+from ..prepare import prepare
 from ..profile import Profiled, profile
 from ..profile_lines import profile_lines
 from ..records import EvalResult, GpuInfo
