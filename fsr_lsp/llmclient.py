@@ -13,11 +13,12 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
-
-import openai
+from typing import TYPE_CHECKING, Any, Callable
 
 from .redaction import redact, register
+
+if TYPE_CHECKING:  # openai takes 0.4 s to import: only a client that talks to a model pays it
+    import openai
 
 MAX_BACKOFF = 30.0
 
@@ -51,6 +52,8 @@ class ChatClient:
         self.config = config
         self._sleep = sleep
         register(os.environ.get(config.api_key_env))
+        import openai
+
         self._client = client or openai.OpenAI(base_url=config.base_url,
                                                api_key=os.environ.get(config.api_key_env) or "not-needed",
                                                timeout=config.timeout, max_retries=0)
@@ -61,6 +64,8 @@ class ChatClient:
         if len(prompt.encode()) > self.config.max_prompt_bytes:
             raise ChatError(f"the prompt is {_kb(len(prompt.encode()))}, over the {_kb(self.config.max_prompt_bytes)} "
                             "cap; not sent")
+        import openai
+
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         delay = 1.0
         last = ""

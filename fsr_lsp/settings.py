@@ -16,11 +16,12 @@ import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .evaluator.backends import BackendChoice
-from .evaluator.prepare import EvalOptions
-from .search.config import LLMConfig, SearchConfig
+if TYPE_CHECKING:  # imported where they are made: `fsr --help` and the server's start need none of them
+    from .evaluator.backends import BackendChoice
+    from .evaluator.prepare import EvalOptions
+    from .search.config import LLMConfig, SearchConfig
 
 
 def setting(default: Any, key: str, help: str, cli: str | None = None, choices: tuple[str, ...] = (),
@@ -83,11 +84,15 @@ class Settings:
     log_level: str = setting("", "logLevel", "the log's level (empty: as started); debug adds JSON-RPC payloads")
 
     def llm_config(self) -> LLMConfig:
+        from .search.config import LLMConfig
+
         return LLMConfig(base_url=self.llm_base_url, model=self.llm_model, api_key_env=self.llm_api_key_env,
                          temperature=self.llm_temperature, timeout=self.llm_timeout,
                          max_answer_bytes=self.llm_max_answer_bytes)
 
     def search_config(self) -> SearchConfig:
+        from .search.config import SearchConfig
+
         return SearchConfig(rounds=self.search_rounds, candidates=self.search_candidates,
                             time_budget=self.search_time_budget, target_speedup=self.search_target_speedup or None,
                             fix_attempts=self.search_fix_attempts, sanitize_winner=self.search_sanitize,
@@ -95,11 +100,15 @@ class Settings:
 
     def eval_options(self, file: Path) -> EvalOptions:
         """Compile options for a kernel of `file` (its folder is an include path)."""
+        from .evaluator.prepare import EvalOptions
+
         paths = tuple(str(Path(p).resolve()) for p in self.include_paths)  # the compiler runs in a scratch folder
         return EvalOptions(flags=self.compiler_flags, include_dirs=(str(file.parent.resolve()), *paths),
                            nvcc=self.compiler_nvcc or None)
 
     def backend_choice(self, timeout: float = 120.0) -> BackendChoice:
+        from .evaluator.backends import BackendChoice
+
         return BackendChoice(kind=self.evaluator_backend, gpus=self.gpus or str(self.gpu),  # type: ignore[arg-type]
                              address=self.evaluator_address, timeout=timeout)
 

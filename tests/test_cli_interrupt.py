@@ -78,15 +78,25 @@ def test_ctrl_c_keeps_the_best_verified_candidate_and_stores_every_one(tmp_path:
     assert sorted(r.status for r in stored) == ["verified", "wrong"]
 
 
+SLOW_IMPORT = """
+import importlib.abc, sys, time
+class Slow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "fsr_lsp.cli.main":  # the commands' imports, made slow enough to interrupt
+            print("importing", flush=True)
+            time.sleep(20)
+        return None
+sys.meta_path.insert(0, Slow())
+from fsr_lsp.cli.entry import main
+sys.exit(main(["spec", "--help"]))
+"""
+
+
 def test_ctrl_c_while_fsr_is_still_importing_is_one_line(tmp_path: Path):
-    proc = subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(0.3); "
-                             "from fsr_lsp.cli.entry import main; sys.exit(main(['spec', '--help']))"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
-    time.sleep(0.5)  # inside main's imports (rich, the commands): a second or more on a small machine
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_IMPORT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert proc.stdout.readline().strip() == "importing"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
-    if proc.returncode == 0:  # the imports finished first on a fast machine: nothing to see
-        return
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "fsr: interrupted", err

@@ -76,3 +76,16 @@ def test_no_module_is_over_400_lines_and_every_package_says_what_lives_there():
         if path.name == "__init__.py":
             doc = ast.get_docstring(ast.parse(path.read_text()))
             assert doc and len(doc) > 20, f"{path.relative_to(PACKAGE)} says nothing of what lives there"
+
+
+def test_the_cli_and_the_servers_entry_point_start_without_the_heavy_libraries():
+    """`fsr --help`, `fsr spec` and the server's start import none of openai, torch, pycuda or ray:
+    they load where the work is done (issue 37)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, fsr_lsp.cli.main, fsr_lsp.server.main; from fsr_lsp.cli.main import build_parser; "
+             "build_parser(); print(sorted(m for m in ('openai', 'torch', 'pycuda', 'ray') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
