@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import dims, kernel_body, walk
+from .syntax import dims, kernel_body, single_statement, walk
 
 _TYPES = {"float": "0.0f", "double": "0.0", "int": "0", "unsigned int": "0u", "unsigned": "0u"}
 _FORBIDDEN = re.compile(r"\b(__shfl\w*|cooperative_groups|asm|fsr_\w+)\b")
@@ -107,11 +107,9 @@ def _tree(loop: Node, text, arrays: dict[str, str], threads: int) -> str | None:
     guarded = steps[0].child_by_field_name("consequence")
     if guarded is None or steps[0].child_by_field_name("alternative") is not None:
         return None
-    if guarded.type == "compound_statement":
-        kept = [n for n in guarded.named_children if n.type != "comment"]
-        if len(kept) != 1:
-            return None
-        guarded = kept[0]
+    guarded = single_statement(guarded)
+    if guarded is None:
+        return None
     m = re.fullmatch(r"(\w+)\s*\[[^\]]+\]\s*\+=\s*(\w+)\s*\[[^\]]+\]\s*;", text(guarded))
     if m is None or m.group(1) != m.group(2) or m.group(1) not in arrays:
         return None

@@ -28,3 +28,11 @@ def dims(values) -> tuple:
     while len(out) > 1 and str(out[-1]).strip() == "1":
         out.pop()
     return tuple(out)
+
+
+def single_statement(node: Node) -> Node | None:
+    """`{ x += y; }` or `x += y;`: the one statement (comments aside); None for a block of more."""
+    if node.type != "compound_statement":
+        return node
+    kept = [n for n in node.named_children if n.type != "comment"]
+    return kept[0] if len(kept) == 1 else None

@@ -30,7 +30,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import dims, kernel_body, walk as _walk
+from .syntax import dims, kernel_body, single_statement, walk as _walk
 
 DEPTH = 16  # k of A and B a block stages at a time
 THREADS = 16  # threads a block, on each side (16 x 16 = 256)
@@ -204,12 +204,8 @@ class _Product:
         bound = c.group(1)
         if any(re.search(rf"\b{re.escape(x)}\b", bound) for x in (k, row.name, col.name, acc)) or _FORBIDDEN.search(bound):
             raise _NotApplicable
-        if body.type == "compound_statement":
-            inner = [n for n in body.named_children if n.type != "comment"]
-            if len(inner) != 1:
-                raise _NotApplicable
-            body = inner[0]
-        if body.type != "expression_statement" or not body.named_children:
+        body = single_statement(body)
+        if body is None or body.type != "expression_statement" or not body.named_children:
             raise _NotApplicable
         assign = body.named_children[0]
         if assign.type != "assignment_expression" or self.s(assign.child_by_field_name("operator")) != "+=" or \
