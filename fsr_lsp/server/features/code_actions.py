@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from lsprotocol import types
 
 from ...kernels import Kernel, discover_kernels
+from ...kernels.discover import LARGE_BYTES
 from ...source import Position, SourceText
 from ...specs import spec_template
 from ..diagnostics import SOURCE, lsp_position
@@ -49,7 +50,7 @@ def register(server: FsrServer) -> None:
                 continue
             if d.source != SOURCE or not str(d.code or "").startswith("spec") or not isinstance(d.data, dict):
                 continue
-            k = next((k for k in discover_kernels(at.src) if k.name == d.data.get("kernel")), None)
+            k = _kernel_of(at, d)
             if k is None:
                 continue
             if k.spec is None:
@@ -91,6 +92,18 @@ class _Document:
     def edit(self, start: int, end: int, text: str) -> types.WorkspaceEdit:
         rng = types.Range(start=lsp_position(self.src, start, self.encoding), end=lsp_position(self.src, end, self.encoding))
         return workspace_edit(self.support, self.uri, self.version, [types.TextEdit(range=rng, new_text=text)])
+
+
+def _kernel_of(at: _Document, d: types.Diagnostic) -> Kernel | None:
+    """The kernel a diagnostic is about: the one at its range (a window of a large file), else
+    the file's kernel of that name."""
+    name = d.data.get("kernel") if isinstance(d.data, dict) else None
+    here = kernel_at_position(at.src, d.range.start, at.encoding)
+    if here is not None and here.name == name:
+        return here
+    if len(at.src.data) > LARGE_BYTES:  # a full discovery of a large file is no request's work
+        return None
+    return next((k for k in discover_kernels(at.src) if k.name == name), None)
 
 
 def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.CodeAction]:
