@@ -68,9 +68,10 @@ def start_reaper(mark: str) -> subprocess.Popen | None:
                             close_fds=True)
 
 
-def marked(mark: str) -> list[int]:
-    """Processes that hold `mark` (for tests and for a last look)."""
-    needle = f"\0{MARK}={mark}\0".encode()
+def marked(mark: str, whole: bool = True) -> list[int]:
+    """Processes that hold `mark` (for tests and for a last look); with `whole` false, any mark
+    that begins with it (`f"{pid}-"`: the tree of the process `pid`, whatever its id)."""
+    needle = f"\0{MARK}={mark}{chr(0) if whole else ''}".encode()
     found = []
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
         if not entry.isdigit() or int(entry) == os.getpid():

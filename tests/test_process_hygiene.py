@@ -16,24 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.processes import MARK, marked
+from fsr_lsp.processes import marked
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 
 
 def tree_of(pid: int) -> list[int]:
     """Processes marked by the tree of `pid` (its mark begins with its pid)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            env = Path(f"/proc/{entry}/environ").read_bytes()
-        except OSError:
-            continue
-        if f"\0{MARK}={pid}-".encode() in b"\0" + env:
-            found.append(int(entry))
-    return found
+    return marked(f"{pid}-", whole=False)
 
 
 def wait_empty(pid: int, seconds: float = 2.0) -> list[int]:
