@@ -407,3 +407,33 @@ def test_untyped_memory_is_a_buffer_of_bytes(tmp_path: Path):
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured", spec.problems
     assert 'x = "in[n]"' in spec.spec and 'y = "out[n]"' in spec.spec and "bench = { n = 16384 }" in spec.spec
+
+
+PACKED = """template<typename T, size_t pack_size>
+struct alignas(sizeof(T) * pack_size) Pack { T elem[pack_size]; };
+
+template<typename T, int32_t pack_size>
+__global__ void scale_packs(const Pack<T, pack_size>* a, Pack<T, pack_size>* b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n / pack_size) {
+        for (int j = 0; j < pack_size; j++) b[i].elem[j] = a[i].elem[j] * (T)2;
+    }
+}
+"""
+
+
+def test_a_template_struct_is_sized_and_typed_by_the_captured_instantiation(tmp_path: Path):
+    """`Pack<T, pack_size>*` launched as `scale_packs<__half, 2>`: an element is a pack of two
+    halves (4 bytes), so an allocation of 2n bytes holds n/2 of them, not n halves or 2n bytes."""
+    n = 4096
+    record = {"id": 0, "kernel": "_Z11scale_packsI6__halfLi2EEvPK4PackIT_XT0_EEPS3_i",
+              "name": "void scale_packs<__half, 2>(Pack<__half, 2ul> const*, Pack<__half, 2ul>*, int)",
+              "base": "scale_packs", "grid": [(n // 2 + 255) // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(2 * n), {**ptr(2 * n), "offset": 8}, {"offset": 16, "size": 4, "hex": i32(n)}]}
+    write_capture(tmp_path, [record])
+    (tmp_path / "k.cu").write_text(PACKED)
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert 'template = "__half, 2"' in spec.spec
+    assert f'a = "in[{n // 2}]"' in spec.spec and f'b = "out[{n // 2}]"' in spec.spec, spec.spec

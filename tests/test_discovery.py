@@ -121,6 +121,26 @@ def test_structs_of_one_element_type_are_their_lanes_and_others_stay_unknown():
         (None, 1), (None, 1), (None, 1), (None, 1), ("float32", 2), ("uint8", 48)]
 
 
+def test_template_structs_of_one_element_type_are_their_lanes_once_instantiated():
+    """`Pack<T, N>` (vectorised loads) is `T[N]`: a kernel naming `Pack<half, 2>` gets two half
+    lanes; one naming `Pack<T, pack_size>` gets its layout, typed by the spec's template
+    arguments. An alignas that pads, or two fields, stay unknown."""
+    from fsr_lsp.kernels.structs import substituted
+    from fsr_lsp.kernels.c_types import element_type
+
+    text = ("template<typename T, size_t pack_size>\nstruct alignas(sizeof(T) * pack_size) Pack { T elem[pack_size]; };\n"
+            "template <typename T, int N> struct alignas(16) Padded { T v[N]; };\n"
+            "template <typename T, int N> struct Two { T a[N]; T b[N]; };\n"
+            "struct alignas(16) F4 { float a, b, c, d; };\nstruct alignas(32) F4pad { float a, b, c, d; };\n"
+            "template<typename T, int pack_size>\n"
+            "__global__ void k(Pack<T, pack_size>* a, Pack<half, 2>* b, Padded<float, 2>* c, Two<float, 2>* d,"
+            " F4* e, F4pad* f) { }\n")
+    (k,) = discover_kernels(text)
+    assert [(p.dtype, p.lanes) for p in k.params] == [
+        (None, 1), ("float16", 2), (None, 1), (None, 1), ("float32", 4), (None, 1)]
+    assert element_type(substituted(k.params[0].base_type, {"T": "float", "pack_size": "4"})) == ("float32", 4)
+
+
 def test_an_element_type_chosen_by_the_preprocessor_is_the_branch_a_plain_build_takes():
     """Training code picks its element type in a header (llm.c-style `floatX`): the last typedef
     in the text is not the one a build without -D flags gets."""

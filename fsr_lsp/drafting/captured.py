@@ -24,6 +24,7 @@ from ..kernels.c_types import ITEMSIZE
 from ..kernels import Kernel, Param
 from ..kernels.c_types import element_type
 from ..kernels.lexical import lex, spec_blocks, split_top_level
+from ..kernels.structs import substituted
 from ..source import SourceText
 from ..specs import BufferArg, ScalarArg, evaluate, evaluate_int, parse_spec, render_spec
 from ..specs.texture import is_texture
@@ -180,7 +181,7 @@ def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
                 raise NotCaptured(f"`{p.name}` is no texture object the driver knows (destroyed before the launch?)")
             values.textures[p.name] = c.texture
             continue
-        dtype, lanes = (p.dtype, p.lanes) if p.dtype else element_type(subst.get(p.base_type, p.base_type))
+        dtype, lanes = (p.dtype, p.lanes) if p.dtype else element_type(substituted(p.base_type, subst))
         if dtype is None:
             raise NotCaptured(f"the element type of `{p.name}` ({p.base_type}) is unknown")
         built = element_type(compiled[i]) if compiled else (None, 1)

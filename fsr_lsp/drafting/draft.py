@@ -23,6 +23,7 @@ from ..kernels import Kernel, Param
 from ..kernels.c_types import element_type
 from ..kernels.discover import discover
 from ..kernels.lexical import lex, spec_blocks, split_top_level
+from ..kernels.structs import substituted
 from ..source import SourceText
 from ..specs import evaluate_int, parse_spec
 from ..specs.expr import ExprError
@@ -255,7 +256,7 @@ def _dims(text: str, t: Translator, constant: bool) -> list:
 def _length(p: Param, arg: str, scope: Scope, t: Translator, grid_names: list[str],
             subst: dict[str, str]) -> tuple[str, str]:
     """The argument's length in elements of the parameter's type, and where it came from."""
-    elem = subst.get(p.base_type, p.base_type)
+    elem = substituted(p.base_type, subst)
     try:
         size = itemsize_of(resolve_type(elem, scope), scope)
     except Unresolved:
@@ -369,7 +370,7 @@ def toml_dims(values: list) -> str:
 
 
 def _toml_value(value: str, p: Param, subst: dict[str, str]) -> str:
-    dtype, _ = element_type(subst.get(p.base_type, p.base_type)) if p.dtype is None else (p.dtype, 1)
+    dtype, _ = element_type(substituted(p.base_type, subst)) if p.dtype is None else (p.dtype, 1)
     if re.fullmatch(r"-?\d+", value):
         return value if not (dtype or "").startswith(("float", "bfloat")) else f"{float(value)!r}"
     if re.fullmatch(r"-?[\d.]+(?:e[-+]?\d+)?", value):

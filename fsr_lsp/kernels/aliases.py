@@ -13,7 +13,7 @@ from typing import Iterable
 from .c_types import element_type
 from .lexical import active_text, defined_macros
 from .model import Kernel, Param
-from .structs import struct_types
+from .structs import instantiated, struct_templates, struct_types
 
 _TYPEDEF = re.compile(r"\btypedef\s+([\w\s:]+?)\s+(\w+)\s*;")
 _USING = re.compile(r"\busing\s+(\w+)\s*=\s*([\w\s:]+?)\s*;")
@@ -42,18 +42,28 @@ def type_aliases(text: str) -> dict[str, str]:
             out[name] = target
     if "struct" in text:
         out.update({k: v for k, v in struct_types(text, out).items() if k not in out})
+        if "template" in text:
+            out.update(struct_templates(text))  # keyed `Pack<T, N>`: no plain name collides
     return out
 
 
 def with_aliases(kernel: Kernel, aliases: dict[str, str]) -> Kernel:
-    """The kernel with parameters of aliased types given their element types."""
-    if not aliases or all(p.dtype is not None or p.base_type not in aliases for p in kernel.params):
+    """The kernel with parameters of aliased types given their element types; a template
+    struct's instantiation (`Pack<T, N>*`) becomes its layout (`T[N]`), an element type once
+    the kernel's own template arguments are substituted."""
+    if not aliases or all(p.dtype is not None or (p.base_type not in aliases and "<" not in p.base_type)
+                          for p in kernel.params):
         return kernel
     params = tuple(_resolved(p, aliases) for p in kernel.params)
     return dataclasses.replace(kernel, params=params)
 
 
 def _resolved(p: Param, aliases: dict[str, str]) -> Param:
+    if p.dtype is None and "<" in p.base_type and p.type_text.count("*") <= 1:
+        layout = instantiated(p.base_type, {k: v for k, v in aliases.items() if "<" in k})
+        if layout is not None:
+            dtype, lanes = element_type(layout)
+            return dataclasses.replace(p, base_type=layout, dtype=dtype, lanes=lanes if dtype else 1)
     if p.dtype is not None or p.base_type not in aliases:
         return p
     dtype, lanes = element_type(aliases[p.base_type])

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..kernels.c_types import element_type
 from ..kernels.model import Kernel, Param, SpecComment
+from ..kernels.structs import substituted
 from ..source import SourceText, Span
 from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
@@ -246,7 +247,7 @@ def template_substitution(kernel: Kernel, template: str | None) -> dict[str, str
 def param_dtype(p: Param, subst: dict[str, str]) -> tuple[str | None, int]:
     if p.dtype is not None:
         return p.dtype, p.lanes
-    return element_type(subst.get(p.base_type, p.base_type))
+    return element_type(substituted(p.base_type, subst))
 
 
 def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str, str]) -> Arg:
