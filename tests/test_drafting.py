@@ -216,3 +216,28 @@ int main() {
     (spec,) = kernel_specs([path])
     assert spec.origin == "drafted", spec.problems
     assert 'grid = "(n + 127) / 128"' in spec.spec and "block = 128" in spec.spec and 'x = "in[n]"' in spec.spec
+
+
+def test_a_kernel_that_reads_the_clock_gets_no_spec_and_says_why(tmp_path):
+    """A latency microbenchmark stores clock64() differences: its result differs every run, so
+    fsr names the clock read instead of drafting a spec whose proof would fail as
+    'nondeterministic'. A clock() in a comment, or a kernel with its own spec, is not refused."""
+    from fsr_lsp.drafting.origin import kernel_specs
+
+    (tmp_path / "k.cu").write_text(
+        "__global__ void latency(const int* p, int* out, long long* clk)\n{\n  long long t0 = clock64();\n"
+        "  int v = p[threadIdx.x];\n  clk[threadIdx.x] = clock64() - t0; out[threadIdx.x] = v;\n}\n"
+        "__global__ void ptx(unsigned* clk, const int* x)\n{\n  unsigned t;\n"
+        "  asm volatile(\"mov.u32 %0, %%clock;\" : \"=r\"(t));\n  clk[threadIdx.x] = t + x[0];\n}\n"
+        "__global__ void plain(const float* x, float* y, int n)\n{\n  // clock64() was here\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i];\n}\n"
+        "int main() { float *x, *y; int n = 1000; cudaMalloc(&x, n * 4); cudaMalloc(&y, n * 4);\n"
+        "  plain<<<(n + 255) / 256, 256>>>(x, y, n); }\n")
+    specs = {s.kernel: s for s in kernel_specs([tmp_path / "k.cu"])}
+    assert specs["latency"].spec is None and "reads the GPU clock (clock64() at line 3)" in specs["latency"].problems[0]
+    assert specs["ptx"].spec is None and "%clock (inline PTX) at line 10" in specs["ptx"].problems[0]
+    assert specs["plain"].spec is not None, specs["plain"].problems
+    (tmp_path / "own.cu").write_text('/* @fsr\nbench = { n = 32 }\ngrid = 1\nblock = 32\n[args]\np = "in[n]"\n'
+                                     'out = "out[n]"\nclk = "out[n]"\n*/\n' + (tmp_path / "k.cu").read_text())
+    own = {s.kernel: s for s in kernel_specs([tmp_path / "own.cu"])}
+    assert own["latency"].origin == "attached" and own["latency"].spec, own["latency"].problems

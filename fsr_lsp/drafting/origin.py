@@ -14,6 +14,7 @@ from typing import Callable, Literal
 from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
 from ..kernels.aliases import included_texts, type_aliases, with_aliases
+from ..kernels.clock_reads import clock_read
 from ..source import SourceText
 from ..specs import BufferArg, Spec, parse_spec, render_spec
 from .captured import captured_spec, saved_inputs
@@ -23,6 +24,9 @@ from .host import Launch, find_launches
 Origin = Literal["attached", "captured", "inferred", "drafted", "none"]
 
 log = logging.getLogger(__name__)
+
+CLOCK_READER = ("it reads the GPU clock ({where}): what it writes are timings, different on every run, so no spec "
+                "can check its result and no rewrite of it can be verified")
 
 
 @dataclass
@@ -111,6 +115,9 @@ def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draf
     if k.spec is not None:
         inputs = requested_inputs(result.spec, k, lambda: capture)
         return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems, inputs=inputs)
+    clock = clock_read(src, k)
+    if clock is not None:
+        return KernelSpec(name, k.name, line, "none", None, [CLOCK_READER.format(where=clock)])
     draft = draft_spec(src, k, launches, name, types)  # grounded in how the kernel is used: before a guess from its signature
     not_captured: list[str] = []
     if capture is not None and capture.of(k.name):
