@@ -216,3 +216,47 @@ int main(int argc, char** argv) {
     assert s.origin == "drafted", s.problems
     assert "bench = { N = 2048 }" in s.spec
     assert any("bench value 2048 guessed" in p for p in s.problems), s.problems
+
+
+def test_a_file_constant_the_kernel_takes_as_a_parameter_is_a_size_and_shared_memory_from_the_block_is_not(tmp_path):
+    """The book's atomic reduction: `const int N = 100000000;` at file scope, passed to a kernel
+    whose own parameter is `N` (inside the kernel N is the parameter: it may vary), and
+    `smem = sizeof(real) * BLOCK_SIZE` (it follows the compiled-in block: a number, never a size
+    shrunk to 1 at a test size). `cudaMalloc(&d_y, sizeof(real))` is one element."""
+    (tmp_path / "r.cu").write_text("""typedef float real;
+const int N = 100000000;
+const int BLOCK_SIZE = 128;
+void __global__ reduce(const real *d_x, real *d_y, const int N)
+{
+    extern __shared__ real s_y[];
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    s_y[threadIdx.x] = (n < N) ? d_x[n] : 0.0;
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(d_y, s_y[0]);
+}
+void run(const real *d_x)
+{
+    const int grid_size = (N + BLOCK_SIZE - 1) / BLOCK_SIZE;
+    const int smem = sizeof(real) * BLOCK_SIZE;
+    real *d_y;
+    cudaMalloc(&d_y, sizeof(real));
+    reduce<<<grid_size, BLOCK_SIZE, smem>>>(d_x, d_y, N);
+}
+int main() { real *d_x; cudaMalloc(&d_x, sizeof(real) * N); run(d_x); }
+""")
+    (s,) = kernel_specs([tmp_path / "r.cu"])
+    assert s.origin == "drafted", s.problems
+    assert "bench = { N = 100000000 }" in s.spec and 'd_x = "in[N]"' in s.spec, s.spec
+    assert 'smem = "512"' in s.spec or "smem = 512" in s.spec, s.spec
+    assert 'd_y = "inout[1]' in s.spec and "grid_size" not in s.spec, s.spec
+
+
+def test_a_define_with_a_trailing_comment_is_its_value(tmp_path: Path):
+    s = spec(tmp_path, """
+#define N 5000  // elements, as the course's samples comment them
+#define BLOCK 256 /* threads */
+int main() { float *a, *c; cudaMalloc(&a, N * sizeof(float)); cudaMalloc(&c, N * sizeof(float));
+    add<<<(N + BLOCK - 1) / BLOCK, BLOCK>>>(c, a, N); }
+""")
+    assert s.origin == "drafted", s.problems
+    assert "bench = { N = 5000 }" in s.spec and "block = 256" in s.spec, s.spec

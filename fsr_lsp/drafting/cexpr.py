@@ -126,8 +126,9 @@ class Translator:
                 value = evaluate(inner, {})
             except ExprError:
                 return f"({inner})"  # defined from other names: inline it
-            if constant or isinstance(value, float) or not _is_size_name(name):
-                return _number(str(value))
+            derived = bool(set(re.findall(r"[A-Za-z_]\w*", definition)) & self.constants)
+            if constant or derived or isinstance(value, float) or not _is_size_name(name):
+                return _number(str(value))  # derived: `smem = BLOCK * sizeof(float)` follows the compiled-in block
             self.sizes[name] = int(value)
             self.origins[name] = f"{name} = {definition}"
             return name

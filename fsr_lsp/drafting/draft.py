@@ -25,7 +25,7 @@ from ..kernels.discover import discover
 from ..kernels.lexical import lex, spec_blocks, split_top_level
 from ..kernels.structs import substituted
 from ..source import SourceText
-from ..specs import evaluate_int, parse_spec
+from ..specs import evaluate, evaluate_int, parse_spec
 from ..specs.expr import ExprError
 from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
 from .host import Launch, Scope, find_launches
@@ -92,7 +92,9 @@ def _draft_from(src: SourceText, kernel: Kernel, launch: Launch, launches: int) 
     block_text += " " + " ".join(launch.scope.dims.get(block_text.strip(), []))  # `dim3 threads(BS, BS)`
     block_names = set(re.findall(r"[A-Za-z_]\w*", block_text + " " + template))
     # file-scope names the kernel's own code uses (a #define tile size) were compiled in: they stay numbers
-    constants = block_names | (set(re.findall(r"[A-Za-z_]\w*", definition)) & launch.scope.file_names)
+    # (a name that is also a kernel parameter is the parameter inside the kernel: it may vary)
+    own = set(re.findall(r"[A-Za-z_]\w*", definition)) - {p.name for p in kernel.params}
+    constants = block_names | (own & launch.scope.file_names)
     t = Translator(launch.scope, constants=constants)
     try:
         lines = _spec_lines(src, kernel, launch, t, draft)
@@ -311,7 +313,14 @@ def _from_allocation(alloc, size: int, offset: str, scope: Scope, t: Translator)
             if not size:
                 raise Unresolved("the element size of the parameter")
             count = f"({t.expr(alloc.nbytes)}) / {size}"
-    return f"{count} - ({t.expr(offset)})" if offset else count
+    count = f"{count} - ({t.expr(offset)})" if offset else count
+    if "/" not in count:
+        return count  # `512 * 512` says more than 262144
+    try:  # `(4) / 4` from `cudaMalloc(&y, sizeof(real))`: a number, as a person would write it
+        value = evaluate(count, {})
+    except ExprError:
+        return count
+    return str(int(value)) if float(value).is_integer() else count
 
 
 def _drop_sizeof(nbytes: str, size: int, scope: Scope) -> str | None:

@@ -11,7 +11,7 @@ from typing import Iterator
 from tree_sitter import Node
 
 from ..kernels.c_types import element_type
-from ..kernels.lexical import split_top_level
+from ..kernels.lexical import code_only, split_top_level
 from ..source import SourceText
 from .helpers import one_return_helper
 
@@ -69,7 +69,7 @@ def collect_item(src: SourceText, node: Node, scope: Scope) -> None:
     if t == "preproc_def":
         name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
         if name is not None and value is not None:
-            text = node_text(src, value).strip()
+            text = code_only(node_text(src, value))  # `#define N 256  // columns of B`: the comment is no value
             if element_type(text)[0] is not None or text in scope.types:
                 scope.types[node_text(src, name)] = text
             else:
@@ -77,7 +77,8 @@ def collect_item(src: SourceText, node: Node, scope: Scope) -> None:
     elif t == "preproc_function_def":
         name, params, value = (node.child_by_field_name(k) for k in ("name", "parameters", "value"))
         if name is not None and params is not None and value is not None:
-            scope.macros[node_text(src, name)] = ([node_text(src, p) for p in params.named_children], node_text(src, value).strip())
+            scope.macros[node_text(src, name)] = ([node_text(src, p) for p in params.named_children],
+                                                  code_only(node_text(src, value)))
     elif t in ("alias_declaration", "type_definition"):
         text = " ".join(node_text(src, node).split())
         m = re.fullmatch(r"using (\w+) = (.+);", text) or None
