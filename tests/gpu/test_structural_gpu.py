@@ -75,3 +75,31 @@ def test_the_block_sum_rewrite_is_verified_and_faster(evaluator):
         assert r.status == "verified", (r.message, [(c.name, c.status, c.detail) for c in r.checks])
         if name == "reduce_sum":
             assert r.speedup is not None and r.speedup > 1.2
+
+
+def test_the_atomic_sum_rewrites_are_verified_faster_and_a_dropped_lane_is_caught(evaluator):
+    """Every thread's atomicAdd into one address (8 M of them): the block and warp rewrites
+    verified on a float sum (within the spec's tolerance: atomics round in any order) and an
+    integer count (exact); the block one at least twice as fast. A warp sum whose shuffles
+    start at 8 (lanes 16-31 never added) is wrong."""
+    from ..test_structural_atomic_sum import SPEC, SUMS
+
+    count = SPEC.replace("float* total", "int* total") + SUMS["guarded"].replace(
+        "float* total", "int* total").replace("x[i]);", "x[i] > 0.5f ? 1 : 0);")
+    for label, text in (("float sum", SPEC + SUMS["guarded"]), ("int count", count)):
+        ctx = context(text, "atomic_total")
+        proposals = [q for q in structural_proposals(ctx.kernel, ctx.spec, ctx.definition)
+                     if q.generator.startswith("builtin:atomic-")]
+        assert len(proposals) == 2
+        for p in proposals:
+            r = evaluate(evaluator, text, "atomic_total", p.source, QUICK)
+            print(f"\n[structural] {label} {p.generator}: {r.status}: {r.message[:160]}")
+            assert r.status == "verified", (r.message, [(c.name, c.status, c.detail) for c in r.checks])
+            if p.generator == "builtin:atomic-block-sum":
+                assert r.speedup is not None and r.speedup > 2
+        if label == "float sum":
+            warp = next(q for q in proposals if q.generator == "builtin:atomic-warp-sum")
+            broken = warp.source.replace("fsr_offset = 16;", "fsr_offset = 8;")
+            assert broken != warp.source
+            r = evaluate(evaluator, text, "atomic_total", broken, QUICK)
+            assert r.status == "wrong", r.message

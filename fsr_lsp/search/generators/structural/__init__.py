@@ -9,6 +9,7 @@ from __future__ import annotations
 from ....kernels import Kernel
 from ....specs import Spec
 from ...proposal import Proposal
+from .atomic_sum import atomic_sums
 from .block_sum import block_sum
 from .rows import warp_per_row
 from .tiles import SHAPES as TILE_SHAPES, shared_tiles
@@ -22,6 +23,12 @@ def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
         found.append(f"a shared-memory tree sums each block over `{summed.array}`: log2(block) barriers with most lanes "
                      "idle. Warp shuffles (each warp in registers, then the warps' sums) are the usual fix, and more "
                      "elements a thread where the output allows it; fsr's own shuffle rewrite is measured in the first "
+                     "round")
+    atomics = atomic_sums(kernel, spec, definition)
+    if atomics:
+        found.append(f"every thread adds into `{atomics[0].pointer}` with its own atomicAdd: the atomics on one "
+                     "address are serialised. Summing each warp's (or block's) values first, by shuffles, and "
+                     "adding once a warp or block is the usual fix; fsr's own such rewrite is measured in the first "
                      "round")
     tiled = shared_tiles(kernel, spec, definition)
     if tiled is not None:
@@ -49,6 +56,9 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
     summed = block_sum(kernel, spec, definition)
     if summed is not None:
         out.append(Proposal(source=summed.definition, generator="builtin:block-sum", note=summed.note, round=round_))
+    for atomic in reversed(atomic_sums(kernel, spec, definition)):  # the block's first: 8x fewer atomics again
+        out.append(Proposal(source=atomic.definition, generator=f"builtin:atomic-{atomic.scope}-sum", note=atomic.note,
+                            round=round_))
     for tile, per in TILE_SHAPES:
         tiled = shared_tiles(kernel, spec, definition, tile, per)
         if tiled is None:
