@@ -211,3 +211,31 @@ def test_a_launch_written_with_dimensions_of_one_is_recognised_as_its_rank():
     wide = dataclasses.replace(ctx.spec, grid=(*grid, 1), block=(*block, 1))
     (p,) = structural_proposals(ctx.kernel, wide, ctx.definition)
     assert p.generator == "builtin:warp-per-row"
+
+
+def test_a_row_walk_written_as_training_exercises_write_it_is_recognised():
+    """`threadIdx.x + blockDim.x * blockIdx.x`, a `size_t` column loop with no braces,
+    comments between the statements and `}}` closing guard and kernel together."""
+    text = ('/* @fsr\nbench = { DSIZE = 4096 }\ngrid = "(DSIZE + 256 - 1) / 256"\nblock = 256\n[args]\n'
+            'A = "in[DSIZE * DSIZE]"\nsums = "out[DSIZE]"\nds = "DSIZE"\n*/\n'
+            "__global__ void row_sums(const float *A, float *sums, size_t ds){\n"
+            "  int idx = threadIdx.x+blockDim.x*blockIdx.x; // a 1D thread index\n"
+            "  if (idx < ds){\n    float sum = 0.0f;\n    for (size_t i = 0; i < ds; i++)\n"
+            "      sum += A[idx*ds+i];         // across the row\n    sums[idx] = sum;\n}}\n")
+    (p,) = proposals(text, "row_sums")
+    assert p.generator == "builtin:warp-per-row" and "if (lane == 0)" in p.source, p.source
+    src = SourceText(text)
+    kernel = find_kernel(src, "row_sums")
+    vetted = check_candidate(src, kernel, parse_spec(src, kernel).spec, p.source)
+    assert vetted.ok, vetted.reason
+
+
+def test_every_order_of_the_global_index_is_one_and_others_are_not():
+    from fsr_lsp.search.generators.structural.syntax import is_global_index
+
+    for text in ("blockIdx.x * blockDim.x + threadIdx.x", "threadIdx.x+blockDim.x*blockIdx.x",
+                 "(blockDim.x * blockIdx.x) + threadIdx.x", "threadIdx.x + blockIdx.x*blockDim.x"):
+        assert is_global_index(text), text
+    for text in ("blockIdx.x * blockDim.x + threadIdx.y", "threadIdx.x + threadIdx.x", "blockIdx.x * 256 + threadIdx.x",
+                 "blockIdx.x * blockDim.x + threadIdx.x + 1", "threadIdx.x"):
+        assert not is_global_index(text), text

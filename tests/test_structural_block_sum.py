@@ -99,3 +99,19 @@ def test_a_block_written_with_a_y_of_one_is_one_dimension():
     text = SPEC.replace("block = 256", "block = [256, 1]") + HEAD + TREES["interleaved, doubling"] + TAIL
     (p,) = summed(text, "block_sums")
     vetted_and_compiled(text, "block_sums", p.source)
+
+
+def test_a_shared_array_of_a_typedef_the_parameters_resolve_is_summed():
+    """The book's reduction: `typedef float real;`, `extern __shared__ real s_y[];`, the tree,
+    then one atomicAdd a block."""
+    text = ("typedef float real;\n/* @fsr\nbench = { N = 100000 }\ngrid = \"cdiv(N, 128)\"\nblock = 128\nsmem = 512\nrtol = 1e-4\n"
+            "[args]\nd_x = \"in[N]\"\nd_y = \"inout[1] zeros()\"\nN = \"N\"\n*/\n"
+            "void __global__ reduce(const real *d_x, real *d_y, const int N)\n{\n    const int tid = threadIdx.x;\n"
+            "    const int n = blockIdx.x * blockDim.x + tid;\n    extern __shared__ real s_y[];\n"
+            "    s_y[tid] = (n < N) ? d_x[n] : 0.0;\n    __syncthreads();\n\n"
+            "    for (int offset = blockDim.x >> 1; offset > 0; offset >>= 1)\n    {\n        if (tid < offset)\n"
+            "        {\n            s_y[tid] += s_y[tid + offset];\n        }\n        __syncthreads();\n    }\n\n"
+            "    if (tid == 0)\n    {\n        atomicAdd(d_y, s_y[0]);\n    }\n}\n")
+    (p,) = summed(text, "reduce")
+    assert "float fsr_sum = s_y[threadIdx.x];" in p.source and "threadIdx.x < 4 ?" in p.source, p.source
+    vetted_and_compiled(text, "reduce", p.source)

@@ -53,7 +53,7 @@ def block_sum(kernel: Kernel, spec: Spec, definition: str) -> BlockSum | None:
     def text(node: Node) -> str:
         return " ".join(data[node.start_byte:node.end_byte].decode().split())
 
-    arrays = _shared_arrays(body, text)
+    arrays = _shared_arrays(body, text, _aliases(kernel))
     statements = [n for n in body.named_children if n.type != "comment"]
     for i, st in enumerate(statements):
         if st.type != "for_statement" or i == 0 or text(statements[i - 1]) != "__syncthreads();":
@@ -72,15 +72,24 @@ def block_sum(kernel: Kernel, spec: Spec, definition: str) -> BlockSum | None:
     return None
 
 
-def _shared_arrays(body: Node, text) -> dict[str, str]:
+def _aliases(kernel: Kernel) -> dict[str, str]:
+    """`real` -> `float` where a parameter of that type is known as float32 (`typedef float
+    real;` in the file): a shared array of `real` is one of float."""
+    spelled = {"float32": "float", "float64": "double", "int32": "int", "uint32": "unsigned int"}
+    return {p.base_type: spelled[p.dtype] for p in kernel.params
+            if p.dtype in spelled and (p.lanes or 1) == 1 and p.base_type not in _TYPES}
+
+
+def _shared_arrays(body: Node, text, aliases: dict[str, str]) -> dict[str, str]:
     """`__shared__ float sdata[256];` and `extern __shared__ float sdata[];`: name -> element type."""
     out = {}
     for node in walk(body):
         if node.type != "declaration" or "__shared__" not in text(node):
             continue
         m = re.fullmatch(r"(?:extern\s+)?__shared__\s+(?:volatile\s+)?([\w ]+?)\s+(\w+)\s*\[[^\]]*\]\s*;", text(node))
-        if m and m.group(1) in _TYPES:
-            out[m.group(2)] = m.group(1)
+        kind = aliases.get(m.group(1), m.group(1)) if m else None
+        if m and kind in _TYPES:
+            out[m.group(2)] = kind
     return out
 
 

@@ -24,14 +24,11 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import dims, kernel_body, walk as _walk
+from .syntax import dims, is_global_index, kernel_body, walk as _walk
 from ....specs.model import ScalarArg
 
 WARP = 32
 BLOCK = 256  # threads per block of the rewrite: 8 rows a block
-_ROW_INDEX = re.compile(r"^blockIdx\.x\s*\*\s*blockDim\.x\s*\+\s*threadIdx\.x$|"
-                        r"^blockDim\.x\s*\*\s*blockIdx\.x\s*\+\s*threadIdx\.x$|"
-                        r"^threadIdx\.x\s*\+\s*blockIdx\.x\s*\*\s*blockDim\.x$")
 _MINMAX = {"fmaxf", "fminf", "fmax", "fmin", "max", "min"}
 _FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__syncwarp|__shfl\w*|atomic\w+|threadIdx|blockDim|blockIdx|"
                         r"gridDim|warpSize|cooperative_groups|asm)\b")
@@ -76,7 +73,7 @@ class _Rows:
         body = kernel_body(self.data)
         if body is None:
             raise _NotApplicable
-        statements = body.named_children
+        statements = [n for n in body.named_children if n.type != "comment"]
         row, at = self._row_index(statements)
         lane = "lane" if not re.search(r"\blane\b", self.text) else "lane_in_row"
         between = 0  # plain declarations between the row index and its guard (`float eps = 1e-5f;`)
@@ -124,7 +121,7 @@ class _Rows:
             if decl is None or decl.type != "init_declarator":
                 continue
             value = decl.child_by_field_name("value")
-            if value is not None and _ROW_INDEX.match(" ".join(self.s(value).split())):
+            if value is not None and is_global_index(self.s(value)):
                 name = decl.child_by_field_name("declarator")
                 if name is None or name.type != "identifier":
                     raise _NotApplicable
@@ -148,7 +145,7 @@ class _Rows:
         if m.group(2) == ">=" and then.type == "return_statement" and self.s(then).replace(" ", "") == "return;":
             return m.group(3), statements[1:]
         if m.group(2) == "<" and then.type == "compound_statement" and len(statements) == 1:
-            return m.group(3), then.named_children
+            return m.group(3), [n for n in then.named_children if n.type != "comment"]
         raise _NotApplicable
 
     def _rows_in_spec(self, bound: str) -> str:

@@ -36,3 +36,19 @@ def single_statement(node: Node) -> Node | None:
         return node
     kept = [n for n in node.named_children if n.type != "comment"]
     return kept[0] if len(kept) == 1 else None
+
+
+_BLOCK_BASE = {"blockIdx.x*blockDim.x", "blockDim.x*blockIdx.x"}
+
+
+def is_global_index(text: str) -> bool:
+    """`blockIdx.x * blockDim.x + threadIdx.x` in any of the orders people write it (the terms
+    and the product's factors swapped, parenthesised)."""
+    t = "".join(text.split())
+    while t.startswith("(") and t.endswith(")") and t.count("(") == 1:
+        t = t[1:-1]
+    terms = t.split("+")
+    if len(terms) != 2:
+        return False
+    terms = [x[1:-1] if x.startswith("(") and x.endswith(")") else x for x in terms]
+    return "threadIdx.x" in terms and (set(terms) - {"threadIdx.x"}) <= _BLOCK_BASE and len(set(terms)) == 2
