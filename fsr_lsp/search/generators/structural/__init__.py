@@ -13,6 +13,7 @@ from .atomic_sum import atomic_sums
 from .block_sum import block_sum
 from .rows import warp_per_row
 from .tiles import SHAPES as TILE_SHAPES, shared_tiles
+from .transpose_tile import transpose_tile
 
 
 def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
@@ -30,6 +31,11 @@ def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
                      "address are serialised. Summing each warp's (or block's) values first, by shuffles, and "
                      "adding once a warp or block is the usual fix; fsr's own such rewrite is measured in the first "
                      "round")
+    if transpose_tile(kernel, spec, definition) is not None:
+        found.append("each thread copies one element to a transposed index: one of the two global accesses walks "
+                     "a warp down a column (a transaction per thread). Staging the block's elements in a shared "
+                     "tile (with a padding column) so that reads and writes both go along rows is the usual fix; "
+                     "fsr's own such rewrite is measured in the first round")
     tiled = shared_tiles(kernel, spec, definition)
     if tiled is not None:
         found.append(f"one thread computes each output of a matrix product, reading a row and a column from global "
@@ -58,6 +64,10 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
         out.append(Proposal(source=summed.definition, generator="builtin:block-sum", note=summed.note, round=round_))
     for atomic in reversed(atomic_sums(kernel, spec, definition)):  # the block's first: 8x fewer atomics again
         out.append(Proposal(source=atomic.definition, generator=f"builtin:atomic-{atomic.scope}-sum", note=atomic.note,
+                            round=round_))
+    transposed = transpose_tile(kernel, spec, definition)
+    if transposed is not None:
+        out.append(Proposal(source=transposed.definition, generator="builtin:transpose-tile", note=transposed.note,
                             round=round_))
     for tile, per in TILE_SHAPES:
         tiled = shared_tiles(kernel, spec, definition, tile, per)

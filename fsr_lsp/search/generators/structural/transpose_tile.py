@@ -1,0 +1,159 @@
+"""An element copied to a transposed place -> the copy staged through a shared tile.
+
+A naive transpose gives each thread of a 2-D block one element: it reads `in[y * w + x]` and
+writes `out[x * h + y]`, so one of the two accesses walks a warp down a column, 32 separate
+memory transactions where a row would take one. The rewrite keeps each access's own index
+expressions and swaps which thread makes the second one: every thread reads its element into a
+shared tile (one padding column, so reading the tile by columns hits 32 banks), the block
+meets at a barrier, and then each thread writes the element its transposed neighbour read,
+so both global accesses go along rows of the block.
+
+The recogniser is strict: a square 2-D block of 16x16 or 32x32; a body that declares the
+thread's x and y as `blockIdx * blockDim + threadIdx` (any order) and then copies one element
+of one buffer to another at two different indices that both use x and y, under one guard
+(`if (in bounds) { copy }`, or `if (out of bounds) return;` before it). The guard and both
+indices are the kernel's own text, evaluated for the thread that made each access in the
+original, so the rewrite is correct whatever they are; it pays where they transpose.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from ....kernels import Kernel
+from ....specs import Spec
+from .syntax import dims, is_global_index, kernel_body, single_statement
+
+_FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__shfl\w*|atomic\w+|asm|fsr_\w+|goto)\b")
+
+
+@dataclass(frozen=True)
+class TileTranspose:
+    definition: str
+    note: str
+
+
+def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> TileTranspose | None:
+    """The rewrite, or None when the kernel is not one element copied to another index."""
+    block = dims(spec.block)
+    if len(block) != 2 or block[0] != block[1] or block[0] not in (16, 32) or len(dims(spec.grid)) != 2:
+        return None
+    if _FORBIDDEN.search(definition):
+        return None
+    data = definition.encode()
+    body = kernel_body(data)
+    if body is None:
+        return None
+
+    def text(node: Node) -> str:
+        return data[node.start_byte:node.end_byte].decode()
+
+    statements = [n for n in body.named_children if n.type != "comment"]
+    if statements and statements[-1].type == "return_statement" and text(statements[-1]).replace(" ", "") == "return;":
+        statements = statements[:-1]
+    if len(statements) < 3:
+        return None
+    axes = {}
+    for st in statements[:2]:
+        found = _index_declaration(st, text)
+        if found is None:
+            return None
+        axes[found[0]] = (st, found[1])
+    if set(axes) != {"x", "y"}:
+        return None
+    guard, copy = _guarded_copy(statements[2:], text)
+    if copy is None:
+        return None
+    m = re.fullmatch(r"(\w+)\s*\[(.+)\]\s*=\s*(\w+)\s*\[(.+)\]\s*;", " ".join(text(copy).split()))
+    if m is None:
+        return None
+    out, write, source, read = m.group(1), m.group(2).strip(), m.group(3), m.group(4).strip()
+    params = {p.name: p for p in kernel.params}
+    if out not in params or source not in params or out == source or not params[out].is_pointer or \
+            params[out].dtype is None or params[out].dtype != params[source].dtype or (params[out].lanes or 1) != 1:
+        return None
+    names = {axis: _declared_name(st) for axis, (st, _) in axes.items()}
+    if write.replace(" ", "") == read.replace(" ", "") or \
+            not all(re.search(rf"\b{names[a]}\b", idx) for a in "xy" for idx in (write, read)):
+        return None
+    tile = block[0]
+    kind = params[out].base_type
+    first = [text(axes["x"][0]), text(axes["y"][0])]
+    second = [_swapped(axes["x"][0], axes["x"][1], "x", data), _swapped(axes["y"][0], axes["y"][1], "y", data)]
+    i = "    "
+    cond = guard or "true"
+    new_body = (
+        "{\n"
+        f"{i}// fsr: the read and the write exchange threads through a shared tile, so both go along rows\n"
+        f"{i}__shared__ {kind} fsr_tile[{tile}][{tile} + 1];  // + 1: reading it by columns hits every bank\n"
+        f"{i}{{  // each thread reads the element it read before\n"
+        f"{i}{i}{first[0]}\n{i}{i}{first[1]}\n"
+        f"{i}{i}if ({cond}) fsr_tile[threadIdx.y][threadIdx.x] = {source}[{read}];\n"
+        f"{i}}}\n"
+        f"{i}__syncthreads();\n"
+        f"{i}{{  // and writes the element its transposed neighbour in the block read\n"
+        f"{i}{i}{second[0]}\n{i}{i}{second[1]}\n"
+        f"{i}{i}if ({cond}) {out}[{write}] = fsr_tile[threadIdx.x][threadIdx.y];\n"
+        f"{i}}}\n"
+        "}")
+    out_text = data[:body.start_byte].decode() + new_body + data[body.end_byte:].decode()
+    note = (f"transpose through a shared tile: `{out}` and `{source}` both accessed along rows, a {tile}x{tile + 1} "
+            "tile of the block in between (was one of them strided)")
+    return TileTranspose(out_text, note)
+
+
+def _index_declaration(st: Node, text) -> tuple[str, Node] | None:
+    """('x' or 'y', the value node) of `int x = blockIdx.x * blockDim.x + threadIdx.x;`."""
+    if st.type != "declaration":
+        return None
+    declarators = st.children_by_field_name("declarator")
+    if len(declarators) != 1 or declarators[0].type != "init_declarator":
+        return None
+    value = declarators[0].child_by_field_name("value")
+    if value is None:
+        return None
+    for axis in "xy":
+        flat = text(value).replace(f".{axis}", ".x")
+        if f".{'y' if axis == 'x' else 'x'}" not in text(value).replace(f".{axis}", "") and is_global_index(flat):
+            return axis, value
+    return None
+
+
+def _declared_name(st: Node) -> str:
+    name = st.children_by_field_name("declarator")[0].child_by_field_name("declarator")
+    return (name.text or b"").decode() if name is not None else ""
+
+
+def _swapped(st: Node, value: Node, axis: str, data: bytes) -> str:
+    """The declaration with its thread index taken from the other axis: the thread that reads
+    (x, y) of the tile writes (y, x)."""
+    other = "y" if axis == "x" else "x"
+    new_value = f"blockIdx.{axis} * blockDim.{axis} + threadIdx.{other}"
+    return (data[st.start_byte:value.start_byte] + new_value.encode() + data[value.end_byte:st.end_byte]).decode()
+
+
+def _guarded_copy(rest: list[Node], text) -> tuple[str | None, Node | None]:
+    """(guard, the copy statement) of `if (g) { copy }` or `if (!g) return; copy`."""
+    if len(rest) == 1 and rest[0].type == "if_statement" and rest[0].child_by_field_name("alternative") is None:
+        inner = single_statement(rest[0].child_by_field_name("consequence"))
+        condition = rest[0].child_by_field_name("condition")
+        if inner is not None and inner.type == "expression_statement" and condition is not None:
+            return _unwrapped(text(condition)), inner
+        return None, None
+    if len(rest) == 2 and rest[0].type == "if_statement" and rest[0].child_by_field_name("alternative") is None:
+        leave = single_statement(rest[0].child_by_field_name("consequence"))
+        condition = rest[0].child_by_field_name("condition")
+        if leave is not None and text(leave).replace(" ", "") == "return;" and condition is not None and \
+                rest[1].type == "expression_statement":
+            return f"!({_unwrapped(text(condition))})", rest[1]
+    if len(rest) == 1 and rest[0].type == "expression_statement":
+        return None, rest[0]
+    return None, None
+
+
+def _unwrapped(condition: str) -> str:
+    c = " ".join(condition.split())
+    return c[1:-1].strip() if c.startswith("(") and c.endswith(")") else c

@@ -1,0 +1,88 @@
+"""The transpose recogniser and its rewrite (one element copied to a transposed index -> the
+copy staged through a shared tile): the shapes naive transposes are written in, what it must
+leave alone, and, where nvcc is here, that what it writes compiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.search.generators.structural import patterns, structural_proposals
+
+from .search_helpers import context
+from .test_structural_block_sum import vetted_and_compiled
+
+NAIVE = Path(__file__).parent.parent / "bench" / "naive_kernels" / "transpose.cu"
+SPEC = """/* @fsr
+bench = { N = 2048 }
+tests = [ { N = 1 }, { N = 33 }, { N = 100 } ]
+grid = ["cdiv(N, 32)", "cdiv(N, 32)"]
+block = [32, 32]
+[args]
+A = "in[N * N]"
+B = "out[N * N]"
+N = "N"
+*/
+"""
+HEAD = "__global__ void tr(const float *A, float *B, const int N)\n{\n"
+KERNELS = {
+    "the book's": HEAD + "    const int nx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                         "    const int ny = blockIdx.y * blockDim.y + threadIdx.y;\n"
+                         "    if (nx < N && ny < N)\n    {\n        B[nx * N + ny] = A[ny * N + nx];\n    }\n}\n",
+    "a macro index, column-major, a return at the end":
+        "#define INDX( row, col, ld ) ( ( (col) * (ld) ) + (row) )\n" + HEAD +
+        "  const int myRow = blockDim.x * blockIdx.x + threadIdx.x;\n"
+        "  const int myCol = blockDim.y * blockIdx.y + threadIdx.y;\n"
+        "  if( myRow < N && myCol < N )\n  {\n    B[INDX( myRow, myCol, N )] = A[INDX( myCol, myRow, N )];\n  }\n"
+        "  return;\n}\n",
+    "an early return": HEAD + "    int y = threadIdx.y + blockIdx.y * blockDim.y;\n"
+                              "    int x = threadIdx.x + blockIdx.x * blockDim.x;\n"
+                              "    if (x >= N || y >= N) return;\n    B[x * N + y] = A[y * N + x];\n}\n",
+}
+NOT_TRANSPOSES = {
+    "a copy": HEAD + "    int x = blockIdx.x * blockDim.x + threadIdx.x;\n    int y = blockIdx.y * blockDim.y + threadIdx.y;\n"
+                     "    if (x < N && y < N) B[y * N + x] = A[y * N + x];\n}\n",
+    "a scaled copy": HEAD + "    int x = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                            "    int y = blockIdx.y * blockDim.y + threadIdx.y;\n"
+                            "    if (x < N && y < N) B[x * N + y] = 2.0f * A[y * N + x];\n}\n",
+    "two statements": HEAD + "    int x = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                             "    int y = blockIdx.y * blockDim.y + threadIdx.y;\n"
+                             "    if (x < N && y < N) { B[x * N + y] = A[y * N + x]; B[0] = 1.0f; }\n}\n",
+    "x only": HEAD + "    int x = blockIdx.x * blockDim.x + threadIdx.x;\n    int y = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "    if (x < N) B[x * N] = A[x];\n}\n",
+}
+
+
+def transposed(text: str, name: str = "tr"):
+    ctx = context(text, name)
+    return [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition)
+            if p.generator == "builtin:transpose-tile"]
+
+
+@pytest.mark.parametrize("case", sorted(KERNELS))
+def test_a_naive_transpose_is_staged_through_a_padded_tile(case):
+    text = SPEC + KERNELS[case]
+    (p,) = transposed(text)
+    assert "__shared__ float fsr_tile[32][32 + 1];" in p.source and p.source.count("__syncthreads();") == 1
+    assert "fsr_tile[threadIdx.y][threadIdx.x] = A[" in p.source and "= fsr_tile[threadIdx.x][threadIdx.y];" in p.source
+    assert "blockIdx.x * blockDim.x + threadIdx.y" in p.source and "blockIdx.y * blockDim.y + threadIdx.x" in p.source
+    vetted_and_compiled(text, "tr", p.source)
+    ctx = context(text, "tr")
+    assert any("transposed index" in f for f in patterns(ctx.kernel, ctx.spec, ctx.definition))
+
+
+def test_the_naive_kernels_transpose_of_16x16_blocks_gets_a_16_tile():
+    (p,) = transposed(NAIVE.read_text(), "transpose_naive")
+    assert "fsr_tile[16][16 + 1]" in p.source and "if (row < rows && col < cols)" in p.source
+    vetted_and_compiled(NAIVE.read_text(), "transpose_naive", p.source)
+
+
+@pytest.mark.parametrize("case", sorted(NOT_TRANSPOSES))
+def test_what_is_no_transpose_is_left_alone(case):
+    assert transposed(SPEC + NOT_TRANSPOSES[case]) == [], case
+
+
+def test_blocks_that_are_not_square_tiles_are_left_alone():
+    for block in ("[32, 8]", "[16, 32]", "[8, 8]", "256"):
+        assert transposed(SPEC.replace("block = [32, 32]", f"block = {block}") + KERNELS["the book's"]) == [], block
