@@ -199,8 +199,8 @@ def test_a_draft_the_capture_contradicts_loses_and_says_why(tmp_path: Path):
 
 
 @pytest.mark.parametrize("params, why", [
-    ([ptr(400), {"offset": 8, "size": 8, "hex": "00" * 8}, {"offset": 16, "size": 4, "hex": f32(1)},
-      {"offset": 20, "size": 4, "hex": i32(100)}], "`x` points to a null pointer"),
+    ([ptr(400), {"offset": 8, "size": 8, "hex": "10" * 8}, {"offset": 16, "size": 4, "hex": f32(1)},
+      {"offset": 20, "size": 4, "hex": i32(100)}], "`x` points to no allocation the run made"),
     ([ptr(400), ptr(400), {"offset": 16, "size": 4, "hex": f32(1)}], "has 3 parameters, the kernel 4"),
     ([], "no parameter layout"),
 ])
@@ -437,3 +437,20 @@ def test_a_template_struct_is_sized_and_typed_by_the_captured_instantiation(tmp_
     assert spec.origin == "captured", spec.problems
     assert 'template = "__half, 2"' in spec.spec
     assert f'a = "in[{n // 2}]"' in spec.spec and f'b = "out[{n // 2}]"' in spec.spec, spec.spec
+
+
+def test_a_pointer_the_run_passed_as_null_is_null_in_the_captured_spec(tmp_path: Path):
+    """A bandwidth test's `read_kernel(x, nullptr, n)`: the capture saw eight zero bytes and no
+    allocation. The spec passes null, as the run did (was: no spec, "points to a null pointer")."""
+    n = 2048
+    (tmp_path / "k.cu").write_text(
+        "__global__ void scaled(const float* x, float* unused, float* y, int n)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { y[i] = 2.f * x[i]; if (unused) unused[i] = 0.f; } }\n")
+    record = {"id": 0, "kernel": "_Z6scaledPKfPfS1_i", "name": "scaled(float const*, float*, float*, int)",
+              "base": "scaled", "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(4 * n), {"offset": 8, "size": 8, "hex": "00" * 8}, {**ptr(4 * n), "offset": 16},
+                         {"offset": 24, "size": 4, "hex": i32(n)}]}
+    write_capture(tmp_path, [record])
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert 'unused = "null"' in spec.spec and 'y = "out[n]"' in spec.spec, spec.spec

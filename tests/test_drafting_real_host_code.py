@@ -260,3 +260,13 @@ int main() { float *a, *c; cudaMalloc(&a, N * sizeof(float)); cudaMalloc(&c, N *
 """)
     assert s.origin == "drafted", s.problems
     assert "bench = { N = 5000 }" in s.spec and "block = 256" in s.spec, s.spec
+
+
+def test_a_pointer_the_launch_passes_as_null_is_null_in_the_draft(tmp_path: Path):
+    (tmp_path / "k.cu").write_text(
+        "__global__ void biased(const float* x, const float* bias, float* y, int n)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] + (bias ? bias[i] : 0.f); }\n"
+        "int main() { int n = 4096; float *x, *y; cudaMalloc(&x, n * sizeof(float)); cudaMalloc(&y, n * sizeof(float));\n"
+        "  biased<<<(n + 255) / 256, 256>>>(x, nullptr, y, n); }\n")
+    (s,) = kernel_specs([tmp_path / "k.cu"])
+    assert s.origin == "drafted" and 'bias = "null"' in s.spec and 'y = "out[n]"' in s.spec, (s.spec, s.problems)

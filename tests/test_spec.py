@@ -197,3 +197,28 @@ def test_shared_memory_beyond_any_gpu_and_endless_test_lists_are_refused_before_
     src = SourceText(many)
     result = parse_spec(src, find_kernel(src, "saxpy"))
     assert any("20001 test sizes; at most 64" in p.message for p in result.problems)
+
+
+def test_a_pointer_may_be_null_and_renders_back_as_null():
+    """An optional buffer the program passes as nullptr (a bias left out): `bias = "null"` gives
+    the kernel a null pointer; the plan passes eight zero bytes; anything else for a pointer is
+    still refused with "null" among the forms it names."""
+    from fsr_lsp.evaluator.plan import build_plans
+    from fsr_lsp.specs import NullArg
+
+    text = ('/* @fsr\nbench = { n = 1000 }\ngrid = "cdiv(n, 256)"\nblock = 256\n[args]\nx = "in[n]"\n'
+            'bias = "null"\ny = "out[n]"\nn = "n"\n*/\n'
+            "__global__ void k(const float* x, const float* bias, float* y, int n)\n"
+            "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] + (bias ? bias[i] : 0.f); }\n")
+    src = SourceText(text)
+    kernel = find_kernel(src, "k")
+    result = parse_spec(src, kernel)
+    assert result.spec is not None, result.problems
+    assert result.spec.args[1] == NullArg("bias")
+    assert 'bias = "null"' in render_spec(result.spec)
+    (plan,) = [p for p in build_plans(kernel, result.spec) if p.role == "bench"]
+    bias = plan.args[1]
+    assert (bias.kind, bias.dtype, bias.value) == ("scalar", "uint64", 0)
+    worse = SourceText(text.replace('bias = "null"', "bias = 0"))
+    bad = parse_spec(worse, find_kernel(worse, "k"))
+    assert bad.spec is None and any('or "null"' in p.message for p in bad.problems)

@@ -162,6 +162,7 @@ class _Values:
     extents: dict[str, int]  # pointer parameter -> elements from the pointer to its allocation's end
     dtypes: dict[str, str]
     textures: dict[str, dict]  # texture parameter -> what the capture read of it
+    nulls: set[str] = dataclasses.field(default_factory=set)  # pointers the run passed as null
 
 
 def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
@@ -192,9 +193,11 @@ def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
                               "the kernel the wrong element type")
         values.dtypes[p.name] = dtype
         if p.is_pointer:
+            if c.alloc is None and c.raw is not None and len(c.raw) == 8 and not any(c.raw):
+                values.nulls.add(p.name)  # an optional buffer left out: the kernel gets null, as in the run
+                continue
             if c.alloc is None:
-                what = "a null pointer" if c.raw is not None and not any(c.raw) else "no allocation the run made"
-                raise NotCaptured(f"`{p.name}` points to {what}")
+                raise NotCaptured(f"`{p.name}` points to no allocation the run made")
             values.extents[p.name] = (c.alloc.size - c.alloc.offset) // (ITEMSIZE[dtype] * lanes)
             if values.extents[p.name] < 1:
                 raise NotCaptured(f"`{p.name}` points to the end of its allocation")
@@ -273,6 +276,8 @@ def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values:
     if evaluate_int(spec.smem or 0, sizes, "smem") != launch.smem:
         return f"the draft's shared memory is {spec.smem}, the run launched with {launch.smem} bytes"
     for a in spec.args:
+        if isinstance(a, BufferArg) and a.name in values.nulls:
+            return f"the draft gives `{a.name}` a buffer, the run passed a null pointer"
         if isinstance(a, BufferArg):
             length = evaluate_int(a.length, sizes, "length")
             if length != values.extents[a.name]:
@@ -326,6 +331,10 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
         if p.name in textures:
             args.append(f'{p.name} = "{textures[p.name][0]}"')
             out.provenance[p.name] = f"the texture object the run passed: {textures[p.name][0]}"
+            continue
+        if p.name in values.nulls:
+            args.append(f'{p.name} = "null"')
+            out.provenance[p.name] = "the run passed a null pointer"
             continue
         if not p.is_pointer:
             value = values.scalars[p.name]

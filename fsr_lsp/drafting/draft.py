@@ -34,6 +34,7 @@ from .writes import Access, direction, index_arrays, pointer_access
 TEST_SIZES = (1, 17, 1000)  # each capped at the size's bench value
 SPARE_SIZES = (33, 100, 4096)  # tried when one of those makes a length or a grid empty
 TESTS_WANTED = 3
+_NULL = re.compile(r"nullptr|NULL|0|\(\s*\w+\s*\*\s*\)\s*(?:nullptr|NULL|0)")
 GUESSED_BITS = 20  # a guessed size is 2^20, several share those bits
 
 
@@ -136,7 +137,9 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     # 1. every value, in spec expressions over the size names they reach
     grid_names = [n for n in t.sizes if any(re.search(rf"\b{n}\b", g) for g in grid)]
     pairs = list(zip(kernel.params, launch.args))
-    lengths = {p.name: _length(p, arg, launch.scope, t, grid_names, subst) for p, arg in pairs if p.is_pointer}
+    nulls = {p.name for p, arg in pairs if p.is_pointer and _NULL.fullmatch(arg.strip())}  # an optional buffer left out
+    lengths = {p.name: _length(p, arg, launch.scope, t, grid_names, subst) for p, arg in pairs
+               if p.is_pointer and p.name not in nulls}
     scalars = {p.name: t.expr(arg) for p, arg in pairs if not p.is_pointer}
     if not t.sizes:  # compiled for one size (`#define N 512` in the kernel too): checked at that size only
         t.sizes["fixed"] = 1
@@ -183,6 +186,10 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         if not p.is_pointer:
             draft.provenance[p.name] = f"the launch passes `{arg.strip()}`"
             arg_lines.append(f"{p.name} = {_toml_value(scalars[p.name], p, subst)}")
+            continue
+        if p.name in nulls:
+            draft.provenance[p.name] = f"the launch passes `{arg.strip()}`: null, as in the program"
+            arg_lines.append(f'{p.name} = "null"')
             continue
         length, origin = lengths[p.name]
         draft.provenance[p.name] = origin

@@ -5,8 +5,8 @@ from __future__ import annotations
 from ..kernels import Kernel
 from ..kernels.c_types import element_type
 from ..specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
-from ..specs.model import SizeSet, TextureArg
-from ..specs.parse import param_dtype, template_substitution
+from ..specs.model import NullArg, SizeSet, TextureArg
+from ..specs.param_types import param_dtype, template_substitution
 from .records import ArgPlan, LaunchPlan, SizePlan, TexturePlan
 
 EDGE_MULTIPLE = 32  # sizes that are all multiples of this get an extra edge size
@@ -61,6 +61,8 @@ def _arg_plan(kernel: Kernel, spec: Spec, index: int, sizes: SizeSet, subst: dic
     arg = spec.args[index]
     if isinstance(arg, TextureArg):
         return _texture_plan(arg, sizes)
+    if isinstance(arg, NullArg):  # the pointer's 8 bytes, all zero
+        return ArgPlan(name=arg.name, kind="scalar", dtype="uint64", value=0)
     dtype, lanes = param_dtype(param, subst)
     assert dtype is not None, f"{param.name}: unknown element type (the spec check should have refused it)"
     if isinstance(arg, BufferArg):

@@ -16,7 +16,7 @@ from ..kernels.aliases import with_included_aliases
 from ..kernels.lexical import code_only
 from ..source import SourceText
 from ..specs import Spec, parse_spec
-from ..specs.parse import template_substitution
+from ..specs.param_types import template_substitution
 from .candidate import CandidateCheck, check_candidate
 from .captured_buffers import with_captured_sources
 from .compiler_output import scrub

@@ -4,12 +4,13 @@ inference from a signature (infer.py), rendering and templates (render.py), key 
 
 from .expr import ExprError, evaluate, evaluate_int
 from .infer import infer_spec
-from .model import BufferArg, Init, Problem, ScalarArg, Spec, SpecResult, default_init, tolerance
+from .model import BufferArg, Init, NullArg, Problem, ScalarArg, Spec, SpecResult, default_init, tolerance
 from .parse import parse_spec
 from .render import render_spec, spec_template
 
 __all__ = [
     "BufferArg",
+    "NullArg",
     "ExprError",
     "Init",
     "Problem",

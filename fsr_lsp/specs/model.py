@@ -55,7 +55,14 @@ class ScalarArg:
     value: str | int | float  # a number or an expression over size names
 
 
-Arg = BufferArg | ScalarArg | TextureArg
+@dataclass(frozen=True)
+class NullArg:
+    """A pointer the program passes as null (`nullptr` for an optional bias): the kernel gets
+    null, as it did in the run, and must not touch it."""
+    name: str
+
+
+Arg = BufferArg | ScalarArg | TextureArg | NullArg
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,16 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kernels.c_types import element_type
 from ..kernels.model import Kernel, Param, SpecComment
-from ..kernels.structs import substituted
 from ..source import SourceText, Span
 from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
 from .overlay import overlay
 from .ref import read_ref
-from .model import (Arg, BufferArg, Init, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, TextureArg,
+from .model import (Arg, BufferArg, Init, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, TextureArg,
                     default_init)
 from .texture import is_texture, read_texture, texture_arg
+from .param_types import param_dtype, template_substitution
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge")
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
@@ -235,21 +234,6 @@ def _args(ctx: _Ctx, table: Any, sizes: list[SizeSet], template: str | None) -> 
     return tuple(out) if ok else None
 
 
-def template_substitution(kernel: Kernel, template: str | None) -> dict[str, str]:
-    """Template parameter name -> argument text, from `template = "float, 256"`."""
-    if not template or not kernel.template_params:
-        return {}
-    values = [v.strip() for v in template.split(",")]
-    names = [tp.split("=")[0].split()[-1] for tp in kernel.template_params]
-    return dict(zip(names, values))
-
-
-def param_dtype(p: Param, subst: dict[str, str]) -> tuple[str | None, int]:
-    if p.dtype is not None:
-        return p.dtype, p.lanes
-    return element_type(substituted(p.base_type, subst))
-
-
 def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str, str]) -> Arg:
     if is_texture(p):
         return _texture(ctx, p, value, sizes)
@@ -260,8 +244,10 @@ def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str,
             raise _Invalid()
         return ScalarArg(p.name, value)
     if not isinstance(value, str):
-        raise ctx.fail(f'{p.name} is a pointer: give "in[len]", "out[len]" or "inout[len]" with an optional init, got {value!r}',
-                       p.name, "args", code="spec-bad-arg")
+        raise ctx.fail(f'{p.name} is a pointer: give "in[len]", "out[len]", "inout[len]" (and an init) or "null", '
+                       f'got {value!r}', p.name, "args", code="spec-bad-arg")
+    if value.strip() == "null":
+        return NullArg(p.name)
     m = _BUFFER.match(value)
     if not m:
         raise ctx.fail(f"{p.name} = {value!r}: expected in|out|inout [length] [{INIT_FORMS.replace(' or ', ', ')}]",

@@ -8,7 +8,7 @@ import json
 
 from ..kernels.model import Kernel
 from .infer import BENCH_N, DEFAULT_BLOCK, SCALAR_FLOAT, infer_from_signature
-from .model import BufferArg, Spec, TextureArg, init_spelling
+from .model import BufferArg, NullArg, Spec, TextureArg, init_spelling
 from .texture import is_texture, texture_spelling
 
 
@@ -82,6 +82,8 @@ def render_spec(spec: Spec) -> str:
     for a in spec.args:
         if isinstance(a, TextureArg):
             lines.append(f'{a.name} = "{texture_spelling(a)}"')
+        elif isinstance(a, NullArg):
+            lines.append(f'{a.name} = "null"')
         elif isinstance(a, BufferArg):
             init = a.init
             init_text = init_spelling(init)

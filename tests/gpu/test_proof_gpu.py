@@ -110,3 +110,18 @@ def test_the_sample_file_drafts_are_proven(evaluator):
     for name, p in results.items():
         print(f"\n[proof] sample {name}: {p.status}: {p.message}")
     assert results and all(p.proven for p in results.values()), {k: p.message for k, p in results.items()}
+
+
+def test_a_draft_with_a_null_pointer_is_proven_and_the_kernel_gets_null(evaluator, tmp_path):
+    """`biased<<<...>>>(x, nullptr, y, n)`: the draft passes null, as the program does, and
+    the proof runs the kernel with it (its `if (bias)` branch not taken: y = x exactly);
+    memcheck is clean, so nothing read through the null pointer."""
+    source = ("__global__ void biased(const float* x, const float* bias, float* y, int n)\n"
+              "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] + (bias ? bias[i] : 0.f); }\n"
+              "int main() { int n = 4096; float *x, *y; cudaMalloc(&x, n * sizeof(float));\n"
+              "  cudaMalloc(&y, n * sizeof(float)); biased<<<(n + 255) / 256, 256>>>(x, nullptr, y, n); }\n")
+    (tmp_path / "k.cu").write_text(source)
+    (s,) = kernel_specs([tmp_path / "k.cu"])
+    assert 'bias = "null"' in s.spec
+    proof = prove(evaluator, source, "biased", s.spec, QUICK)
+    assert proof.proven, proof.message

@@ -1,0 +1,24 @@
+"""A parameter's element type under a spec's template arguments: `T*` with `template = "float"`
+is a float buffer, `Pack<T, 4>*` four float lanes. The spec's check, the evaluator's plans and
+the preparation of a kernel read it the same way."""
+
+from __future__ import annotations
+
+from ..kernels.c_types import element_type
+from ..kernels.model import Kernel, Param
+from ..kernels.structs import substituted
+
+
+def template_substitution(kernel: Kernel, template: str | None) -> dict[str, str]:
+    """Template parameter name -> argument text, from `template = "float, 256"`."""
+    if not template or not kernel.template_params:
+        return {}
+    values = [v.strip() for v in template.split(",")]
+    names = [tp.split("=")[0].split()[-1] for tp in kernel.template_params]
+    return dict(zip(names, values))
+
+
+def param_dtype(p: Param, subst: dict[str, str]) -> tuple[str | None, int]:
+    if p.dtype is not None:
+        return p.dtype, p.lanes
+    return element_type(substituted(p.base_type, subst))
