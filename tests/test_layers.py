@@ -89,3 +89,42 @@ def test_the_cli_and_the_servers_entry_point_start_without_the_heavy_libraries()
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", out.stdout
+
+
+BRACKETS = frozenset("()[]{}<>")
+
+
+def _counts_a_depth(function: ast.AST) -> set[str]:
+    """Names the function steps up and down by one (`depth += 1`, `depth -= 1`), or by a table
+    of brackets (`depth += {"(": 1, ")": -1}.get(ch, 0)`)."""
+    up, down = set(), set()
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)):
+            continue
+        if isinstance(node.value, ast.Constant) and node.value.value == 1:
+            (up if isinstance(node.op, ast.Add) else down if isinstance(node.op, ast.Sub) else set()).add(node.target.id)
+        elif any(isinstance(d, ast.Dict) and any(_bracket(k) for k in d.keys) for d in ast.walk(node.value)):
+            up.add(node.target.id)
+            down.add(node.target.id)
+    return up & down
+
+
+def _bracket(node: ast.AST | None) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and node.value:
+        value = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+        return set(value) <= BRACKETS
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value in b"()[]{}<>"
+
+
+def test_one_bracket_matcher():
+    """Brackets are matched in kernels/brackets.py alone (`nesting` and what is built on it):
+    a function elsewhere that counts a depth up and down among bracket characters fails here."""
+    counting = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "kernels" / "brackets.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _counts_a_depth(node) and \
+                    any(_bracket(c) for c in ast.walk(node)):
+                counting.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}")
+    assert not counting, f"brackets counted by hand (use kernels/brackets.py): {counting}"

@@ -48,16 +48,11 @@ class CapturedLaunch:
     @property
     def template_args(self) -> str:
         """`16, float` for `void K<16, float>(...)`; '' for a kernel that is no template."""
-        head = self.name.split("(", 1)[0] if "(" in self.name else self.name
+        head = (self.name.split("(", 1)[0] if "(" in self.name else self.name).rstrip()
         start = head.find(self.base + "<")
-        if start < 0:
+        if start < 0 or not head.endswith(">"):  # the list ends the name (unless cut at a `(` inside it)
             return ""
-        depth, begin = 0, start + len(self.base)
-        for i in range(begin, len(head)):
-            depth += {"<": 1, ">": -1}.get(head[i], 0)
-            if depth == 0:
-                return head[begin + 1:i].strip()
-        return ""
+        return head[start + len(self.base) + 1:-1].strip()
 
     def where(self) -> str:
         dims = lambda d: "(" + ", ".join(map(str, d)) + ")"  # noqa: E731

@@ -23,6 +23,7 @@ from ..capture import Capture, CapturedLaunch
 from ..kernels.c_types import ITEMSIZE
 from ..kernels import Kernel, Param
 from ..kernels.c_types import element_type
+from ..kernels.brackets import nesting
 from ..kernels.lexical import lex, spec_blocks, split_top_level
 from ..kernels.structs import substituted
 from ..source import SourceText
@@ -215,12 +216,10 @@ def compiled_types(demangled: str, count: int) -> list[str]:
     (a C-linkage kernel's symbol is its bare name) or another count of parameters."""
     if not demangled.endswith(")") or "(" not in demangled:
         return []
-    depth, start = 0, len(demangled) - 1
-    for i in range(len(demangled) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(demangled[i], 0)
-        if depth == 0:
-            start = i
-            break
+    # the parameter list: the last `(` at the top level (a template argument may hold one)
+    start = max((i for i, (ch, depth) in enumerate(nesting(demangled, "(", ")")) if ch == "(" and depth == 0), default=-1)
+    if start < 0:
+        return []
     inner = demangled[start + 1:-1].strip()
     types = [" ".join(_QUALIFIERS.sub(" ", t).split()) for t in split_top_level(inner)] if inner and inner != "void" else []
     return types if len(types) == count else []

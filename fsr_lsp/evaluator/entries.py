@@ -10,6 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..kernels.brackets import nesting, split_top_level
+
 
 def match_entry(entries: list[str], kernel: str) -> str | None:
     """The entry that is `kernel`: an `extern "C"` name as is, or an Itanium-mangled name
@@ -61,24 +63,10 @@ def _template_args(text: str) -> list[str] | None:
     suffixes and casts, spaces normalized."""
     if not text.startswith("<"):
         return None
-    depth, args, current = 0, [], ""
-    for ch in text:
-        if ch in "<([":
-            depth += 1
-            if depth == 1:
-                continue
-        elif ch in ">)]":
-            depth -= 1
-            if depth == 0:
-                args.append(current)
-                break
-        elif ch == "," and depth == 1:
-            args.append(current)
-            current = ""
-            continue
-        current += ch
-    else:
+    end = next((j for j, (ch, depth) in enumerate(nesting(text, "<([", ">)]")) if depth == 0 and ch in ">)]"), -1)
+    if end < 0:
         return None
+    args = split_top_level(text[1:end], ",", "<([", ">)]")
     out = []
     for a in args:
         a = re.sub(r"^\((?:unsigned |signed )?\w+\)", "", " ".join(a.split()))

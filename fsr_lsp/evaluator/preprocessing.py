@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..kernels.brackets import balance
 from ..kernels.pptokens import LogicalLine, Token, UnclearText, header_name, logical_lines, string_value
 
 # CUDA's own device headers (the toolkit's, public and read-only): what a rewrite may need
@@ -80,25 +81,24 @@ def preprocessing_problem(candidate: str, original: str, include_dirs: tuple[str
         return f"the candidate is unclear to the preprocessor: {e}"
     computed = _computed_include_macros(original)
     pasting = any(t.text in ("##", "%:%:") for line in lines for t in line.tokens)
-    depth = 0
+    stray, left_open = balance(lines, CONDITIONAL_OPEN, ("endif",), _directive)
     for line in lines:
         if line.is_directive:
             problem = _directive_problem(line, allowed, include_dirs, computed)
             if problem:
                 return f"{problem} (line {line.line})"
-            name = line.directive
-            if name in CONDITIONAL_OPEN:
-                depth += 1
-            elif name == "endif":
-                depth -= 1
-                if depth < 0:
-                    return f"#endif without #if in the candidate (line {line.line})"
+            if line is stray:
+                return f"#endif without #if in the candidate (line {line.line})"
         problem = _operator_problem(line.tokens, pasting)
         if problem:
             return problem
-    if depth:
+    if left_open:
         return "the candidate leaves an #if open (every #if needs its #endif inside the candidate)"
     return ""
+
+
+def _directive(line: LogicalLine) -> str:
+    return line.directive if line.is_directive else ""
 
 
 def _header_allowed(name: str, allowed: set[str], include_dirs: tuple[str, ...]) -> bool:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..source import SourceText
-from .brackets import closing
+from .brackets import closing, nesting, top_level
 from .model import Kernel, SpecComment
 
 _IDENT = re.compile(rb"[A-Za-z_]\w*")
@@ -98,42 +98,30 @@ def gap_problem(src: SourceText, masked: bytes, start: int, end: int, kernel: st
 def _item(m: bytes, i: int, end: int) -> tuple[int | None, tuple[int, int] | None]:
     """One top-level declaration from i: (its end, its first brace block), or (None, None) when
     it does not end before `end`."""
-    depth = 0
     block: tuple[int, int] | None = None
     j = i
-    while j < end:
-        ch = m[j : j + 1]
-        if ch in b"([":
-            depth += 1
-        elif ch in b")]":
-            depth -= 1
-        elif depth == 0 and ch == b";":
+    while True:
+        hit = next(top_level(m, (b";", b"{"), b"([", b")]", j, end), None)
+        if hit is None:
+            return None, None
+        j = hit.start()
+        if hit.group() == b";":
             return j + 1, block
-        elif depth == 0 and ch == b"{":
-            close = closing(m, j, b"{", b"}", end)
-            if close < 0:
-                return None, None
-            if block is None:
-                block = (j, close)
-            head = m[i:j]
-            if not (set(_IDENT.findall(head)) & _AGGREGATES or b"=" in head):
-                return close + 1, block  # a function or namespace body ends the item
-            j = close
-        j += 1
-    return None, None
+        close = closing(m, j, b"{", b"}", end)
+        if close < 0:
+            return None, None
+        if block is None:
+            block = (j, close)
+        head = m[i:j]
+        if not (set(_IDENT.findall(head)) & _AGGREGATES or b"=" in head):
+            return close + 1, block  # a function or namespace body ends the item
+        j = close + 1  # an aggregate's initializer or body: the item goes on
 
 
 def _declared_name(head: bytes) -> bytes | None:
     """The function name in a declaration head: the last identifier before its last top-level
     `(` (the parameter list; `__launch_bounds__(...)` and attribute macros come before it)."""
-    depth, paren = 0, -1
-    for j, ch in enumerate(head):
-        if ch == 0x28:
-            if depth == 0:
-                paren = j
-            depth += 1
-        elif ch == 0x29:
-            depth -= 1
+    paren = max((j for j, (ch, depth) in enumerate(nesting(head, b"(", b")")) if ch == 0x28 and depth == 0), default=-1)
     names = _IDENT.findall(head[: paren if paren >= 0 else len(head)])
     return names[-1] if names else None
 

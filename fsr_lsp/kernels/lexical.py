@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from ..source import SourceText
+from . import brackets
 from .model import SpecComment
 
 _SPEC_OPEN = re.compile(rb"/\*\s*@fsr\b")
@@ -180,17 +181,5 @@ def _condition(kind: str, rest: str, defined: set[str]) -> bool:
 def split_top_level(text: str, angles: bool = True) -> list[str]:
     """`text` split at commas outside brackets (and outside `<...>` when `angles`: template
     arguments), parts as written: `a, f(b, c), T<d, e>` -> ['a', ' f(b, c)', ' T<d, e>']."""
-    opening, closing = ("([{<", ")]}>") if angles else ("([{", ")]}")
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch in opening:
-            depth += 1
-        elif ch in closing:
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return parts
+    opens, closes = ("([{<", ")]}>") if angles else ("([{", ")]}")
+    return brackets.split_top_level(text, ",", opens, closes)

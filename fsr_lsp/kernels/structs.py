@@ -18,6 +18,7 @@ import re
 
 from tree_sitter import Node
 
+from .brackets import split_top_level
 from .c_types import C_SPELLING, ITEMSIZE, element_type
 from .treesitter import nodes_of, parse
 
@@ -171,14 +172,7 @@ def substituted(spelling: str, subst: dict[str, str]) -> str:
 
 
 def _top_level_args(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return [a for a in out if a]
+    return [a.strip() for a in split_top_level(text, ",", "<(", ">)") if a.strip()]
 
 
 def _template_of(struct: Node) -> list[str] | None:

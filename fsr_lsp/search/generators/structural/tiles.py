@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ....kernels import Kernel
+from ....kernels.brackets import split_top_level
 from ....specs import Spec
 from .syntax import dims, kernel_body, single_statement, walk as _walk
 
@@ -334,20 +335,7 @@ class _Product:
 
 def _split_top(text: str, op: str) -> list[str]:
     """`a && (b && c)` -> [`a`, `(b && c)`]: split at `op` outside brackets."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif depth == 0 and text.startswith(op, i):
-            parts.append(text[start:i].strip())
-            i += len(op)
-            start = i
-            continue
-        i += 1
-    parts.append(text[start:].strip())
+    parts = [p.strip() for p in split_top_level(text, op, "([", ")]")]
     if any(not p for p in parts) or (op == "&&" and any("||" in p and not p.startswith("(") for p in parts)):
         raise _NotApplicable
     return parts
