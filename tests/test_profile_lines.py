@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.ncu_source import LineReport, parse_rules, parse_source_page
+from fsr_lsp.evaluator.ncu_source import UNREADABLE, LineReport, parse_rules, parse_source_page
 from fsr_lsp.evaluator.profile import parse_ncu_csv
 from fsr_lsp.profiling.findings import read_profile
 
-from .recorded_profiler import DATA, KERNELS, raw_page, recorded
+from .recorded_profiler import DATA, INLINED, KERNELS, raw_page, recorded
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,6 +109,70 @@ def test_a_header_lines_counters_stay_off_the_document():
         "/work/main/tests/data/ncu/profile_kernels.cu", "/usr/include/helpers.cuh"))
     report = LineReport(p.lines.lines + extra, p.lines.rules)
     assert set(read_profile("copy_strided", p.facts, report).lines) == {c.line for c in p.lines.lines}
+
+
+# ------------------------------------------------------------ code outside the file
+
+# probe() of inlined_code.cu as the evaluator built it (ncu on an H100): samples by line of the
+# kernel's file, and the one header line with samples (helper.cuh's loop, inlined at line 18)
+PROBE_OWN = {13: 13, 15: 19, 16: 10, 17: 224, 18: 0, 19: 0, 20: 44, 22: 39}
+PROBE_OUTSIDE = 12
+
+
+def test_an_evaluator_builds_lines_are_numbered_without_text_and_headers_come_apart():
+    """ncu cannot open the evaluator's scratch kernel.cu: its lines have a number and no text;
+    cuda_fp16.hpp, sm_32_intrinsics.hpp and helper.cuh come in sections of their own."""
+    assert UNREADABLE in (DATA / "source_both_probe.csv").read_text()
+    lines = parse_source_page((DATA / "source_both_probe.csv").read_text())
+    own = [c for c in lines if c.file.endswith("/kernel.cu")]
+    assert {c.line: c.samples for c in own} == PROBE_OWN and all(c.text == "" for c in own)
+    headers = {c.file.rsplit("/", 1)[1] for c in lines if c not in own}
+    assert headers == {"cuda_fp16.hpp", "sm_32_intrinsics.hpp", "helper.cuh"}
+    assert sum(c.samples for c in lines if c not in own) == PROBE_OUTSIDE
+
+
+def test_the_kernels_file_is_the_evaluators_kernel_cu_wherever_ncu_puts_it():
+    lines = parse_source_page((DATA / "source_both_probe.csv").read_text())
+    headers_first = [c for c in lines if not c.file.endswith("/kernel.cu")] + [c for c in lines if c.file.endswith("/kernel.cu")]
+    assert LineReport(headers_first).main_file.endswith("/kernel.cu")
+    assert LineReport(parse_source_page((DATA / "source_both_divergent.csv").read_text())).main_file == str(
+        Path("/work/main/tests/data/ncu/profile_kernels.cu"))  # a recording of a direct build: its first file
+
+
+def test_only_the_files_own_lines_are_listed_and_the_rest_is_one_share():
+    p = recorded("probe")
+    profile = read_profile("probe", p.facts, p.lines, "NVIDIA H100", document=INLINED.read_text())
+    assert {n: c.samples for n, c in profile.lines.items()} == PROBE_OWN  # no header line among them
+    doc = INLINED.read_text().splitlines()
+    assert all(c.text == doc[n - 1].strip() for n, c in profile.lines.items())  # the document's words
+    assert profile.lines[17].text == "float v = __ldg(&x[i]);"
+    total = sum(PROBE_OWN.values()) + PROBE_OUTSIDE
+    assert (profile.samples, profile.outside_samples) == (total, PROBE_OUTSIDE)
+    assert profile.outside == f"{100 * PROBE_OUTSIDE / total:.0f}% of the samples in code outside this file" \
+        == "3% of the samples in code outside this file"
+    hot = next(f for f in profile.findings if f.kind == "hot")  # shares are of every sample, outside ones too
+    assert hot.line == 17 and hot.message.startswith(f"{100 * 224 / total:.0f}% of the kernel's warp stall samples")
+
+
+def test_without_samples_outside_nothing_is_said_of_them():
+    p = recorded("copy_strided")
+    assert read_profile("copy_strided", p.facts, p.lines).outside == ""
+
+
+def test_a_placed_specs_lines_map_back_to_the_document():
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.workflows.profile import _document_line
+
+    text = "#include <x.h>\n\n__global__ void k(float* a)\n{\n    a[0] = 1;\n}\n"
+    placed = place_spec(text, "k", "/* @fsr\nbench = { n = 1 }\n*/\n")  # three lines above line 3
+    line_of = _document_line(text, placed)
+    assert placed.text.splitlines()[5] == "__global__ void k(float* a)"
+    assert [line_of(n) for n in range(1, 10)] == [1, 2, None, None, None, 3, 4, 5, 6]
+    with_spec = placed.text  # the kernel at line 6 under a block of 3 lines ...
+    replaced = place_spec(with_spec, "k", "/* @fsr\nbench = { n = 1 }\ntests = [ { n = 2 } ]\nblock = 32\n*/")
+    line_of = _document_line(with_spec, replaced)  # ... replaced by one of 5
+    assert replaced.text.splitlines()[7] == "__global__ void k(float* a)"
+    assert [line_of(n) for n in range(1, 11)] == [1, 2, None, None, None, None, None, 6, 7, 8]
 
 
 # ------------------------------------------------------------ the ncu run (a fake ncu)
@@ -216,6 +280,26 @@ def test_fsr_profile_prints_the_findings_line_by_line(tmp_path):
     data = json.loads(fsr_profile(str(kernels), "-k", "transpose_conflicts", "--json", cwd=tmp_path).stdout)
     assert [f["line"] for f in data["findings"] if f["kind"] == "bank_conflicts"] == [line]
     assert data["facts"]["occupancy_pct"] > 0 and any(c["line"] == line for c in data["lines"])
+
+
+def test_fsr_profile_lists_the_files_own_lines_and_sums_the_rest_in_one(tmp_path):
+    """Never "<Unable to open source file>" nor a header's line among the file's lines: the
+    document's own text, and one line for the samples elsewhere."""
+    (tmp_path / ".git").mkdir()
+    kernels = tmp_path / INLINED.name
+    kernels.write_text(INLINED.read_text())
+    (tmp_path / "helper.cuh").write_text((DATA / "helper.cuh").read_text())
+    r = fsr_profile(str(kernels), "-k", "probe", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert UNREADABLE not in r.stdout and "helper.cuh" not in r.stdout
+    assert f"{kernels}:17: note: 62% of the kernel's warp stall samples are at this line" in r.stdout
+    assert "\n    float v = __ldg(&x[i]);\n" in r.stdout
+    assert r.stdout.rstrip().endswith("\n3% of the samples in code outside this file")
+    data = json.loads(fsr_profile(str(kernels), "-k", "probe", "--json", cwd=tmp_path).stdout)
+    assert {c["line"]: c["samples"] for c in data["lines"]} == PROBE_OWN
+    assert all(c["text"] and c["text"] != UNREADABLE for c in data["lines"] if c["line"] != 22) and UNREADABLE not in json.dumps(data)
+    assert (data["outside_samples"], data["samples"]) == (PROBE_OUTSIDE, sum(PROBE_OWN.values()) + PROBE_OUTSIDE)
+    assert data["outside"] == "3% of the samples in code outside this file"
 
 
 def test_fsr_profile_of_a_kernel_nothing_launches_asks_for_a_spec(tmp_path):

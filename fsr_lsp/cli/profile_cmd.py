@@ -75,6 +75,8 @@ def as_text(profile: KernelProfile, file: Path) -> str:
             out.append(f"    {text}")
     if not profile.findings:
         out.append("no findings: no line stands out")
+    if profile.outside:  # inlined from headers: summed, never listed among the file's lines
+        out.append(profile.outside)
     return "\n".join(out)
 
 
@@ -84,4 +86,6 @@ def as_json(profile: KernelProfile, file: Path) -> str:
                        "facts": dataclasses.asdict(profile.facts) if profile.facts else None,
                        "findings": [dataclasses.asdict(f) for f in profile.findings],
                        "lines": [dataclasses.asdict(c) for c in profile.lines.values()],
+                       "samples": profile.samples, "outside_samples": profile.outside_samples,
+                       "outside": profile.outside,
                        "rules": [dataclasses.asdict(r) for r in profile.rules]}, indent=2)

@@ -4,7 +4,11 @@
 row, a "Function Name" row, a header row, then one row per CUDA source line (its number in the
 first column) followed by that line's SASS rows (no number): the line rows carry the sums.
 Which columns appear depends on the kernel (no "Divergent Branches" without branches, no
-shared-memory columns without shared memory), so everything is read by header name.
+shared-memory columns without shared memory), so everything is read by header name. Code
+inlined from other files (CUDA's headers, the user's) comes in sections of its own, after the
+kernel's file. ncu reads each line's text from the file itself: the kernel's own file, the
+evaluator's scratch copy `kernel.cu`, is gone by then, so its lines come with the number alone
+and the text "<Unable to open source file>" (seen with ncu 2025.3.1 on an H100).
 
 `ncu -i REPORT --page details --csv` gives one row per metric or rule; a rule row names the
 rule, its type (OPT: an optimisation, with an estimated speedup) and its description.
@@ -14,10 +18,14 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from .compiler_output import OWN_FILE
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
 NOT_ISSUED = "Warp Stall Sampling (Not-issued Samples)"
 _STALL = "stall_"
+UNREADABLE = "<Unable to open source file>"  # ncu's text for a line of a file it could not open
 
 
 @dataclass
@@ -26,7 +34,7 @@ class LineCounters:
 
     file: str
     line: int
-    text: str
+    text: str  # as ncu read it from the file ("" where it could not open the file)
     samples: int = 0  # warp-state samples taken at this line's instructions
     stalls: dict[str, int] = field(default_factory=dict)  # reason (long_sb, barrier, ...) -> samples
     instructions: int = 0  # warp-level instructions executed
@@ -76,7 +84,8 @@ def parse_source_page(text: str) -> list[LineCounters]:
         if not header or not row[0].strip().isdigit():
             continue
         values = dict(zip(header, row))  # the two "Source" columns: the CUDA text comes first
-        out.append(_line(file, int(row[0]), row[1] if len(row) > 1 else "", header, row, values))
+        text = row[1] if len(row) > 1 and row[1] != UNREADABLE else ""
+        out.append(_line(file, int(row[0]), text, header, row, values))
     return out
 
 
@@ -144,5 +153,7 @@ class LineReport:
 
     @property
     def main_file(self) -> str:
-        """The file the kernel was compiled from: the first one ncu names (headers come later)."""
-        return self.lines[0].file if self.lines else ""
+        """The file the kernel was compiled from: the evaluator's `kernel.cu`, else (a recording
+        made outside the evaluator) the first one ncu names (headers come later)."""
+        first = self.lines[0].file if self.lines else ""
+        return next((c.file for c in self.lines if PurePath(c.file).name == OWN_FILE), first)

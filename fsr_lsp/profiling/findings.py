@@ -4,9 +4,9 @@ diagnostics and hover, the CLI and a model's prompt alike."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from pathlib import PurePath
-from typing import Literal
+from typing import Callable, Literal
 
 from ..evaluator.ncu_source import LineCounters, LineReport, Rule
 from ..evaluator.profile import ProfileFacts
@@ -71,12 +71,30 @@ class KernelProfile:
     seconds: float = 0.0
     size: str = ""  # the bench size profiled ("n=1048576")
     gpu: str = ""
+    samples: int = 0  # the kernel's warp-state samples, wherever they fell
+    outside_samples: int = 0  # ... in code not of the file: inlined from headers, CUDA's or the user's
+
+    @property
+    def outside(self) -> str:
+        """The one line said of the samples outside the file ('' when there are none): that code
+        is not the user's to edit here, so its lines are not listed."""
+        if not self.outside_samples:
+            return ""
+        share = 100 * self.outside_samples / max(self.samples, 1)
+        return f"{share:.0f}% of the samples in code outside this file" if share >= 0.5 else \
+            "under 1% of the samples in code outside this file"
 
 
-def read_profile(kernel: str, facts: ProfileFacts | None, report: LineReport, gpu: str = "") -> KernelProfile:
+def read_profile(kernel: str, facts: ProfileFacts | None, report: LineReport, gpu: str = "",
+                 document: str | None = None, line_of: Callable[[int], int | None] | None = None) -> KernelProfile:
+    """The findings of a line report. `document`: the file as the user has it (each listed line's
+    text is taken from it: ncu could not read the compiled copy); `line_of`: the document's line
+    of a compiled line, None for one that is not the document's (a spec block placed for the
+    run), when the compiled text was not the document itself."""
     size = report.size
-    own = _own_lines(report)
-    total = sum(c.samples for c in own.values()) or 1
+    own, outside = _own_lines(report, document, line_of)
+    samples = sum(c.samples for c in report.lines)
+    total = samples or 1
     findings: list[Finding] = []
     hot = sorted((c for c in own.values() if c.samples >= HOT_SHARE * total and _stuck(c)),
                  key=lambda c: -c.samples)[:HOT_LINES]
@@ -86,7 +104,7 @@ def read_profile(kernel: str, facts: ProfileFacts | None, report: LineReport, gp
                                  _divergence(c, report.rules), _local(c)) if f is not None]
     findings.sort(key=lambda f: (f.line, f.kind))
     return KernelProfile(kernel, summary(kernel, facts, report.rules, size, gpu), findings, own, facts,
-                         report.rules, report.seconds, size, gpu)
+                         report.rules, report.seconds, size, gpu, samples, outside)
 
 
 def _stuck(c: LineCounters) -> bool:
@@ -94,11 +112,31 @@ def _stuck(c: LineCounters) -> bool:
     return bool(top) and top not in NOT_A_DEFECT
 
 
-def _own_lines(report: LineReport) -> dict[int, LineCounters]:
-    """The lines of the file the kernel was compiled from (an inlined header's lines are not
-    the document's)."""
-    main = PurePath(report.main_file).name
-    return {c.line: c for c in report.lines if PurePath(c.file).name == main}
+def _own_lines(report: LineReport, document: str | None,
+               line_of: Callable[[int], int | None] | None) -> tuple[dict[int, LineCounters], int]:
+    """The lines of the file the kernel was compiled from, numbered and worded as the document
+    has them, and the samples of every other line (an inlined header's, a placed spec's)."""
+    texts = document.splitlines() if document is not None else None
+    own: dict[int, LineCounters] = {}
+    outside = 0
+    for c in report.lines:
+        number = c.line if line_of is None else line_of(c.line)
+        if c.file != report.main_file or number is None or (texts is not None and not 0 < number <= len(texts)):
+            outside += c.samples
+            continue
+        text = texts[number - 1].strip() if texts is not None else c.text
+        counted = dataclasses.replace(c, line=number, text=text)
+        own[number] = _added(own[number], counted) if number in own else counted
+    return own, outside
+
+
+def _added(a: LineCounters, b: LineCounters) -> LineCounters:
+    """One line's counters from two sections of the export (one per function ncu lists)."""
+    stalls = {r: a.stalls.get(r, 0) + b.stalls.get(r, 0) for r in {**a.stalls, **b.stalls}}
+    sums = {f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(LineCounters)
+            if f.type in ("int", int) and f.name not in ("line", "shared_conflict_ways")}
+    return dataclasses.replace(a, stalls=stalls, shared_conflict_ways=max(a.shared_conflict_ways, b.shared_conflict_ways),
+                               spaces=tuple(dict.fromkeys(a.spaces + b.spaces)), **sums)
 
 
 def _gain(kind: str, rules: list[Rule]) -> tuple[float | None, str]:

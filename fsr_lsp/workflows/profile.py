@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..drafting.placement import place_spec
+from ..drafting.placement import Placed, place_spec
 from ..evaluator.backends import EvalRequest
 from ..evaluator.profile import Profiled
 from ..evaluator.support import load
@@ -48,6 +48,7 @@ def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str]
         return ProfileOutcome(None, plan.message or f"{job.kernel} needs an @fsr spec to be profiled", spec_problem=True)
     run = OptimizeRun(job.text, job.path, job.kernel, job.workspace, job.settings, plan, cancel=job.cancel)
     run.searched_text = job.text
+    placed: Placed | None = None
     if plan is not None and plan.draft is not None:
         run.draft = plan.draft
         report(plan.message.replace("then searching", "then profiling"))
@@ -55,7 +56,8 @@ def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str]
         if not proof.proven:
             return ProfileOutcome(None, f"the drafted @fsr spec of {job.kernel} failed its proof: {proof.message}",
                                   spec_problem=True)
-        run.searched_text = place_spec(job.text, job.kernel, proof.spec).text
+        placed = place_spec(job.text, job.kernel, proof.spec)
+        run.searched_text = placed.text
     if job.cancel.is_set():
         return ProfileOutcome(None, "cancelled", cancelled=True)
     report(f"profiling {job.kernel} under Nsight Compute")
@@ -69,7 +71,7 @@ def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str]
         gpu = _gpu_name(backend)
     if job.cancel.is_set():
         return ProfileOutcome(None, "cancelled", cancelled=True)
-    return _outcome(job.kernel, profiled, gpu)
+    return _outcome(job, profiled, gpu, placed)
 
 
 def _gpu_name(backend) -> str:
@@ -79,8 +81,26 @@ def _gpu_name(backend) -> str:
         return ""
 
 
-def _outcome(kernel: str, profiled: Profiled, gpu: str) -> ProfileOutcome:
+def _outcome(job: ProfileRun, profiled: Profiled, gpu: str, placed: Placed | None) -> ProfileOutcome:
+    kernel = job.kernel
     if profiled.lines is None:
         return ProfileOutcome(None, f"{kernel} was not profiled: {profiled.note.removeprefix('not profiled: ')}")
-    return ProfileOutcome(read_profile(kernel, profiled.facts, profiled.lines, gpu), profiled.note)
+    line_of = _document_line(job.text, placed) if placed is not None else None
+    return ProfileOutcome(read_profile(kernel, profiled.facts, profiled.lines, gpu, job.text, line_of), profiled.note)
+
+
+def _document_line(document: str, placed: Placed) -> Callable[[int], int | None]:
+    """The document's line of a line of the profiled text, which has the drafted spec placed
+    above the kernel: lines below the block move up by its height, its own lines are no one's."""
+    data = document.encode()
+    first = data.count(b"\n", 0, placed.at) + 1  # the block's first line
+    last = first + placed.block.rstrip("\n").count("\n")  # and its last
+    moved = placed.block.count("\n") - data.count(b"\n", placed.at, placed.at + placed.replaced)
+
+    def line_of(line: int) -> int | None:
+        if line < first:
+            return line
+        return None if line <= last else line - moved
+
+    return line_of
 
