@@ -117,6 +117,17 @@ class Settings:
 KEYS: dict[str, str] = {f.metadata["key"]: f.name for f in fields(Settings)}
 # Read by the editor extension itself (how to start the server), not by the server.
 CLIENT_SIDE = {"server.command", "server.python"}
+# Settings that name a program, an address or an environment variable: what runs, and where the
+# code and a key go. Only the user's own settings choose them, never a repository's
+# (.vscode/settings.json, .dir-locals.el, .neoconf.json): the VS Code extension scopes them
+# "machine", and the server refuses them from settings a client marks as the workspace's.
+MACHINE = ("server.command", "server.python", "compiler.nvcc", "llm.baseUrl", "llm.apiKeyEnv",
+           "evaluator.address", "capture.command")
+# A repository's settings may set these once the user trusts the workspace, not before: nvcc's
+# flags can name a program (-ccbin) or hand the host compiler one to load.
+TRUSTED_ONLY = ("compiler.flags",)
+USER, WORKSPACE = "user", "workspace"  # where a settings object comes from
+SOURCE_KEY = "source"  # the marker a client may put in a settings object: "user" or "workspace"
 _DEFAULTS = Settings()
 
 
@@ -126,15 +137,38 @@ class Loaded:
     problems: list[str] = field(default_factory=list)
 
 
-def load_settings(options: Any, base: Settings | None = None) -> Loaded:
-    """Settings from a client's `fsr` section (None or {} keeps the defaults)."""
+def load_settings(options: Any, base: Settings | None = None, *, source: str = USER, trusted: bool = True,
+                  kept: Settings | None = None) -> Loaded:
+    """Settings from a client's `fsr` section (None or {} keeps the defaults).
+
+    `source`: where the section comes from, "user" (the user's own configuration) or "workspace"
+    (a repository's); a `"source": "workspace"` marker in the section makes it the workspace's
+    (a marker can only restrict: "user" in a workspace's section changes nothing). From a
+    workspace, the MACHINE settings are refused, and the TRUSTED_ONLY ones while the workspace is
+    untrusted: a refused setting keeps its value in `kept` (the settings in force), with a problem
+    naming it."""
     flat = _flatten(options or {})
     if "fsr" in {k.split(".")[0] for k in flat} and not any(k in KEYS for k in flat):
+        marker = flat.get(SOURCE_KEY)
         flat = {k[4:]: v for k, v in flat.items() if k.startswith("fsr.")}  # the whole options object was sent
+        if marker is not None:
+            flat.setdefault(SOURCE_KEY, marker)
     values = {f.name: getattr(base or _DEFAULTS, f.name) for f in fields(Settings)}
     problems = []
+    marker = flat.pop(SOURCE_KEY, None)
+    if marker is not None and marker not in (USER, WORKSPACE):
+        problems.append(f"fsr.{SOURCE_KEY}: expected \"{USER}\" or \"{WORKSPACE}\", got {marker!r}; "
+                        "read as the workspace's")
+    from_workspace = source == WORKSPACE or (marker is not None and marker != USER)
+    if from_workspace:
+        for key in refused_keys(trusted):
+            if key in KEYS:  # not CLIENT_SIDE: the server never reads those
+                values[KEYS[key]] = getattr(kept or _DEFAULTS, KEYS[key])
     for key, value in flat.items():
         if key in CLIENT_SIDE:
+            continue
+        if from_workspace and key in refused_keys(trusted):
+            problems.append(refusal(key, trusted))
             continue
         name = KEYS.get(key)
         if name is None:
@@ -150,6 +184,20 @@ def load_settings(options: Any, base: Settings | None = None) -> Loaded:
             continue
         values[name] = converted
     return Loaded(Settings(**values), problems)
+
+
+def refused_keys(trusted: bool) -> tuple[str, ...]:
+    """The settings a workspace's own settings may not set (`trusted`: the user trusts it)."""
+    return MACHINE if trusted else MACHINE + TRUSTED_ONLY
+
+
+def refusal(key: str, trusted: bool = True) -> str:
+    """The one line that says a workspace's value of `key` was not taken, and why."""
+    if key in TRUSTED_ONLY and key not in MACHINE:
+        return (f"fsr.{key}: not taken from the workspace's settings while the workspace is not trusted "
+                "(its flags can name a program to run); trust the workspace, or set it in your own settings")
+    return (f"fsr.{key}: not taken from the workspace's settings (it names a program, an address or an "
+            "environment variable); set it in your own (user) settings")
 
 
 def check_value(name: str, value: Any) -> tuple[str, Any]:

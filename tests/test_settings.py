@@ -99,3 +99,54 @@ def test_the_readmes_settings_table_lists_every_setting_with_its_default():
         shown = "[]" if default == () else '""' if default == "" else str(default).lower() if isinstance(default, bool) \
             else f"{default:g}" if isinstance(default, float) else str(default)
         assert rows[key] == shown, key
+
+
+def test_a_workspace_source_may_not_set_what_names_a_program_an_address_or_an_environment_variable():
+    from fsr_lsp.settings import MACHINE, TRUSTED_ONLY
+
+    mine = Settings(llm_base_url="http://mine/v1", llm_api_key_env="MY_KEY", compiler_nvcc="/opt/cuda/bin/nvcc",
+                    capture_command="./build/app", compiler_flags=("-lineinfo",))
+    project = {"llm": {"baseUrl": "http://attacker/v1", "apiKeyEnv": "AWS_SECRET_ACCESS_KEY", "model": "m"},
+               "compiler": {"nvcc": "./evil", "flags": ["-ccbin=./evil"]}, "evaluator": {"address": "ray://attacker:1"},
+               "capture": {"command": "./evil"}, "search": {"rounds": 2}, "server": {"command": ["./evil"]}}
+    for loaded in (load_settings(project, source="workspace", kept=mine),
+                   load_settings({**project, "source": "workspace"}, kept=mine),  # the marker in the section
+                   load_settings({"fsr": project, "source": "workspace"}, kept=mine),  # beside a wrapped section
+                   load_settings({**project, "source": "user"}, source="workspace", kept=mine)):  # only restricts
+        s = loaded.settings
+        assert (s.llm_base_url, s.llm_api_key_env, s.compiler_nvcc, s.capture_command, s.evaluator_address) == \
+            ("http://mine/v1", "MY_KEY", "/opt/cuda/bin/nvcc", "./build/app", "auto")
+        assert (s.llm_model, s.search_rounds, s.compiler_flags) == ("m", 2, ("-ccbin=./evil",))  # trusted: its flags
+        refused = sorted(p.split(":")[0] for p in loaded.problems)
+        assert refused == sorted(f"fsr.{k}" for k in MACHINE if k not in ("server.command", "server.python"))
+        assert all("set it in your own (user) settings" in p and "\n" not in p for p in loaded.problems)
+    # A section the workspace does not mention keeps the user's values too.
+    assert load_settings({"search": {"rounds": 3}}, source="workspace", kept=mine).settings.llm_base_url == "http://mine/v1"
+    # Untrusted: the flags as well.
+    untrusted = load_settings(project, source="workspace", trusted=False, kept=mine)
+    assert untrusted.settings.compiler_flags == ("-lineinfo",) and TRUSTED_ONLY == ("compiler.flags",)
+    assert any(p.startswith("fsr.compiler.flags: not taken") and "not trusted" in p for p in untrusted.problems)
+    # The user's own settings set all of them, as before; an unknown marker reads as the workspace's.
+    assert load_settings(project).settings.compiler_nvcc == "./evil"
+    odd = load_settings({**project, "source": "repo"}, kept=mine)
+    assert odd.settings.compiler_nvcc == "/opt/cuda/bin/nvcc" and any("fsr.source: expected" in p for p in odd.problems)
+
+
+def test_the_extension_scopes_exactly_those_settings_machine_and_declares_restricted_mode():
+    import json
+    import re
+    from pathlib import Path
+
+    from fsr_lsp.settings import MACHINE, TRUSTED_ONLY
+
+    client = Path(__file__).parent.parent / "vscode-client"
+    package = json.loads((client / "package.json").read_text())
+    props = package["contributes"]["configuration"]["properties"]
+    assert {k.removeprefix("fsr.") for k, p in props.items() if p.get("scope") == "machine"} == set(MACHINE)
+    trust = package["capabilities"]["untrustedWorkspaces"]
+    assert trust["supported"] == "limited" and trust["description"]
+    assert set(trust["restrictedConfigurations"]) == {f"fsr.{k}" for k in MACHINE + TRUSTED_ONLY}
+    ts = (client / "src" / "settings.ts").read_text()
+    for name, keys in (("MACHINE_KEYS", MACHINE), ("TRUSTED_KEYS", TRUSTED_ONLY)):
+        block = ts[ts.index(f"export const {name}"):]
+        assert set(re.findall(r'"([\w.]+)"', block[:block.index("];")])) == set(keys), name

@@ -16,13 +16,14 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..kernels import Kernel, find_kernel
 from ..redaction import redact
-from ..settings import Settings, load_settings
+from ..settings import USER, Settings, load_settings
 from .check import CheckResult
 from .edits import EditSupport
 from .features.drafts import Drafts
 from .logs import set_level
 from .protocol import FsrProtocol
 from .searches import Searches
+from .trust import Trust
 from .watch import WorkspaceWatcher
 
 log = logging.getLogger("fsr_lsp")
@@ -34,6 +35,7 @@ class FsrServer(LanguageServer):
         super().__init__("fsr-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=FsrProtocol)
         self.settings = Settings()
+        self.trust = Trust()  # what the client said of the workspace (trust.py)
         self.checks: dict[str, CheckResult] = {}
         self.check_tasks: dict[str, asyncio.Task] = {}
         self.to_publish: dict[str, None] = {}  # documents whose diagnostics are due, in order
@@ -91,8 +93,11 @@ class FsrServer(LanguageServer):
             self.shown.add(message)
             self.show(message, kind)
 
-    def apply_settings(self, options: Any) -> None:
-        loaded = load_settings(options, None)
+    def apply_settings(self, options: Any, after_start: bool = False) -> None:
+        """`after_start`: the settings came from workspace/configuration or didChangeConfiguration
+        (the client may have said those hold a workspace's values), not initializationOptions."""
+        source = self.trust.configuration_source if after_start else USER
+        loaded = load_settings(options, None, source=source, trusted=self.trust.trusted, kept=self.settings)
         self.settings = loaded.settings
         problems = list(loaded.problems)
         if loaded.settings.log_level:

@@ -15,10 +15,54 @@ test("an explicit command wins, else python -m fsr_lsp.server.main", () => {
   assert.deepEqual(s.serverLaunch(["", "x"], undefined).command, "python3");
 });
 
-test("initialization options nest the server's keys and leave out the client's", () => {
+test("initialization options nest the server's keys, leave out the client's, and say whether the workspace is trusted", () => {
   const values = { "llm.baseUrl": "http://h/v1", "search.rounds": 2, "compiler.flags": ["-O3"], "gpu": 1, "server.python": "p" };
-  const opts = s.initializationOptions((k) => values[k]);
-  assert.deepEqual(opts, { fsr: { llm: { baseUrl: "http://h/v1" }, search: { rounds: 2 }, compiler: { flags: ["-O3"] }, gpu: 1 } });
+  const opts = s.initializationOptions((k) => values[k], false);
+  assert.deepEqual(opts, { fsr: { llm: { baseUrl: "http://h/v1" }, search: { rounds: 2 }, compiler: { flags: ["-O3"] }, gpu: 1 },
+    trustedWorkspace: false });
+  assert.equal(s.initializationOptions((k) => values[k], true).trustedWorkspace, true);
+});
+
+test("settings that name a program, an address or an environment variable are machine-scoped and restricted", () => {
+  const props = pkg.contributes.configuration.properties;
+  const machine = Object.keys(props).filter((k) => props[k].scope === "machine").map((k) => k.slice(4));
+  assert.deepEqual(machine.sort(), [...s.MACHINE_KEYS].sort());
+  for (const key of ["server.command", "server.python", "compiler.nvcc", "llm.baseUrl", "llm.apiKeyEnv", "evaluator.address", "capture.command"]) {
+    assert.ok(s.MACHINE_KEYS.includes(key), key);
+  }
+  assert.ok(!Object.values(props).some((p) => p.scope && p.scope !== "machine"), "no other scope is declared");
+  const trust = pkg.capabilities.untrustedWorkspaces;
+  assert.equal(trust.supported, "limited");
+  assert.match(trust.description, /Restricted Mode/);
+  assert.deepEqual([...trust.restrictedConfigurations].sort(), [...s.MACHINE_KEYS, ...s.TRUSTED_KEYS].map((k) => `fsr.${k}`).sort());
+});
+
+test("a restricted setting never takes the workspace's value; others do", () => {
+  const machine = { defaultValue: [], globalValue: ["fsr-lsp"], workspaceValue: ["./evil.sh"] };
+  assert.deepEqual(s.settingValue("server.command", ["./evil.sh"], machine, true), { value: ["fsr-lsp"], ignored: true });
+  assert.deepEqual(s.settingValue("server.command", ["fsr-lsp"], machine, true), { value: ["fsr-lsp"], ignored: true });
+  const noUser = { defaultValue: "", workspaceFolderValue: "http://attacker/v1" };
+  assert.deepEqual(s.settingValue("llm.baseUrl", "http://attacker/v1", noUser, false), { value: "", ignored: true });
+  const same = { defaultValue: "", globalValue: "http://h/v1", workspaceValue: "http://h/v1" };
+  assert.deepEqual(s.settingValue("llm.baseUrl", "http://h/v1", same, false), { value: "http://h/v1", ignored: false });
+  const flags = { defaultValue: [], workspaceValue: ["-ccbin=/evil"] };
+  assert.deepEqual(s.settingValue("compiler.flags", ["-ccbin=/evil"], flags, false), { value: [], ignored: true });
+  assert.deepEqual(s.settingValue("compiler.flags", ["-ccbin=/evil"], flags, true), { value: ["-ccbin=/evil"], ignored: false });
+  const rounds = { defaultValue: 4, workspaceValue: 2 };
+  assert.deepEqual(s.settingValue("search.rounds", 2, rounds, false), { value: 2, ignored: false });
+  assert.equal(s.ignoredMessage([]), "");
+  assert.match(s.ignoredMessage(["server.command", "compiler.flags"]),
+    /^FSR: not using this workspace's fsr\.server\.command \(a program, .*\) or fsr\.compiler\.flags \(until you trust the workspace\)\.$/);
+});
+
+test("what runs the workspace's code is refused in Restricted Mode, and only that", () => {
+  for (const command of ["fsr.optimizeAtCursor", "fsr.profileAtCursor", "fsr.captureLaunches", "fsr.checkPerformanceOfFile"]) {
+    assert.match(s.refusal(command, false), /^FSR: .* is off in Restricted Mode/);
+    assert.equal(s.refusal(command, true), "");
+  }
+  for (const command of ["fsr.cancelSearch", "fsr.showHistory", "fsr.restartServer"]) assert.equal(s.refusal(command, false), "");
+  const contributed = pkg.contributes.commands.map((c) => c.command);
+  for (const command of Object.keys(s.RESTRICTED_COMMANDS)) assert.ok(contributed.includes(command), command);
 });
 
 test("every setting the server reads is contributed, with a description and a default", () => {

@@ -25,6 +25,10 @@ MAX_LOG_LINES = 200  # the program's output shown in the log; the rest is counte
 def register(server: FsrServer) -> None:
     @server.command(CAPTURE)
     async def capture_command(ls: FsrServer, *args: Any) -> str:
+        why = ls.trust.refusal("Capture")  # a capture runs a program in the workspace
+        if why:
+            ls.show(why, types.MessageType.Warning)
+            return why
         flat = flat_args(args)
         if flat and flat[0] is not None and not isinstance(flat[0], str):
             return f"{CAPTURE} takes a command line to run (a string); argument 1 is {repr(flat[0])[:60]}"

@@ -109,13 +109,13 @@ def _kernel_of(at: _Document, d: types.Diagnostic) -> Kernel | None:
 def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.CodeAction]:
     actions = []
     uri = at.uri
-    why = not_on_disk(uri)
+    why = not_on_disk(uri) or ls.trust.refusal("Optimize")
     if why:  # the actions it would need, disabled with the reason where the client shows that
         caps = ls.client_capabilities
         code_action = caps.text_document.code_action if caps and caps.text_document else None
         if code_action is not None and code_action.disabled_support:
             actions += [types.CodeAction(title=f"Optimize `{kernel.name}` with FSR", kind=types.CodeActionKind.Refactor,
-                                         disabled=types.CodeActionDisabledType(reason=why))]
+                                         disabled=types.CodeActionDisabled(reason=why))]
         return actions + (_spec_fixes(ls, at, kernel) if kernel.spec is None else [])
     running = (uri, kernel.name) in ls.searches.running
     actions.append(types.CodeAction(

@@ -11,6 +11,7 @@ from typing import Any
 from lsprotocol import types
 
 from ..server import FsrServer, is_cuda
+from ..trust import read_trust
 from .documents import schedule_check, watch
 
 log = logging.getLogger("fsr_lsp")
@@ -19,10 +20,14 @@ log = logging.getLogger("fsr_lsp")
 def register(server: FsrServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: FsrServer, params: types.InitializeParams) -> None:
-        options = params.initialization_options
+        ls.trust, options, problems = read_trust(params.initialization_options)
+        for problem in problems:
+            ls.show_once(f"fsr: {problem}", types.MessageType.Warning)
         if isinstance(options, dict) and "fsr" in options:
             options = options["fsr"]
         ls.apply_settings(options)
+        if not ls.trust.trusted:
+            log.info("the workspace is not trusted: Optimize, Profile, Capture and performance checks are off")
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: FsrServer, params: types.InitializedParams) -> None:
@@ -33,7 +38,7 @@ def register(server: FsrServer) -> None:
     async def did_change_configuration(ls: FsrServer, params: types.DidChangeConfigurationParams) -> None:
         settings = params.settings
         if isinstance(settings, dict) and isinstance(settings.get("fsr"), dict):
-            ls.apply_settings(settings["fsr"])
+            ls.apply_settings(settings["fsr"], after_start=True)
         else:
             await pull_configuration(ls)
         for uri in list(ls.workspace.text_documents):
@@ -76,4 +81,4 @@ async def pull_configuration(ls: FsrServer) -> None:
             log.warning("workspace/configuration failed: %s", e)
             return
         if section:
-            ls.apply_settings(section)
+            ls.apply_settings(section, after_start=True)

@@ -57,6 +57,9 @@ def saved(ls: FsrServer, uri: str) -> None:
     """A save: with fsr.perfOnSave, a check once saves pause; the one in flight stops."""
     if not ls.settings.perf_on_save:
         return
+    if not ls.trust.trusted:  # a check runs the workspace's kernels: said once, not on every save
+        ls.show_once(ls.trust.refusal("performance on save"), types.MessageType.Warning)
+        return
     s = state(ls)
     if uri in s.pending:
         s.pending.pop(uri).cancel()
@@ -76,6 +79,10 @@ async def check(ls: FsrServer, uri: str) -> str:
     doc = ls.document(uri)
     if doc is None:
         return f"{uri} is not open in the editor"
+    why = ls.trust.refusal("the performance check")  # it runs the workspace's kernels
+    if why:
+        ls.show(why, types.MessageType.Warning)
+        return why
     why = "" if os.environ.get(TIMER) else ls.searches.unavailable(ls.settings)
     if why:
         ls.show_once(why)

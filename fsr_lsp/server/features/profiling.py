@@ -64,6 +64,10 @@ def profiles(ls: FsrServer) -> Profiles:
 
 async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     state = profiles(ls)
+    why = ls.trust.refusal("Profile")  # a profile runs the workspace's kernel
+    if why:
+        ls.show(why, types.MessageType.Warning)
+        return why
     why = not_on_disk(uri)
     if why:
         ls.show(why)

@@ -48,6 +48,10 @@ def kernel_spec(ls: FsrServer, uri: str, kernel: Kernel) -> KernelSpec:
 async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -> str:
     """Start a search of the kernel and return at once with what was started (or why not);
     `focus`: a profile finding the model is asked to address."""
+    why = ls.trust.refusal("Optimize")  # a search runs the workspace's kernel
+    if why:
+        ls.show(why, types.MessageType.Warning)
+        return why
     why = not_on_disk(uri)
     if why:
         ls.show(why)
