@@ -11,8 +11,8 @@ import ast
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from ..recorded_profiler import KERNELS
-from .conftest import open_file, wait_until
+from ..recorded_profiler import DATA, INLINED, KERNELS
+from .conftest import WORKSPACE, open_file, wait_until
 
 TEXT = KERNELS.read_text()
 ACCESS = next(i for i, line in enumerate(TEXT.splitlines()) if "out[i] = in[j] * 2.0f;" in line)  # 0-based
@@ -74,6 +74,22 @@ async def test_a_profile_marks_the_uncoalesced_line_and_follows_the_kernel(clien
                                  for d in profile_diagnostics(client, uri)))
     change(client, uri, "// a line above every kernel\n" + TEXT.replace("* 2.0f;  // neighbouring", "* 3.0f;  // neighbouring"), 3)
     await wait_until(lambda: not profile_diagnostics(client, uri))  # the profiled kernel is not this one
+
+
+async def test_code_outside_the_file_is_one_share_on_the_kernels_name(client: LanguageClient):
+    """probe() inlines code from CUDA's headers and the user's helper.cuh: its findings are on the
+    file's own lines, the samples elsewhere one share in the summary, no line of theirs listed."""
+    (getattr(client, "workspace_dir", WORKSPACE) / "helper.cuh").write_text((DATA / "helper.cuh").read_text())
+    uri = open_file(client, INLINED.name, INLINED.read_text())
+    said = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.profile", arguments=[uri, "probe"]))
+    assert said.startswith("FSR profile of probe:")
+    summary = await wait_until(lambda: [d for d in profile_diagnostics(client, uri) if d.code == "profile-summary"])
+    assert summary[0].message.endswith("; 3% of the samples in code outside this file")
+    kernel_lines = range(12, 22)  # 0-based: the definition of probe()
+    findings = [d for d in profile_diagnostics(client, uri) if d.code == "profile-finding"]
+    assert findings and all(d.range.start.line in kernel_lines for d in findings)
+    assert any(d.range.start.line == 16 and "warp stall samples" in d.message for d in findings)  # float v = __ldg(..)
 
 
 async def test_a_kernel_that_needs_a_spec_is_told_so_on_its_name(client: LanguageClient):

@@ -147,7 +147,8 @@ def profile_diagnostics(ls: FsrServer, uri: str, src: SourceText, kernels: list[
             out.append(types.Diagnostic(range=name, message=f"FSR profile: {p.problem}", source=SOURCE, code=FAILED,
                                         severity=types.DiagnosticSeverity.Warning, data={"kernel": k.name}))
             continue
-        out.append(types.Diagnostic(range=name, message=f"FSR profile: {p.profile.summary}", source=SOURCE, code=SUMMARY,
+        said = f"{p.profile.summary}; {p.profile.outside}" if p.profile.outside else p.profile.summary
+        out.append(types.Diagnostic(range=name, message=f"FSR profile: {said}", source=SOURCE, code=SUMMARY,
                                     severity=types.DiagnosticSeverity.Information, data={"kernel": k.name}))
         for f in p.profile.findings:
             at = f.line - 1 + moved
