@@ -19,7 +19,7 @@ import hashlib
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import Callable, Literal, Protocol
 
 from ..evaluator import EvalOptions, Evaluator, EvaluatorUnavailable, prepare
 from ..evaluator.backends import Backend, LocalBackend
@@ -31,9 +31,6 @@ from ..evaluator.serde import from_data, to_data
 from ..specs.edit import set_key
 from .placement import place_spec, proof_text
 from .relax import MAX_STEPS, relax
-
-if TYPE_CHECKING:  # the cache imports this module's Proof
-    from .cache import ProofCache
 
 PROOF_VERSION = "2"  # bump when what a proof checks changes: older cached verdicts no longer count
 # Tolerances tried, in order, when two runs of the original differ only in rounding.
@@ -79,8 +76,16 @@ class Proof:
 Stage = Callable[[str], None]
 
 
+class ProofStore(Protocol):
+    """Where settled proofs are kept (cache.py's ProofCache, in the workspace): named here, not imported."""
+
+    def get(self, key: str) -> Proof | None: ...
+
+    def put(self, key: str, proof: Proof) -> None: ...
+
+
 def prove(evaluator: Evaluator, text: str, kernel: str, block: str | None = None, options: EvalOptions | None = None,
-          *, cache: "ProofCache | None" = None, timeout: float | None = None, on_stage: Stage | None = None) -> Proof:
+          *, cache: ProofStore | None = None, timeout: float | None = None, on_stage: Stage | None = None) -> Proof:
     """Prove `block` (or the kernel's own block when None) for `kernel` of the file `text`."""
     stage = on_stage or (lambda _: None)
     options = options or EvalOptions()
@@ -104,7 +109,7 @@ def prove(evaluator: Evaluator, text: str, kernel: str, block: str | None = None
 
 
 def prove_with(backend: Backend, text: str, kernel: str, block: str | None = None, options: EvalOptions | None = None,
-               *, cache: "ProofCache | None" = None, timeout: float | None = None,
+               *, cache: ProofStore | None = None, timeout: float | None = None,
                on_stage: Stage | None = None) -> Proof:
     """`prove` on the backend the searches use: this machine's GPU (stage by stage), or one GPU
     of a cluster, where the proof runs whole (the registered call "prove") and comes back as

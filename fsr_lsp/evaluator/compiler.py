@@ -94,8 +94,8 @@ def compile_kernel(source: str, kernel: KernelRef, options: CompileOptions) -> C
         last = result
     if last is None:
         raise CompilerMissing("no CUDA compiler found: install the CUDA toolkit (nvcc) or cuda-python (NVRTC)")
-    if needs_relocatable(last.log, options) and find_nvcc(options.nvcc):
-        return compile_kernel(source, kernel, relocatable(options))  # a kernel in it launches kernels
+    if needs_relocatable(last.log, options.flags) and find_nvcc(options.nvcc):  # a kernel in it launches kernels
+        return compile_kernel(source, kernel, dataclasses.replace(options, flags=relocatable(options.flags), compiler="nvcc"))
     return last
 
 

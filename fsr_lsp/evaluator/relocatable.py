@@ -5,27 +5,22 @@ of such a file needs it, not only the one that launches: the file does not compi
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .compiler import CompileOptions
 
 RDC_FLAG = "-rdc=true"
 _NEEDS_RDC = re.compile(r"requires separate compilation mode|relocatable device code|-rdc=true")
 
 
-def needs_relocatable(log: str, options: "CompileOptions") -> bool:
+def needs_relocatable(log: str, flags: tuple[str, ...]) -> bool:
     """The compile failed for want of `-rdc=true`, and was not already given it."""
-    return RDC_FLAG not in options.flags and bool(_NEEDS_RDC.search(log))
+    return RDC_FLAG not in flags and bool(_NEEDS_RDC.search(log))
 
 
-def relocatable(options: "CompileOptions") -> "CompileOptions":
-    """The same options as relocatable device code, by nvcc (which knows -rdc and cudadevrt)."""
-    return dataclasses.replace(options, flags=(*options.flags, RDC_FLAG), compiler="nvcc")
+def relocatable(flags: tuple[str, ...]) -> tuple[str, ...]:
+    """The flags that compile relocatable device code (nvcc's alone: it knows -rdc and cudadevrt)."""
+    return (*flags, RDC_FLAG)
 
 
 def is_relocatable(flags: tuple[str, ...]) -> bool:
