@@ -217,6 +217,7 @@ def main() -> int:
             for h in [naive, *hands]:
                 if not h["ms"]:
                     console.print(f"  not timed: {h['file']} {h['kernel']}: {h.get('why', '')}", markup=False)
+            save("real_programs", results)  # after each entry: a run cut short keeps what it measured
     rows = []
     for r in results:
         b, o = r["best"], r["ours"]
