@@ -224,7 +224,7 @@ def prove_rows(project: str, work: list[Work], settings: Settings, cache: ProofC
             options = dataclasses.replace(settings.eval_options(src), real_inputs=tuple(sorted(inputs.items())))
             proof = prove_with(backend, src.read_text(errors="replace"), row["kernel"], block, options,
                                cache=cache, timeout=60)
-            row.update(status=proof.status, why=proof.message[:160], seconds=round(time.monotonic() - t0, 1))
+            row.update(status=proof.status, why=proof.message, seconds=round(time.monotonic() - t0, 1))
             console.print(f"{project} {row['program']} {row['kernel']}: {row['origin']}, {row['status']} "
                           f"({row['seconds']} s)", highlight=False)
 
@@ -301,7 +301,7 @@ def report(results: list[dict]) -> None:
         for row in r["rows"]:
             if row["status"] not in ("proven", "takes no pointers"):
                 console.print(f"  {r['project']} {row['program']} {row['kernel']}: {row['status']} "
-                              f"({row.get('origin', '')}) {row.get('why', '')}", highlight=False)
+                              f"({row.get('origin', '')}) {row.get('why', '')[:240]}", highlight=False)
         for line in r["unbuilt"]:
             console.print(f"  {r['project']} did not build: {line}", highlight=False)
         for line in r["silent"]:
