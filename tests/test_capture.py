@@ -454,3 +454,20 @@ def test_a_pointer_the_run_passed_as_null_is_null_in_the_captured_spec(tmp_path:
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured", spec.problems
     assert 'unused = "null"' in spec.spec and 'y = "out[n]"' in spec.spec, spec.spec
+
+
+def test_a_pointer_into_its_allocation_keeps_the_elements_before_it(tmp_path: Path):
+    """`stencil<<<...>>>(d_in + RADIUS, d_out + RADIUS)`: the capture saw each pointer 3 ints
+    into its allocation. The kernel reads in[i - 3], which is the program's own halo: the spec
+    gives the buffer from 3 before the pointer (was: "reads 12 bytes before the start of `in`")."""
+    n, r = 4096, 3
+    (tmp_path / "k.cu").write_text(
+        "__global__ void stencil(int* in, int* out)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; out[i] = in[i - 3] + in[i] + in[i + 3]; }\n")
+    record = {"id": 0, "kernel": "_Z7stencilPiS_", "name": "stencil(int*, int*)", "base": "stencil",
+              "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(4 * (n + 2 * r), 4 * r), {**ptr(4 * (n + 2 * r), 4 * r), "offset": 8}]}
+    write_capture(tmp_path, [record])
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert f'in = "in[-3 : {n + r}]' in spec.spec and f'out = "out[-3 : {n + r}]"' in spec.spec, spec.spec

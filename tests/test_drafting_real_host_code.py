@@ -270,3 +270,25 @@ def test_a_pointer_the_launch_passes_as_null_is_null_in_the_draft(tmp_path: Path
         "  biased<<<(n + 255) / 256, 256>>>(x, nullptr, y, n); }\n")
     (s,) = kernel_specs([tmp_path / "k.cu"])
     assert s.origin == "drafted" and 'bias = "null"' in s.spec and 'y = "out[n]"' in s.spec, (s.spec, s.problems)
+
+
+def test_a_pointer_into_its_allocation_gives_the_buffer_from_its_start(tmp_path: Path):
+    """The training series' stencil: `d_in + RADIUS` of an allocation of N + 2 * RADIUS ints."""
+    (tmp_path / "s.cu").write_text("""#define N 4096
+#define RADIUS 3
+#define BLOCK_SIZE 16
+__global__ void stencil_1d(int *in, int *out) {
+    int g = threadIdx.x + blockIdx.x * blockDim.x;
+    out[g] = in[g - RADIUS] + in[g + RADIUS];
+}
+int main() {
+    int *d_in, *d_out;
+    int size = (N + 2 * RADIUS) * sizeof(int);
+    cudaMalloc((void **)&d_in, size);
+    cudaMalloc((void **)&d_out, size);
+    stencil_1d<<<N / BLOCK_SIZE, BLOCK_SIZE>>>(d_in + RADIUS, d_out + RADIUS);
+}
+""")
+    (s,) = kernel_specs([tmp_path / "s.cu"])
+    assert s.origin == "drafted", s.problems
+    assert 'in = "in[-(3) : (N + 2 * 3) - (3)]"' in s.spec, s.spec

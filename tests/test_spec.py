@@ -222,3 +222,28 @@ def test_a_pointer_may_be_null_and_renders_back_as_null():
     worse = SourceText(text.replace('bias = "null"', "bias = 0"))
     bad = parse_spec(worse, find_kernel(worse, "k"))
     assert bad.spec is None and any('or "null"' in p.message for p in bad.problems)
+
+
+def test_a_buffer_may_start_before_the_kernels_pointer():
+    """`in[-3 : n + 3]`: the program passes `d_in + 3` of a buffer with a halo of 3 on each side;
+    the buffer is n + 6 long and the kernel's pointer 3 elements in. It renders back as written;
+    a start after the pointer is refused."""
+    from fsr_lsp.evaluator.plan import build_plans
+
+    text = ('/* @fsr\nbench = { n = 1024 }\ntests = [ { n = 64 } ]\ngrid = "n / 64"\nblock = 64\n[args]\n'
+            'x = "in[-3 : n + 3]"\ny = "out[n]"\nn = "n"\n*/\n'
+            "__global__ void st(const float* x, float* y, int n)\n"
+            "{ int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = x[i - 3] + x[i] + x[i + 3]; }\n")
+    src = SourceText(text)
+    kernel = find_kernel(src, "st")
+    result = parse_spec(src, kernel)
+    assert result.spec is not None, result.problems
+    x = result.spec.args[0]
+    assert (x.start, x.stop) == ("-3", "n + 3")
+    assert 'x = "in[-3 : n + 3] ' in render_spec(result.spec)
+    plans = {p.role: p for p in build_plans(kernel, result.spec)}
+    assert (plans["bench"].args[0].length, plans["bench"].args[0].offset) == (1030, 3)
+    assert (plans["test"].args[0].length, plans["test"].args[0].offset) == (70, 3)
+    late = SourceText(text.replace("in[-3 : n + 3]", "in[2 : n]"))
+    bad = parse_spec(late, find_kernel(late, "st"))
+    assert bad.spec is None and any("starts at or before its pointer" in p.message for p in bad.problems)

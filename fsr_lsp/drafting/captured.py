@@ -17,7 +17,6 @@ import dataclasses
 import json
 import re
 import struct
-from itertools import combinations_with_replacement
 
 from ..capture import Capture, CapturedLaunch
 from ..kernels.c_types import ITEMSIZE
@@ -31,6 +30,7 @@ from ..specs import BufferArg, ScalarArg, evaluate, evaluate_int, parse_spec, re
 from ..specs.texture import is_texture
 from ..specs.model import Spec
 from .captured_ranges import captured_values, init_from_values
+from .captured_sizes import grid_expression, named_values
 from .captured_textures import NotATexture, texture_value
 from .draft import Draft, positive, read_back, toml_dims
 from .writes import Access, direction, index_arrays, pointer_access
@@ -164,6 +164,7 @@ class _Values:
     dtypes: dict[str, str]
     textures: dict[str, dict]  # texture parameter -> what the capture read of it
     nulls: set[str] = dataclasses.field(default_factory=set)  # pointers the run passed as null
+    before: dict[str, int] = dataclasses.field(default_factory=dict)  # elements of its allocation before a pointer
 
 
 def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
@@ -200,6 +201,8 @@ def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
             if c.alloc is None:
                 raise NotCaptured(f"`{p.name}` points to no allocation the run made")
             values.extents[p.name] = (c.alloc.size - c.alloc.offset) // (ITEMSIZE[dtype] * lanes)
+            if c.alloc.offset and c.alloc.offset % (ITEMSIZE[dtype] * lanes) == 0:
+                values.before[p.name] = c.alloc.offset // (ITEMSIZE[dtype] * lanes)  # `d_in + RADIUS`: a halo before it
             if values.extents[p.name] < 1:
                 raise NotCaptured(f"`{p.name}` points to the end of its allocation")
         else:
@@ -277,6 +280,9 @@ def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values:
     for a in spec.args:
         if isinstance(a, BufferArg) and a.name in values.nulls:
             return f"the draft gives `{a.name}` a buffer, the run passed a null pointer"
+        if isinstance(a, BufferArg) and values.before.get(a.name) and a.start == "0":
+            return (f"the run's `{a.name}` points {values.before[a.name]} elements into its allocation, which the "
+                    "kernel may read; the draft starts the buffer at the pointer")
         if isinstance(a, BufferArg):
             length = evaluate_int(a.length, sizes, "length")
             if length != values.extents[a.name]:
@@ -293,7 +299,7 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
                         out: Draft) -> tuple[list[str], str]:
     sizes = {k: int(v) for k, v in values.scalars.items()
              if isinstance(v, int) and v >= 1 and not values.dtypes[k].startswith(("float", "bfloat"))}
-    named = _expressions(sizes)
+    named = named_values(sizes)
     lengths = {k: named.get(v, str(v)) for k, v in values.extents.items()}
     try:
         textures = {k: texture_value(info, named) for k, info in values.textures.items()}
@@ -304,7 +310,7 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
         texels = " * ".join(extents)
         lengths[f"{k} (texture)"] = texels if not fixed else str(evaluate_int(texels, sizes, "texels"))
     covered = {v: lengths[k] for k, v in values.extents.items() if not lengths[k].isdigit()}  # what a grid covers
-    grid = [_grid_expr(g, b, covered, named) for g, b in zip(launch.grid, launch.block)]
+    grid = [grid_expression(g, b, covered, named) for g, b in zip(launch.grid, launch.block)]
     block = list(launch.block)
     related = sizes and all(not e.isdigit() for e in lengths.values()) and \
         all(not e.isdigit() or e == "1" for e in grid)
@@ -349,8 +355,10 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
             init = f" randint(0, {bound})"
         elif d == "inout" and access.get(p.name) and access[p.name].accumulates:
             out.problems.append(f"{p.name} accumulates (atomics or +=): give its start value, e.g. zeros()")
-        args.append(f'{p.name} = "{d}[{lengths[p.name]}]{init}"')
-        out.provenance[p.name] = f"{values.extents[p.name]} elements to the end of its allocation"
+        extent = lengths[p.name] if p.name not in values.before else f"-{values.before[p.name]} : {lengths[p.name]}"
+        args.append(f'{p.name} = "{d}[{extent}]{init}"')
+        out.provenance[p.name] = f"{values.extents[p.name]} elements to the end of its allocation" + (
+            f", {values.before[p.name]} before the pointer" if p.name in values.before else "")
     lines = ["bench = { " + ", ".join(f"{k} = {v}" for k, v in sizes.items()) + " }"]
     if tests:
         lines.append("tests = [ " + ", ".join("{ " + ", ".join(f"{k} = {v}" for k, v in t.items()) + " }"
@@ -361,30 +369,6 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
     if values.template:
         lines.append(f"template = {json.dumps(values.template)}")
     return lines + ["[args]", *args], note
-
-
-def _expressions(sizes: dict[str, int]) -> dict[int, str]:
-    """Value -> the simplest expression over the sizes with that value (a size, then a product of two)."""
-    named: dict[int, str] = {}
-    for k, v in sizes.items():
-        named.setdefault(v, k)
-    for a, b in combinations_with_replacement(sizes, 2):
-        named.setdefault(sizes[a] * sizes[b], f"{a} * {b}")
-    return named
-
-
-def _grid_expr(g: int, b: int, covered: dict[int, str], named: dict[int, str]) -> str:
-    """A grid dimension over the sizes: one block per `b` elements of a buffer first (what a
-    grid is for), then a size itself (a block per row), then `b` elements of any size."""
-    if g == 1:
-        return "1"
-    over_buffer = [e for v, e in covered.items() if (v + b - 1) // b == g]
-    if over_buffer:
-        return f"cdiv({min(over_buffer, key=len)}, {b})"
-    if g in named:
-        return named[g]
-    exact = [e for v, e in named.items() if (v + b - 1) // b == g]
-    return f"cdiv({min(exact, key=len)}, {b})" if exact else str(g)
 
 
 def _padded(values: list[int]) -> tuple[int, int, int]:

@@ -138,7 +138,8 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     grid_names = [n for n in t.sizes if any(re.search(rf"\b{n}\b", g) for g in grid)]
     pairs = list(zip(kernel.params, launch.args))
     nulls = {p.name for p, arg in pairs if p.is_pointer and _NULL.fullmatch(arg.strip())}  # an optional buffer left out
-    lengths = {p.name: _length(p, arg, launch.scope, t, grid_names, subst) for p, arg in pairs
+    starts: dict[str, str] = {}  # `d_in + RADIUS`: the buffer starts RADIUS elements before the pointer
+    lengths = {p.name: _length(p, arg, launch.scope, t, grid_names, subst, starts) for p, arg in pairs
                if p.is_pointer and p.name not in nulls}
     scalars = {p.name: t.expr(arg) for p, arg in pairs if not p.is_pointer}
     if not t.sizes:  # compiled for one size (`#define N 512` in the kernel too): checked at that size only
@@ -204,7 +205,8 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
             init, draft.provenance[p.name] = " zeros()", origin + "; zeroed by cudaMemset before the launch"
         elif d == "inout" and access.get(p.name) and access[p.name].accumulates:
             draft.problems.append(f"{p.name} accumulates (atomics or +=): give its start value, e.g. zeros()")
-        arg_lines.append(f'{p.name} = "{d}[{length}]{init}"')
+        extent = f"{starts[p.name]} : {length}" if p.name in starts else length
+        arg_lines.append(f'{p.name} = "{d}[{extent}]{init}"')
     where = f"drafted by fsr from the launch at {launch.where}" + \
         (f" in {launch.scope.function}()" if launch.scope.function else "") + \
         (f", called at {launch.scope.called_from}" if launch.scope.called_from else "")
@@ -263,8 +265,9 @@ def _dims(text: str, t: Translator, constant: bool) -> list:
 
 
 def _length(p: Param, arg: str, scope: Scope, t: Translator, grid_names: list[str],
-            subst: dict[str, str]) -> tuple[str, str]:
-    """The argument's length in elements of the parameter's type, and where it came from."""
+            subst: dict[str, str], starts: dict[str, str]) -> tuple[str, str]:
+    """The argument's length in elements of the parameter's type from the pointer on, and where
+    it came from; a pointer into its allocation puts the elements before it in `starts`."""
     elem = substituted(p.base_type, subst)
     try:
         size = itemsize_of(resolve_type(elem, scope), scope)
@@ -286,7 +289,10 @@ def _length(p: Param, arg: str, scope: Scope, t: Translator, grid_names: list[st
             or re.fullmatch(r"(\w+)\s*\.\s*(?:data_ptr|data|mutable_data_ptr)\s*(?:<[^>]*>)?\s*\(\s*\)", root)
         if m and m.group(1) in scope.allocations:
             alloc = scope.allocations[m.group(1)]
-            return _from_allocation(alloc, size, offset, scope, t), f"{alloc.via} of `{m.group(1)}`"
+            length = _from_allocation(alloc, size, offset, scope, t)
+            if offset:
+                starts[p.name] = f"-({t.expr(offset)})"
+            return length, f"{alloc.via} of `{m.group(1)}`" + (f", {offset.strip()} elements in" if offset else "")
         if m and m.group(1) in scope.aliases:
             root = scope.aliases[m.group(1)]
             continue

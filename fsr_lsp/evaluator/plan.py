@@ -70,7 +70,8 @@ def _arg_plan(kernel: Kernel, spec: Spec, index: int, sizes: SizeSet, subst: dic
         return ArgPlan(name=arg.name, kind="buffer", dtype=dtype, lanes=lanes,
                        length=evaluate_int(arg.length, sizes, f"length of {arg.name}"),
                        direction=arg.direction, init=arg.init, rtol=rtol, atol=atol,
-                       tolerance="spec" if spec.rtol is not None or spec.atol is not None else "default")
+                       tolerance="spec" if spec.rtol is not None or spec.atol is not None else "default",
+                       offset=-evaluate_int(arg.start, sizes, f"start of {arg.name}"))
     is_int = dtype.startswith(("int", "uint", "bool"))
     value = evaluate_int(arg.value, sizes, arg.name) if is_int else float(evaluate(arg.value, sizes))
     return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, value=value)

@@ -112,6 +112,7 @@ class ArgPlan:
     rtol: float = 0.0
     atol: float = 0.0
     tolerance: Literal["default", "spec"] = "default"  # "spec": the spec's own rtol/atol, compared as they say
+    offset: int = 0  # elements of the buffer before the kernel's pointer (a spec's `in[-3 : n + 3]`)
 
     @property
     def numel(self) -> int:

@@ -30,6 +30,11 @@ class BufferArg:
     direction: Direction
     length: str  # expression over size names, in elements of the C type
     init: Init
+    # `in[-3 : n + 3]`: the kernel's pointer is 3 elements into its buffer (a halo the program
+    # allocated before it: `d_in + RADIUS`); `start` is the buffer's first index relative to the
+    # pointer (0 or less), `stop` the text after the colon; `length` is stop - start
+    start: str = "0"
+    stop: str = ""
 
 
 @dataclass(frozen=True)

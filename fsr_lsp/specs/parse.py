@@ -17,6 +17,7 @@ from .model import (Arg, BufferArg, Init, NullArg, Problem, ScalarArg, Severity,
                     default_init)
 from .texture import is_texture, read_texture, texture_arg
 from .param_types import param_dtype, template_substitution
+from .windows import read_window
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge")
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
@@ -264,6 +265,11 @@ def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str,
         if len(sizes[0]) != 1:
             raise ctx.fail(f"{p.name}: give a length, e.g. {direction}[{' * '.join(sizes[0])}]", p.name, "args", code="spec-bad-arg")
         length = next(iter(sizes[0]))
+    try:
+        start, stop = read_window(length, sizes, p.name)
+    except ValueError as e:
+        raise ctx.fail(str(e), p.name, "args", code="spec-bad-arg") from None
+    length = length if start == "0" else f"({stop}) - ({start})"
     for s in sizes:
         try:
             n = evaluate_int(length, s, f"length of {p.name}")
@@ -275,7 +281,8 @@ def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str,
     if direction == "out" and m.group("init"):
         ctx.add(f"{p.name} is out: its init is ignored (outputs are poisoned before each run; use inout to read them)",
                 p.name, "args", severity="warning")
-    return BufferArg(p.name, direction, length.strip(), init)
+    return BufferArg(p.name, direction, length.strip(), init, start, stop)
+
 
 
 def _texture(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> TextureArg:

@@ -87,8 +87,9 @@ def render_spec(spec: Spec) -> str:
         elif isinstance(a, BufferArg):
             init = a.init
             init_text = init_spelling(init)
-            lines.append(f'{a.name} = "{a.direction}[{a.length}] {init_text}"' if a.direction != "out"
-                         else f'{a.name} = "out[{a.length}]"')
+            extent = f"{a.start} : {a.stop}" if a.start != "0" else a.length
+            lines.append(f'{a.name} = "{a.direction}[{extent}] {init_text}"' if a.direction != "out"
+                         else f'{a.name} = "out[{extent}]"')
         else:
             lines.append(f"{a.name} = {value(a.value)}")
     lines.append("*/")

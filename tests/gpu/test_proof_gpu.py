@@ -125,3 +125,22 @@ def test_a_draft_with_a_null_pointer_is_proven_and_the_kernel_gets_null(evaluato
     assert 'bias = "null"' in s.spec
     proof = prove(evaluator, source, "biased", s.spec, QUICK)
     assert proof.proven, proof.message
+
+
+def test_a_buffer_that_starts_before_the_pointer_is_proven_and_a_read_past_its_start_caught(evaluator, tmp_path):
+    """The training series' stencil, passed `d_in + RADIUS`: its draft gives the buffer from 3
+    before the pointer and the proof passes (the halo is the program's); a kernel that reads
+    one element further back (in[g - 4]) reads before the buffer: the proof fails on `in`."""
+    source = ("#define N 4096\n#define RADIUS 3\n#define BLOCK_SIZE 16\n"
+              "__global__ void stencil_1d(int *in, int *out) {\n    int g = threadIdx.x + blockIdx.x * blockDim.x;\n"
+              "    out[g] = in[g - RADIUS] + in[g + RADIUS];\n}\n"
+              "int main() {\n    int *d_in, *d_out;\n    int size = (N + 2 * RADIUS) * sizeof(int);\n"
+              "    cudaMalloc((void **)&d_in, size);\n    cudaMalloc((void **)&d_out, size);\n"
+              "    stencil_1d<<<N / BLOCK_SIZE, BLOCK_SIZE>>>(d_in + RADIUS, d_out + RADIUS);\n}\n")
+    (tmp_path / "s.cu").write_text(source)
+    (s,) = kernel_specs([tmp_path / "s.cu"])
+    proof = prove(evaluator, source, "stencil_1d", s.spec, QUICK)
+    assert proof.proven, proof.message
+    further = source.replace("in[g - RADIUS]", "in[g - RADIUS - 1]")
+    failed = prove(evaluator, further, "stencil_1d", s.spec, QUICK)
+    assert not failed.proven and failed.argument == "in", failed.message

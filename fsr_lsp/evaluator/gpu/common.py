@@ -100,6 +100,19 @@ def buffers_of(plan: SizePlan) -> list[ArgPlan]:
     return [a for a in plan.args if a.kind == "buffer"]
 
 
+def pointer(arg: ArgPlan, address: int, element_bytes: int) -> int:
+    """What the kernel gets for a buffer at `address`: the buffer's start, or `offset` elements
+    into it (a spec's `in[-3 : n + 3]`); `element_bytes` of one lane as the buffer holds it."""
+    return address + arg.offset * arg.lanes * element_bytes
+
+
+def launch_args(plan_args: list[ArgPlan], tensors: dict[str, Any]) -> list[Any]:
+    """The kernel's arguments: each buffer's pointer (tensors by name), scalars and texture
+    handles by value."""
+    return [pointer(a, tensors[a.name].data_ptr(), tensors[a.name].element_size()) if a.kind == "buffer" else a.value
+            for a in plan_args]
+
+
 def guarded_launch(session: GpuSession, who: str, where: str, launch: Callable[[], None], what: str | None = None,
                    status: str | None = None, check: str | None = None, argument: str = "") -> None:
     """Run a launch and wait for it; a CUDA error becomes a verdict on whoever launched (the

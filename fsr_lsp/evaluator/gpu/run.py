@@ -9,7 +9,7 @@ from typing import Any
 
 from ..records import Check, EvalJob, EvalResult
 from .accuracy import scalar_dtypes, wide_args
-from .common import Failure, JobContext, Report, guarded_launch, make_inputs, seed_for
+from .common import Failure, JobContext, Report, guarded_launch, make_inputs, pointer, seed_for
 from .session import GpuSession
 from .timing import time_job
 from .unmapped import unmapped_layer
@@ -162,7 +162,7 @@ def _sanitize_runs(ctx: JobContext) -> None:
             keep.append(exact)
             if a.direction != "out":  # `out` stays unwritten: initcheck reports a kernel that reads it
                 cuda.memcpy_dtod(exact, inputs[a.name].data_ptr(), nbytes)
-            args.append(int(exact))
+            args.append(pointer(a, int(exact), nbytes // max(a.numel, 1)))
             print(f"fsr-buffer {a.name} {plan.label.replace(' ', '')} {int(exact):#x} {nbytes}", flush=True)
         launches.append((plan, args, plan.candidate if who == "candidate" else plan.original))
     spacers.append(cuda.mem_alloc(SPACER_BYTES))

@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 from ..records import Check, LaunchPlan, TimingStats
 from .buffers import count_bad, poison, refill, storage_dtype
-from .common import Failure, JobContext, buffers_of, guarded_launch, inputs_only, make_inputs, outputs, seed_for
+from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, launch_args, make_inputs, outputs,
+                     seed_for)
 from .ref import eval_ref
 from .session import LoadedKernel
 
@@ -78,7 +79,7 @@ def time_job(ctx: JobContext) -> None:
         start, end = session.event(), session.event()
         start.record()
         if c.launch is not None and buffers is not None:
-            c.launch([buffers[a.name].data_ptr() if a.kind == "buffer" else a.value for a in bench.args])
+            c.launch(launch_args(bench.args, buffers))
             c.outputs = buffers
         else:
             c.outputs = eval_ref(torch, job.ref, bench, pristine)

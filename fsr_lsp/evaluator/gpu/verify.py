@@ -30,8 +30,8 @@ from typing import Any, Callable
 from ..records import Check, EvalJob, SizePlan
 from .accuracy import FACTOR, FLOOR_ULPS, grounded_buffers, to_wide, wide_args
 from .buffers import FLOATS, describe, poisoned
-from .common import (Failure, JobContext, buffers_of, captured_inputs, guarded_launch, inputs_only, make_inputs,
-                     outputs, seed_for)
+from .common import (Failure, JobContext, buffers_of, captured_inputs, guarded_launch, inputs_only, launch_args,
+                     make_inputs, outputs, seed_for)
 from .guards import Guarded, describe_overrun, guarded
 from .ref import RefError, eval_ref
 from .shared import SharedPoison
@@ -129,7 +129,7 @@ def _double_run(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict) -
             tensors[a.name] = poisoned(torch, session.device, a, "A")  # NaN for the promoted floats
         else:
             tensors[a.name] = to_wide(torch, inputs[a.name])
-    args = [tensors[a.name].data_ptr() if a.kind == "buffer" else a.value for a in wide]
+    args = launch_args(wide, tensors)
     launch = plan.original
     doubled = type(launch)(launch.grid, launch.block, launch.smem * 2)  # its shared arrays hold doubles now
     assert ctx.wide is not None
@@ -231,7 +231,7 @@ def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any
     launch = plan.original if who == "original" else plan.candidate
     guards = {a.name: guarded(ctx.torch, ctx.session.device, a, which, inputs.get(a.name) if a.direction != "out" else None)
               for a in buffers_of(plan)}
-    args = [guards[a.name].tensor.data_ptr() if a.kind == "buffer" else a.value for a in plan.args]
+    args = launch_args(plan.args, {name: g.tensor for name, g in guards.items()})
     footprint = kernel.shared_bytes + launch.smem
     snapshots = []
     for k in range(launches):
