@@ -29,7 +29,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import dims, kernel_body, single_statement, walk
+from .syntax import dims, indent_of, kernel_body, shuffle_sum, single_statement, walk, warps_sum
 
 _TYPES = {"float32": ("float", "0.0f"), "float64": ("double", "0.0"), "int32": ("int", "0"),
           "uint32": ("unsigned int", "0u")}
@@ -72,7 +72,7 @@ def atomic_sums(kernel: Kernel, spec: Spec, definition: str) -> list[AtomicSum]:
         if guard is not None and _ONE_THREAD.search(guard):
             return []
         head, tail = data[:st.start_byte].decode(), data[st.end_byte:].decode()
-        indent = _indent(data, st)
+        indent = indent_of(data, st)
         out = [AtomicSum(head + _warp(kind, guard, address, value, indent) + tail,
                          f"one atomicAdd a warp into `{pointer}` (was one a thread): each warp's values summed by "
                          "shuffles first", pointer, "warp")]
@@ -137,8 +137,7 @@ def _warp(kind: str, guard: str | None, address: str, value: str, i: str) -> str
     ctype, _ = _TYPES[kind]
     return (f"{{  // fsr: one atomicAdd a warp (was one a thread): the warp's values summed by shuffles first\n"
             f"{i}    {ctype} fsr_sum = {_contribution(kind, guard, value)};\n"
-            f"{i}    for (int fsr_offset = 16; fsr_offset > 0; fsr_offset >>= 1)\n"
-            f"{i}        fsr_sum += __shfl_down_sync(0xffffffffu, fsr_sum, fsr_offset);\n"
+            + shuffle_sum("fsr_sum", i + "    ") +
             f"{i}    if ((threadIdx.x & 31) == 0) atomicAdd({address}, fsr_sum);\n"
             f"{i}}}")
 
@@ -149,20 +148,6 @@ def _block(kind: str, guard: str | None, address: str, value: str, threads: int,
     return (f"{{  // fsr: one atomicAdd a block (was one a thread): warp shuffles, then the warps' sums\n"
             f"{i}    __shared__ {ctype} fsr_warp_sums[{warps}];\n"
             f"{i}    {ctype} fsr_sum = {_contribution(kind, guard, value)};\n"
-            f"{i}    for (int fsr_offset = 16; fsr_offset > 0; fsr_offset >>= 1)\n"
-            f"{i}        fsr_sum += __shfl_down_sync(0xffffffffu, fsr_sum, fsr_offset);\n"
-            f"{i}    if ((threadIdx.x & 31) == 0) fsr_warp_sums[threadIdx.x >> 5] = fsr_sum;\n"
-            f"{i}    __syncthreads();\n"
-            f"{i}    if (threadIdx.x < 32) {{  // the first warp adds the {warps} warps' sums\n"
-            f"{i}        fsr_sum = threadIdx.x < {warps} ? fsr_warp_sums[threadIdx.x] : {zero};\n"
-            f"{i}        for (int fsr_offset = 16; fsr_offset > 0; fsr_offset >>= 1)\n"
-            f"{i}            fsr_sum += __shfl_down_sync(0xffffffffu, fsr_sum, fsr_offset);\n"
-            f"{i}        if (threadIdx.x == 0) atomicAdd({address}, fsr_sum);\n"
-            f"{i}    }}\n"
+            + shuffle_sum("fsr_sum", i + "    ")
+            + warps_sum("fsr_warp_sums", zero, warps, f"atomicAdd({address}, fsr_sum);", i + "    ") +
             f"{i}}}")
-
-
-def _indent(data: bytes, node: Node) -> str:
-    line_start = data.rfind(b"\n", 0, node.start_byte) + 1
-    prefix = data[line_start:node.start_byte].decode()
-    return prefix if not prefix.strip() else ""

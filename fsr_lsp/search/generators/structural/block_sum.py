@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import dims, kernel_body, single_statement, walk
+from .syntax import dims, indent_of, kernel_body, shuffle_sum, single_statement, walk, warps_sum
 
 _TYPES = {"float": "0.0f", "double": "0.0", "int": "0", "unsigned int": "0u", "unsigned": "0u"}
 _FORBIDDEN = re.compile(r"\b(__shfl\w*|cooperative_groups|asm|fsr_\w+)\b")
@@ -64,7 +64,7 @@ def block_sum(kernel: Kernel, spec: Spec, definition: str) -> BlockSum | None:
         if not _only_element_zero_after(statements[i + 1:], array, text):
             return None
         kind = arrays[array]
-        snippet = _shuffles(array, kind, threads, _indent(data, st))
+        snippet = _shuffles(array, kind, threads, indent_of(data, st))
         out = data[:st.start_byte].decode() + snippet + data[st.end_byte:].decode()
         note = (f"block sum by warp shuffles: the shared-memory tree over `{array}` ({threads.bit_length() - 1} "
                 f"barriers, most lanes idle) becomes shuffles within each warp and one pass over the warps' sums")
@@ -137,22 +137,8 @@ def _shuffles(array: str, kind: str, threads: int, indent: str) -> str:
     i = indent
     return (f"{{  // fsr: the block's sum by warp shuffles, into {array}[0] (was a shared-memory tree)\n"
             f"{i}    {kind} fsr_sum = {array}[threadIdx.x];\n"
-            f"{i}    for (int fsr_offset = 16; fsr_offset > 0; fsr_offset >>= 1)\n"
-            f"{i}        fsr_sum += __shfl_down_sync(0xffffffffu, fsr_sum, fsr_offset);  // each warp's 32 values\n"
+            + shuffle_sum("fsr_sum", i + "    ", "each warp's 32 values") +
             f"{i}    __syncthreads();  // every thread has read its value: the array can take the warps' sums\n"
-            f"{i}    if ((threadIdx.x & 31) == 0) {array}[threadIdx.x >> 5] = fsr_sum;\n"
-            f"{i}    __syncthreads();\n"
-            f"{i}    if (threadIdx.x < 32) {{  // the first warp adds the {warps} warps' sums\n"
-            f"{i}        fsr_sum = threadIdx.x < {warps} ? {array}[threadIdx.x] : {zero};\n"
-            f"{i}        for (int fsr_offset = 16; fsr_offset > 0; fsr_offset >>= 1)\n"
-            f"{i}            fsr_sum += __shfl_down_sync(0xffffffffu, fsr_sum, fsr_offset);\n"
-            f"{i}        if (threadIdx.x == 0) {array}[0] = fsr_sum;\n"
-            f"{i}    }}\n"
+            + warps_sum(array, zero, warps, f"{array}[0] = fsr_sum;", i + "    ") +
             f"{i}    __syncthreads();\n"
             f"{i}}}")
-
-
-def _indent(data: bytes, node: Node) -> str:
-    line_start = data.rfind(b"\n", 0, node.start_byte) + 1
-    prefix = data[line_start:node.start_byte].decode()
-    return prefix if not prefix.strip() else ""

@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import dims, is_global_index, kernel_body, walk as _walk
+from .syntax import dims, indent_of, is_global_index, kernel_body, walk as _walk
 from ....specs.model import ScalarArg
 
 WARP = 32
@@ -338,9 +338,7 @@ class _Rows:
     # ---------------------------------------------------------------- text
 
     def _indent(self, node: Node) -> str:
-        line_start = self.data.rfind(b"\n", 0, node.start_byte) + 1
-        prefix = self.data[line_start:node.start_byte].decode()
-        return prefix if not prefix.strip() else ""
+        return indent_of(self.data, node)
 
     def _applied(self) -> str:
         out, at = bytearray(), 0

@@ -52,3 +52,29 @@ def is_global_index(text: str) -> bool:
         return False
     terms = [x[1:-1] if x.startswith("(") and x.endswith(")") else x for x in terms]
     return "threadIdx.x" in terms and (set(terms) - {"threadIdx.x"}) <= _BLOCK_BASE and len(set(terms)) == 2
+
+
+def indent_of(data: bytes, node: Node) -> str:
+    """The white space before `node` on its line ('' when code stands there too)."""
+    line_start = data.rfind(b"\n", 0, node.start_byte) + 1
+    prefix = data[line_start:node.start_byte].decode()
+    return prefix if not prefix.strip() else ""
+
+
+def shuffle_sum(var: str, indent: str, note: str = "") -> str:
+    """Lines that add `var` over a warp's 32 lanes into lane 0, by shuffles down."""
+    return (f"{indent}for (int fsr_offset = 16; fsr_offset > 0; fsr_offset >>= 1)\n"
+            f"{indent}    {var} += __shfl_down_sync(0xffffffffu, {var}, fsr_offset);{'  // ' + note if note else ''}\n")
+
+
+def warps_sum(array: str, zero: str, warps: int, finish: str, indent: str) -> str:
+    """Lines that meet each warp's `fsr_sum` (in its lane 0) in `array` and add the `warps` sums
+    in the first warp, whose thread 0 then runs `finish` with the block's sum in `fsr_sum`."""
+    i = indent
+    return (f"{i}if ((threadIdx.x & 31) == 0) {array}[threadIdx.x >> 5] = fsr_sum;\n"
+            f"{i}__syncthreads();\n"
+            f"{i}if (threadIdx.x < 32) {{  // the first warp adds the {warps} warps' sums\n"
+            f"{i}    fsr_sum = threadIdx.x < {warps} ? {array}[threadIdx.x] : {zero};\n"
+            + shuffle_sum("fsr_sum", i + "    ") +
+            f"{i}    if (threadIdx.x == 0) {finish}\n"
+            f"{i}}}\n")
