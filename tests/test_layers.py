@@ -1,5 +1,7 @@
 """Dependencies point one way: the server uses the search, the search uses the evaluator; the
-evaluator knows nothing of LSP or LLMs, and the server's search jobs do not import the server."""
+evaluator knows nothing of LSP or LLMs, and the server's search jobs do not import the server.
+No module depends on itself through others (no import circle), and brackets are matched in one
+place."""
 
 from __future__ import annotations
 
@@ -55,6 +57,135 @@ def test_each_layer_imports_only_downwards(layer, forbidden):
         assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
 
 
+def modules_of(package: Path) -> dict[str, Path]:
+    """Every module of the package by its absolute name (a package by its own name)."""
+    out = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if path.name == "__init__.py" else parts)] = path
+    return out
+
+
+MODULES = modules_of(PACKAGE)
+
+
+def _named(module: str, modules: dict[str, Path]) -> set[str]:
+    """What a module's import statements name, as absolute module names: `import a.b` names
+    a.b; `from P import x` names P.x where that is a module of the package, else P."""
+    path = modules[module]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
+    return found
+
+
+def dependencies(module: str, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that importing `module` can run: each module it names, and each
+    package on the way to one (`import a.b.c` runs a/b/__init__.py too, unless `module` is inside
+    a.b: its package is under way before it), so a submodule taken from one's own package is no
+    circle. Imports in functions and under `if TYPE_CHECKING:` count as well: putting one there
+    hides a circle from the import system, not from a reader, who still cannot understand either
+    module without the other."""
+    own = module.split(".")
+    found: set[str] = set()
+    for name in _named(module, modules):
+        parts = name.split(".")
+        for k in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:k])
+            if prefix in modules and prefix != module and (k == len(parts) or parts[:k] != own[:k]):
+                found.add(prefix)
+    return found
+
+
+def circles(modules: dict[str, Path]) -> list[list[str]]:
+    """The import circles among `modules`: each strongly connected set of them, with one
+    circle through it (Tarjan's algorithm, iterative)."""
+    graph = {m: sorted(dependencies(m, modules)) for m in sorted(modules)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(graph[step])))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(_circle_through(sorted(group), graph))
+    return found
+
+
+def _circle_through(group: list[str], graph: dict[str, list[str]]) -> list[str]:
+    """One circle from the group's first module back to it, by the shortest way."""
+    start, inside = group[0], set(group)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for step in graph[node]:
+            if step == start:
+                return paths[node] + [start]
+            if step in inside and step not in paths:
+                paths[step] = paths[node] + [step]
+                queue.append(step)
+    return group
+
+
+def test_no_import_circles():
+    """No module of the package depends on itself through others: a newcomer can read the
+    package from the bottom up. What counts as a dependency: `dependencies` above."""
+    found = [" -> ".join(m.removeprefix("fsr_lsp.") for m in circle) for circle in circles(MODULES)]
+    assert not found, "import circles:\n" + "\n".join(found)
+
+
+def test_the_circle_finder_finds_circles(tmp_path):
+    """The check above, on circles of each kind it must see, and on a package that is none."""
+    files = {"__init__.py": "", "a.py": "from .b import B\n", "b.py": "def f():\n    from .a import A\n",
+             "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import D\n",
+             "d.py": "from . import c\n", "pkg/__init__.py": "from .x import X\n",
+             "pkg/x.py": "from . import y\n", "pkg/y.py": "Y = 1\n"}
+    root = tmp_path / "fsr_lsp"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    assert sorted(circles(modules_of(root))) == [["fsr_lsp.a", "fsr_lsp.b", "fsr_lsp.a"],
+                                                 ["fsr_lsp.c", "fsr_lsp.d", "fsr_lsp.c"]]
+
+
 def test_every_remote_call_resolves():
     """Work run on a backend's GPU by name (a cluster's worker imports it there)."""
     from fsr_lsp.evaluator.backends.calls import REMOTE_CALLS, remote_call
@@ -64,7 +195,7 @@ def test_every_remote_call_resolves():
 
 
 def test_the_servers_search_jobs_do_not_import_the_server():
-    for name in ("searches.py", "edits.py", "logs.py", "check.py", "diagnostics.py", "watch.py"):
+    for name in ("search_jobs.py", "edits.py", "logs.py", "check.py", "diagnostics.py", "watch.py"):
         found = imports(PACKAGE / "server" / name)
         assert "fsr_lsp.server.server" not in found and "fsr_lsp.server.main" not in found, name
 

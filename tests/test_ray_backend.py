@@ -123,7 +123,7 @@ def test_without_ray_installed_the_message_says_what_to_install(monkeypatch):
 
 
 def test_the_servers_settings_choose_the_ray_backend():
-    from fsr_lsp.server.searches import Searches
+    from fsr_lsp.server.search_jobs import Searches
     from fsr_lsp.settings import load_settings
 
     loaded = load_settings({"evaluator": {"backend": "ray", "address": "ray://gpu-box:10001"}})
@@ -192,7 +192,7 @@ def test_on_save_checks_without_nvcc_say_why_they_are_off(monkeypatch):
 
 
 def test_the_servers_gpus_setting_gives_one_worker_per_local_gpu():
-    from fsr_lsp.server.searches import Searches
+    from fsr_lsp.server.search_jobs import Searches
     from fsr_lsp.settings import load_settings
 
     searches = Searches()

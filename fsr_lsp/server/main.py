@@ -15,6 +15,20 @@ from .logs import LEVELS, configure
 _reaper = None  # the process that ends this server's children when it is gone
 
 
+def build():
+    """A server with every feature registered (in this order: it is the order of each document's
+    diagnostics and of what a save does)."""
+    from .features import (capture, code_actions, commands, documents, drafts, hover, lifecycle, perf_on_save,
+                           profiling, searches)
+    from .server import FsrServer
+
+    ls = FsrServer()
+    for feature in (lifecycle, documents, hover, code_actions, commands, drafts, searches, capture, profiling,
+                    perf_on_save):
+        feature.register(ls)
+    return ls
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fsr-lsp", description="CUDA kernel language server with verified FSR search")
     parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)")
@@ -31,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     register_environment()  # keys the environment holds are redacted from the first log line on
     scratch.sweep()  # what a killed fsr left behind
     configure(args.log_level, args.log_file)
-    from .server import server
+    server = build()
 
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")

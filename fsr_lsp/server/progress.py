@@ -9,7 +9,7 @@ import threading
 from lsprotocol import types
 
 from ..redaction import redact
-from .searches import new_token
+from .search_jobs import new_token
 from .server import FsrServer
 
 

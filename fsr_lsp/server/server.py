@@ -1,6 +1,8 @@
-"""The fsr language server: its state and its start-up. Each feature lives in `features/` and
-registers its own handlers. Compilation runs as an asyncio subprocess, GPU work in the
-evaluator's worker process, searches in their own threads; no handler blocks."""
+"""The fsr language server's state, shared by its features. Each feature lives in `features/`
+and registers its own handlers (main.py builds the server); what one adds to every document's
+diagnostics or does on a save it registers here too, so the documents feature need not know
+it. Compilation runs as an asyncio subprocess, GPU work in the evaluator's worker process,
+searches in their own threads; no handler blocks."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import asyncio
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -22,12 +24,15 @@ from .edits import EditSupport
 from .features.drafts import Drafts
 from .logs import set_level
 from .protocol import FsrProtocol
-from .searches import Searches
+from .search_jobs import Searches
 from .trust import Trust
 from .watch import WorkspaceWatcher
 
 log = logging.getLogger("fsr_lsp")
 CUDA_SUFFIXES = (".cu", ".cuh")
+# (server, uri, text, its kernels) -> diagnostics; (server, uri) -> None
+DiagnosticSource = Callable[["FsrServer", str, Any, list[Kernel]], list[types.Diagnostic]]
+SaveHook = Callable[["FsrServer", str], None]
 
 
 class FsrServer(LanguageServer):
@@ -45,6 +50,8 @@ class FsrServer(LanguageServer):
         self.shown: set[str] = set()  # messages shown once
         self.watcher: WorkspaceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.diagnostic_sources: list[DiagnosticSource] = []  # each feature's diagnostics of a document
+        self.save_hooks: list[SaveHook] = []  # what features do when a document is saved
 
     # ------------------------------------------------------------ what leaves for the client, redacted
 
@@ -140,15 +147,3 @@ def not_on_disk(uri: str) -> str:
     return (f"{uri} is not a file on disk: save it as a .cu file to optimize or profile its kernels "
             "(its diagnostics and hovers work from the text)")
 
-
-def build() -> FsrServer:
-    """A server with every feature registered."""
-    from .features import all_features
-
-    ls = FsrServer()
-    for feature in all_features():
-        feature.register(ls)
-    return ls
-
-
-server = build()

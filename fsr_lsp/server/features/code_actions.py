@@ -16,7 +16,7 @@ from ...source import Position, SourceText
 from ...specs import spec_template
 from ..diagnostics import SOURCE, lsp_position
 from ..edits import EditSupport, workspace_edit
-from ..searches import SearchJob
+from ..search_jobs import SearchJob
 from ..server import FsrServer, is_cuda, not_on_disk
 from .commands import CANCEL, OPTIMIZE
 from .drafts import draft_title

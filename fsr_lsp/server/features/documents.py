@@ -1,5 +1,6 @@
 """Documents and their diagnostics: nvcc's errors and each kernel's resources on open and save,
-spec problems, failed proofs and search wins; headers changed on disk re-check the files that
+spec problems, failed proofs, and what other features add (search wins, profiles, performance
+verdicts: `FsrServer.diagnostic_sources`); headers changed on disk re-check the files that
 include them."""
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ from ..check import CheckResult, check_source
 from ..diagnostics import compiler_diagnostics, orphan_spec_diagnostics, resource_diagnostics, spec_diagnostics
 from ..server import FsrServer, is_cuda
 from ..watch import WorkspaceWatcher, affects
-from .perf_on_save import perf_diagnostics
-from .perf_on_save import saved as perf_saved
-from .profiling import profile_diagnostics
-from .searches import search_diagnostics
 
 
 def register(server: FsrServer) -> None:
@@ -35,7 +32,8 @@ def register(server: FsrServer) -> None:
     def did_save(ls: FsrServer, params: types.DidSaveTextDocumentParams) -> None:
         if is_cuda(params.text_document.uri):
             schedule_check(ls, params.text_document.uri)
-            perf_saved(ls, params.text_document.uri)
+            for hook in ls.save_hooks:  # performance on save
+                hook(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FsrServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -106,9 +104,7 @@ def _diagnostics(ls: FsrServer, uri: str) -> tuple[int | None, list[types.Diagno
                    + spec_diagnostics(src, kernels, enc)
                    + orphan_spec_diagnostics(src, found.orphan_specs, enc)
                    + ls.drafts.diagnostics(uri, src, kernels, enc)
-                   + search_diagnostics(ls, uri, src, kernels)
-                   + profile_diagnostics(ls, uri, src, kernels)
-                   + perf_diagnostics(ls, uri, src, kernels))
+                   + [d for source in ls.diagnostic_sources for d in source(ls, uri, src, kernels)])
     return doc.version, diagnostics
 
 

@@ -25,6 +25,7 @@ from ..diagnostics import SOURCE, lsp_range
 from .. import progress
 from ..protocol import flat_args
 from ..server import FsrServer
+from .documents import publish
 
 CHECK = "fsr.checkPerformance"
 QUIET_SECONDS = 2.0  # saves closer together than this make one check
@@ -45,6 +46,9 @@ def state(ls: FsrServer) -> PerfState:
 
 
 def register(server: FsrServer) -> None:
+    server.diagnostic_sources.append(perf_diagnostics)
+    server.save_hooks.append(saved)
+
     @server.command(CHECK)
     async def check_command(ls: FsrServer, *args: Any) -> str:
         flat = flat_args(args)
@@ -110,8 +114,6 @@ async def check(ls: FsrServer, uri: str) -> str:
         s.verdicts[(uri, v.kernel)] = v
         ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=redact(f"FSR: {v.message}")))
     if uri in ls.workspace.text_documents:
-        from .documents import publish
-
         publish(ls, uri)
     return "; ".join(v.message for v in verdicts) or "no kernel with a stored timing changed"
 

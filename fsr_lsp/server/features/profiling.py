@@ -26,6 +26,7 @@ from ..diagnostics import SOURCE, lsp_range
 from .. import progress
 from ..protocol import string_args
 from ..server import FsrServer, not_on_disk
+from .documents import publish
 
 PROFILE = "fsr.profile"
 FINDING, SUMMARY, FAILED = "profile-finding", "profile-summary", "profile-failed"
@@ -48,6 +49,8 @@ class Profiles:
 
 
 def register(server: FsrServer) -> None:
+    server.diagnostic_sources.append(profile_diagnostics)
+
     @server.command(PROFILE)
     async def profile_command(ls: FsrServer, *args: Any) -> str:
         found = string_args(args, PROFILE, "a document URI", "a kernel name")
@@ -120,8 +123,6 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
         message = f"FSR: {problem}"
         ls.show(message, types.MessageType.Warning)
     if uri in ls.workspace.text_documents:
-        from .documents import publish
-
         publish(ls, uri)
     return redact(message)
 

@@ -21,15 +21,17 @@ from ...source import SourceText
 from ...workflows.optimize import OptimizeRun, plan_spec
 from ..diagnostics import SOURCE, lsp_position, lsp_range
 from ..edits import workspace_edit
-from ..searches import SearchJob, new_token
+from ..search_jobs import SearchJob, new_token
 from ..server import FsrServer, not_on_disk
+from .documents import publish
 
 log = logging.getLogger("fsr_lsp")
 PROGRESS_NOTIFICATION = "fsr/searchProgress"  # for editor extensions: {uri, kernel, message, percentage, done}
 
 
 def register(server: FsrServer) -> None:
-    """Nothing to register: the commands (features/commands.py) start and cancel searches."""
+    """The commands (features/commands.py) start and cancel searches; a win is a diagnostic."""
+    server.diagnostic_sources.append(search_diagnostics)
 
 
 def open_documents(ls: FsrServer) -> dict[Path, str]:
@@ -119,8 +121,6 @@ def notify_progress(ls: FsrServer, job: SearchJob, message: str, percentage: int
 
 
 def _finished(ls: FsrServer, job: SearchJob) -> None:
-    from .documents import publish
-
     outcome = job.outcome
     assert outcome is not None
     if job.proof is not None:
