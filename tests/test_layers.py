@@ -186,6 +186,18 @@ def test_the_circle_finder_finds_circles(tmp_path):
                                                  ["fsr_lsp.c", "fsr_lsp.d", "fsr_lsp.c"]]
 
 
+def test_one_name_per_module():
+    """Two modules of one file name are two places a newcomer confuses. `__init__.py` aside, and
+    `main.py`: each program's `python -m` entry (`fsr_lsp.cli.main`, `fsr_lsp.server.main`, which
+    editors are configured to run), named as Python names an entry point."""
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name not in ("__init__.py", "main.py"):
+            seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    twice = {name: sorted(paths) for name, paths in seen.items() if len(paths) > 1}
+    assert not twice, f"modules of the same name: {twice}"
+
+
 def test_every_remote_call_resolves():
     """Work run on a backend's GPU by name (a cluster's worker imports it there)."""
     from fsr_lsp.evaluator.backends.calls import REMOTE_CALLS, remote_call

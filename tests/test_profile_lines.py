@@ -161,7 +161,7 @@ def test_without_samples_outside_nothing_is_said_of_them():
 
 def test_a_placed_specs_lines_map_back_to_the_document():
     from fsr_lsp.drafting.placement import place_spec
-    from fsr_lsp.workflows.profile import _document_line
+    from fsr_lsp.workflows.profile_kernel import _document_line
 
     text = "#include <x.h>\n\n__global__ void k(float* a)\n{\n    a[0] = 1;\n}\n"
     placed = place_spec(text, "k", "/* @fsr\nbench = { n = 1 }\n*/\n")  # three lines above line 3

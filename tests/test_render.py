@@ -4,7 +4,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from fsr_lsp.cli.render import render_result
+from fsr_lsp.cli.tables import render_result
 from fsr_lsp.evaluator.records import Check, EvalResult, TimingStats
 
 

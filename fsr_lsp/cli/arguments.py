@@ -1,5 +1,6 @@
 """Every argument checked when it is parsed, before any work: one line and exit 2 for a bad
-one (argparse's usage block is for --help), numbers finite and in range, folders that exist."""
+one (argparse's usage block is for --help), numbers finite and in range, folders that exist;
+and the workspace a file belongs to."""
 
 from __future__ import annotations
 
@@ -51,3 +52,15 @@ def folder(text: str) -> Path:
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
     return path
+
+
+def workspace_of(file: Path, explicit: Path | None = None) -> Path:
+    """Where a file's workspace (and so its `.fsr/` history) is: the folder given (--workspace),
+    else the nearest ancestor holding `.fsr` or `.git`, else the file's folder."""
+    if explicit is not None:
+        return explicit
+    here = file.resolve().parent
+    for place in (here, *here.parents):
+        if (place / ".fsr").is_dir() or (place / ".git").exists():
+            return place
+    return here

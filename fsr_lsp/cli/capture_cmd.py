@@ -14,7 +14,7 @@ from rich.table import Table
 from ..capture import Capture, CaptureError, run_capture
 from ..settings import settings_from_args, add_setting_flags
 from .arguments import at_least, folder, seconds
-from .common import fail, make_console
+from .console import fail, make_console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

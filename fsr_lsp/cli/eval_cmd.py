@@ -7,7 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from .arguments import at_least, seconds
+from .arguments import at_least, seconds, workspace_of
 from ..evaluator import Evaluator, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import to_json
@@ -25,9 +25,8 @@ from ..kernels import find_kernel
 from ..workflows.optimize import plan_spec
 from rich.markup import escape
 
-from .common import InputError, fail, make_console, read_source
-from .workspace import workspace_of
-from .render import render_result
+from .console import InputError, fail, make_console, read_source
+from .tables import render_result
 
 EXIT = {"verified": 0, "spec_error": 2, "unavailable": 3}
 

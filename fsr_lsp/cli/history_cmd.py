@@ -9,10 +9,9 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from .arguments import folder
+from .arguments import folder, workspace_of
 from ..search import HistoryStore
-from .common import InputError, fail, kernel_of, make_console
-from .workspace import workspace_of
+from .console import InputError, fail, kernel_of, make_console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

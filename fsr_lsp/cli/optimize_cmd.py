@@ -24,10 +24,9 @@ from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.report import write_report
 from ..settings import add_setting_flags, settings_from_args
 from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
-from .arguments import folder
+from .arguments import folder, workspace_of
 from . import STARTED
-from .common import InputError, fail, kernel_of, make_console
-from .workspace import workspace_of
+from .console import InputError, fail, kernel_of, make_console
 
 SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup",
                 "search.fixAttempts", "search.sanitize", "search.minGain", "llm.baseUrl", "llm.model", "llm.apiKeyEnv",

@@ -12,14 +12,13 @@ from pathlib import Path
 from rich.markup import escape
 
 from ..failures import said
-from .arguments import folder
+from .arguments import folder, workspace_of
 from ..drafting.workspace import LaunchIndex
 from ..profiling.findings import KernelProfile
 from ..settings import add_setting_flags, settings_from_args
 from ..workflows.optimize import Optimizer, plan_spec
-from ..workflows.profile import PROFILER, ProfileRun, profile_kernel
-from .common import InputError, fail, kernel_of, make_console
-from .workspace import workspace_of
+from ..workflows.profile_kernel import PROFILER, ProfileRun, profile_kernel
+from .console import InputError, fail, kernel_of, make_console
 
 FLAGS = ("compiler.nvcc", "compiler.flags", "includePaths", "gpus", "evaluator.address")
 

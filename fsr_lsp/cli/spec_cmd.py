@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from .arguments import folder, seconds
+from .arguments import folder, seconds, workspace_of
 from ..capture import latest_capture, read_capture
 from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
@@ -21,9 +21,8 @@ from ..drafting.proof import Proof, prove_with
 from ..evaluator.backends import backend_missing, make_backend
 from ..llmclient import ChatClient
 from ..settings import Settings, add_setting_flags, settings_from_args
-from .common import InputError, fail, make_console, read_source
+from .console import InputError, fail, make_console, read_source
 from .eval_cmd import _Status
-from .workspace import workspace_of
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

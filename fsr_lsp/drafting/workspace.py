@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from ..capture import Capture, latest_capture
-from ..capture.records import CAPTURES
+from ..capture.launches import CAPTURES
 from ..kernels import Kernel
 from ..kernels.aliases import included_aliases, included_texts, with_aliases
 from ..source import SourceText

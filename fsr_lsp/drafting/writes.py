@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ..kernels.model import Kernel
+from ..kernels.kernel import Kernel
 from ..kernels.treesitter import nodes_of, parse
 from ..source import SourceText
 

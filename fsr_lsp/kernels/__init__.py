@@ -6,7 +6,7 @@ from .c_types import abi_signature, element_type, parse_param
 from .attach import OrphanSpec
 from .discover import (Discovery, KernelNotFound, KernelSource, discover, discover_kernels, find_kernel, kernel_at,
                        kernel_source, require_kernel)
-from .model import Kernel, Param, SpecComment
+from .kernel import Kernel, Param, SpecComment
 
 __all__ = [
     "Discovery",

@@ -12,7 +12,7 @@ from typing import Iterable
 
 from .c_types import element_type
 from .lexical import active_text, defined_macros
-from .model import Kernel, Param
+from .kernel import Kernel, Param
 from .structs import instantiated, struct_templates, struct_types
 
 _TYPEDEF = re.compile(r"\btypedef\s+([\w\s:]+?)\s+(\w+)\s*;")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..source import SourceText
 from .brackets import closing, nesting, top_level
-from .model import Kernel, SpecComment
+from .kernel import Kernel, SpecComment
 
 _IDENT = re.compile(rb"[A-Za-z_]\w*")
 # Any of these words in a declaration's head makes it device-side (or compile-time) code.

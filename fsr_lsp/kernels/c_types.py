@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .model import Param
+from .kernel import Param
 
 # C spelling (qualifiers removed, words joined by one space) -> (element dtype, lanes)
 _SCALARS: dict[str, str] = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ..source import SourceText
-from .model import Kernel
+from .kernel import Kernel
 from .lexical import lex
 
 _CALLS = re.compile(rb"\b(clock64|clock|__globaltimer|globaltimer)\s*\(")

@@ -14,7 +14,7 @@ from .aliases import type_aliases, with_aliases
 from .attach import OrphanSpec, attach_specs
 from .fallback import scan_kernel
 from .lexical import lex, macro_aliases, spec_blocks
-from .model import Kernel
+from .kernel import Kernel
 from .treesitter import kernels_from_tree, parse
 
 

@@ -14,7 +14,7 @@ from ..source import SourceText
 from .c_types import parse_param
 from .brackets import closing
 from .lexical import active_text, defined_macros, mask, split_top_level
-from .model import Kernel
+from .kernel import Kernel
 
 _ATTRIBUTES = {b"__launch_bounds__", b"__cluster_dims__", b"__maxnreg__", b"__declspec", b"__attribute__"}
 _IDENT = re.compile(rb"[A-Za-z_]\w*")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..source import SourceText
 from . import brackets
-from .model import SpecComment
+from .kernel import SpecComment
 
 _SPEC_OPEN = re.compile(rb"/\*\s*@fsr\b")
 

@@ -9,7 +9,7 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 from ..source import SourceText
 from .c_types import parse_param
-from .model import Kernel
+from .kernel import Kernel
 
 _WRAPPERS = ("template_declaration", "linkage_specification")
 

@@ -1,12 +1,12 @@
 """The `@fsr` spec: sizes, launch configuration and arguments of a kernel. Its model
 (model.py), safe size expressions (expr.py), parsing with locations (parse.py, locate.py),
-inference from a signature (infer.py), rendering and templates (render.py), key edits (edit.py)."""
+inference from a signature (infer.py), rendering and templates (blocks.py), key edits (edit.py)."""
 
 from .expr import ExprError, evaluate, evaluate_int
 from .infer import infer_spec
 from .model import BufferArg, Init, NullArg, Problem, ScalarArg, Spec, SpecResult, default_init, tolerance
 from .parse import parse_spec
-from .render import render_spec, spec_template
+from .blocks import render_spec, spec_template
 
 __all__ = [
     "BufferArg",

@@ -3,7 +3,7 @@ exactly one integer size)."""
 
 from __future__ import annotations
 
-from ..kernels.model import Kernel
+from ..kernels.kernel import Kernel
 from ..source import SourceText
 from .model import BufferArg, Problem, ScalarArg, Spec, SpecResult
 from .texture import is_texture

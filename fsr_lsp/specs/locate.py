@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..kernels.model import SpecComment
+from ..kernels.kernel import SpecComment
 from ..source import SourceText, Span
 
 

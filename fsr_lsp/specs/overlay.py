@@ -7,7 +7,7 @@ import tomllib
 from typing import Any
 
 from .model import Spec
-from .render import render_spec
+from .blocks import render_spec
 
 
 def overlay(base: Spec, data: dict[str, Any]) -> dict[str, Any]:

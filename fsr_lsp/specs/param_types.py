@@ -5,7 +5,7 @@ the preparation of a kernel read it the same way."""
 from __future__ import annotations
 
 from ..kernels.c_types import element_type
-from ..kernels.model import Kernel, Param
+from ..kernels.kernel import Kernel, Param
 from ..kernels.structs import substituted
 
 

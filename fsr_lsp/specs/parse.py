@@ -7,12 +7,12 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kernels.model import Kernel, Param, SpecComment
+from ..kernels.kernel import Kernel, Param, SpecComment
 from ..source import SourceText, Span
 from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
 from .overlay import overlay
-from .ref import read_ref
+from .torch_ref import read_ref
 from .model import (Arg, BufferArg, Init, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, TextureArg,
                     default_init)
 from .texture import is_texture, read_texture, texture_arg

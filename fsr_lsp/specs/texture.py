@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ..kernels.c_types import element_type
-from ..kernels.model import Param
+from ..kernels.kernel import Param
 from .model import TextureArg, init_spelling
 
 TEXTURE_TYPES = ("cudaTextureObject_t", "CUtexObject")

@@ -21,7 +21,7 @@ from ...profiling.findings import Finding, KernelProfile
 from ...redaction import redact
 from ...source import SourceText
 from ...workflows.optimize import plan_spec
-from ...workflows.profile import PROFILER, ProfileRun, profile_kernel
+from ...workflows.profile_kernel import PROFILER, ProfileRun, profile_kernel
 from ..diagnostics import SOURCE, lsp_range
 from .. import progress
 from ..protocol import string_args

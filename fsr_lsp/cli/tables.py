@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..evaluator.records import EvalResult
-from .common import make_console
+from .console import make_console
 
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 

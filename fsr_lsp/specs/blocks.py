@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ..kernels.model import Kernel
+from ..kernels.kernel import Kernel
 from .infer import BENCH_N, DEFAULT_BLOCK, SCALAR_FLOAT, infer_from_signature
 from .model import BufferArg, NullArg, Spec, TextureArg, init_spelling
 from .texture import is_texture, texture_spelling

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from .build import BuildError, injection_library
-from .records import CAPTURES, Capture, read_capture
+from .launches import CAPTURES, Capture, read_capture
 
 
 class CaptureError(RuntimeError):

@@ -1,4 +1,5 @@
-"""What every command shares: one-line failures, and a console that never shows a secret."""
+"""What every command shares: the file and kernel it names, read or refused in one line;
+one-line failures; a console that never shows a secret."""
 
 from __future__ import annotations
 
