@@ -206,3 +206,62 @@ def test_scaled_error_is_relative_for_large_values_and_at_the_buffers_scale_near
     nan = scaled_error(torch, torch.tensor([float("nan")]), torch.tensor([1.0]))
     assert nan.item() == float("inf")
     assert FACTOR >= 2  # a reordering may round up to a few times worse than the original did
+
+
+WANDER = 2e-5  # how far apart two runs of the atomic original land (8 M float atomics into one sum: more)
+
+
+@kernel("rowsum_atomic")
+def _atomic(rows, cols, x, out):
+    """Every element added into its row's sum in the order the threads happen to run (float
+    atomics into one address): each launch lands somewhere else within WANDER of the sum."""
+    exact = _rows(rows, cols, x).astype(np.float64).sum(axis=1)
+    view(out, rows)[:] = (exact * (1 + WANDER * np.random.default_rng().uniform(-1, 1, rows))).astype(np.float32)
+
+
+@kernel("rowsum_atomic_drops_one")
+def _atomic_drops_one(rows, cols, x, out):
+    exact = _rows(rows, cols, x)[:, : max(cols - 1, 1)].astype(np.float64).sum(axis=1)
+    view(out, rows)[:] = (exact * (1 + WANDER * np.random.default_rng().uniform(-1, 1, rows))).astype(np.float32)
+
+
+# rows of up to 1,000 positive values: one element dropped is 50 times the wander
+ATOMIC_ROWS = SHORT_ROWS.replace('x = "in[rows * cols]"', 'x = "in[rows * cols] uniform(0.5, 1)"')
+
+
+def run_atomic(candidate, wide="rowsum_double", source=ATOMIC_ROWS):
+    j = job(source, "rowsum", "rowsum_atomic", candidate)
+    j.wide = binary(wide) if wide else None
+    return run_job(FakeSession(), j)
+
+
+@pytest.mark.parametrize("candidate", [None, "rowsum_warp", "rowsum_compensated", "rowsum_atomic"])
+def test_an_original_whose_atomics_round_differently_each_run_is_an_oracle_held_to_its_own_error(candidate):
+    """Float atomics make two runs of the original differ in rounding. With a double-precision
+    run to judge them, that is no nondeterminism to refuse: both runs join the original's own
+    error, and a candidate (deterministic, more accurate, or itself atomic) is held to it."""
+    result = run_atomic(candidate)
+    assert result.status == "verified", result.message
+    assert any(w.startswith("rounding: two runs of the original differ in out") for w in result.warnings)
+
+
+@pytest.mark.parametrize("candidate", ["rowsum_drops_one", "rowsum_atomic_drops_one", "rowsum_tenth_percent"])
+def test_a_wrong_answer_is_still_refused_against_an_original_that_rounds_differently_each_run(candidate):
+    result = run_atomic(candidate)
+    assert result.status == "wrong", result.message
+
+
+def test_without_a_double_build_an_original_that_differs_between_runs_is_no_oracle():
+    result = run_atomic("rowsum_warp", wide=None)
+    assert result.status == "spec_error" and "not deterministic" in result.message, result.message
+
+
+def test_a_candidate_whose_runs_differ_where_the_originals_never_do_is_a_race():
+    """The deterministic naive original against a candidate that lands elsewhere each run
+    (within the accuracy bound): the candidate brought nondeterminism the original does not
+    have, which fsr refuses (a race, or a read of memory nothing wrote), by whichever check sees
+    it first: its runs back to back, or its two runs on the same input."""
+    result = run("rowsum_atomic", source=ATOMIC_ROWS)
+    assert result.status == "wrong", result.message
+    assert ("where the original's two runs always agreed" in result.message
+            or "launches back to back" in result.message or "back to back on the same buffers" in result.message)

@@ -225,8 +225,17 @@ def _prove_once(evaluator: Evaluator, source: str, kernel: str, block: str, opti
     note = f"; {'; '.join(f'{c.name} skipped: {c.detail}' for c in skipped)}" if skipped else ""
     t = result.original_time
     return Proof(kernel, "proven", f"proven on the original at {ran}: in bounds, outputs written, in buffers unchanged, "
-                                   f"deterministic{', memcheck and initcheck clean' if not skipped else ''}{extra}{note}",
+                                   f"{_repeatable(result)}{', memcheck and initcheck clean' if not skipped else ''}"
+                                   f"{extra}{note}",
                  spec=block, checks=checks, tolerance=tolerance, original_ms=t.median_ms if t else None), job
+
+
+def _repeatable(result: EvalResult) -> str:
+    """'deterministic', or how two runs differed when the evaluator let them (float atomics,
+    judged against the original's double-precision run)."""
+    if any(w.startswith("rounding:") for w in result.warnings):
+        return "repeatable to its own rounding (two runs differ as float atomics do; candidates held to its error)"
+    return "deterministic"
 
 
 def _run_original(evaluator: Evaluator, source: str, kernel: str, options: EvalOptions, timeout: float | None,

@@ -125,3 +125,19 @@ def test_the_transpose_tile_rewrite_is_verified_faster_and_a_wrong_tile_read_is_
     assert broken != p.source
     r = evaluate(evaluator, cases[-1][0], "transpose_naive", broken, QUICK)
     assert r.status == "wrong", r.message
+
+
+def test_an_atomic_original_with_no_tolerance_is_held_to_its_own_error_and_the_block_sum_verified(evaluator):
+    """The same float sum with no rtol/atol in its spec: 8 M atomics land elsewhere each run; the
+    double-precision run judges both runs of the original and the block rewrite (far more
+    accurate, and itself atomic) is verified against that, not refused as 'different'."""
+    from ..test_structural_atomic_sum import SPEC, SUMS
+
+    text = SPEC.replace("rtol = 1e-3\natol = 1e-5\n", "") + SUMS["guarded"]
+    assert "rtol" not in text
+    ctx = context(text, "atomic_total")
+    (block,) = [q for q in structural_proposals(ctx.kernel, ctx.spec, ctx.definition)
+                if q.generator == "builtin:atomic-block-sum"]
+    r = evaluate(evaluator, text, "atomic_total", block.source, QUICK)
+    print(f"\n[structural] atomic float sum, no tolerance: {r.status}: {r.message[:160]}; {r.warnings}")
+    assert r.status == "verified", (r.message, [(c.name, c.status, c.detail) for c in r.checks])

@@ -54,6 +54,10 @@ class Accuracy:
     grounded: set[str] = field(default_factory=set)
     why_not: str = ""  # why there is no double-precision run, when outputs could have used one
     worst: dict[str, _Worst] = field(default_factory=dict)
+    # outputs whose two runs of the original differed (float atomics add in any order): each run
+    # is held to the double-precision run, and so is each of a candidate's
+    spread: set[str] = field(default_factory=set)
+    candidate_spread: dict[str, Mismatch] = field(default_factory=dict)  # a candidate's two runs differed here
 
     def bound(self, name: str) -> float:
         w = self.worst[name]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..records import Check, EvalJob, SizePlan
 from .accuracy import FACTOR, FLOOR_ULPS, grounded_buffers, to_wide, wide_args
@@ -33,21 +33,13 @@ from .buffers import FLOATS, describe, poisoned
 from .common import (Failure, JobContext, buffers_of, captured_inputs, guarded_launch, inputs_only, launch_args,
                      make_inputs, outputs, seed_for)
 from .guards import Guarded, describe_overrun, guarded
+from .oracle import OracleProblem, kept_poison, oracle_problem, rounding_spread
 from .ref import RefError, eval_ref
 from .shared import SharedPoison
 
 WIDE_CHECK = "double-precision reference"
 NAN_HINT = ("; NaN where the original has a number: it read memory nothing wrote (shared memory is filled with "
             "NaN before each launch, and every buffer sits between NaN canaries)")
-
-
-class OracleProblem(Exception):
-    """The original misbehaves at a size: the spec is at fault (or, at an edge size, the size).
-    Names the check and the argument, for whoever proves a drafted spec."""
-
-    def __init__(self, message: str, check: str, argument: str = "") -> None:
-        super().__init__(message)
-        self.check, self.argument = check, argument
 
 
 @dataclass
@@ -85,8 +77,10 @@ def verify(ctx: JobContext) -> Counts:
             try:
                 expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
                 again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
-                problem = oracle_problem(ctx, plan, inputs, expected[0], again[0],
-                                         lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0])
+                rerun = lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0]  # noqa: E731
+                spread: set[str] = set()
+                problem = oracle_problem(ctx, plan, inputs, expected[0], again[0], rerun,
+                                         accuracy.grounded if ctx.wide is not None else set(), spread)
             except OracleProblem as e:
                 problem = e
             if problem:
@@ -97,6 +91,8 @@ def verify(ctx: JobContext) -> Counts:
                 raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {problem}",
                               check=problem.check, argument=problem.argument)
             double = _double_run(ctx, plan, inputs, expected[0]) if accuracy.grounded else None
+            if not problem and spread:
+                double = rounding_spread(ctx, plan, inputs, expected[0], again[0], double, spread, rerun)
             reference = None
             if ref_usable:
                 reference, ref_problem = _reference(ctx, plan, inputs, expected[0], seed)
@@ -146,8 +142,15 @@ def _double_run(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict) -
 
 
 def _accuracy_check(ctx: JobContext) -> Check:
-    """What decided accuracy, and by what margin; a candidate beyond its bound fails here."""
+    """What decided accuracy, and by what margin; a candidate beyond its bound fails here, and
+    one whose two runs differ where the original's never did (a race it brought)."""
     accuracy = ctx.accuracy
+    raced = sorted(set(accuracy.candidate_spread) - accuracy.spread)
+    if raced:
+        m = accuracy.candidate_spread[raced[0]]
+        raise Failure("wrong", f"the candidate gives different results on the same input, where the original's two "
+                               f"runs always agreed: a race, or a read of memory nothing wrote ({m.describe()})",
+                      check="repeatable", mismatch=m)
     if accuracy.grounded:
         if ctx.candidate is None:
             worst = ", ".join(f"{name} {w.original:.2g}" for name, w in sorted(accuracy.worst.items())
@@ -266,50 +269,6 @@ def _check_bands(ctx: JobContext, who: str, plan: SizePlan, guards: dict[str, Gu
             raise Failure("wrong", f"the candidate {overrun}", check="guard bands")
 
 
-def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, second: dict,
-                   rerun: Callable[[], dict]) -> OracleProblem | None:
-    """The two runs (outputs poisoned differently) must agree: an element that kept its poison
-    was not written; where they differ otherwise, a third run with the first run's poison tells
-    a kernel that reads its `out` buffer (same result again) from nondeterminism (atomics, a race)."""
-    torch = ctx.torch
-    for a in inputs_only(plan):
-        if not torch.equal(first[a.name], inputs[a.name]):
-            return OracleProblem(f"modifies {a.name}, which the spec declares in (declare it inout)", "inputs unchanged",
-                                 a.name)
-    for a in outputs(plan):
-        m = describe(torch, "oracle", plan.label, 0, a, second[a.name], first[a.name], None)
-        if m is None:
-            continue
-        if a.direction == "out" and _kept_poison(torch, a, first[a.name], second[a.name]):
-            return OracleProblem(f"does not write every element of {a.name}, or reads it first ({m.bad} of {m.total} elements keep the "
-                                 f"poison they were given before the run; declare {a.name} inout if the kernel updates "
-                                 "only part of it)", "every output written", a.name)
-        if a.direction == "out" and describe(torch, "oracle", plan.label, 0, a, rerun()[a.name], first[a.name], None) is None:
-            return OracleProblem(f"gives a different {a.name} when its buffers start from different contents "
-                                 f"({m.bad} of {m.total} elements; the same contents give the same result): it reads "
-                                 f"{a.name} before writing it (declare {a.name} inout with a start value), or reads past "
-                                 "the end of a buffer",
-                                 "outputs not read before written", a.name)
-        return OracleProblem(f"is not deterministic: {m.bad} of {m.total} elements of {a.name} differ between two runs "
-                             f"on the same inputs ({m.describe()})", "deterministic", a.name)
-    return None
-
-
-def _kept_poison(torch: Any, arg: Any, first: Any, second: Any) -> bool:
-    """Whether some element still holds the poison of both runs (NaN, then the byte pattern)."""
-    return bool(_poison_kept(torch, arg, first, second).any().item())
-
-
-def _poison_kept(torch: Any, arg: Any, first: Any, second: Any) -> Any:
-    """Per element: the first run's poison (NaN, pattern A) in `first` and B's in `second`."""
-    a, b = poisoned(torch, first.device, arg, "A"), poisoned(torch, second.device, arg, "B")
-
-    def holds(t: Any, p: Any) -> Any:
-        return (t.view(torch.uint8).view(-1, t.element_size()) == p.view(torch.uint8).view(-1, p.element_size())).all(1)
-
-    return holds(first, a) & holds(second, b)
-
-
 def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, seed: int) -> tuple[dict | None, str | None]:
     try:
         reference = eval_ref(ctx.torch, ctx.job.ref, plan, inputs)
@@ -346,6 +305,15 @@ def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, expected: li
                               check="chained launches", mismatch=m)
     args = {a.name: a for a in plan.args}
     for a in outputs(plan):
+        if double is not None and a.name in ctx.accuracy.grounded:  # each run held to the double-precision run
+            m = ctx.accuracy.judge(torch, plan, seed, a, second[a.name], double[a.name])
+            if m is not None:
+                raise Failure("wrong", f"the candidate's second run on the same input is far from the original's: "
+                                       f"{m.describe()}", check="repeatable", mismatch=m)
+            apart = describe(torch, "repeatable", plan.label, seed, a, second[a.name], runs[0][a.name], None)
+            if apart is not None:  # allowed only where the original's own runs differ too (at the job's end)
+                ctx.accuracy.candidate_spread.setdefault(a.name, apart)
+            continue
         if describe(torch, "repeatable", plan.label, seed, a, second[a.name], runs[0][a.name], None) is not None:
             m = describe(torch, "repeatable", plan.label, seed, a, second[a.name], expected[0][a.name], "B")
             detail = m.describe() if m else ""
@@ -392,7 +360,7 @@ def _compare(ctx: JobContext, plan: SizePlan, first: dict, second: dict, expecte
 def _unwritten(ctx: JobContext, plan: SizePlan, arg: Any, first: dict, second: dict, expected: dict, seed: int) -> None:
     """Elements that kept both runs' poison were never written: that fails whatever the accuracy."""
     torch = ctx.torch
-    if _kept_poison(torch, arg, first[arg.name], second[arg.name]):
+    if kept_poison(torch, arg, first[arg.name], second[arg.name]):
         m = describe(torch, "every output written", plan.label, seed, arg, second[arg.name], expected[arg.name], "B")
         assert m is not None
         raise Failure("wrong", f"the candidate's output differs from the original's: {m.describe()}",
