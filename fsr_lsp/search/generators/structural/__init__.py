@@ -31,7 +31,7 @@ def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
                      "address are serialised. Summing each warp's (or block's) values first, by shuffles, and "
                      "adding once a warp or block is the usual fix; fsr's own such rewrite is measured in the first "
                      "round")
-    if transpose_tile(kernel, spec, definition) is not None:
+    if transpose_tile(kernel, spec, definition):
         found.append("each thread copies one element to a transposed index: one of the two global accesses walks "
                      "a warp down a column (a transaction per thread). Staging the block's elements in a shared "
                      "tile (with a padding column) so that reads and writes both go along rows is the usual fix; "
@@ -65,10 +65,9 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
     for atomic in reversed(atomic_sums(kernel, spec, definition)):  # the block's first: 8x fewer atomics again
         out.append(Proposal(source=atomic.definition, generator=f"builtin:atomic-{atomic.scope}-sum", note=atomic.note,
                             round=round_))
-    transposed = transpose_tile(kernel, spec, definition)
-    if transposed is not None:
-        out.append(Proposal(source=transposed.definition, generator="builtin:transpose-tile", note=transposed.note,
-                            round=round_))
+    for transposed in transpose_tile(kernel, spec, definition):
+        out.append(Proposal(source=transposed.definition, generator=f"builtin:transpose-tile-{transposed.exchanged}",
+                            note=transposed.note, round=round_))
     for tile, per in TILE_SHAPES:
         tiled = shared_tiles(kernel, spec, definition, tile, per)
         if tiled is None:

@@ -34,19 +34,21 @@ _FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__shfl\w*|atomic\w+|asm|fs
 class TileTranspose:
     definition: str
     note: str
+    exchanged: str  # "write" (a row-major read stays) or "read" (a column-major read, say)
 
 
-def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> TileTranspose | None:
-    """The rewrite, or None when the kernel is not one element copied to another index."""
+def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTranspose]:
+    """The rewrites (the write exchanged, then the read), or [] when the kernel is not one
+    element copied to another index."""
     block = dims(spec.block)
     if len(block) != 2 or block[0] != block[1] or block[0] not in (16, 32) or len(dims(spec.grid)) != 2:
-        return None
+        return []
     if _FORBIDDEN.search(definition):
-        return None
+        return []
     data = definition.encode()
     body = kernel_body(data)
     if body is None:
-        return None
+        return []
 
     def text(node: Node) -> str:
         return data[node.start_byte:node.end_byte].decode()
@@ -55,54 +57,63 @@ def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> TileTranspose
     if statements and statements[-1].type == "return_statement" and text(statements[-1]).replace(" ", "") == "return;":
         statements = statements[:-1]
     if len(statements) < 3:
-        return None
+        return []
     axes = {}
     for st in statements[:2]:
         found = _index_declaration(st, text)
         if found is None:
-            return None
+            return []
         axes[found[0]] = (st, found[1])
     if set(axes) != {"x", "y"}:
-        return None
+        return []
     guard, copy = _guarded_copy(statements[2:], text)
     if copy is None:
-        return None
+        return []
     m = re.fullmatch(r"(\w+)\s*\[(.+)\]\s*=\s*(\w+)\s*\[(.+)\]\s*;", " ".join(text(copy).split()))
     if m is None:
-        return None
+        return []
     out, write, source, read = m.group(1), m.group(2).strip(), m.group(3), m.group(4).strip()
     params = {p.name: p for p in kernel.params}
     if out not in params or source not in params or out == source or not params[out].is_pointer or \
             params[out].dtype is None or params[out].dtype != params[source].dtype or (params[out].lanes or 1) != 1:
-        return None
+        return []
     names = {axis: _declared_name(st) for axis, (st, _) in axes.items()}
     if write.replace(" ", "") == read.replace(" ", "") or \
             not all(re.search(rf"\b{names[a]}\b", idx) for a in "xy" for idx in (write, read)):
-        return None
+        return []
     tile = block[0]
     kind = params[out].base_type
-    first = [text(axes["x"][0]), text(axes["y"][0])]
-    second = [_swapped(axes["x"][0], axes["x"][1], "x", data), _swapped(axes["y"][0], axes["y"][1], "y", data)]
-    i = "    "
+    own = [text(axes["x"][0]), text(axes["y"][0])]
+    swapped = [_swapped(axes["x"][0], axes["x"][1], "x", data), _swapped(axes["y"][0], axes["y"][1], "y", data)]
     cond = guard or "true"
-    new_body = (
-        "{\n"
-        f"{i}// fsr: the read and the write exchange threads through a shared tile, so both go along rows\n"
-        f"{i}__shared__ {kind} fsr_tile[{tile}][{tile} + 1];  // + 1: reading it by columns hits every bank\n"
-        f"{i}{{  // each thread reads the element it read before\n"
-        f"{i}{i}{first[0]}\n{i}{i}{first[1]}\n"
-        f"{i}{i}if ({cond}) fsr_tile[threadIdx.y][threadIdx.x] = {source}[{read}];\n"
-        f"{i}}}\n"
-        f"{i}__syncthreads();\n"
-        f"{i}{{  // and writes the element its transposed neighbour in the block read\n"
-        f"{i}{i}{second[0]}\n{i}{i}{second[1]}\n"
-        f"{i}{i}if ({cond}) {out}[{write}] = fsr_tile[threadIdx.x][threadIdx.y];\n"
-        f"{i}}}\n"
-        "}")
-    out_text = data[:body.start_byte].decode() + new_body + data[body.end_byte:].decode()
-    note = (f"transpose through a shared tile: `{out}` and `{source}` both accessed along rows, a {tile}x{tile + 1} "
-            "tile of the block in between (was one of them strided)")
-    return TileTranspose(out_text, note)
+    out_variants = []
+    # which access walks down a column depends on the layout (a row-major read, a column-major
+    # one through a macro): each variant exchanges one of them, and the search measures both
+    for exchanged in ("write", "read"):
+        i = "    "
+        read_decls, write_decls = (own, swapped) if exchanged == "write" else (swapped, own)
+        load, store = (("[threadIdx.y][threadIdx.x]", "[threadIdx.x][threadIdx.y]") if exchanged == "write"
+                       else ("[threadIdx.x][threadIdx.y]", "[threadIdx.y][threadIdx.x]"))
+        new_body = (
+            "{\n"
+            f"{i}// fsr: the {exchanged} is made by the transposed thread of the block, through a shared tile, so\n"
+            f"{i}// the {'read' if exchanged == 'write' else 'write'} and the {exchanged} both go along rows\n"
+            f"{i}__shared__ {kind} fsr_tile[{tile}][{tile} + 1];  // + 1: reading it by columns hits every bank\n"
+            f"{i}{{  // {'each thread reads the element it read before' if exchanged == 'write' else 'each thread reads the element its transposed neighbour in the block read'}\n"
+            f"{i}{i}{read_decls[0]}\n{i}{i}{read_decls[1]}\n"
+            f"{i}{i}if ({cond}) fsr_tile{load} = {source}[{read}];\n"
+            f"{i}}}\n"
+            f"{i}__syncthreads();\n"
+            f"{i}{{  // {'and writes the element its transposed neighbour in the block read' if exchanged == 'write' else 'and writes the element it wrote before'}\n"
+            f"{i}{i}{write_decls[0]}\n{i}{i}{write_decls[1]}\n"
+            f"{i}{i}if ({cond}) {out}[{write}] = fsr_tile{store};\n"
+            f"{i}}}\n"
+            "}")
+        note = (f"transpose through a shared tile, the {exchanged} of `{out if exchanged == 'write' else source}` "
+                f"made by the transposed thread: both accesses along rows, a {tile}x{tile + 1} tile between them")
+        out_variants.append(TileTranspose(data[:body.start_byte].decode() + new_body + data[body.end_byte:].decode(),
+                                          note, exchanged))
+    return out_variants
 
 
 def _index_declaration(st: Node, text) -> tuple[str, Node] | None:
