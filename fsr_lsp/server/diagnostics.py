@@ -3,14 +3,17 @@ and search results, each at the right place (UTF-16 positions)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types
 
-from ..evaluator.records import Resources
-from ..kernels import Kernel, OrphanSpec
 from ..source import SourceText, Span, units
-from ..specs import parse_spec
 from .check import CheckResult
 from .nvcc_output import Message
+
+if TYPE_CHECKING:
+    from ..evaluator.records import Resources
+    from ..kernels import Kernel, OrphanSpec
 
 SOURCE = "fsr"
 
@@ -52,6 +55,8 @@ def resource_diagnostics(src: SourceText, kernels: list[Kernel], resources: dict
 
 
 def spec_diagnostics(src: SourceText, kernels: list[Kernel], encoding: str = "utf-16") -> list[types.Diagnostic]:
+    from ..specs import parse_spec
+
     out = []
     for k in kernels:
         if not k.complete:

@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+import threading
 
 from .. import processes, scratch
 from ..redaction import register_environment
@@ -43,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     _reaper = processes.start_reaper(processes.mark_tree())
     processes.exit_on_signals()
     register_environment()  # keys the environment holds are redacted from the first log line on
-    scratch.sweep()  # what a killed fsr left behind
+    # What a killed fsr left behind, swept beside the start-up: a /tmp of thousands of entries
+    # takes tens of milliseconds to read, and no editor should wait for that.
+    threading.Thread(target=scratch.sweep, name="fsr-sweep", daemon=True).start()
     configure(args.log_level, args.log_file)
     server = build()
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..evaluator.entries import mangled_name
-
 _NVCC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<sev>error|warning|remark)(?: #(?P<code>[\w-]+))?: (?P<msg>.*)$")
 _GCC = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning): (?P<msg>.*)$")
 _PTXAS = re.compile(r"^ptxas (?P<sev>error|fatal|warning)\s*: (?P<msg>.*)$")
@@ -59,6 +57,8 @@ def _parse_line(raw: str, following: list[str], source_lines: list[str]) -> Mess
         entry = _ENTRY.search(m.group("msg"))
         kernel = ""
         if entry:
+            from ..evaluator.entries import mangled_name
+
             kernel = mangled_name(entry.group(1)) or entry.group(1)
         text = m.group("msg").strip()
         if entry and kernel:

@@ -8,13 +8,15 @@ import asyncio
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..failures import said
-from ..evaluator.backends import Backend, ray_missing
-from ..search import Progress, SearchOutcome
 from ..settings import Settings
-from ..workflows.optimize import Optimizer, OptimizeRun
+
+if TYPE_CHECKING:
+    from ..evaluator.backends import Backend
+    from ..search import Progress, SearchOutcome
+    from ..workflows.optimize import Optimizer, OptimizeRun
 
 
 def new_token() -> str:
@@ -67,7 +69,18 @@ class Searches:
     def __init__(self) -> None:
         self.running: dict[tuple[str, str], SearchJob] = {}
         self.finished: dict[tuple[str, str], SearchJob] = {}
-        self.optimizer = Optimizer()
+        self._optimizer: Optimizer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def optimizer(self) -> Optimizer:
+        """The Optimize use case, made when first needed (it brings the search and the evaluator)."""
+        with self._lock:
+            if self._optimizer is None:
+                from ..workflows.optimize import Optimizer
+
+                self._optimizer = Optimizer()
+            return self._optimizer
 
     def unavailable(self, settings: Settings) -> str:
         return self.optimizer.unavailable(settings)
@@ -77,7 +90,11 @@ class Searches:
 
     def remote(self, settings: Settings) -> Backend | None:
         """The cluster, for work this machine cannot do (an on-save compile without nvcc)."""
-        if settings.evaluator_backend != "ray" or ray_missing():
+        if settings.evaluator_backend != "ray":
+            return None
+        from ..evaluator.backends import ray_missing
+
+        if ray_missing():
             return None
         return self.optimizer.backend(settings)
 
@@ -91,6 +108,8 @@ class Searches:
             try:
                 self.optimizer.run(run, lambda p: loop.call_soon_threadsafe(on_progress, job, p))
             except Exception as e:  # a bug of ours must not take the server down
+                from ..search import SearchOutcome
+
                 run.outcome = SearchOutcome("failed", f"internal error: {said(e)}")
             loop.call_soon_threadsafe(self._done, job, on_done)
 
@@ -103,14 +122,16 @@ class Searches:
         if job is None:
             return False
         job.cancel.set()
-        self.optimizer.cancel()
+        if self._optimizer is not None:
+            self._optimizer.cancel()
         return True
 
     def shutdown(self) -> None:
         for job in list(self.running.values()):
             job.cancel.set()
-        self.optimizer.cancel()
-        self.optimizer.close()
+        if self._optimizer is not None:
+            self._optimizer.cancel()
+            self._optimizer.close()
 
     def _done(self, job: SearchJob, on_done: Callable[[SearchJob], None]) -> None:
         self.running.pop(job.key, None)

@@ -10,28 +10,30 @@ import asyncio
 import json
 import logging
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..kernels import Kernel, find_kernel
 from ..redaction import redact
 from ..settings import USER, Settings, load_settings
-from .check import CheckResult
 from .edits import EditSupport
 from .features.drafts import Drafts
 from .logs import set_level
 from .protocol import FsrProtocol
 from .search_jobs import Searches
 from .trust import Trust
-from .watch import WorkspaceWatcher
+
+if TYPE_CHECKING:  # what the server holds; the modules load when the work is first done
+    from ..kernels import Kernel
+    from .check import CheckResult
+    from .watch import WorkspaceWatcher
 
 log = logging.getLogger("fsr_lsp")
 CUDA_SUFFIXES = (".cu", ".cuh")
 # (server, uri, text, its kernels) -> diagnostics; (server, uri) -> None
-DiagnosticSource = Callable[["FsrServer", str, Any, list[Kernel]], list[types.Diagnostic]]
+DiagnosticSource = Callable[["FsrServer", str, Any, "list[Kernel]"], list[types.Diagnostic]]
 SaveHook = Callable[["FsrServer", str], None]
 
 
@@ -84,6 +86,8 @@ class FsrServer(LanguageServer):
 
     def open_kernel(self, uri: str, name: str) -> "tuple[Any, Kernel] | str":
         """An open document and its kernel `name`, or why there is none (a command's answer)."""
+        from ..kernels import find_kernel
+
         doc = self.document(uri)
         if doc is None:
             return f"{uri} is not open in the editor"

@@ -9,14 +9,16 @@ import asyncio
 import shlex
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from ...capture import Capture, CaptureError, run_capture
 from .. import progress
 from ..protocol import flat_args
 from ..server import FsrServer
+
+if TYPE_CHECKING:
+    from ...capture import Capture
 
 CAPTURE = "fsr.capture"
 MAX_LOG_LINES = 200  # the program's output shown in the log; the rest is counted
@@ -48,6 +50,8 @@ def register(server: FsrServer) -> None:
 
 
 async def _capture(ls: FsrServer, command: list[str], root: Path) -> str:
+    from ...capture import CaptureError, run_capture
+
     cancel = threading.Event()
     token = await progress.begin(ls, "FSR: capturing launches", " ".join(command)[:200], cancel)
     shown = [0]

@@ -7,22 +7,23 @@ chosen by clients that resolve (VS Code, Neovim) and with the action for those t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ...kernels import Kernel, discover_kernels
-from ...kernels.discover import LARGE_BYTES
 from ...source import Position, SourceText
-from ...specs import spec_template
 from ..diagnostics import SOURCE, lsp_position
 from ..edits import EditSupport, workspace_edit
-from ..search_jobs import SearchJob
 from ..server import FsrServer, is_cuda, not_on_disk
 from .commands import CANCEL, OPTIMIZE
 from .drafts import draft_title
 from .profiling import FINDING, PROFILE, profiles
 from .hover import kernel_at_position
 from .searches import kernel_spec, rewrite_edit
+
+if TYPE_CHECKING:
+    from ...kernels import Kernel
+    from ..search_jobs import SearchJob
 
 APPLY_KIND = types.CodeActionKind.RefactorRewrite
 
@@ -101,6 +102,9 @@ def _kernel_of(at: _Document, d: types.Diagnostic) -> Kernel | None:
     here = kernel_at_position(at.src, d.range.start, at.encoding)
     if here is not None and here.name == name:
         return here
+    from ...kernels import discover_kernels
+    from ...kernels.discover import LARGE_BYTES
+
     if len(at.src.data) > LARGE_BYTES:  # a full discovery of a large file is no request's work
         return None
     return next((k for k in discover_kernels(at.src) if k.name == name), None)
@@ -180,12 +184,16 @@ def _spec_fixes(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.Code
 
 
 def _insert_spec(at: _Document, kernel: Kernel) -> types.CodeAction:
+    from ...specs import spec_template
+
     start = kernel.definition_span.start_byte
     return types.CodeAction(title=f"Insert @fsr spec for `{kernel.name}`", kind=types.CodeActionKind.QuickFix,
                             edit=at.edit(start, start, spec_template(kernel)))
 
 
 def _reset_spec(at: _Document, kernel: Kernel, d: types.Diagnostic) -> types.CodeAction:
+    from ...specs import spec_template
+
     assert kernel.spec is not None
     span = kernel.spec.span
     return types.CodeAction(title=f"Replace the @fsr spec of `{kernel.name}` with a filled-in template",

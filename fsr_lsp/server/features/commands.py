@@ -5,16 +5,17 @@ fsr.historyAt (the stored candidates of the kernel at a position)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from ...kernels import Kernel
-from ...search.store import HistoryStore
 from ...source import SourceText
 from ..protocol import flat_args, string_args
 from ..server import FsrServer
 from .hover import kernel_at_position
+
+if TYPE_CHECKING:
+    from ...kernels import Kernel
 
 OPTIMIZE, CANCEL = "fsr.optimize", "fsr.cancel"
 OPTIMIZE_AT, SEARCHES, HISTORY_AT = "fsr.optimizeAt", "fsr.searches", "fsr.historyAt"
@@ -73,6 +74,8 @@ def register(server: FsrServer) -> None:
         if kernel is None:
             return {"kernel": None, "rows": []}
         path = Path(ls.workspace.get_text_document(str(flat_args(args)[0])).path)
+        from ...search.store import HistoryStore
+
         with HistoryStore(ls.workspace_root(path)) as store:
             rows = store.history(str(path), kernel.name)
         return {"kernel": kernel.name, "rows": [{"round": r.round + 1, "generator": r.generator, "status": r.status,

@@ -10,13 +10,9 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from ...kernels import discover
-from ...kernels.discover import LARGE_BYTES
 from ...source import SourceText
 from ..check import CheckResult, check_source
-from ..diagnostics import compiler_diagnostics, orphan_spec_diagnostics, resource_diagnostics, spec_diagnostics
 from ..server import FsrServer, is_cuda
-from ..watch import WorkspaceWatcher, affects
 
 
 def register(server: FsrServer) -> None:
@@ -59,6 +55,8 @@ def publish_soon(ls: FsrServer, uri: str) -> None:
 
 
 async def _publish_pending(ls: FsrServer) -> None:
+    from ...kernels.discover import LARGE_BYTES
+
     while ls.to_publish:
         await asyncio.sleep(0)  # what the client sent meanwhile (a hover) is handled first
         uri = next(iter(ls.to_publish), None)
@@ -93,6 +91,9 @@ def _send(ls: FsrServer, uri: str, version: int | None, diagnostics: list[types.
 
 
 def _diagnostics(ls: FsrServer, uri: str) -> tuple[int | None, list[types.Diagnostic]]:
+    from ...kernels import discover
+    from ..diagnostics import compiler_diagnostics, orphan_spec_diagnostics, resource_diagnostics, spec_diagnostics
+
     doc = ls.workspace.get_text_document(uri)
     src = SourceText.of(doc.source)
     found = discover(src)
@@ -127,6 +128,8 @@ async def _check(ls: FsrServer, uri: str) -> None:
 
 def watch(ls: FsrServer) -> None:
     """Follow the workspace on disk (a git checkout, a generator rewriting a header)."""
+    from ..watch import WorkspaceWatcher
+
     root = ls.workspace.root_path
     if root and ls.watcher is None and Path(root).is_dir():
         ls.loop = asyncio.get_running_loop()
@@ -136,6 +139,8 @@ def watch(ls: FsrServer) -> None:
 
 
 def file_changed(ls: FsrServer, path: Path) -> None:
+    from ..watch import affects
+
     ls.drafts.file_changed(path)
     for uri, doc in list(ls.workspace.text_documents.items()):
         if is_cuda(uri) and affects(doc.source, Path(doc.path), path):

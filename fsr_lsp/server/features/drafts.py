@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ...drafting.origin import Drafter, KernelSpec
-from ...drafting.proof import Proof
-from ...drafting.workspace import LaunchIndex, workspace_spec
-from ...kernels import Kernel
 from ...source import SourceText
 from ..diagnostics import SOURCE, lsp_range
+
+if TYPE_CHECKING:
+    from ...drafting.origin import Drafter, KernelSpec
+    from ...drafting.proof import Proof
+    from ...drafting.workspace import LaunchIndex
+    from ...kernels import Kernel
 
 
 @dataclass
@@ -33,6 +36,8 @@ class Drafts:
 
     def index_for(self, root: Path) -> LaunchIndex:
         if self.index is None or self.index.root != root:
+            from ...drafting.workspace import LaunchIndex
+
             self.index = LaunchIndex(root)
         return self.index
 
@@ -43,6 +48,8 @@ class Drafts:
     def spec(self, root: Path, path: Path, text: str, kernel: Kernel, open_documents: dict[Path, str],
              drafter: Drafter | None = None, include_dirs: tuple[str, ...] = ()) -> KernelSpec:
         """The kernel's spec and its origin, with launches from every file of the workspace."""
+        from ...drafting.workspace import workspace_spec
+
         return workspace_spec(self.index_for(root), path, text, kernel, open_documents, drafter, include_dirs)
 
     def remember(self, uri: str, kernel: Kernel, src: SourceText, proof: Proof) -> None:

@@ -4,12 +4,11 @@ and the last search's result or the best stored candidate."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ...kernels import Kernel, kernel_at
 from ...redaction import redact
-from ...search.store import HistoryStore
 from ...source import Position, SourceText
 from ..check import CheckResult
 from ..diagnostics import lsp_range
@@ -17,6 +16,9 @@ from ..server import FsrServer, is_cuda
 from .drafts import hover_lines
 from .profiling import hover_lines as profile_hover
 from .searches import kernel_spec
+
+if TYPE_CHECKING:
+    from ...kernels import Kernel
 
 
 def register(server: FsrServer) -> None:
@@ -60,6 +62,8 @@ def _on_name(src: SourceText, kernel: Kernel, position: types.Position, encoding
 
 
 def kernel_at_position(src: SourceText, position: types.Position, encoding: str) -> Kernel | None:
+    from ...kernels import kernel_at
+
     return kernel_at(src, src.byte_at(Position(position.line, position.character), encoding))
 
 
@@ -67,6 +71,8 @@ def _stored_best(ls: FsrServer, path: Path, kernel: str) -> str:
     store_file = ls.workspace_root(path) / ".fsr" / "history.sqlite"
     if not store_file.exists():
         return ""
+    from ...search.store import HistoryStore
+
     with HistoryStore(ls.workspace_root(path)) as store:
         rows = store.history(str(path), kernel)
     timed = [r for r in rows if r.status == "verified" and r.speedup]

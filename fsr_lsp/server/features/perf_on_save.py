@@ -12,20 +12,22 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from ...failures import said
-from ...kernels import Kernel, kernel_source
 from ...redaction import redact
 from ...source import SourceText
-from ...workflows.perf_check import TIMER, PerfVerdict, check_performance
 from ..diagnostics import SOURCE, lsp_range
 from .. import progress
 from ..protocol import flat_args
 from ..server import FsrServer
 from .documents import publish
+
+if TYPE_CHECKING:
+    from ...kernels import Kernel
+    from ...workflows.perf_check import PerfVerdict
 
 CHECK = "fsr.checkPerformance"
 QUIET_SECONDS = 2.0  # saves closer together than this make one check
@@ -79,6 +81,8 @@ async def _after_quiet(ls: FsrServer, uri: str) -> None:
 
 
 async def check(ls: FsrServer, uri: str) -> str:
+    from ...workflows.perf_check import TIMER, check_performance
+
     s = state(ls)
     doc = ls.document(uri)
     if doc is None:
@@ -120,6 +124,8 @@ async def check(ls: FsrServer, uri: str) -> str:
 
 def perf_diagnostics(ls: FsrServer, uri: str, src: SourceText, kernels: list[Kernel]) -> list[types.Diagnostic]:
     """Each verdict on its kernel's name, while the kernel reads as it did when checked."""
+    from ...kernels import kernel_source
+
     out = []
     for k in kernels:
         v = state(ls).verdicts.get((uri, k.name))

@@ -11,22 +11,22 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from ...failures import said
-from ...kernels import Kernel, kernel_source
-from ...profiling.findings import Finding, KernelProfile
 from ...redaction import redact
 from ...source import SourceText
-from ...workflows.optimize import plan_spec
-from ...workflows.profile_kernel import PROFILER, ProfileRun, profile_kernel
 from ..diagnostics import SOURCE, lsp_range
 from .. import progress
 from ..protocol import string_args
 from ..server import FsrServer, not_on_disk
 from .documents import publish
+
+if TYPE_CHECKING:
+    from ...kernels import Kernel
+    from ...profiling.findings import Finding, KernelProfile
 
 PROFILE = "fsr.profile"
 FINDING, SUMMARY, FAILED = "profile-finding", "profile-summary", "profile-failed"
@@ -66,6 +66,10 @@ def profiles(ls: FsrServer) -> Profiles:
 
 
 async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
+    from ...kernels import kernel_source
+    from ...workflows.optimize import plan_spec
+    from ...workflows.profile_kernel import PROFILER, ProfileRun, profile_kernel
+
     state = profiles(ls)
     why = ls.trust.refusal("Profile")  # a profile runs the workspace's kernel
     if why:
@@ -129,6 +133,8 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
 
 def _placed(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) -> tuple[ShownProfile, int] | None:
     """The kernel's profile and how many lines its definition moved, while it is unchanged."""
+    from ...kernels import kernel_source
+
     p = profiles(ls).done.get((uri, kernel.name))
     if p is None or kernel_source(src, kernel).definition != p.definition:
         return None
@@ -148,8 +154,8 @@ def profile_diagnostics(ls: FsrServer, uri: str, src: SourceText, kernels: list[
             out.append(types.Diagnostic(range=name, message=f"FSR profile: {p.problem}", source=SOURCE, code=FAILED,
                                         severity=types.DiagnosticSeverity.Warning, data={"kernel": k.name}))
             continue
-        said = f"{p.profile.summary}; {p.profile.outside}" if p.profile.outside else p.profile.summary
-        out.append(types.Diagnostic(range=name, message=f"FSR profile: {said}", source=SOURCE, code=SUMMARY,
+        summary = f"{p.profile.summary}; {p.profile.outside}" if p.profile.outside else p.profile.summary
+        out.append(types.Diagnostic(range=name, message=f"FSR profile: {summary}", source=SOURCE, code=SUMMARY,
                                     severity=types.DiagnosticSeverity.Information, data={"kernel": k.name}))
         for f in p.profile.findings:
             at = f.line - 1 + moved

@@ -7,23 +7,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ...drafting.by_llm import model_draft
-from ...drafting.origin import KernelSpec
-from ...kernels import Kernel, discover_kernels
-from ...llmclient import ChatClient
 from ...redaction import redact
-from ...search import Progress
-from ...search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ...source import SourceText
-from ...workflows.optimize import OptimizeRun, plan_spec
 from ..diagnostics import SOURCE, lsp_position, lsp_range
 from ..edits import workspace_edit
 from ..search_jobs import SearchJob, new_token
 from ..server import FsrServer, not_on_disk
 from .documents import publish
+
+if TYPE_CHECKING:
+    from ...drafting.origin import KernelSpec
+    from ...kernels import Kernel
+    from ...search import Progress
 
 log = logging.getLogger("fsr_lsp")
 PROGRESS_NOTIFICATION = "fsr/searchProgress"  # for editor extensions: {uri, kernel, message, percentage, done}
@@ -50,6 +49,8 @@ def kernel_spec(ls: FsrServer, uri: str, kernel: Kernel) -> KernelSpec:
 async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -> str:
     """Start a search of the kernel and return at once with what was started (or why not);
     `focus`: a profile finding the model is asked to address."""
+    from ...workflows.optimize import OptimizeRun, plan_spec
+
     why = ls.trust.refusal("Optimize")  # a search runs the workspace's kernel
     if why:
         ls.show(why, types.MessageType.Warning)
@@ -97,6 +98,9 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
 
 
 def _model_drafter(ls: FsrServer):
+    from ...drafting.by_llm import model_draft
+    from ...llmclient import ChatClient
+
     llm = ls.settings.llm_config()
     chat = ChatClient(llm)
     return lambda src, kernel, launches, why: model_draft(chat, src, kernel, launches, why)
@@ -121,6 +125,8 @@ def notify_progress(ls: FsrServer, job: SearchJob, message: str, percentage: int
 
 
 def _finished(ls: FsrServer, job: SearchJob) -> None:
+    from ...kernels import discover_kernels
+
     outcome = job.outcome
     assert outcome is not None
     if job.proof is not None:
@@ -154,6 +160,8 @@ async def _auto_apply(ls: FsrServer, job: SearchJob) -> None:
 
 def rewrite_edit(ls: FsrServer, job: SearchJob) -> tuple[types.WorkspaceEdit | None, str]:
     """The verified rewrite as a versioned edit of the document as it is now, or why not."""
+    from ...search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
+
     assert job.outcome is not None and job.outcome.best is not None
     doc = ls.workspace.get_text_document(job.uri)
     candidate = job.outcome.best.proposal.source
