@@ -271,3 +271,22 @@ def test_one_bracket_matcher():
                     any(_bracket(c) for c in ast.walk(node)):
                 counting.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}")
     assert not counting, f"brackets counted by hand (use kernels/brackets.py): {counting}"
+
+
+def test_the_servers_start_and_fsr_help_load_only_what_answers_them():
+    """Until `initialize` is answered the server needs pygls, its own modules and the settings;
+    `fsr --help` needs the parsers. The evaluator, the search, drafting, kernel discovery
+    (tree-sitter), the file watcher and the CLI's tables load where their work is done
+    (bench/startup.py times both: issue 37)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from fsr_lsp.server.main import build; build(); from fsr_lsp.cli.main import build_parser; "
+             "build_parser(); print(' '.join(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    heavy = ("fsr_lsp.evaluator", "fsr_lsp.search", "fsr_lsp.drafting", "fsr_lsp.workflows", "fsr_lsp.capture",
+             "fsr_lsp.kernels", "fsr_lsp.specs", "fsr_lsp.profiling", "fsr_lsp.llmclient", "tree_sitter", "watchdog",
+             "multiprocessing", "sqlite3", "rich")
+    loaded = sorted(m for m in out.stdout.split() if m.startswith(heavy))
+    assert not loaded, f"loaded before the first request: {loaded}"

@@ -6,32 +6,15 @@ a kernel's spec from the workspace's latest capture."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table
 
 from ..capture import Capture, CaptureError, run_capture
-from ..settings import settings_from_args, add_setting_flags
-from .arguments import at_least, folder, seconds
+from ..settings import settings_from_args
 from .console import fail, make_console
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("capture", help="record each kernel launch of a run of your program (for specs)",
-                       description="Runs CMD (a binary built with nvcc, static cudart included; python train.py; "
-                                   "a test) with a CUPTI injection library that records, for each kernel launched, "
-                                   "grid, block, dynamic shared memory, scalar arguments and the allocation each "
-                                   "pointer points into. Stored in the workspace's .fsr/captures/; fsr spec, fsr "
-                                   "optimize and the editor take specs from the latest capture.",
-                       usage="fsr capture [options] -- CMD [ARGS...]")
-    p.add_argument("--kernel", "-k", action="append", default=[], help="only this kernel (repeatable)")
-    p.add_argument("--workspace", type=folder, default=Path.cwd(), help="the workspace (default: this folder)")
-    p.add_argument("--timeout", type=seconds, default=None, help="stop the program after this many seconds")
-    p.add_argument("--max-per-kernel", type=at_least(1), default=64, help="distinct launches kept per kernel")
-    add_setting_flags(p, "compiler.nvcc", "capture.snapshotBytes")
-    p.add_argument("cmd", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

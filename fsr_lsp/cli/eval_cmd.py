@@ -7,7 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from .arguments import at_least, seconds, workspace_of
+from .arguments import workspace_of
 from ..evaluator import Evaluator, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
 from ..evaluator.serde import to_json
@@ -15,7 +15,7 @@ from ..evaluator.support import gpu_support_missing
 from ..evaluator.backends import local_gpus
 from ..evaluator.compiler import CompilerMissing
 from ..evaluator.prepare import prepare
-from ..settings import Settings, add_setting_flags, settings_from_args
+from ..settings import Settings, settings_from_args
 from ..kernels import discover
 from ..source import SourceText
 from ..specs import parse_spec
@@ -31,21 +31,6 @@ from .tables import render_result
 EXIT = {"verified": 0, "spec_error": 2, "unavailable": 3}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="verify and time a kernel, or a candidate rewrite against it",
-                       description="Check that the kernel's @fsr spec makes it a usable oracle and time it; with "
-                                   "--candidate, verify the rewrite against it and time both.")
-    p.add_argument("file", type=Path, help="the .cu file holding the kernel")
-    p.add_argument("--kernel", "-k", required=True, help="kernel name")
-    p.add_argument("--candidate", "-c", type=Path, help="a file with the rewritten kernel (device code only)")
-    p.add_argument("--json", action="store_true", help="print the full result record as JSON")
-    p.add_argument("--timeout", type=seconds, default=120.0, help="seconds before a hung kernel is killed")
-    p.add_argument("--seeds", type=at_least(1), default=3, help="random input sets per size (default 3)")
-    p.add_argument("--seed", type=int, help="base seed (default: fresh every run)")
-    p.add_argument("--reps", type=at_least(1), default=300, help="most timed runs per kernel (default 300)")
-    add_setting_flags(p, "gpus", "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.flags", "includePaths")
-    p.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,4 +150,4 @@ class _Status:
             self._status.update(text)
 
 
-__all__ = ["add_parser", "run", "EvalResult"]
+__all__ = ["run", "EvalResult"]

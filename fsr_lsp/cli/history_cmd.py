@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table
 
-from .arguments import folder, workspace_of
+from .arguments import workspace_of
 from ..search import HistoryStore
 from .console import InputError, fail, kernel_of, make_console
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("history", help="list the stored candidates of a kernel")
-    p.add_argument("file", type=Path)
-    p.add_argument("--kernel", "-k", required=True)
-    p.add_argument("--workspace", type=folder)
-    p.add_argument("--source", action="store_true", help="print each candidate's code too")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,27 +6,36 @@ import argparse
 import logging
 import os
 import sys
+from typing import Callable
 
 from .. import processes, scratch
 from ..redaction import RedactingFilter, register_environment
-from .arguments import OneLineParser
-from . import capture_cmd, eval_cmd, history_cmd, optimize_cmd, profile_cmd, spec_cmd
+from .parsers import build_parser
+
+__all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="fsr", description="Find, verify and time faster CUDA kernels.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    eval_cmd.add_parser(sub)
-    optimize_cmd.add_parser(sub)
-    history_cmd.add_parser(sub)
-    spec_cmd.add_parser(sub)
-    capture_cmd.add_parser(sub)
-    profile_cmd.add_parser(sub)
-    return parser
+def _work(command: str) -> Callable[[argparse.Namespace], int]:
+    """What the command does, imported only for the command that runs (parsers.py has what each
+    takes)."""
+    if command == "eval":
+        from .eval_cmd import run
+    elif command == "optimize":
+        from .optimize_cmd import run
+    elif command == "history":
+        from .history_cmd import run
+    elif command == "spec":
+        from .spec_cmd import run
+    elif command == "capture":
+        from .capture_cmd import run
+    else:
+        from .profile_cmd import run
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    run = _work(args.command)
     if os.environ.get("FSR_LOG_FILE"):  # for whoever debugs timing: fsr's own debug log, timestamped
         logging.basicConfig(filename=os.environ["FSR_LOG_FILE"], level=logging.DEBUG,
                             format="%(relativeCreated)8.0f ms %(threadName)s %(name)s: %(message)s")
@@ -37,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     processes.start_reaper(processes.mark_tree())
     scratch.sweep()  # what a killed fsr left behind
     try:
-        return args.run(args)
+        return run(args)
     except KeyboardInterrupt:
         print("fsr: interrupted", file=sys.stderr)
         return 130

@@ -22,31 +22,11 @@ from ..search import SearchOutcome
 from ..search.loop import first_win_seconds
 from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.report import write_report
-from ..settings import add_setting_flags, settings_from_args
+from ..settings import settings_from_args
 from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
-from .arguments import folder, workspace_of
+from .arguments import workspace_of
 from . import STARTED
 from .console import InputError, fail, kernel_of, make_console
-
-SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup",
-                "search.fixAttempts", "search.sanitize", "search.minGain", "llm.baseUrl", "llm.model", "llm.apiKeyEnv",
-                "llm.temperature", "llm.timeout", "llm.maxAnswerBytes", "compiler.nvcc", "compiler.flags",
-                "includePaths", "gpus", "evaluator.address")
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("optimize", help="search for a faster verified rewrite of a kernel",
-                       description="Run the FSR search on one kernel: rounds of candidates from the LLM endpoint "
-                                   "(or the built-in generator), each verified against the original and timed. "
-                                   "A kernel without an @fsr spec gets one drafted from its launch (in any source "
-                                   "file of the workspace), proven on the GPU first.")
-    p.add_argument("file", type=Path)
-    p.add_argument("--kernel", "-k", required=True)
-    p.add_argument("--apply", action="store_true", help="write the fastest verified rewrite into FILE")
-    p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
-    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
-    add_setting_flags(p, *SEARCH_FLAGS)
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,29 +12,16 @@ from pathlib import Path
 from rich.markup import escape
 
 from ..failures import said
-from .arguments import folder, workspace_of
+from .arguments import workspace_of
 from ..drafting.workspace import LaunchIndex
 from ..profiling.findings import KernelProfile
-from ..settings import add_setting_flags, settings_from_args
+from ..settings import settings_from_args
 from ..workflows.optimize import Optimizer, plan_spec
 from ..workflows.profile_kernel import PROFILER, ProfileRun, profile_kernel
 from .console import InputError, fail, kernel_of, make_console
 
-FLAGS = ("compiler.nvcc", "compiler.flags", "includePaths", "gpus", "evaluator.address")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("profile", help="profile a kernel under Nsight Compute, findings by source line",
-                       description="Run the kernel once at its spec's bench size under ncu with source correlation "
-                                   "and print what costs time, line by line: warp-stall hot spots, uncoalesced "
-                                   "global accesses, shared-memory bank conflicts, divergent branches, local memory; "
-                                   "with ncu's estimated gains and a summary (occupancy, DRAM, L2, SM throughput).")
-    p.add_argument("file", type=Path)
-    p.add_argument("--kernel", "-k", required=True)
-    p.add_argument("--json", action="store_true", help="print the findings and every line's counters as JSON")
-    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
-    add_setting_flags(p, *FLAGS)
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

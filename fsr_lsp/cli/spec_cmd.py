@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from .arguments import folder, seconds, workspace_of
+from .arguments import workspace_of
 from ..capture import latest_capture, read_capture
 from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
@@ -20,29 +20,11 @@ from ..drafting.origin import Drafter, KernelSpec, kernel_specs
 from ..drafting.proof import Proof, prove_with
 from ..evaluator.backends import backend_missing, make_backend
 from ..llmclient import ChatClient
-from ..settings import Settings, add_setting_flags, settings_from_args
+from ..settings import Settings, settings_from_args
 from .console import InputError, fail, make_console, read_source
 from .eval_cmd import _Status
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("spec", help="show each kernel's @fsr spec: attached, drafted from a launch, or inferred",
-                       description="For each kernel of the files: its spec block (attached, drafted from a launch "
-                                   "in any of the files given or, with an LLM endpoint, by the model, or inferred "
-                                   "from the signature), where it came from, and its problems. --check proves each "
-                                   "spec on the GPU with the original kernel (in bounds under memcheck, no read of "
-                                   "an unwritten output under initcheck, deterministic, every output written).")
-    p.add_argument("files", type=Path, nargs="+", help=".cu/.cuh/.cpp/.h files (launches may be in any of them)")
-    p.add_argument("--kernel", "-k", help="only this kernel")
-    p.add_argument("--json", action="store_true", help="one JSON array, an object per kernel")
-    p.add_argument("--check", action="store_true", help="prove each spec on the GPU (exit 1 if one fails)")
-    p.add_argument("--timeout", type=seconds, default=120.0, help="seconds before a hung kernel is killed")
-    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ with the proof cache and captures")
-    p.add_argument("--capture", type=folder, help="a capture folder (default: the workspace's latest, from fsr capture)")
-    p.add_argument("--no-capture", action="store_true", help="ignore captured launches")
-    add_setting_flags(p, "gpus", "evaluator.address", "compiler.nvcc", "compiler.flags", "includePaths", "llm.baseUrl",
-                      "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,114 @@
+"""What each `fsr` command takes: its arguments, their help and the flags of settings, apart
+from what the command does (`eval_cmd.py`, `optimize_cmd.py`, ...), so that `fsr --help`, a
+command's --help and a bad argument answer without importing the evaluator, the search or a
+model client; main.py imports the one command that runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..settings import add_setting_flags
+from .arguments import OneLineParser, at_least, folder, seconds
+
+COMMANDS = ("eval", "optimize", "history", "spec", "capture", "profile")  # each is <name>_cmd.py
+SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup",
+                "search.fixAttempts", "search.sanitize", "search.minGain", "llm.baseUrl", "llm.model", "llm.apiKeyEnv",
+                "llm.temperature", "llm.timeout", "llm.maxAnswerBytes", "compiler.nvcc", "compiler.flags",
+                "includePaths", "gpus", "evaluator.address")
+PROFILE_FLAGS = ("compiler.nvcc", "compiler.flags", "includePaths", "gpus", "evaluator.address")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="fsr", description="Find, verify and time faster CUDA kernels.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_eval, _optimize, _history, _spec, _capture, _profile):
+        add(sub)
+    return parser
+
+
+def _eval(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="verify and time a kernel, or a candidate rewrite against it",
+                       description="Check that the kernel's @fsr spec makes it a usable oracle and time it; with "
+                                   "--candidate, verify the rewrite against it and time both.")
+    p.add_argument("file", type=Path, help="the .cu file holding the kernel")
+    p.add_argument("--kernel", "-k", required=True, help="kernel name")
+    p.add_argument("--candidate", "-c", type=Path, help="a file with the rewritten kernel (device code only)")
+    p.add_argument("--json", action="store_true", help="print the full result record as JSON")
+    p.add_argument("--timeout", type=seconds, default=120.0, help="seconds before a hung kernel is killed")
+    p.add_argument("--seeds", type=at_least(1), default=3, help="random input sets per size (default 3)")
+    p.add_argument("--seed", type=int, help="base seed (default: fresh every run)")
+    p.add_argument("--reps", type=at_least(1), default=300, help="most timed runs per kernel (default 300)")
+    add_setting_flags(p, "gpus", "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.flags", "includePaths")
+    p.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
+
+
+def _optimize(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("optimize", help="search for a faster verified rewrite of a kernel",
+                       description="Run the FSR search on one kernel: rounds of candidates from the LLM endpoint "
+                                   "(or the built-in generator), each verified against the original and timed. "
+                                   "A kernel without an @fsr spec gets one drafted from its launch (in any source "
+                                   "file of the workspace), proven on the GPU first.")
+    p.add_argument("file", type=Path)
+    p.add_argument("--kernel", "-k", required=True)
+    p.add_argument("--apply", action="store_true", help="write the fastest verified rewrite into FILE")
+    p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
+    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
+    add_setting_flags(p, *SEARCH_FLAGS)
+
+
+def _history(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("history", help="list the stored candidates of a kernel")
+    p.add_argument("file", type=Path)
+    p.add_argument("--kernel", "-k", required=True)
+    p.add_argument("--workspace", type=folder)
+    p.add_argument("--source", action="store_true", help="print each candidate's code too")
+
+
+def _spec(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("spec", help="show each kernel's @fsr spec: attached, drafted from a launch, or inferred",
+                       description="For each kernel of the files: its spec block (attached, drafted from a launch "
+                                   "in any of the files given or, with an LLM endpoint, by the model, or inferred "
+                                   "from the signature), where it came from, and its problems. --check proves each "
+                                   "spec on the GPU with the original kernel (in bounds under memcheck, no read of "
+                                   "an unwritten output under initcheck, deterministic, every output written).")
+    p.add_argument("files", type=Path, nargs="+", help=".cu/.cuh/.cpp/.h files (launches may be in any of them)")
+    p.add_argument("--kernel", "-k", help="only this kernel")
+    p.add_argument("--json", action="store_true", help="one JSON array, an object per kernel")
+    p.add_argument("--check", action="store_true", help="prove each spec on the GPU (exit 1 if one fails)")
+    p.add_argument("--timeout", type=seconds, default=120.0, help="seconds before a hung kernel is killed")
+    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ with the proof cache and captures")
+    p.add_argument("--capture", type=folder, help="a capture folder (default: the workspace's latest, from fsr capture)")
+    p.add_argument("--no-capture", action="store_true", help="ignore captured launches")
+    add_setting_flags(p, "gpus", "evaluator.address", "compiler.nvcc", "compiler.flags", "includePaths", "llm.baseUrl",
+                      "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes")
+
+
+def _capture(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("capture", help="record each kernel launch of a run of your program (for specs)",
+                       description="Runs CMD (a binary built with nvcc, static cudart included; python train.py; "
+                                   "a test) with a CUPTI injection library that records, for each kernel launched, "
+                                   "grid, block, dynamic shared memory, scalar arguments and the allocation each "
+                                   "pointer points into. Stored in the workspace's .fsr/captures/; fsr spec, fsr "
+                                   "optimize and the editor take specs from the latest capture.",
+                       usage="fsr capture [options] -- CMD [ARGS...]")
+    p.add_argument("--kernel", "-k", action="append", default=[], help="only this kernel (repeatable)")
+    p.add_argument("--workspace", type=folder, default=Path.cwd(), help="the workspace (default: this folder)")
+    p.add_argument("--timeout", type=seconds, default=None, help="stop the program after this many seconds")
+    p.add_argument("--max-per-kernel", type=at_least(1), default=64, help="distinct launches kept per kernel")
+    add_setting_flags(p, "compiler.nvcc", "capture.snapshotBytes")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
+
+
+def _profile(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="profile a kernel under Nsight Compute, findings by source line",
+                       description="Run the kernel once at its spec's bench size under ncu with source correlation "
+                                   "and print what costs time, line by line: warp-stall hot spots, uncoalesced "
+                                   "global accesses, shared-memory bank conflicts, divergent branches, local memory; "
+                                   "with ncu's estimated gains and a summary (occupancy, DRAM, L2, SM throughput).")
+    p.add_argument("file", type=Path)
+    p.add_argument("--kernel", "-k", required=True)
+    p.add_argument("--json", action="store_true", help="print the findings and every line's counters as JSON")
+    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
+    add_setting_flags(p, *PROFILE_FLAGS)
+
