@@ -27,12 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_kernel(p: argparse.ArgumentParser, workspace: bool = False) -> None:
+    """FILE --kernel NAME [--workspace DIR]: the arguments of a command about one kernel."""
+    p.add_argument("file", type=Path, help="the .cu file holding the kernel")
+    p.add_argument("--kernel", "-k", required=True, help="the kernel's name")
+    if workspace:
+        p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
+
+
 def _eval(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="verify and time a kernel, or a candidate rewrite against it",
                        description="Check that the kernel's @fsr spec makes it a usable oracle and time it; with "
                                    "--candidate, verify the rewrite against it and time both.")
-    p.add_argument("file", type=Path, help="the .cu file holding the kernel")
-    p.add_argument("--kernel", "-k", required=True, help="kernel name")
+    _one_kernel(p)
     p.add_argument("--candidate", "-c", type=Path, help="a file with the rewritten kernel (device code only)")
     p.add_argument("--json", action="store_true", help="print the full result record as JSON")
     p.add_argument("--timeout", type=seconds, default=120.0, help="seconds before a hung kernel is killed")
@@ -49,19 +56,15 @@ def _optimize(sub: argparse._SubParsersAction) -> None:
                                    "(or the built-in generator), each verified against the original and timed. "
                                    "A kernel without an @fsr spec gets one drafted from its launch (in any source "
                                    "file of the workspace), proven on the GPU first.")
-    p.add_argument("file", type=Path)
-    p.add_argument("--kernel", "-k", required=True)
+    _one_kernel(p, workspace=True)
     p.add_argument("--apply", action="store_true", help="write the fastest verified rewrite into FILE")
     p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
-    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
     add_setting_flags(p, *SEARCH_FLAGS)
 
 
 def _history(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("history", help="list the stored candidates of a kernel")
-    p.add_argument("file", type=Path)
-    p.add_argument("--kernel", "-k", required=True)
-    p.add_argument("--workspace", type=folder)
+    _one_kernel(p, workspace=True)
     p.add_argument("--source", action="store_true", help="print each candidate's code too")
 
 
@@ -106,9 +109,7 @@ def _profile(sub: argparse._SubParsersAction) -> None:
                                    "and print what costs time, line by line: warp-stall hot spots, uncoalesced "
                                    "global accesses, shared-memory bank conflicts, divergent branches, local memory; "
                                    "with ncu's estimated gains and a summary (occupancy, DRAM, L2, SM throughput).")
-    p.add_argument("file", type=Path)
-    p.add_argument("--kernel", "-k", required=True)
+    _one_kernel(p, workspace=True)
     p.add_argument("--json", action="store_true", help="print the findings and every line's counters as JSON")
-    p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
     add_setting_flags(p, *PROFILE_FLAGS)
 
