@@ -38,7 +38,7 @@ from fsr_lsp.drafting.cache import ProofCache
 from fsr_lsp.drafting.origin import CLOCK_READER, kernel_specs
 from fsr_lsp.drafting.proof import prove_with
 from fsr_lsp.evaluator.backends.local import LocalBackend
-from fsr_lsp.evaluator.worker_client import Evaluator
+from fsr_lsp.evaluator.worker.worker_client import Evaluator
 from fsr_lsp.kernels import discover
 from fsr_lsp.settings import Settings
 from fsr_lsp.source import SourceText

@@ -29,7 +29,7 @@ from search_budget import KERNELS, optimize
 
 from fsr_lsp.evaluator.backends.local import LocalBackend, local_gpus
 from fsr_lsp.evaluator.backends.request import EvalRequest
-from fsr_lsp.evaluator.worker_client import Evaluator
+from fsr_lsp.evaluator.worker.worker_client import Evaluator
 
 
 class ContextSampler:

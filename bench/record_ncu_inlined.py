@@ -1,6 +1,6 @@
 """On a GPU host: how the evaluator's own build of a kernel looks to Nsight Compute. Profiles
 probe() of tests/data/ncu/inlined_code.cu (code inlined from cuda_fp16.hpp,
-sm_32_intrinsics.hpp and the user's helper.cuh) through evaluator/profile_lines.py, as `fsr
+sm_32_intrinsics.hpp and the user's helper.cuh) through evaluator/profile/profile_lines.py, as `fsr
 profile` does, and writes the three pages it read to $OUT: source_both_probe.csv,
 raw_probe.csv, details_probe.csv (the recording under tests/data/ncu/). Run from the repository
 root: `python3 bench/record_ncu_inlined.py`."""
@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from fsr_lsp.evaluator import EvalOptions  # noqa: E402
-from fsr_lsp.evaluator import profile_lines as pl  # noqa: E402
-from fsr_lsp.evaluator.prepare import prepare  # noqa: E402
+from fsr_lsp.evaluator.profile import profile_lines as pl  # noqa: E402
+from fsr_lsp.evaluator.job.prepare import prepare  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "ncu"
 NAMES = {"source": "source_both_probe.csv", "raw": "raw_probe.csv", "details": "details_probe.csv"}

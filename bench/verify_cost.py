@@ -110,8 +110,8 @@ def main() -> int:
 def calibrate(args: argparse.Namespace) -> int:
     """Each sanitizer alone, at each size, on each candidate: where the time goes."""
     from fsr_lsp.evaluator import EvalOptions, Evaluator, evaluate
-    from fsr_lsp.evaluator import sanitizer
-    from fsr_lsp.evaluator.prepare import prepare
+    from fsr_lsp.evaluator.sanitize import sanitizer
+    from fsr_lsp.evaluator.job.prepare import prepare
 
     rows = []
     tool_path = sanitizer.find_sanitizer()

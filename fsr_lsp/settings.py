@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where they are made: `fsr --help` and the server's start need none of them
     from .evaluator.backends import BackendChoice
-    from .evaluator.prepare import EvalOptions
+    from .evaluator.job.prepare import EvalOptions
     from .search.config import LLMConfig, SearchConfig
 
 
@@ -100,7 +100,7 @@ class Settings:
 
     def eval_options(self, file: Path) -> EvalOptions:
         """Compile options for a kernel of `file` (its folder is an include path)."""
-        from .evaluator.prepare import EvalOptions
+        from .evaluator.job.prepare import EvalOptions
 
         paths = tuple(str(Path(p).resolve()) for p in self.include_paths)  # the compiler runs in a scratch folder
         return EvalOptions(flags=self.compiler_flags, include_dirs=(str(file.parent.resolve()), *paths),

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.compiler import find_nvcc
+from fsr_lsp.evaluator.compile.compiler import find_nvcc
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).parent.parent / "examples"

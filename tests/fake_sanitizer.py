@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A compute-sanitizer stand-in for CPU tests: runs as `fake_sanitizer.py --tool T ... python -m
-fsr_lsp.evaluator.sanitize_main --wait FOLDER GPU`, waits for the job as the real child does,
+fsr_lsp.evaluator.sanitize.sanitize_main --wait FOLDER GPU`, waits for the job as the real child does,
 then 'runs' for $FAKE_SANITIZER_SECONDS and prints the tool's clean summary; the start of
 each run is appended to $FAKE_SANITIZER_LOG."""
 

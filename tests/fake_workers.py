@@ -11,7 +11,7 @@ import signal
 import time
 
 from fsr_lsp.evaluator.records import EvalResult, GpuInfo
-from fsr_lsp.evaluator.worker import serve
+from fsr_lsp.evaluator.worker.worker import serve
 
 GPU = GpuInfo(0, "Scripted GPU", "9.0", 132, 50 << 20, 80 << 30)
 

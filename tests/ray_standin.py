@@ -10,7 +10,7 @@ import socket
 import time
 from pathlib import Path
 
-from fsr_lsp.evaluator.profile import Profiled
+from fsr_lsp.evaluator.profile.profile import Profiled
 from fsr_lsp.evaluator.records import EvalResult, GpuInfo, TimingStats
 
 SECONDS = 0.5  # each request's "GPU time", so that fan-out shows in the wall clock

@@ -19,8 +19,8 @@ import difflib
 import io
 from pathlib import Path
 
-from fsr_lsp.evaluator.ncu_source import LineCounters, LineReport, parse_rules, parse_source_page
-from fsr_lsp.evaluator.profile import Profiled, parse_ncu_csv
+from fsr_lsp.evaluator.profile.ncu_source import LineCounters, LineReport, parse_rules, parse_source_page
+from fsr_lsp.evaluator.profile.profile import Profiled, parse_ncu_csv
 
 DATA = Path(__file__).parent / "data" / "ncu"
 KERNELS = Path(DATA / "profile_kernels.cu")

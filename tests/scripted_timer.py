@@ -5,7 +5,7 @@ longer; the interval is +-3%."""
 
 from __future__ import annotations
 
-from fsr_lsp.evaluator.prepare import prepare
+from fsr_lsp.evaluator.job.prepare import prepare
 from fsr_lsp.evaluator.records import EvalResult, TimingStats
 
 BASE_MS = 0.4

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fsr_lsp.evaluator.plan import build_plans
+from fsr_lsp.evaluator.job.plan import build_plans
 from fsr_lsp.evaluator.records import EvalResult, GpuInfo, TimingStats
 from fsr_lsp.kernels import find_kernel, kernel_source
 from fsr_lsp.search.context import RoundContext

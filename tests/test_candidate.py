@@ -2,7 +2,7 @@
 
 import pytest
 
-from fsr_lsp.evaluator.candidate import check_candidate, host_code
+from fsr_lsp.evaluator.job.candidate import check_candidate, host_code
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
 from fsr_lsp.specs import parse_spec

@@ -3,8 +3,8 @@ the operators that touch files) is judged on the preprocessor's view of the text
 
 import pytest
 
-from fsr_lsp.evaluator.candidate import check_candidate
-from fsr_lsp.evaluator.preprocessing import original_includes, preprocessing_problem
+from fsr_lsp.evaluator.job.candidate import check_candidate
+from fsr_lsp.evaluator.job.preprocessing import original_includes, preprocessing_problem
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.kernels.pptokens import UnclearText, logical_lines
 from fsr_lsp.source import SourceText

@@ -8,8 +8,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from fsr_lsp.evaluator.captured_buffers import with_captured_sources
-from fsr_lsp.evaluator.plan import build_plans
+from fsr_lsp.evaluator.job.captured_buffers import with_captured_sources
+from fsr_lsp.evaluator.job.plan import build_plans
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
 from fsr_lsp.specs import Init, parse_spec, render_spec

@@ -41,7 +41,7 @@ def gpu_here() -> bool:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    from fsr_lsp.evaluator.compiler import find_nvcc
+    from fsr_lsp.evaluator.compile.compiler import find_nvcc
 
     if find_nvcc() is None:
         pytest.skip("nvcc not found")

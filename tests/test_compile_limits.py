@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from fsr_lsp.evaluator.compiler import CompileOptions, KernelRef, compile_kernel
-from fsr_lsp.evaluator.limits import CompileLimits, limit_hit, run_limited
-from fsr_lsp.evaluator.prepare import EvalOptions, prepare
-from fsr_lsp.evaluator.sandbox import LimitHit, Sandbox
+from fsr_lsp.evaluator.compile.compiler import CompileOptions, KernelRef, compile_kernel
+from fsr_lsp.evaluator.compile.limits import CompileLimits, limit_hit, run_limited
+from fsr_lsp.evaluator.job.prepare import EvalOptions, prepare
+from fsr_lsp.evaluator.compile.sandbox import LimitHit, Sandbox
 
 from .conftest import EXAMPLES
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.compiler import CompileOptions, KernelRef, compile_kernel
+from fsr_lsp.evaluator.compile.compiler import CompileOptions, KernelRef, compile_kernel
 
 from .conftest import EXAMPLES, read
 

@@ -3,8 +3,8 @@ as the candidate may see it: no text of files outside it, the original and their
 
 import pytest
 
-from fsr_lsp.evaluator.compiler_output import CandidateLines, scrub
-from fsr_lsp.evaluator.prepare import EvalOptions, prepare
+from fsr_lsp.evaluator.compile.compiler_output import CandidateLines, scrub
+from fsr_lsp.evaluator.job.prepare import EvalOptions, prepare
 from fsr_lsp.evaluator.records import EvalResult
 from fsr_lsp.search.prompting import fix_prompt
 from fsr_lsp.search.proposal import Proposal, Tried

@@ -3,8 +3,8 @@ again without the missing #includes and the host functions, lines kept."""
 
 import pytest
 
-from fsr_lsp.evaluator.device_unit import device_unit, error_lines, missing_headers
-from fsr_lsp.evaluator.prepare import EvalOptions, prepare
+from fsr_lsp.evaluator.compile.device_unit import device_unit, error_lines, missing_headers
+from fsr_lsp.evaluator.job.prepare import EvalOptions, prepare
 
 SPEC = """/* @fsr
 bench = { n = 4096 }

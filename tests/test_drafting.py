@@ -150,8 +150,8 @@ def test_a_macro_whose_parameter_shares_a_name_with_its_argument_expands_once():
 
 def test_element_types_from_an_included_header_reach_the_draft_and_the_evaluator(tmp_path):
     from fsr_lsp.drafting.placement import place_spec
-    from fsr_lsp.evaluator.compiler import find_nvcc
-    from fsr_lsp.evaluator.prepare import EvalOptions, prepare
+    from fsr_lsp.evaluator.compile.compiler import find_nvcc
+    from fsr_lsp.evaluator.job.prepare import EvalOptions, prepare
     from fsr_lsp.kernels.aliases import with_included_aliases
 
     (tmp_path / "common.h").write_text("#pragma once\n#include \"precision.h\"\n")

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.launch_kind import needs_cooperative_launch
-from fsr_lsp.evaluator.prepare import EvalOptions, prepare
+from fsr_lsp.evaluator.job.launch_kind import needs_cooperative_launch
+from fsr_lsp.evaluator.job.prepare import EvalOptions, prepare
 
 GRID_SYNC = (Path(__file__).parent / "gpu" / "kernels" / "grid_sync.cu").read_text()
 HELPERS = """#include <cooperative_groups.h>

@@ -1,4 +1,4 @@
-from fsr_lsp.evaluator.plan import build_plans, edge_size
+from fsr_lsp.evaluator.job.plan import build_plans, edge_size
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
 from fsr_lsp.specs import parse_spec
@@ -59,7 +59,7 @@ def test_candidate_launch_is_planned_separately():
 
 
 def test_edge_false_keeps_the_sizes_the_spec_lists_and_anything_else_is_a_problem():
-    from fsr_lsp.evaluator.plan import build_plans
+    from fsr_lsp.evaluator.job.plan import build_plans
     from fsr_lsp.kernels import find_kernel
     from fsr_lsp.source import SourceText
     from fsr_lsp.specs import parse_spec

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.profile import ProfileFacts, Profiled, Stall, parse_ncu_csv, profile
+from fsr_lsp.evaluator.profile.profile import ProfileFacts, Profiled, Stall, parse_ncu_csv, profile
 from fsr_lsp.search.labels import code_label, model_label
 
 from .fake_llm import FakeLLM, answer
@@ -37,7 +37,7 @@ def test_ncu_output_without_metrics_gives_no_facts():
 
 
 def test_without_ncu_the_profile_says_so(monkeypatch):
-    monkeypatch.setattr("fsr_lsp.evaluator.profile.find_ncu", lambda: None)
+    monkeypatch.setattr("fsr_lsp.evaluator.profile.profile.find_ncu", lambda: None)
     result = profile(job=None)  # the job is never looked at
     assert result.facts is None and "ncu" in result.note and "not on PATH" in result.note
 

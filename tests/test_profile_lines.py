@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.ncu_source import UNREADABLE, LineReport, parse_rules, parse_source_page
-from fsr_lsp.evaluator.profile import parse_ncu_csv
+from fsr_lsp.evaluator.profile.ncu_source import UNREADABLE, LineReport, parse_rules, parse_source_page
+from fsr_lsp.evaluator.profile.profile import parse_ncu_csv
 from fsr_lsp.profiling.findings import read_profile
 
 from .recorded_profiler import DATA, INLINED, KERNELS, raw_page, recorded
@@ -198,14 +198,14 @@ def fake_ncu(tmp_path: Path, monkeypatch, profile_run: str) -> Path:
     log = tmp_path / "ncu.log"
     script.write_text(FAKE_NCU.format(log=log, data=DATA, raw=raw, profile_run=profile_run))
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr("fsr_lsp.evaluator.profile_lines.find_ncu", lambda: str(script))
+    monkeypatch.setattr("fsr_lsp.evaluator.profile.profile_lines.find_ncu", lambda: str(script))
     return log
 
 
 @pytest.fixture
 def job():
     from fsr_lsp.evaluator import EvalOptions
-    from fsr_lsp.evaluator.prepare import prepare
+    from fsr_lsp.evaluator.job.prepare import prepare
 
     from .search_helpers import example
 
@@ -216,7 +216,7 @@ def job():
 
 @pytest.mark.nvcc
 def test_the_profile_runs_ncu_with_source_counters_and_reads_every_page(tmp_path, monkeypatch, job):
-    from fsr_lsp.evaluator.profile_lines import profile_lines
+    from fsr_lsp.evaluator.profile.profile_lines import profile_lines
 
     # the profiling run writes the report where -o says
     log = fake_ncu(tmp_path, monkeypatch, 'while [ "$1" != "-o" ]; do shift; done; touch "$2.ncu-rep"')
@@ -224,7 +224,7 @@ def test_the_profile_runs_ncu_with_source_counters_and_reads_every_page(tmp_path
     assert result.lines is not None, result.note
     run = log.read_text().splitlines()[0]
     assert "--import-source yes" in run and "--section SourceCounters" in run and "--launch-count 1" in run
-    assert f"--kernel-name {job.original.entry}" in run and "fsr_lsp.evaluator.sanitize_main" in run
+    assert f"--kernel-name {job.original.entry}" in run and "fsr_lsp.evaluator.sanitize.sanitize_main" in run
     assert result.facts is not None and result.facts.kernel_ms == pytest.approx(0.03312, rel=0.01)
     assert any(c.global_sectors_excessive for c in result.lines.lines) and result.lines.rules
     assert result.lines.size == next(p.label for p in job.sizes if p.role == "bench")
@@ -232,7 +232,7 @@ def test_the_profile_runs_ncu_with_source_counters_and_reads_every_page(tmp_path
 
 @pytest.mark.nvcc
 def test_counters_the_user_may_not_read_are_said_plainly(tmp_path, monkeypatch, job):
-    from fsr_lsp.evaluator.profile_lines import DENIED_MESSAGE, profile_lines
+    from fsr_lsp.evaluator.profile.profile_lines import DENIED_MESSAGE, profile_lines
 
     fake_ncu(tmp_path, monkeypatch, 'echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access '
                                     'NVIDIA GPU Performance Counters on the target device 0."; exit 1')
@@ -242,7 +242,7 @@ def test_counters_the_user_may_not_read_are_said_plainly(tmp_path, monkeypatch, 
 
 @pytest.mark.nvcc
 def test_an_ncu_that_writes_no_report_is_said_with_its_last_words(tmp_path, monkeypatch, job):
-    from fsr_lsp.evaluator.profile_lines import profile_lines
+    from fsr_lsp.evaluator.profile.profile_lines import profile_lines
 
     fake_ncu(tmp_path, monkeypatch, 'echo "==ERROR== Failed to prepare kernel for profiling"; exit 1')
     result = profile_lines(job)
@@ -250,9 +250,9 @@ def test_an_ncu_that_writes_no_report_is_said_with_its_last_words(tmp_path, monk
 
 
 def test_without_ncu_the_line_profile_says_how_to_get_it(monkeypatch):
-    from fsr_lsp.evaluator.profile_lines import profile_lines
+    from fsr_lsp.evaluator.profile.profile_lines import profile_lines
 
-    monkeypatch.setattr("fsr_lsp.evaluator.profile_lines.find_ncu", lambda: None)
+    monkeypatch.setattr("fsr_lsp.evaluator.profile.profile_lines.find_ncu", lambda: None)
     result = profile_lines(job=None)  # the job is never looked at
     assert result.lines is None and "ncu" in result.note and "not on PATH" in result.note
 
@@ -345,8 +345,8 @@ def test_optimize_carries_the_finding_into_the_search_config(monkeypatch, tmp_pa
 
 def test_a_line_profile_travels_from_a_cluster_worker_intact():
     """The Ray backend sends the result record as plain data; nested counters must survive."""
-    from fsr_lsp.evaluator.profile import Profiled
-    from fsr_lsp.evaluator.serde import from_data, to_data
+    from fsr_lsp.evaluator.profile.profile import Profiled
+    from fsr_lsp.evaluator.worker.serde import from_data, to_data
 
     p = recorded("transpose_conflicts")
     assert from_data(Profiled, to_data(p)) == p
@@ -357,7 +357,7 @@ def test_a_cancel_kills_ncu_and_the_kernels_process(tmp_path, monkeypatch, job):
     import threading
     import time
 
-    from fsr_lsp.evaluator.profile_lines import profile_lines
+    from fsr_lsp.evaluator.profile.profile_lines import profile_lines
 
     marker = tmp_path / "still-running"
     # a child of ncu (as the kernel's process is) that shows it is alive every 0.1 s

@@ -15,7 +15,7 @@ from fsr_lsp.drafting.placement import place_spec  # noqa: E402
 from fsr_lsp.drafting.proof import prove  # noqa: E402
 from fsr_lsp.evaluator import Evaluator  # noqa: E402
 from fsr_lsp.evaluator.gpu.run import run_job  # noqa: E402
-from fsr_lsp.evaluator.prepare import Prepared  # noqa: E402
+from fsr_lsp.evaluator.job.prepare import Prepared  # noqa: E402
 from fsr_lsp.evaluator.records import EvalResult  # noqa: E402
 
 from . import fake_kernels  # noqa: E402,F401

@@ -1,5 +1,5 @@
-from fsr_lsp.evaluator.entries import instantiation_entry, match_entry
-from fsr_lsp.evaluator.ptxas import entry_functions, parse_resources
+from fsr_lsp.evaluator.compile.entries import instantiation_entry, match_entry
+from fsr_lsp.evaluator.compile.ptxas import entry_functions, parse_resources
 
 LOG = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function '_Z5saxpyifPKfPf' for 'sm_90a'

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.evaluator.backends import ray_cluster as ray_backend
-from fsr_lsp.evaluator.worker_client import EvaluatorUnavailable
+from fsr_lsp.evaluator.worker.worker_client import EvaluatorUnavailable
 from fsr_lsp.evaluator.backends.ray_cluster import RayBackend, ray_missing
 from fsr_lsp.evaluator.backends.local import EvalRequest
 from fsr_lsp.search.gpu_bench import GpuBench
@@ -215,7 +215,7 @@ def test_work_of_the_layers_above_runs_whole_on_a_cluster_gpu(backend):
 def test_a_drafted_spec_is_proven_on_the_cluster_and_cached_here(tmp_path):
     from fsr_lsp.drafting.cache import ProofCache
     from fsr_lsp.drafting.proof import Proof, prove_with
-    from fsr_lsp.evaluator.serde import to_data
+    from fsr_lsp.evaluator.worker.serde import to_data
 
     from .search_helpers import GPU, example
 
@@ -293,7 +293,7 @@ def test_the_first_job_starts_every_gpus_worker_in_the_background():
     import threading
 
     from fsr_lsp.evaluator.backends.local import LocalBackend
-    from fsr_lsp.evaluator.worker_client import EvaluatorUnavailable
+    from fsr_lsp.evaluator.worker.worker_client import EvaluatorUnavailable
 
     asked = [threading.Event(), threading.Event()]
 

@@ -2,7 +2,7 @@ import json
 
 from fsr_lsp.evaluator.records import (ArgPlan, Check, CompileResult, EvalJob, EvalResult, GpuInfo, KernelBinary,
                                        LaunchPlan, Mismatch, Resources, SizePlan, TimingStats)
-from fsr_lsp.evaluator.serde import from_json, to_json
+from fsr_lsp.evaluator.worker.serde import from_json, to_json
 from fsr_lsp.specs import Init
 
 

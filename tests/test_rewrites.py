@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.evaluator import EvalOptions, prepare
-from fsr_lsp.evaluator.candidate import check_candidate
+from fsr_lsp.evaluator.job.candidate import check_candidate
 from fsr_lsp.kernels import discover, find_kernel
 from fsr_lsp.source import SourceText
 from fsr_lsp.specs import parse_spec

@@ -2,8 +2,8 @@
 
 import pytest
 
-from fsr_lsp.evaluator import sanitizer
-from fsr_lsp.evaluator.plan import build_plans
+from fsr_lsp.evaluator.sanitize import sanitizer
+from fsr_lsp.evaluator.job.plan import build_plans
 from fsr_lsp.evaluator.records import EvalJob, KernelBinary
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
@@ -131,7 +131,7 @@ def test_initcheck_names_the_output_read_before_any_write_and_only_the_original_
 
 
 def test_a_kernel_the_tool_cannot_check_is_skipped_saying_why_not_failed():
-    from fsr_lsp.evaluator.sanitizer_plan import ToolPlan
+    from fsr_lsp.evaluator.sanitize.sanitizer_plan import ToolPlan
 
     out = ("========= COMPUTE-SANITIZER\n"
            "========= Warning: CUDA Dynamic Parallelism is not supported by the selected tool\n"

@@ -203,7 +203,7 @@ def test_a_pointer_may_be_null_and_renders_back_as_null():
     """An optional buffer the program passes as nullptr (a bias left out): `bias = "null"` gives
     the kernel a null pointer; the plan passes eight zero bytes; anything else for a pointer is
     still refused with "null" among the forms it names."""
-    from fsr_lsp.evaluator.plan import build_plans
+    from fsr_lsp.evaluator.job.plan import build_plans
     from fsr_lsp.specs import NullArg
 
     text = ('/* @fsr\nbench = { n = 1000 }\ngrid = "cdiv(n, 256)"\nblock = 256\n[args]\nx = "in[n]"\n'
@@ -228,7 +228,7 @@ def test_a_buffer_may_start_before_the_kernels_pointer():
     """`in[-3 : n + 3]`: the program passes `d_in + 3` of a buffer with a halo of 3 on each side;
     the buffer is n + 6 long and the kernel's pointer 3 elements in. It renders back as written;
     a start after the pointer is refused."""
-    from fsr_lsp.evaluator.plan import build_plans
+    from fsr_lsp.evaluator.job.plan import build_plans
 
     text = ('/* @fsr\nbench = { n = 1024 }\ntests = [ { n = 64 } ]\ngrid = "n / 64"\nblock = 64\n[args]\n'
             'x = "in[-3 : n + 3]"\ny = "out[n]"\nn = "n"\n*/\n'

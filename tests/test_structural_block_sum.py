@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.candidate import check_candidate
-from fsr_lsp.evaluator.compiler import CompileOptions, compile_kernel, find_nvcc
-from fsr_lsp.evaluator.prepare import kernel_ref
+from fsr_lsp.evaluator.job.candidate import check_candidate
+from fsr_lsp.evaluator.compile.compiler import CompileOptions, compile_kernel, find_nvcc
+from fsr_lsp.evaluator.job.prepare import kernel_ref
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.search.generators.structural import patterns, structural_proposals
 from fsr_lsp.source import SourceText

@@ -11,7 +11,7 @@ import pytest
 from fsr_lsp.capture import latest_capture
 from fsr_lsp.drafting.captured_textures import NotATexture, texture_value
 from fsr_lsp.drafting.origin import kernel_specs
-from fsr_lsp.evaluator.plan import build_plans
+from fsr_lsp.evaluator.job.plan import build_plans
 from fsr_lsp.evaluator.records import TexturePlan
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.kernels.c_types import element_type

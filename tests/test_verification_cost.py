@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator import sanitizer
-from fsr_lsp.evaluator.gpu_gate import GpuGate
+from fsr_lsp.evaluator.sanitize import sanitizer
+from fsr_lsp.evaluator.worker.gpu_gate import GpuGate
 from fsr_lsp.evaluator.records import Defences
-from fsr_lsp.evaluator.sanitizer_plan import plan_tool
+from fsr_lsp.evaluator.sanitize.sanitizer_plan import plan_tool
 
 from .test_sanitizer_parse import CLEAN, job, use_tool
 

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from fsr_lsp.evaluator.gpu.run import run_job  # noqa: E402
-from fsr_lsp.evaluator.plan import build_plans  # noqa: E402
+from fsr_lsp.evaluator.job.plan import build_plans  # noqa: E402
 from fsr_lsp.evaluator.records import Defences, EvalJob, TimingConfig  # noqa: E402
 from fsr_lsp.kernels import find_kernel  # noqa: E402
 from fsr_lsp.source import SourceText  # noqa: E402
@@ -117,7 +117,7 @@ def test_the_original_against_itself_is_verified_with_an_interval_around_one():
 
 def test_a_job_goes_through_the_worker_process_and_back_with_every_check():
     from fsr_lsp.evaluator import Evaluator, run_prepared
-    from fsr_lsp.evaluator.prepare import Prepared
+    from fsr_lsp.evaluator.job.prepare import Prepared
     from fsr_lsp.evaluator.records import EvalResult
 
     from .fake_workers import cpu_session

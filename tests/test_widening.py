@@ -1,12 +1,12 @@
-"""The original promoted to double precision (evaluator/widening.py): what is promoted, what is
+"""The original promoted to double precision (evaluator/job/widening.py): what is promoted, what is
 left alone, what is refused, and that the result compiles (nvcc) with the kernel's entry."""
 
 from __future__ import annotations
 
 import pytest
 
-from fsr_lsp.evaluator.compiler import CompileOptions, KernelRef, compile_kernel, find_nvcc
-from fsr_lsp.evaluator.widening import NotWidenable, widen
+from fsr_lsp.evaluator.compile.compiler import CompileOptions, KernelRef, compile_kernel, find_nvcc
+from fsr_lsp.evaluator.job.widening import NotWidenable, widen
 
 LAYERNORM = """#define EPS 1e-5f
 // float in a comment stays: expf(1.0f)

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from fsr_lsp.evaluator.worker_client import Evaluator, EvaluatorUnavailable
+from fsr_lsp.evaluator.worker.worker_client import Evaluator, EvaluatorUnavailable
 from fsr_lsp.evaluator.records import EvalJob, KernelBinary, LaunchPlan, SizePlan
 
 from . import fake_workers

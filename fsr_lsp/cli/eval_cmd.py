@@ -10,11 +10,11 @@ from pathlib import Path
 from .arguments import workspace_of
 from ..evaluator import Evaluator, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
-from ..evaluator.serde import to_json
+from ..evaluator.worker.serde import to_json
 from ..evaluator.support import gpu_support_missing
 from ..evaluator.backends import local_gpus
-from ..evaluator.compiler import CompilerMissing
-from ..evaluator.prepare import prepare
+from ..evaluator.compile.compiler import CompilerMissing
+from ..evaluator.job.prepare import prepare
 from ..settings import Settings, settings_from_args
 from ..kernels import discover
 from ..source import SourceText

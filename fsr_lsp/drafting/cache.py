@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..evaluator.serde import from_json, to_json
+from ..evaluator.worker.serde import from_json, to_json
 from .proof import Proof
 
 _SCHEMA = """

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import struct
 
-from ..evaluator.captured_buffers import read_saved
+from ..evaluator.job.captured_buffers import read_saved
 from ..kernels.c_types import ITEMSIZE
 from ..specs.model import Init
 

@@ -23,11 +23,11 @@ from typing import Callable, Literal, Protocol
 
 from ..evaluator import EvalOptions, Evaluator, EvaluatorUnavailable, prepare
 from ..evaluator.backends import Backend, LocalBackend
-from ..evaluator.captured_buffers import saved_bytes
-from ..evaluator.gpu_gate import gate
+from ..evaluator.job.captured_buffers import saved_bytes
+from ..evaluator.worker.gpu_gate import gate
 from ..evaluator.records import Check, EvalJob, EvalResult
-from ..evaluator.sanitizer import sanitize_original
-from ..evaluator.serde import from_data, to_data
+from ..evaluator.sanitize.sanitizer import sanitize_original
+from ..evaluator.worker.serde import from_data, to_data
 from ..specs.edit import set_key
 from .placement import place_spec, proof_text
 from .relax import MAX_STEPS, relax

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import threading
 
-from .worker_client import Evaluator, EvaluatorUnavailable, StageCallback
-from .prepare import EvalOptions, Prepared, prepare
+from .worker.worker_client import Evaluator, EvaluatorUnavailable, StageCallback
+from .job.prepare import EvalOptions, Prepared, prepare
 from .records import CompileResult, EvalResult
-from .gpu_gate import gate
-from .sanitizer import TOOLS, Prewarm, sanitize
+from .worker.gpu_gate import gate
+from .sanitize.sanitizer import TOOLS, Prewarm, sanitize
 
 
 def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | None = None,

@@ -8,8 +8,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
-from ..evaluator.ncu_source import LineCounters, LineReport, Rule
-from ..evaluator.profile import ProfileFacts
+from ..evaluator.profile.ncu_source import LineCounters, LineReport, Rule
+from ..evaluator.profile.profile import ProfileFacts
 
 Kind = Literal["hot", "uncoalesced", "bank_conflicts", "divergence", "local_memory"]
 

@@ -10,7 +10,7 @@ from typing import Callable
 from ..evaluator.records import EvalResult, GpuInfo, SizePlan
 from ..kernels import Kernel
 from ..specs import Spec
-from ..evaluator.profile import ProfileFacts
+from ..evaluator.profile.profile import ProfileFacts
 from .proposal import Proposal, Tried
 from .workload import Workload
 

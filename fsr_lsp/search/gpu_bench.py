@@ -8,7 +8,7 @@ import threading
 from typing import Callable
 
 from ..evaluator import EvalOptions, Evaluator
-from ..evaluator.profile import Profiled
+from ..evaluator.profile.profile import Profiled
 from ..evaluator.records import EvalResult, GpuInfo
 from ..evaluator.backends import Backend, EvalRequest, LocalBackend
 from .proposal import Proposal

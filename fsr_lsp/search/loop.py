@@ -16,8 +16,8 @@ import time
 from dataclasses import asdict
 from typing import Callable
 
-from ..evaluator.plan import build_plans
-from ..evaluator.profile import ProfileFacts
+from ..evaluator.job.plan import build_plans
+from ..evaluator.profile.profile import ProfileFacts
 from ..evaluator.records import EvalResult
 from ..kernels import find_kernel, kernel_source
 from ..source import SourceText

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..evaluator.records import EvalResult
-from ..evaluator.serde import from_json, to_json
+from ..evaluator.worker.serde import from_json, to_json
 from ..redaction import redact, register
 from ..scratch import process_alive
 from .proposal import Proposal, Tried

@@ -56,7 +56,7 @@ def no_nvcc(settings: Settings) -> str:
 
 async def check_source(text: str, path: Path, settings: Settings, remote: Any = None) -> CheckResult:
     """`remote`: a backend with `call` (the Ray cluster) for when nvcc is not on this machine."""
-    from ..evaluator.compiler import find_nvcc
+    from ..evaluator.compile.compiler import find_nvcc
 
     nvcc = find_nvcc(settings.compiler_nvcc or None)
     if nvcc is None:
@@ -97,8 +97,8 @@ def nvcc_command(nvcc: str, src: Path, arch: str, flags: tuple[str, ...], includ
 
 
 def read_log(log: str, text: str) -> CheckResult:
-    from ..evaluator.entries import mangled_name
-    from ..evaluator.ptxas import parse_resources
+    from ..evaluator.compile.entries import mangled_name
+    from ..evaluator.compile.ptxas import parse_resources
 
     messages = parse_messages(log, text.splitlines())
     resources = {(mangled_name(name) or name): res for name, res in parse_resources(log).items()}
@@ -110,7 +110,7 @@ def read_log(log: str, text: str) -> CheckResult:
 
 def remote_check(backend: Any, text: str, path: Path, settings: Settings) -> CheckResult:
     """The check on the cluster (blocking: the server runs it in a thread)."""
-    from ..evaluator.worker_client import EvaluatorUnavailable
+    from ..evaluator.worker.worker_client import EvaluatorUnavailable
 
     headers = local_headers(text, [path.parent, *map(Path, settings.include_paths)])
     payload = {"text": text, "name": path.name, "headers": headers, "arch": settings.compiler_arch,
@@ -148,7 +148,7 @@ def local_headers(text: str, dirs: list[Path], depth: int = HEADER_DEPTH) -> dic
 
 def compile_here(backend: Any, payload: dict) -> dict:
     """On the worker: the file and its headers in a scratch folder, nvcc as on the laptop."""
-    from ..evaluator.compiler import find_nvcc
+    from ..evaluator.compile.compiler import find_nvcc
 
     nvcc = find_nvcc(None)
     if nvcc is None:

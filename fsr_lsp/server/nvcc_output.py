@@ -57,7 +57,7 @@ def _parse_line(raw: str, following: list[str], source_lines: list[str]) -> Mess
         entry = _ENTRY.search(m.group("msg"))
         kernel = ""
         if entry:
-            from ..evaluator.entries import mangled_name
+            from ..evaluator.compile.entries import mangled_name
 
             kernel = mangled_name(entry.group(1)) or entry.group(1)
         text = m.group("msg").strip()

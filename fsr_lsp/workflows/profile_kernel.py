@@ -13,7 +13,7 @@ from typing import Callable
 
 from ..drafting.placement import Placed, place_spec
 from ..evaluator.backends import EvalRequest
-from ..evaluator.profile import Profiled
+from ..evaluator.profile.profile import Profiled
 from ..evaluator.support import load
 from ..profiling.findings import KernelProfile, read_profile
 from ..settings import Settings

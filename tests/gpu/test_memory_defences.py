@@ -11,7 +11,7 @@ import pytest
 
 from fsr_lsp.evaluator import evaluate
 from fsr_lsp.evaluator.records import Defences
-from fsr_lsp.evaluator.sanitizer import find_sanitizer
+from fsr_lsp.evaluator.sanitize.sanitizer import find_sanitizer
 
 from .conftest import QUICK, kernel_text
 

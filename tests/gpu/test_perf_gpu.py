@@ -11,7 +11,7 @@ import pytest
 
 from fsr_lsp.evaluator.backends import EvalRequest
 from fsr_lsp.evaluator.backends.local import LocalBackend
-from fsr_lsp.evaluator.worker_client import Evaluator
+from fsr_lsp.evaluator.worker.worker_client import Evaluator
 from fsr_lsp.kernels import discover_kernels, kernel_source
 from fsr_lsp.profiling.timings import Timings
 from fsr_lsp.settings import Settings

@@ -11,7 +11,7 @@ import pytest
 from fsr_lsp.drafting.origin import kernel_specs
 from fsr_lsp.drafting.placement import place_spec
 from fsr_lsp.drafting.proof import prove
-from fsr_lsp.evaluator.sanitizer import find_sanitizer
+from fsr_lsp.evaluator.sanitize.sanitizer import find_sanitizer
 
 from .conftest import QUICK
 

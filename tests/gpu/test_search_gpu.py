@@ -55,7 +55,7 @@ def test_builtin_search_on_the_gpu_returns_only_verified_wins(evaluator):
         assert {c.name: c.status for c in outcome.best.result.checks}.get("sanitizer memcheck") == "pass"
 
 
-@pytest.mark.skipif(__import__("fsr_lsp.evaluator.sanitizer", fromlist=["x"]).find_sanitizer() is None,
+@pytest.mark.skipif(__import__("fsr_lsp.evaluator.sanitize.sanitizer", fromlist=["x"]).find_sanitizer() is None,
                     reason="compute-sanitizer not installed")
 def test_a_leader_that_memcheck_rejects_never_seeds_the_next_round(evaluator, monkeypatch):
     monkeypatch.setenv("FSR_GPU_TEST_KEY", "unused")

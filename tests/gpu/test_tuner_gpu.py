@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.profile import find_ncu
+from fsr_lsp.evaluator.profile.profile import find_ncu
 from fsr_lsp.search import SearchConfig, run_search
 from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 from fsr_lsp.search.gpu_bench import GpuBench

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fsr_lsp.evaluator import EvalOptions, compile_kernel, evaluate
-from fsr_lsp.evaluator.compiler import CompileOptions, KernelRef, nvrtc_available
+from fsr_lsp.evaluator.compile.compiler import CompileOptions, KernelRef, nvrtc_available
 
 from .conftest import QUICK, kernel_text
 

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Literal, Protocol, runtime_checkable
 
-from ..profile import Profiled
+from ..profile.profile import Profiled
 from ..records import EvalResult, GpuInfo
 from ..support import gpu_support_missing
 from .calls import REMOTE_CALLS, remote_call
@@ -73,7 +73,7 @@ def make_backend(choice: BackendChoice) -> Backend:
     for a `gpus` that is no index, list or `all`."""
     if choice.kind == "ray":
         return RayBackend(choice.address, timeout=choice.timeout)
-    from ..worker_client import Evaluator
+    from ..worker.worker_client import Evaluator
 
     return LocalBackend([Evaluator(i, timeout=choice.timeout) for i in local_gpus(choice.gpus)])
 

@@ -14,12 +14,12 @@ from typing import Callable
 
 from ..api import evaluate as evaluate_one
 from ..api import run_prepared
-from ..gpu_gate import gate
-from ..sanitizer import TOOLS, Prewarm
-from ..worker_client import Evaluator, EvaluatorUnavailable
-from ..prepare import prepare
-from ..profile import Profiled, profile
-from ..profile_lines import profile_lines
+from ..worker.gpu_gate import gate
+from ..sanitize.sanitizer import TOOLS, Prewarm
+from ..worker.worker_client import Evaluator, EvaluatorUnavailable
+from ..job.prepare import prepare
+from ..profile.profile import Profiled, profile
+from ..profile.profile_lines import profile_lines
 from ..records import EvalResult, GpuInfo
 from .calls import remote_call
 from .request import EvalRequest

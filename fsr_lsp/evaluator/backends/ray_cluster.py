@@ -20,10 +20,10 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..worker_client import EvaluatorUnavailable
-from ..profile import Profiled
+from ..worker.worker_client import EvaluatorUnavailable
+from ..profile.profile import Profiled
 from ..records import EvalResult, GpuInfo
-from ..serde import from_data, to_data
+from ..worker.serde import from_data, to_data
 from ..support import load
 from .calls import remote_call
 from .request import EvalRequest
@@ -51,7 +51,7 @@ def import_ray() -> Any:
 
 def local_backend_on_this_gpu() -> Any:
     """In an actor: Ray has made its one GPU device 0 (CUDA_VISIBLE_DEVICES)."""
-    from ..worker_client import Evaluator
+    from ..worker.worker_client import Evaluator
     from .local import LocalBackend
 
     return LocalBackend(Evaluator(0))

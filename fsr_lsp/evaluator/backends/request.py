@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..prepare import EvalOptions
+from ..job.prepare import EvalOptions
 
 Action = Literal["evaluate", "confirm"]  # confirm: with the sanitizers on a verified candidate
 

@@ -4,7 +4,7 @@ Every good rewrite of a float reduction (a warp per row, a tree of shuffles, a o
 and variance, `rsqrtf`, a fast `exp`) sums in another order, so it cannot match the original's
 own rounding bit for bit, and a fixed tolerance is either too strict for it or too loose for a
 wrong answer. Both kernels are therefore measured against the original run in double
-precision (`evaluator/widening.py`):
+precision (`evaluator/job/widening.py`):
 
 - an element's error is |x - ref| over the output's scale there, |ref| plus the buffer's mean
   magnitude (relative where the values are large, absolute at the buffer's own scale near zero);

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..captured_buffers import read_saved
+from ..job.captured_buffers import read_saved
 from ..records import ArgPlan, Mismatch
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")

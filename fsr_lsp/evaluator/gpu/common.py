@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..captured_buffers import read_saved
+from ..job.captured_buffers import read_saved
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
 from .accuracy import Accuracy
 from .buffers import generate, storage_dtype

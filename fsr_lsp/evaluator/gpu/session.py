@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
-from ..relocatable import device_runtime, is_relocatable
+from ..compile.relocatable import device_runtime, is_relocatable
 from .textures import Textures
 
 
@@ -135,7 +135,7 @@ class GpuSession:
 
     def _linked(self, cubin: bytes) -> Any:
         """Relocatable device code (a kernel that launches kernels) linked with the device runtime."""
-        from ..compiler import find_nvcc
+        from ..compile.compiler import find_nvcc
 
         linker = self.cuda.Linker()
         linker.add_data(cubin, self.cuda.jit_input_type.CUBIN, "kernel.cubin")

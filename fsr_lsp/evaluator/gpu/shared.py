@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
+from ..compile.compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
 from ..records import LaunchPlan
 
 SOURCE = r"""

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import scratch
+from ... import scratch
 
 # Sets the limits, then becomes the command: no Python code runs between fork and exec (a
 # preexec_fn is unsafe in a process with threads, and the compile pool has them).

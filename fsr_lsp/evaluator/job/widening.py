@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..kernels.lexical import lex
-from .compiler import KernelRef
+from ...kernels.lexical import lex
+from ..compile.compiler import KernelRef
 
 # Single-precision math functions whose double version is the name without the final `f`.
 _MATH_F = """acosf acoshf asinf asinhf atan2f atanf atanhf cbrtf ceilf copysignf cosf coshf cospif erfcf

@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from ..failures import said
+from ...failures import said
 from .limits import CompileLimits, limit_hit
 
 _HEADER = struct.Struct("<Q")

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from ..kernels.brackets import balance
-from ..kernels.pptokens import LogicalLine, Token, UnclearText, header_name, logical_lines, string_value
+from ...kernels.brackets import balance
+from ...kernels.pptokens import LogicalLine, Token, UnclearText, header_name, logical_lines, string_value
 
 # CUDA's own device headers (the toolkit's, public and read-only): what a rewrite may need
 # beyond what the file includes. Half precision and bfloat16 types, cooperative groups, the

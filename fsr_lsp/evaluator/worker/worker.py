@@ -15,8 +15,8 @@ import sys
 import traceback
 from typing import Any, Callable
 
-from ..failures import said
-from .records import EvalJob, EvalResult, GpuInfo
+from ...failures import said
+from ..records import EvalJob, EvalResult, GpuInfo
 from .serde import from_data, to_data
 
 Handler = Callable[[EvalJob, Callable[[str], None]], EvalResult]
@@ -24,14 +24,14 @@ Handler = Callable[[EvalJob, Callable[[str], None]], EvalResult]
 
 def worker_main(conn: Any, device_index: int) -> None:
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
-    from .gpu.session import GpuSession, Unavailable
+    from ..gpu.session import GpuSession, Unavailable
 
     try:
         session = GpuSession(device_index)
     except Unavailable as e:
         conn.send(("unavailable", str(e)))
         return
-    from .gpu.run import run_job
+    from ..gpu.run import run_job
 
     serve(conn, session.info, lambda job, report: run_job(session, job, report))
 

@@ -27,12 +27,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import scratch
-from .records import Check, EvalJob, SizePlan
+from ... import scratch
+from ..records import Check, EvalJob, SizePlan
 from .sanitize_main import waiting_child_command
 from .sanitizer_plan import ToolPlan, plan_tool, uses_shared_memory
-from .serde import to_json
-from .support import find_cuda_tool, last_line
+from ..worker.serde import to_json
+from ..support import find_cuda_tool, last_line
 
 TOOLS = ("memcheck", "racecheck")
 log = logging.getLogger("fsr_lsp.evaluator")

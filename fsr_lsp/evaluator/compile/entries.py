@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..kernels.brackets import nesting, split_top_level
+from ...kernels.brackets import nesting, split_top_level
 
 
 def match_entry(entries: list[str], kernel: str) -> str | None:

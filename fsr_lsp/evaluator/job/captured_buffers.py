@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from .records import SizePlan
+from ..records import SizePlan
 
 
 def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str]) -> tuple[list[SizePlan], str]:

@@ -19,12 +19,12 @@ import threading
 import time
 from pathlib import Path
 
-from .. import scratch
+from ... import scratch
 from .ncu_source import LineReport, parse_rules, parse_source_page
 from .profile import _METRICS, _STALLS, Profiled, bench_run, find_ncu, parse_ncu_csv
-from .records import EvalJob
-from .sanitize_main import child_command
-from .support import last_line
+from ..records import EvalJob
+from ..sanitize.sanitize_main import child_command
+from ..support import last_line
 
 SECTIONS = ("SourceCounters", "WarpStateStats", "SpeedOfLight", "Occupancy", "LaunchStats",
             "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables", "SchedulerStats")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..kernels import Kernel
-from ..kernels.c_types import element_type
-from ..specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
-from ..specs.model import NullArg, SizeSet, TextureArg
-from ..specs.param_types import param_dtype, template_substitution
-from .records import ArgPlan, LaunchPlan, SizePlan, TexturePlan
+from ...kernels import Kernel
+from ...kernels.c_types import element_type
+from ...specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
+from ...specs.model import NullArg, SizeSet, TextureArg
+from ...specs.param_types import param_dtype, template_substitution
+from ..records import ArgPlan, LaunchPlan, SizePlan, TexturePlan
 
 EDGE_MULTIPLE = 32  # sizes that are all multiples of this get an extra edge size
 

@@ -14,11 +14,11 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import scratch
+from ... import scratch
 from .ncu_source import LineReport
-from .records import EvalJob
-from .sanitize_main import child_command
-from .support import find_cuda_tool, last_line
+from ..records import EvalJob
+from ..sanitize.sanitize_main import child_command
+from ..support import find_cuda_tool, last_line
 
 _METRICS = {
     "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",

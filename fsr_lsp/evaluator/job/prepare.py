@@ -11,23 +11,23 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from ..kernels import Kernel, discover
-from ..kernels.aliases import with_included_aliases
-from ..kernels.lexical import code_only
-from ..source import SourceText
-from ..specs import Spec, parse_spec
-from ..specs.param_types import template_substitution
+from ...kernels import Kernel, discover
+from ...kernels.aliases import with_included_aliases
+from ...kernels.lexical import code_only
+from ...source import SourceText
+from ...specs import Spec, parse_spec
+from ...specs.param_types import template_substitution
 from .candidate import CandidateCheck, check_candidate
 from .captured_buffers import with_captured_sources
-from .compiler_output import scrub
-from .compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
-from .limits import CompileLimits
+from ..compile.compiler_output import scrub
+from ..compile.compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
+from ..compile.limits import CompileLimits
 from .preprocessing import original_includes
-from .device_unit import device_unit, error_lines, missing_headers
+from ..compile.device_unit import device_unit, error_lines, missing_headers
 from .launch_kind import needs_cooperative_launch
 from .plan import build_plans
-from .gpu.accuracy import grounded_buffers
-from .records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, SizePlan, TimingConfig
+from ..gpu.accuracy import grounded_buffers
+from ..records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, SizePlan, TimingConfig
 from .widening import NotWidenable, widen
 
 

@@ -22,11 +22,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from .. import scratch
+from ... import scratch
 from .limits import CompileLimits, run_limited
 from .entries import demangled, instantiation_entry, match_entry
 from .ptxas import entry_functions, parse_resources
-from .records import CompileResult, KernelBinary, Resources
+from ..records import CompileResult, KernelBinary, Resources
 from .relocatable import needs_relocatable, relocatable
 from .sandbox import LimitHit, Sandbox
 

@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable
 
 from .gpu_gate import gate
-from .records import EvalJob, EvalResult, GpuInfo
+from ..records import EvalJob, EvalResult, GpuInfo
 from .serde import from_data, to_data
 from .worker import worker_main
 

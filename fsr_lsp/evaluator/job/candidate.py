@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ..kernels import Kernel, abi_signature, discover
-from ..kernels.lexical import macro_aliases
-from ..kernels.treesitter import parse
-from ..source import SourceText, Span
-from ..specs import Spec, parse_spec
-from .compiler_output import CandidateLines
+from ...kernels import Kernel, abi_signature, discover
+from ...kernels.lexical import macro_aliases
+from ...kernels.treesitter import parse
+from ...source import SourceText, Span
+from ...specs import Spec, parse_spec
+from ..compile.compiler_output import CandidateLines
 from .preprocessing import preprocessing_problem
 
 _DEVICE_QUALIFIERS = {"__device__", "__global__", "__constant__", "constexpr", "__shared__"}

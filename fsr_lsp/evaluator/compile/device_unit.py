@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ..kernels.treesitter import nodes_of, parse
+from ...kernels.treesitter import nodes_of, parse
 from .compiler_output import OWN_FILE, GCC_LOCATION, NVCC_LOCATION
 
 # gcc (nvcc's host pass), cudafe (nvcc's front end) and NVRTC, as each says it

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ..kernels.treesitter import nodes_of, parse
+from ...kernels.treesitter import nodes_of, parse
 
 _GRID_SYNC = re.compile(r"\bthis_grid\s*\(|\bgrid_group\b|\bthis_multi_grid\s*\(|\bgrid\.sync\s*\(")
 _IDENT = re.compile(r"[A-Za-z_]\w*")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .records import Resources
+from ..records import Resources
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
 _PROPS = re.compile(r"Function properties for (\S+)")

@@ -20,7 +20,7 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from .compiler_output import OWN_FILE
+from ..compile.compiler_output import OWN_FILE
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
 NOT_ISSUED = "Warp Stall Sampling (Not-issued Samples)"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .records import EvalJob, SizePlan
+from ..records import EvalJob, SizePlan
 
 SLOWDOWN = {"memcheck": 1_000.0, "racecheck": 40_000.0, "initcheck": 1_000.0, "synccheck": 1_000.0}
 BENCH_BUDGET_S = 3.0  # the bench size runs under a tool only if predicted within this

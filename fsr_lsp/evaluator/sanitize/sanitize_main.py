@@ -1,4 +1,4 @@
-"""Entry point run under compute-sanitizer or ncu: `python -m fsr_lsp.evaluator.sanitize_main
+"""Entry point run under compute-sanitizer or ncu: `python -m fsr_lsp.evaluator.sanitize.sanitize_main
 JOB.json [GPU]`, or `--wait FOLDER [GPU]`: load everything first, then wait for the parent to
 write FOLDER/job.json and FOLDER/go before touching the GPU (the parent times other kernels
 meanwhile)."""
@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from .records import EvalJob
-from .serde import from_json, to_json
+from ..records import EvalJob
+from ..worker.serde import from_json, to_json
 
 WAIT_SECONDS = 900.0  # a child nobody hands a job to gives up
 
@@ -21,12 +21,12 @@ def child_command(job: EvalJob, folder: Path, device_index: int) -> list[str]:
     JSON written into `folder`."""
     path = folder / "job.json"
     path.write_text(to_json(job))
-    return [sys.executable, "-m", "fsr_lsp.evaluator.sanitize_main", str(path), str(device_index)]
+    return [sys.executable, "-m", "fsr_lsp.evaluator.sanitize.sanitize_main", str(path), str(device_index)]
 
 
 def waiting_child_command(folder: Path, device_index: int) -> list[str]:
     """A child that loads now and runs the job the parent writes into `folder` later."""
-    return [sys.executable, "-m", "fsr_lsp.evaluator.sanitize_main", "--wait", str(folder), str(device_index)]
+    return [sys.executable, "-m", "fsr_lsp.evaluator.sanitize.sanitize_main", "--wait", str(folder), str(device_index)]
 
 
 def _wait_for_job(folder: Path) -> Path | None:
@@ -39,8 +39,8 @@ def _wait_for_job(folder: Path) -> Path | None:
 
 
 def main(argv: list[str]) -> int:
-    from .gpu.run import run_job
-    from .gpu.session import GpuSession
+    from ..gpu.run import run_job
+    from ..gpu.session import GpuSession
 
     if argv[0] == "--wait":
         import torch  # noqa: F401  (loaded before the wait: that is the point)
