@@ -12,6 +12,7 @@ from ...proposal import Proposal
 from .atomic_sum import atomic_sums
 from .block_sum import block_sum
 from .rows import warp_per_row
+from .stencil_tile import patterns_line as stencil_line, stencil_tile
 from .tiles import SHAPES as TILE_SHAPES, shared_tiles
 from .transpose_tile import transpose_tile
 
@@ -42,6 +43,9 @@ def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
                      f"memory over `{tiled.summed}` (each operand loaded once per output that needs it). Tiles of "
                      "the output a block, staged in shared memory, with several outputs a thread in registers, "
                      "are the usual fix; fsr's own such rewrite is measured in the first round")
+    stencil = stencil_tile(kernel, spec, definition)
+    if stencil is not None:
+        found.append(stencil_line(stencil))
     rows = warp_per_row(kernel, spec, definition)
     if rows is None:
         return found
@@ -68,6 +72,10 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
     for transposed in transpose_tile(kernel, spec, definition):
         out.append(Proposal(source=transposed.definition, generator=f"builtin:transpose-tile-{transposed.exchanged}",
                             note=transposed.note, round=round_))
+    stencil = stencil_tile(kernel, spec, definition)
+    if stencil is not None:
+        out.append(Proposal(source=stencil.definition, generator="builtin:stencil-tile", note=stencil.note,
+                            round=round_))
     for tile, per in TILE_SHAPES:
         tiled = shared_tiles(kernel, spec, definition, tile, per)
         if tiled is None:
