@@ -82,7 +82,7 @@ def test_the_space_holds_every_legal_launch_shape():
     assert space.size > 1000  # too many to try one by one: the reason for a strategy
 
 
-def test_unscreened_proposals_are_deterministic_distinct_and_cover_every_knob():
+def test_unscreened_proposals_are_deterministic_distinct_and_cover_every_knob(without_structural_rewrites):
     source = example("saxpy.cu")
     first = BuiltinGenerator().propose(context(source, "saxpy"), 20)
     second = BuiltinGenerator().propose(context(source, "saxpy"), 20)
@@ -212,7 +212,7 @@ class CostModel:
         return ms
 
 
-def test_the_tuner_sweeps_every_shape_then_anneals_to_a_combination_no_sweep_finds():
+def test_the_tuner_sweeps_every_shape_then_anneals_to_a_combination_no_sweep_finds(without_structural_rewrites):
     source = example("saxpy.cu")
     model = CostModel()
     ctx = context(source, "saxpy")
@@ -228,7 +228,7 @@ def test_the_tuner_sweeps_every_shape_then_anneals_to_a_combination_no_sweep_fin
     assert CostModel.time(best) < 0.9 * CostModel.time("block 64")  # beyond what a block sweep reaches
 
 
-def test_a_later_round_anneals_on_from_the_verified_leader_without_repeating_itself():
+def test_a_later_round_anneals_on_from_the_verified_leader_without_repeating_itself(without_structural_rewrites):
     from fsr_lsp.search.proposal import Tried
 
     source = example("saxpy.cu")
@@ -248,7 +248,7 @@ def test_a_later_round_anneals_on_from_the_verified_leader_without_repeating_its
     assert len(model.screened) == len(set(model.screened))
 
 
-def test_cancelled_screening_stops_the_tuner():
+def test_cancelled_screening_stops_the_tuner(without_structural_rewrites):
     model = CostModel(cancel_after=20)
     ctx = context(example("saxpy.cu"), "saxpy")
     ctx.screen = model
@@ -258,7 +258,7 @@ def test_cancelled_screening_stops_the_tuner():
     assert gen._tuners and all(t.stopped for _, t in gen._tuners.values())
 
 
-def test_screened_results_never_reach_the_history(monkeypatch):
+def test_screened_results_never_reach_the_history(monkeypatch, without_structural_rewrites):
     from fsr_lsp.search import SearchConfig, run_search
 
     from .scripted_bench import ScriptedBench
@@ -334,7 +334,7 @@ def test_a_privatised_histogram_compiles(cache_dir):
     assert prepared.job is not None, prepared.result.message
 
 
-def test_screening_leaves_time_for_the_full_verification():
+def test_screening_leaves_time_for_the_full_verification(without_structural_rewrites):
     import time as clock
 
     model = CostModel()
@@ -345,7 +345,7 @@ def test_screening_leaves_time_for_the_full_verification():
     assert model.screened == []
 
 
-def test_shapes_that_are_not_powers_of_two_are_dropped_once_two_fail_and_none_passed():
+def test_shapes_that_are_not_powers_of_two_are_dropped_once_two_fail_and_none_passed(without_structural_rewrites):
     class TreeReduction(CostModel):
         """Every shape that is not a power of two fails, as a halving tree over the block does."""
 
@@ -372,7 +372,7 @@ def test_shapes_that_are_not_powers_of_two_are_dropped_once_two_fail_and_none_pa
     assert len(model.screened) > 40  # the budget went to the shapes that work
 
 
-def test_screening_reports_its_progress():
+def test_screening_reports_its_progress(without_structural_rewrites):
     model = CostModel()
     ctx = context(example("saxpy.cu"), "saxpy")
     ctx.screen = model

@@ -11,6 +11,8 @@ from .fake_llm import FakeLLM, Step, answer, stall, status
 from .scripted_bench import ScriptedBench
 from .search_helpers import context, example
 
+pytestmark = pytest.mark.usefixtures("without_structural_rewrites")  # saxpy's model rounds, not fsr's rewrite
+
 GOOD = """Here is a faster version.
 
 ```cuda

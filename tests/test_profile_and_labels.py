@@ -58,7 +58,7 @@ def env(monkeypatch):
     monkeypatch.setenv("FSR_LOOP_KEY", "sk-profile-test")
 
 
-def test_round_one_prompt_has_no_profile_and_round_two_has_the_leaders(env):
+def test_round_one_prompt_has_no_profile_and_round_two_has_the_leaders(env, without_structural_rewrites):
     steps = [kernel("verified 1.4", "first"), kernel("verified 1.2", "second")]
     bench = ProfilingBench()
     with FakeLLM(steps, default=kernel("verified 1.1", "more")) as llm:

@@ -31,7 +31,7 @@ def test_optimize_without_gpu_support_is_one_line():
     assert r.returncode == 2 and "no kernel named nope" in r.stderr
 
 
-def test_report_shows_the_winners_diff_the_best_so_far_and_failures_by_reason(monkeypatch):
+def test_report_shows_the_winners_diff_the_best_so_far_and_failures_by_reason(monkeypatch, without_structural_rewrites):
     from fsr_lsp.search import LLMConfig, SearchConfig, run_search
     from fsr_lsp.search.generators.llm import LLMGenerator
     from fsr_lsp.search.report import best_so_far

@@ -84,7 +84,7 @@ def test_the_deadline_stops_gpu_work_in_flight(monkeypatch):
     assert outcome.stopped == "time" and bench.interrupts == 1 and outcome.best is None
 
 
-def test_at_the_deadline_only_a_fully_verified_candidate_is_the_result(monkeypatch):
+def test_at_the_deadline_only_a_fully_verified_candidate_is_the_result(monkeypatch, without_structural_rewrites):
     monkeypatch.setenv("FSR_DEADLINE_KEY", "k")
     bench = SlowBench()
     steps = [kernel("verified 1.4", "steady"), kernel("verified 1.9 slow", "fast")]

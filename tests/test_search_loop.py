@@ -13,6 +13,8 @@ from .fake_llm import FakeLLM, answer, status
 from .scripted_bench import ScriptedBench
 from .search_helpers import example
 
+pytestmark = pytest.mark.usefixtures("without_structural_rewrites")  # saxpy's model rounds, not fsr's rewrite
+
 SAXPY = example("saxpy.cu")
 SECRET = "sk-loop-secret-987654321"
 

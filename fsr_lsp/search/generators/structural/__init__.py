@@ -15,6 +15,7 @@ from .rows import warp_per_row
 from .stencil_tile import patterns_line as stencil_line, stencil_tile
 from .tiles import SHAPES as TILE_SHAPES, shared_tiles
 from .transpose_tile import transpose_tile
+from .vector_map import vector_map
 
 
 def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
@@ -43,6 +44,12 @@ def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
                      f"memory over `{tiled.summed}` (each operand loaded once per output that needs it). Tiles of "
                      "the output a block, staged in shared memory, with several outputs a thread in registers, "
                      "are the usual fix; fsr's own such rewrite is measured in the first round")
+    mapped = vector_map(kernel, spec, definition)
+    if mapped is not None:
+        found.append(f"an element-wise map: each thread loads and stores one 32-bit element of "
+                     f"{', '.join(f'`{b}`' for b in mapped.buffers)}. 128-bit vector accesses (float4) and several "
+                     "elements a thread cut the instructions per byte moved; fsr's own such rewrite (four elements "
+                     "a thread, a scalar path for unaligned pointers) is measured in the first round")
     stencil = stencil_tile(kernel, spec, definition)
     if stencil is not None:
         found.append(stencil_line(stencil))
@@ -84,4 +91,9 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
                  f'*/\n')
         out.append(Proposal(source=block + tiled.definition, generator="builtin:shared-tiles", note=tiled.note,
                             round=round_))
+    mapped = vector_map(kernel, spec, definition)
+    if mapped is not None:
+        block = f'/* @fsr\ngrid = "{mapped.grid}"\nblock = {mapped.block}\n*/\n'
+        out.append(Proposal(source=mapped.helper + block + mapped.definition,  # the block right above the kernel
+                            generator="builtin:vector-map", note=mapped.note, round=round_))
     return out
