@@ -104,9 +104,13 @@ def dependencies(module: str, modules: dict[str, Path]) -> set[str]:
 
 
 def circles(modules: dict[str, Path]) -> list[list[str]]:
-    """The import circles among `modules`: each strongly connected set of them, with one
-    circle through it (Tarjan's algorithm, iterative)."""
-    graph = {m: sorted(dependencies(m, modules)) for m in sorted(modules)}
+    """The import circles among `modules`."""
+    return circles_in({m: sorted(dependencies(m, modules)) for m in sorted(modules)})
+
+
+def circles_in(graph: dict[str, list[str]]) -> list[list[str]]:
+    """The circles of a graph (each node's list of the nodes it depends on): each strongly
+    connected set of nodes, with one circle through it (Tarjan's algorithm, iterative)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -171,6 +175,44 @@ def test_no_import_circles():
     circle (the package is being imported already). Details: `dependencies` above."""
     found = [" -> ".join(m.removeprefix("fsr_lsp.") for m in circle) for circle in circles(MODULES)]
     assert not found, "import circles:\n" + "\n".join(found)
+
+
+def stage_graph(modules: dict[str, Path], package: str = "fsr_lsp.evaluator") -> dict[str, list[str]]:
+    """The package's stages (each subpackage, each module at its top) and the others each one's
+    modules depend on."""
+    def stage(module: str) -> str | None:
+        return module[len(package) + 1:].split(".")[0] if module.startswith(package + ".") else None
+
+    graph: dict[str, set[str]] = {}
+    for module in modules:
+        if (own := stage(module)) is not None:
+            graph.setdefault(own, set()).update(
+                s for s in map(stage, dependencies(module, modules)) if s is not None and s != own)
+    return {s: sorted(d) for s, d in sorted(graph.items())}
+
+
+def test_the_evaluators_stages_depend_one_way():
+    """The evaluator has one subpackage per stage (job/, compile/, gpu/, sanitize/, profile/,
+    worker/, backends/): no two stages, nor a stage and a module at the evaluator's top, depend
+    on each other through any number of others, so the tree reads in one order (the records
+    first, the backends last)."""
+    found = [" -> ".join(circle) for circle in circles_in(stage_graph(MODULES))]
+    assert not found, "stages of the evaluator that depend on each other:\n" + "\n".join(found)
+
+
+def test_the_stage_graph_sees_stages_that_depend_on_each_other(tmp_path):
+    """Two stages whose modules import each other's, with no module circle among them."""
+    files = {"__init__.py": "", "e/__init__.py": "", "e/top.py": "from .b.y import Y\n",
+             "e/a/__init__.py": "", "e/a/x.py": "from ..b.y import Y\n", "e/a/z.py": "Z = 1\n",
+             "e/b/__init__.py": "", "e/b/y.py": "Y = 1\n", "e/b/w.py": "def f():\n    from ..a.z import Z\n"}
+    root = tmp_path / "fsr_lsp"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    modules = modules_of(root)
+    assert circles(modules) == []
+    assert stage_graph(modules, "fsr_lsp.e") == {"a": ["b"], "b": ["a"], "top": ["b"]}
+    assert circles_in(stage_graph(modules, "fsr_lsp.e")) == [["a", "b", "a"]]
 
 
 def test_the_circle_finder_finds_circles(tmp_path):

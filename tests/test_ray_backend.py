@@ -181,10 +181,11 @@ def test_gpu_lists_read_as_the_cli_writes_them(monkeypatch):
 def test_on_save_checks_without_nvcc_say_why_they_are_off(monkeypatch):
     import asyncio
 
+    from fsr_lsp.evaluator.compile import compiler
     from fsr_lsp.server import check
     from fsr_lsp.settings import Settings
 
-    monkeypatch.setattr(check, "find_nvcc", lambda _: None)
+    monkeypatch.setattr(compiler, "find_nvcc", lambda _: None)
     local = asyncio.run(check.check_source("", Path("k.cu"), Settings()))
     assert local.problem.startswith("nvcc not found")
     remote = asyncio.run(check.check_source("", Path("k.cu"), Settings(evaluator_backend="ray")))
@@ -242,10 +243,11 @@ def test_a_drafted_spec_is_proven_on_the_cluster_and_cached_here(tmp_path):
 def test_on_save_checks_compile_on_the_cluster_with_the_files_headers(backend, monkeypatch, tmp_path):
     import asyncio
 
+    from fsr_lsp.evaluator.compile import compiler
     from fsr_lsp.server import check
     from fsr_lsp.settings import Settings
 
-    monkeypatch.setattr(check, "find_nvcc", lambda _: None)  # this process only: the workers have theirs
+    monkeypatch.setattr(compiler, "find_nvcc", lambda _: None)  # this process only: the workers have theirs
     (tmp_path / "util").mkdir()
     (tmp_path / "util" / "twice.cuh").write_text("__device__ inline float twice(float v) { return 2.0f * v; }\n")
     good = '#include "util/twice.cuh"\n__global__ void k(float* y)\n{\n    y[threadIdx.x] = twice(y[threadIdx.x]);\n}\n'

@@ -138,12 +138,6 @@ def wide_args(plan: SizePlan) -> list[ArgPlan]:
     return [replace(a, dtype="float64") if a.dtype == "float32" and a.kind != "texture" else a for a in plan.args]
 
 
-def grounded_buffers(plan: SizePlan) -> set[str]:
-    """Outputs the criterion can judge against a double-precision run: float32 ones whose
-    tolerance is not the spec's own."""
-    return {a.name for a in _outputs(plan) if a.dtype == "float32" and a.tolerance == "default"}
-
-
 def _outputs(plan: SizePlan) -> list[ArgPlan]:
     return [a for a in plan.args if a.kind == "buffer" and a.direction != "in"]
 

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import Check, EvalJob, SizePlan
-from .accuracy import FACTOR, FLOOR_ULPS, grounded_buffers, to_wide, wide_args
+from ..job.widening import grounded_buffers
+from .accuracy import FACTOR, FLOOR_ULPS, to_wide, wide_args
 from .buffers import FLOATS, describe, poisoned
 from .common import (Failure, JobContext, buffers_of, captured_inputs, guarded_launch, inputs_only, launch_args,
                      make_inputs, outputs, seed_for)

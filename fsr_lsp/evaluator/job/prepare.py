@@ -26,9 +26,8 @@ from .preprocessing import original_includes
 from ..compile.device_unit import device_unit, error_lines, missing_headers
 from .launch_kind import needs_cooperative_launch
 from .plan import build_plans
-from ..gpu.accuracy import grounded_buffers
 from ..records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, SizePlan, TimingConfig
-from .widening import NotWidenable, widen
+from .widening import NotWidenable, grounded_buffers, widen
 
 
 # Enough to rank configurations of one kernel, a tenth of a full timing's cost; the few that

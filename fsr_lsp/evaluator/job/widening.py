@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ...kernels.lexical import lex
 from ..compile.compiler import KernelRef
+from ..records import SizePlan
 
 # Single-precision math functions whose double version is the name without the final `f`.
 _MATH_F = """acosf acoshf asinf asinhf atan2f atanf atanhf cbrtf ceilf copysignf cosf coshf cospif erfcf
@@ -66,6 +67,13 @@ _IDENT = re.compile(rb"[A-Za-z_]\w*")
 # 1.5f, .5f, 1.f, 1e-5f, 2.5e3F: a decimal floating literal with its float suffix
 _FLOAT_LITERAL = re.compile(rb"(?<![\w.])((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)[fF](?![\w.])")
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define\b[^\n]*(?:\\\n[^\n]*)*", re.M)
+
+
+def grounded_buffers(plan: SizePlan) -> set[str]:
+    """Outputs the accuracy criterion can judge against a double-precision run (`gpu/accuracy.py`):
+    float32 ones whose tolerance is not the spec's own; with none, no double-precision build is made."""
+    return {a.name for a in plan.args if a.kind == "buffer" and a.direction != "in" and a.dtype == "float32"
+            and a.tolerance == "default"}
 
 
 class NotWidenable(ValueError):
