@@ -1,0 +1,143 @@
+"""CUDA kernels run on the CPU, so that a rewrite's correctness is tested where there is no GPU.
+
+`compile_on_cpu` stands in for `compile_kernel` (same arguments, same result record): it builds
+the translation unit as C++ with `shim.h` (CUDA's built-ins on threads, see there) into a shared
+library. `EmulatedSession` is the CPU test double of the GPU session (tests/fake_gpu.py) that
+loads such a library and launches the kernel with the job's grid, block and arguments. Together
+they let `prepare()` and `run_job()`, the evaluator's own path, judge a real kernel and a real
+rewrite: every check, the double-precision run of the accuracy criterion included.
+
+Timings from it mean nothing; its verdicts on correctness are the evaluator's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fsr_lsp.evaluator.compile.compiler import KernelRef
+from fsr_lsp.evaluator.records import CompileResult, EvalResult, KernelBinary, LaunchPlan, Resources, TimingConfig
+from fsr_lsp.kernels import find_kernel
+
+from ..fake_gpu import FakeKernel, FakeSession
+
+SHIM = Path(__file__).with_name("shim.h")
+COMPILER = "cpu-emulated"
+# Built-ins that make the threads of a block depend on each other: with none, they run one after another.
+_TOGETHER = re.compile(r"__syncthreads|__syncwarp|__shfl|__ballot_sync|__any_sync|__all_sync")
+_EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([\w:<>\s]+?)\s*(\w+)\s*\[\s*\]\s*;")
+_CACHE = Path(tempfile.gettempdir()) / f"fsr-cuda-on-cpu-{os.getuid()}"
+
+
+def cxx() -> str | None:
+    return shutil.which("g++")
+
+
+def compile_on_cpu(source: str, ref: KernelRef, options: Any = None) -> CompileResult:
+    """The kernel `ref` of `source` built for the CPU; a failed build is a failed compile, with g++'s log."""
+    started = time.perf_counter()
+    kernel = find_kernel(source, ref.name)
+    if kernel is None:
+        return CompileResult(False, None, f"error: no kernel named {ref.name}", 0.0, compiler=COMPILER)
+    params = ["ptr" if p.is_pointer else (p.dtype or p.base_type) for p in kernel.params]
+    unit = _unit(source, ref)
+    digest = hashlib.sha256(unit.encode() + SHIM.read_bytes()).hexdigest()[:24]
+    library = _CACHE / f"{digest}.so"
+    if not library.exists():
+        _CACHE.mkdir(parents=True, exist_ok=True)
+        path = _CACHE / f"{digest}.cpp"
+        path.write_text(unit)
+        built = subprocess.run([cxx() or "g++", "-std=gnu++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+                                "-include", str(SHIM), "-o", f"{library}.tmp", str(path)],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            return CompileResult(False, None, built.stderr, time.perf_counter() - started, compiler=COMPILER)
+        os.replace(f"{library}.tmp", library)
+    entry = json.dumps({"library": str(library), "params": params})
+    return CompileResult(True, KernelBinary(cubin=entry.encode(), entry=ref.name, compiler=COMPILER, arch="cpu"),
+                         "", time.perf_counter() - started, compiler=COMPILER, resources=Resources())
+
+
+def _unit(source: str, ref: KernelRef) -> str:
+    """The source as C++, with an entry point that calls the kernel with arguments by address."""
+    text = _EXTERN_SHARED.sub(lambda m: f"{m.group(1)}* {m.group(2)} = "
+                                        f"reinterpret_cast<{m.group(1)}*>(fsr_emu::dynamic_smem);", source)
+    threaded = "true" if _TOGETHER.search(source) else "false"
+    return (text + "\n\n#include <utility>\nnamespace fsr_entry {\n"
+            "template <class... P, std::size_t... I>\n"
+            "void call(void (*f)(P...), void** a, std::index_sequence<I...>) {\n"
+            "  f(*static_cast<std::remove_cv_t<P>*>(a[I])...);\n}\n"
+            "template <class... P> void call(void (*f)(P...), void** a) { call(f, a, std::index_sequence_for<P...>{}); }\n"
+            f"void body(void* a) {{ call(&::{ref.name_expression}, static_cast<void**>(a)); }}\n}}\n"
+            'extern "C" int fsr_launch(const unsigned* grid, const unsigned* block, unsigned smem, void** args) {\n'
+            f"  return fsr_emu::launch(grid, block, smem, {threaded}, fsr_entry::body, args);\n}}\n")
+
+
+class EmulatedKernel(FakeKernel):
+    """A kernel built by `compile_on_cpu`, launched as the GPU session launches one."""
+
+    def __init__(self, binary: KernelBinary) -> None:
+        entry = json.loads(binary.cubin)
+        super().__init__(fn=lambda *a: None, digest=entry["library"])
+        self.params: list[str] = entry["params"]
+        self.library = ctypes.CDLL(entry["library"])
+        self.library.fsr_launch.restype = ctypes.c_int
+
+    def launch(self, args: list[Any], launch: LaunchPlan) -> None:
+        self.launches += 1
+        values = [np.array([a if a is not None else 0], dtype=np.uintp if kind == "ptr" else kind)
+                  for a, kind in zip(args, self.params)]
+        addresses = (ctypes.c_void_p * len(values))(*[v.ctypes.data for v in values])
+        grid = (ctypes.c_uint * 3)(*launch.grid)
+        block = (ctypes.c_uint * 3)(*launch.block)
+        if self.library.fsr_launch(grid, block, ctypes.c_uint(launch.smem), addresses):
+            raise RuntimeError("deadlock: a barrier or warp shuffle was not reached by every thread of its block or warp")
+
+
+class EmulatedSession(FakeSession):
+    """The CPU test double of a GPU session, running kernels built by `compile_on_cpu`."""
+
+    def load(self, binary: KernelBinary, dtypes: list[str | None]) -> FakeKernel:
+        if binary.compiler != COMPILER:
+            return super().load(binary, dtypes)
+        key = binary.cubin.decode()
+        if key not in self.loaded:
+            self.loaded[key] = EmulatedKernel(binary)
+        return self.loaded[key]
+
+
+def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str | None = None) -> EvalResult:
+    """What `fsr eval` says of `candidate` (its text, with an `@fsr` block where it changes the
+    launch) against `kernel` of `source`, through the evaluator's own `prepare` and `run_job`,
+    with the kernels built and run on the CPU. `bench` replaces the spec's bench size (a
+    `{ n = 1000 }` table): the emulator runs a few million threads a second, not billions."""
+    from unittest import mock
+
+    from fsr_lsp.evaluator.gpu.run import run_job
+    from fsr_lsp.evaluator.job import prepare as preparing
+
+    if bench is not None:
+        source = re.sub(r"^bench\s*=.*$", lambda _: f"bench = {bench}", source, count=1, flags=re.M)
+    options = preparing.EvalOptions(timing=TimingConfig(warmup=1, min_reps=3, max_reps=3, target_seconds=0.0),
+                                    base_seed=11)
+    preparing._wide_binary.cache_clear()  # a double-precision build of the same text by nvcc, earlier
+    try:
+        with mock.patch.object(preparing, "compile_kernel", compile_on_cpu):
+            prepared = preparing.prepare(source, kernel, candidate, "cpu", options)
+    finally:
+        preparing._wide_binary.cache_clear()
+    if prepared.job is None:
+        assert prepared.result is not None
+        return prepared.result
+    return run_job(EmulatedSession(), prepared.job)

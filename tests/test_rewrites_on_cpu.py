@@ -1,0 +1,130 @@
+"""Every structural rewrite, judged by the evaluator with its kernels run on the CPU
+(tests/cuda_on_cpu): the rewrites fsr proposes are verified on the kernels they are made for,
+and rewrites broken the way hand-written ones break (a barrier left out, a tile loaded a row
+short, a tail or half a shuffle tree dropped) are not. The same cases run on a GPU in
+tests/gpu/test_structural*_gpu.py; these run wherever a C++ compiler does, CI included.
+
+A fiber runs each CUDA thread until it waits at a barrier, so code that needs a barrier it does
+not have reads what no thread has written yet: the emulator is harsher on missing barriers
+than a GPU, where the race may go unseen."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from fsr_lsp.search.generators.structural import structural_proposals  # noqa: E402
+
+from . import test_structural_atomic_sum as atomic  # noqa: E402
+from . import test_structural_stencil as stencil  # noqa: E402
+from . import test_structural_tiles as tiles  # noqa: E402
+from . import test_structural_vector_map as maps  # noqa: E402
+from .cuda_on_cpu import cxx, evaluate_on_cpu  # noqa: E402
+from .search_helpers import context  # noqa: E402
+
+pytestmark = pytest.mark.skipif(cxx() is None and os.environ.get("FSR_REQUIRE_NVCC") != "1",
+                                reason="no C++ compiler (g++) to build kernels for the CPU")
+
+ROOT = Path(__file__).parent.parent
+NAIVE = ROOT / "bench" / "naive_kernels"
+ACCURACY = Path(__file__).parent / "gpu" / "kernels" / "accuracy"
+
+# (source, kernel, a bench size the CPU runs in about a second)
+CASES = {
+    "gelu": ((NAIVE / "gelu.cu").read_text(), "gelu_forward", "{ N = 100003 }"),
+    "reduction": ((NAIVE / "reduction.cu").read_text(), "reduce_sum", "{ n = 20000 }"),
+    "transpose": ((NAIVE / "transpose.cu").read_text(), "transpose_naive", "{ rows = 100, cols = 70 }"),
+    "sgemm": ((NAIVE / "sgemm.cu").read_text(), "sgemm_naive", "{ M = 96, N = 64, K = 80 }"),
+    "softmax": ((NAIVE / "softmax.cu").read_text(), "softmax_forward", "{ B = 64, C = 1024 }"),
+    "layernorm": ((NAIVE / "layernorm.cu").read_text(), "layernorm_forward", "{ N = 64, C = 768 }"),
+    "stencil3x3": ((NAIVE / "stencil3x3.cu").read_text(), "blur3x3", "{ h = 100, w = 90 }"),
+    "rowsum, 8 x 50,000": ((ACCURACY / "rowsum.cu").read_text(), "rowsum", None),
+    "1-D convolution, int": (stencil.CONVOLUTION, "convolution_1d", "{ n = 4096 }"),
+    "guarded 1-D stencil": (stencil.SPEC_1D + stencil.GUARDED, "smooth", "{ n = 2000 }"),
+    **{f"atomic sum, {name}": (atomic.SPEC + text, "atomic_total", "{ n = 8000 }")
+       for name, text in atomic.SUMS.items()},
+    **{f"matrix product, {name}": (tiles.SPEC + text, "gemm", "{ M = 64, N = 48, K = 40 }")
+       for name, text in tiles.SHAPES.items()},
+    **{f"element-wise, {name}": (text, kernel, "{ N = 50001 }") for name, (text, kernel) in maps.MAPS.items()},
+}
+
+
+def proposals(source: str, kernel: str) -> dict[str, str]:
+    """The structural rewrites of the kernel, by label (a label given twice numbered)."""
+    ctx = context(source, kernel)
+    out: dict[str, str] = {}
+    for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition):
+        label = p.generator if p.generator not in out else f"{p.generator} #{sum(k.startswith(p.generator) for k in out) + 1}"
+        out[label] = p.source
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_structural_rewrite_is_verified_on_the_kernels_it_is_made_for(case):
+    source, kernel, bench = CASES[case]
+    rewrites = proposals(source, kernel)
+    assert rewrites, f"no structural rewrite of {case}"
+    for label, text in rewrites.items():
+        result = evaluate_on_cpu(source, kernel, text, bench)
+        assert result.status == "verified", (label, result.message, text)
+
+
+def broken(case: str, label: str, old: str, new: str, count: int = 1) -> tuple[str, str, str, str]:
+    """A rewrite fsr proposes with `old` replaced by `new` (which must occur in it)."""
+    source, kernel, bench = CASES[case]
+    text = proposals(source, kernel)[label]
+    assert re.search(old, text), f"{old!r} is not in the {label} rewrite of {case}"
+    return source, kernel, bench, re.sub(old, new, text, count=count)
+
+
+BROKEN = {
+    "the transpose tile without its barrier":
+        lambda: broken("transpose", "builtin:transpose-tile-write", r"__syncthreads\(\);", ""),
+    "the stencil tile loaded a row short":
+        lambda: broken("stencil3x3", "builtin:stencil-tile", r"t < tile_h \* tile_w", "t < (tile_h - 1) * tile_w"),
+    "the 1-D stencil tile without its halo on the right":
+        lambda: broken("guarded 1-D stencil", "builtin:stencil-tile", r"t < tile_w", "t < tile_w - halo"),
+    "the vector map without its scalar tail":
+        lambda: broken("gelu", "builtin:vector-map", r"for \(int i = vectors \* 4 \+ first; i < N",
+                       "for (int i = vectors * 4 + first; i < vectors * 4"),
+    "the warp per row, its shuffle tree a level short":
+        lambda: broken("softmax", "builtin:warp-per-row", r"= 16;", "= 8;", count=0),
+    "the block sum, the last warp's partial left out":
+        lambda: broken("reduction", "builtin:block-sum", r"threadIdx\.x < 8 \?", "threadIdx.x < 7 ?"),
+    "the shared tiles without the barrier before the next tile's loads":
+        lambda: broken("sgemm", "builtin:shared-tiles", r"__syncthreads\(\);\n    \}\n    // each output",
+                       "}\n    // each output"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_rewrite_broken_as_hand_written_ones_break_is_not_verified(case):
+    source, kernel, bench, text = BROKEN[case]()
+    result = evaluate_on_cpu(source, kernel, text, bench)
+    assert result.status in ("wrong", "crashed"), (result.status, result.message, text)
+
+
+def test_a_barrier_that_not_every_thread_reaches_is_a_crash_named_as_a_deadlock():
+    """Half a warp at `__syncthreads`, the other half at a shuffle: neither barrier can open."""
+    source, kernel, bench = CASES["gelu"]
+    text = ("__global__ void gelu_forward(float* out, const float* inp, int N)\n{\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    float v = i < N ? inp[i] : 0.0f;\n"
+            "    if (threadIdx.x % 32 < 16) __syncthreads();\n"
+            "    else v += __shfl_down_sync(0xffffffffu, v, 1);\n    if (i < N) out[i] = v;\n}\n")
+    result = evaluate_on_cpu(source, kernel, text, bench)
+    assert result.status == "crashed" and "deadlock" in result.message, result.message
+
+
+def test_the_original_against_itself_is_unchanged_and_an_identical_copy_under_a_new_launch_is_verified():
+    """The emulator runs what it is given: the same code under another block size gives the same answers."""
+    source, kernel, bench = CASES["gelu"]
+    ctx = context(source, kernel)
+    assert evaluate_on_cpu(source, kernel, ctx.definition, bench).status == "unchanged"
+    relaunched = '/* @fsr\ngrid = "cdiv(N, 128)"\nblock = 128\n*/\n' + ctx.definition
+    result = evaluate_on_cpu(source, kernel, relaunched, bench)
+    assert result.status == "verified", result.message
