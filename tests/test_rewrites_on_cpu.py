@@ -1,8 +1,9 @@
 """Every structural rewrite, judged by the evaluator with its kernels run on the CPU
 (tests/cuda_on_cpu): the rewrites fsr proposes are verified on the kernels they are made for,
 and rewrites broken the way hand-written ones break (a barrier left out, a tile loaded a row
-short, a tail or half a shuffle tree dropped) are not. The same cases run on a GPU in
-tests/gpu/test_structural*_gpu.py; these run wherever a C++ compiler does, CI included.
+short, a tail or half a shuffle tree dropped, an online softmax's sum not rescaled) are not.
+The same cases run on a GPU in tests/gpu/test_structural*_gpu.py; these run wherever a C++
+compiler does, CI included.
 
 A fiber runs each CUDA thread until it waits at a barrier, so code that needs a barrier it does
 not have reads what no thread has written yet: the emulator is harsher on missing barriers
@@ -41,6 +42,9 @@ CASES = {
     "transpose": ((NAIVE / "transpose.cu").read_text(), "transpose_naive", "{ rows = 100, cols = 70 }"),
     "sgemm": ((NAIVE / "sgemm.cu").read_text(), "sgemm_naive", "{ M = 96, N = 64, K = 80 }"),
     "softmax": ((NAIVE / "softmax.cu").read_text(), "softmax_forward", "{ B = 64, C = 1024 }"),
+    "softmax, the sum without a store": ((ROOT / "examples" / "softmax.cu").read_text(), "softmax",
+                                         "{ rows = 64, cols = 1000 }"),
+    "softmax, a guard that returns": ((ACCURACY / "softmax.cu").read_text(), "softmax", "{ N = 40, C = 777 }"),
     "layernorm": ((NAIVE / "layernorm.cu").read_text(), "layernorm_forward", "{ N = 64, C = 768 }"),
     "stencil3x3": ((NAIVE / "stencil3x3.cu").read_text(), "blur3x3", "{ h = 100, w = 90 }"),
     "rowsum, 8 x 50,000": ((ACCURACY / "rowsum.cu").read_text(), "rowsum", None),
@@ -94,6 +98,11 @@ BROKEN = {
                        "for (int i = vectors * 4 + first; i < vectors * 4"),
     "the warp per row, its shuffle tree a level short":
         lambda: broken("softmax", "builtin:warp-per-row", r"= 16;", "= 8;", count=0),
+    "the online softmax without the sum's rescale when the max grows":
+        lambda: broken("softmax", "builtin:online-softmax", r"sum \*= expf\(maxval - v\); ", ""),
+    "the online softmax's butterfly adding the other lane's sum unscaled":
+        lambda: broken("softmax, the sum without a store", "builtin:online-softmax",
+                       r"other_sum \* expf\(other_max - larger\)", "other_sum"),
     "the block sum, the last warp's partial left out":
         lambda: broken("reduction", "builtin:block-sum", r"threadIdx\.x < 8 \?", "threadIdx.x < 7 ?"),
     "the shared tiles without the barrier before the next tile's loads":

@@ -11,6 +11,7 @@ from ....specs import Spec
 from ...proposal import Proposal
 from .atomic_sum import atomic_sums
 from .block_sum import block_sum
+from .online_softmax import online_softmax
 from .rows import warp_per_row
 from .stencil_tile import patterns_line as stencil_line, stencil_tile
 from .tiles import SHAPES as TILE_SHAPES, shared_tiles
@@ -53,6 +54,11 @@ def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
     stencil = stencil_tile(kernel, spec, definition)
     if stencil is not None:
         found.append(stencil_line(stencil))
+    if online_softmax(kernel, spec, definition) is not None:
+        found.append("a softmax walks each row three times (the max; the exponentials and their sum; the division): "
+                     "an online softmax takes the max and the sum in one pass (the sum rescaled whenever the max "
+                     "grows, (max, sum) pairs combined across lanes), then writes the outputs in a second pass; "
+                     "fsr's own such rewrite (one warp per row) is measured in the first round")
     rows = warp_per_row(kernel, spec, definition)
     if rows is None:
         return found
@@ -69,6 +75,11 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
     if rows is not None:
         block = f'/* @fsr\ngrid = "{rows.grid}"\nblock = {rows.block}\n*/\n'
         out.append(Proposal(source=block + rows.definition, generator="builtin:warp-per-row", note=rows.note,
+                            round=round_))
+    online = online_softmax(kernel, spec, definition)
+    if online is not None:  # right after the warp per row: both measured in the first round
+        block = f'/* @fsr\ngrid = "{online.grid}"\nblock = {online.block}\n*/\n'
+        out.append(Proposal(source=block + online.definition, generator="builtin:online-softmax", note=online.note,
                             round=round_))
     summed = block_sum(kernel, spec, definition)
     if summed is not None:

@@ -70,25 +70,14 @@ class _Rows:
         return self.data[node.start_byte:node.end_byte].decode()
 
     def rewrite(self) -> Rewrite:
-        body = kernel_body(self.data)
-        if body is None:
-            raise _NotApplicable
-        statements = [n for n in body.named_children if n.type != "comment"]
-        row, at = self._row_index(statements)
-        lane = "lane" if not re.search(r"\blane\b", self.text) else "lane_in_row"
-        between = 0  # plain declarations between the row index and its guard (`float eps = 1e-5f;`)
-        while at + 1 + between < len(statements) and statements[at + 1 + between].type == "declaration":
-            self._no_loops_inside(statements[at + 1 + between])
-            between += 1
-        bound, rest = self._guard(statements[at + 1 + between:], row)
-        rows_expr = self._rows_in_spec(bound)
-        self._replace_row_index(statements[at], row, lane)
+        index, row, lane, rows_expr, rest = self._row()
+        self._replace_row_index(index, row, lane)
         loops = 0
         for st in rest:
             loops += self._statement(st, lane, row)
         if loops == 0:
             raise _NotApplicable
-        if _FORBIDDEN.search(self.data[statements[at].end_byte:].decode()):
+        if _FORBIDDEN.search(self.data[index.end_byte:].decode()):
             raise _NotApplicable  # the thread index means something else now, or the threads cooperate
         out = self._applied()
         parts = [f"{loops} column loop{'s' if loops > 1 else ''} strided over {WARP} lanes (coalesced loads)"]
@@ -112,6 +101,22 @@ class _Rows:
         return cap
 
     # ---------------------------------------------------------------- the row
+
+    def _row(self) -> tuple[Node, str, str, str, list[Node]]:
+        """The row index's declaration, its name, a free name for the lane, the row count as the
+        spec says it, and the statements the guard keeps to rows that exist."""
+        body = kernel_body(self.data)
+        if body is None:
+            raise _NotApplicable
+        statements = [n for n in body.named_children if n.type != "comment"]
+        row, at = self._row_index(statements)
+        lane = "lane" if not re.search(r"\blane\b", self.text) else "lane_in_row"
+        between = 0  # plain declarations between the row index and its guard (`float eps = 1e-5f;`)
+        while at + 1 + between < len(statements) and statements[at + 1 + between].type == "declaration":
+            self._no_loops_inside(statements[at + 1 + between])
+            between += 1
+        bound, rest = self._guard(statements[at + 1 + between:], row)
+        return statements[at], row, lane, self._rows_in_spec(bound), rest
 
     def _row_index(self, statements: list[Node]) -> tuple[str, int]:
         for i, st in enumerate(statements):
@@ -206,10 +211,11 @@ class _Rows:
 
     # ---------------------------------------------------------------- a column loop
 
-    def _column_loop(self, loop: Node, lane: str) -> None:
+    def _loop_header(self, loop: Node) -> tuple[str, str, str, str]:
+        """(type, variable, start, bound) of `for (type j = start; j < bound; j++)`, a column
+        loop's header; any other header is no column loop."""
         init, cond, update = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
-        body = loop.child_by_field_name("body")
-        if init is None or cond is None or update is None or body is None:
+        if init is None or cond is None or update is None or loop.child_by_field_name("body") is None:
             raise _NotApplicable
         m = re.fullmatch(r"(int|unsigned|size_t|long|long long|unsigned int)\s+(\w+)\s*=\s*(.+?)\s*;?",
                          " ".join(self.s(init).split()))
@@ -220,14 +226,19 @@ class _Rows:
         u = " ".join(self.s(update).split())
         if c is None or u not in (f"{j}++", f"++{j}", f"{j} += 1", f"{j}+=1", f"{j} = {j} + 1"):
             raise _NotApplicable
+        return m.group(1), j, start, c.group(1)
+
+    def _column_loop(self, loop: Node, lane: str) -> None:
+        init, update, body = (loop.child_by_field_name(f) for f in ("initializer", "update", "body"))
+        kind, j, start, _ = self._loop_header(loop)
         reductions = self._reductions(body, j)
         for v, fn in reductions.items():
             if self.reduced.get(v, fn) != fn:
                 raise _NotApplicable
             self.reduced[v] = fn
         first = "" if start == "0" else f"{start} + "
-        self.edits.append((init.start_byte, init.end_byte, f"{m.group(1)} {j} = {first}{lane};"
-                           if self.s(init).rstrip().endswith(";") else f"{m.group(1)} {j} = {first}{lane}"))
+        self.edits.append((init.start_byte, init.end_byte, f"{kind} {j} = {first}{lane};"
+                           if self.s(init).rstrip().endswith(";") else f"{kind} {j} = {first}{lane}"))
         self.edits.append((update.start_byte, update.end_byte, f"{j} += {WARP}"))
         indent = self._indent(loop)
         lines = []
