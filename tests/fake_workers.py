@@ -62,3 +62,13 @@ def _slow(job, report):
 def scripted_slow(conn, index):
     """Half a second a job: long enough for several workers to share a round."""
     serve(conn, GPU, _slow)
+
+
+def emulated_session(conn, index):
+    """The real job runner (gpu.run.run_job) on the CPU, CUDA kernels built by tests/cuda_on_cpu."""
+    from fsr_lsp.evaluator.gpu.run import run_job
+
+    from .cuda_on_cpu import EmulatedSession
+
+    session = EmulatedSession()
+    serve(conn, session.info, lambda job, report: run_job(session, job, report))

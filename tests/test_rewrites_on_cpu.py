@@ -137,3 +137,58 @@ def test_the_original_against_itself_is_unchanged_and_an_identical_copy_under_a_
     relaunched = '/* @fsr\ngrid = "cdiv(N, 128)"\nblock = 128\n*/\n' + ctx.definition
     result = evaluate_on_cpu(source, kernel, relaunched, bench)
     assert result.status == "verified", result.message
+
+
+PROGRAM = """#include <cstdio>
+#define ROWS 300
+#define COLS 200
+
+__global__ void transpose(const float *in, float *out, int rows, int cols)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < rows && c < cols) out[c * rows + r] = in[r * cols + c];
+}
+
+int main()
+{
+    float *d_in, *d_out;
+    cudaMalloc(&d_in, ROWS * COLS * sizeof(float));
+    cudaMalloc(&d_out, ROWS * COLS * sizeof(float));
+    dim3 block(32, 8);
+    dim3 grid((COLS + block.x - 1) / block.x, (ROWS + block.y - 1) / block.y);
+    transpose<<<grid, block>>>(d_in, d_out, ROWS, COLS);
+    cudaDeviceSynchronize();
+    printf("%s\\n", cudaGetErrorString(cudaGetLastError()));
+    return 0;
+}
+"""
+
+
+def test_a_programs_kernel_is_drafted_proven_and_rewritten_as_fsr_optimize_does_it(tmp_path):
+    """The user's path without a capture, every stage real but the GPU: the spec drafted from the
+    program's own launch (`fsr spec`), proven on the original through the evaluator's worker
+    process (the host code, which is no C++, left out as it is where nvcc cannot build it),
+    then each structural rewrite of the proven spec evaluated there."""
+    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.drafting.proof import prove
+    from fsr_lsp.evaluator.api import evaluate
+
+    from .cuda_on_cpu import cpu_evaluator
+
+    path = tmp_path / "transpose.cu"
+    path.write_text(PROGRAM)
+    (drafted,) = kernel_specs([path])
+    assert drafted.origin == "drafted" and drafted.spec is not None, drafted.problems
+    with cpu_evaluator() as evaluator:
+        proof = prove(evaluator, PROGRAM, "transpose", drafted.spec)
+        assert proof.proven, proof.message
+        placed = place_spec(PROGRAM, "transpose", proof.spec).text
+        rewrites = proposals(placed, "transpose")
+        assert set(rewrites) == {"builtin:transpose-tile-write", "builtin:transpose-tile-read"}
+        for label, text in rewrites.items():
+            result = evaluate(evaluator, placed, "transpose", text)
+            assert result.status == "verified", (label, result.message)
+        wrong = rewrites["builtin:transpose-tile-write"].replace("__syncthreads();", "")
+        assert evaluate(evaluator, placed, "transpose", wrong).status == "wrong"

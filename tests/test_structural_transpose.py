@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from fsr_lsp.evaluator.job.candidate import check_candidate
+from fsr_lsp.kernels import find_kernel
 from fsr_lsp.search.generators.structural import patterns, structural_proposals
+from fsr_lsp.source import SourceText
+from fsr_lsp.specs import parse_spec
 
 from .search_helpers import context
 from .test_structural_block_sum import vetted_and_compiled
@@ -94,6 +98,26 @@ def test_what_is_no_transpose_is_left_alone(case):
     assert transposed(SPEC + NOT_TRANSPOSES[case]) == [], case
 
 
-def test_blocks_that_are_not_square_tiles_are_left_alone():
-    for block in ("[32, 8]", "[16, 32]", "[8, 8]", "256"):
-        assert transposed(SPEC.replace("block = [32, 32]", f"block = {block}") + KERNELS["the book's"]) == [], block
+@pytest.mark.parametrize("block", ["[32, 8]", "[16, 32]", "[8, 8]"])
+def test_a_block_that_is_no_square_tile_becomes_32x32_blocks_over_what_the_guard_bounds(block):
+    """A 32x8 block (common in real code) cannot be transposed through a tile of its own shape:
+    the candidate asks for 32x32 blocks in its @fsr block, the grid over the guard's bounds."""
+    text = SPEC.replace("block = [32, 32]", f"block = {block}") + KERNELS["the book's"]
+    write, read = transposed(text)
+    for p in (write, read):
+        assert p.source.startswith('/* @fsr\ngrid = ["cdiv(N, 32)", "cdiv(N, 32)"]\nblock = [32, 32]\n*/\n')
+        assert "fsr_tile[32][32 + 1]" in p.source and "blocks of 32x32 threads" in p.note
+        src = SourceText(text)
+        kernel = find_kernel(src, "tr")
+        vetted = check_candidate(src, kernel, parse_spec(src, kernel).spec, p.source)
+        assert vetted.ok and vetted.launch_changed, vetted.reason
+
+
+def test_what_cannot_be_relaunched_is_left_alone():
+    """A 1-D block, a guard that is not `x < size && y < size`, or launch bounds that a 32x32
+    block would break: nothing."""
+    early = SPEC.replace("block = [32, 32]", "block = [32, 8]") + KERNELS["an early return"]
+    bounded = SPEC.replace("block = [32, 32]", "block = [32, 8]") + KERNELS["the book's"].replace(
+        "__global__ void", "__global__ void __launch_bounds__(256)")
+    for text in (SPEC.replace("block = [32, 32]", "block = 256") + KERNELS["the book's"], early, bounded):
+        assert transposed(text) == []

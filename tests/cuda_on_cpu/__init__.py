@@ -12,6 +12,7 @@ Timings from it mean nothing; its verdicts on correctness are the evaluator's.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -22,11 +23,13 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from fsr_lsp.evaluator.compile.compiler import KernelRef
+from fsr_lsp.evaluator.compile.compiler_output import OWN_FILE
+from fsr_lsp.evaluator.compile.device_unit import device_unit, error_lines
 from fsr_lsp.evaluator.records import CompileResult, EvalResult, KernelBinary, LaunchPlan, Resources, TimingConfig
 from fsr_lsp.kernels import find_kernel
 
@@ -51,22 +54,33 @@ def compile_on_cpu(source: str, ref: KernelRef, options: Any = None) -> CompileR
     if kernel is None:
         return CompileResult(False, None, f"error: no kernel named {ref.name}", 0.0, compiler=COMPILER)
     params = ["ptr" if p.is_pointer else (p.dtype or p.base_type) for p in kernel.params]
+    built = _built(source, ref)
+    if isinstance(built, str):  # host code (`<<<...>>>`) is no C++: without it, as prepare() does for nvcc
+        device = device_unit(source, (), error_lines(built))
+        built = _built(device.text, ref) if device is not None else built
+    if isinstance(built, str):
+        return CompileResult(False, None, built, time.perf_counter() - started, compiler=COMPILER)
+    entry = json.dumps({"library": str(built), "params": params})
+    return CompileResult(True, KernelBinary(cubin=entry.encode(), entry=ref.name, compiler=COMPILER, arch="cpu"),
+                         "", time.perf_counter() - started, compiler=COMPILER, resources=Resources())
+
+
+def _built(source: str, ref: KernelRef) -> Path | str:
+    """The shared library of `source`'s kernel `ref`, or g++'s errors."""
     unit = _unit(source, ref)
     digest = hashlib.sha256(unit.encode() + SHIM.read_bytes()).hexdigest()[:24]
     library = _CACHE / f"{digest}.so"
     if not library.exists():
-        _CACHE.mkdir(parents=True, exist_ok=True)
-        path = _CACHE / f"{digest}.cpp"
-        path.write_text(unit)
+        folder = _CACHE / digest  # the file named as nvcc's is, so that the evaluator reads g++'s errors on it
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / OWN_FILE).write_text(unit)
         built = subprocess.run([cxx() or "g++", "-std=gnu++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
-                                "-include", str(SHIM), "-o", f"{library}.tmp", str(path)],
-                               capture_output=True, text=True)
+                                "-include", str(SHIM), "-o", f"{library}.tmp", "-x", "c++", OWN_FILE],
+                               capture_output=True, text=True, cwd=folder)
         if built.returncode != 0:
-            return CompileResult(False, None, built.stderr, time.perf_counter() - started, compiler=COMPILER)
+            return built.stderr
         os.replace(f"{library}.tmp", library)
-    entry = json.dumps({"library": str(library), "params": params})
-    return CompileResult(True, KernelBinary(cubin=entry.encode(), entry=ref.name, compiler=COMPILER, arch="cpu"),
-                         "", time.perf_counter() - started, compiler=COMPILER, resources=Resources())
+    return library
 
 
 def _unit(source: str, ref: KernelRef) -> str:
@@ -141,3 +155,22 @@ def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str 
         assert prepared.result is not None
         return prepared.result
     return run_job(EmulatedSession(), prepared.job)
+
+
+@contextlib.contextmanager
+def cpu_evaluator(timeout: float = 300.0) -> Iterator[Any]:
+    """An Evaluator whose worker runs kernels built by `compile_on_cpu`: proofs and evaluations
+    as the commands make them (`prove`, `evaluate`), on the CPU."""
+    from unittest import mock
+
+    from fsr_lsp.evaluator import Evaluator
+    from fsr_lsp.evaluator.job import prepare as preparing
+
+    from ..fake_workers import emulated_session
+
+    preparing._wide_binary.cache_clear()
+    with mock.patch.object(preparing, "compile_kernel", compile_on_cpu), \
+            Evaluator(target=emulated_session, timeout=timeout) as evaluator:
+        evaluator.start()
+        yield evaluator
+    preparing._wide_binary.cache_clear()

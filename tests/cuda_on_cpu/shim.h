@@ -48,6 +48,36 @@ FSR_VECTOR2(unsigned, uint2)
 FSR_VECTOR4(unsigned, uint4)
 FSR_VECTOR2(double, double2)
 
+// The runtime API's common names, so that a file's host code is C++ up to its launches
+// (`<<<...>>>`), whose functions the evaluator then leaves out as it does where nvcc cannot build
+// a file's host code. None of them is ever called.
+typedef int cudaError_t;
+constexpr cudaError_t cudaSuccess = 0;
+enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice,
+                      cudaMemcpyDefault };
+typedef struct fsr_event* cudaEvent_t;
+typedef struct fsr_stream* cudaStream_t;
+inline const char* cudaGetErrorString(cudaError_t) { return ""; }
+inline cudaError_t cudaGetLastError() { return 0; }
+inline cudaError_t cudaPeekAtLastError() { return 0; }
+inline cudaError_t cudaDeviceSynchronize() { return 0; }
+inline cudaError_t cudaDeviceReset() { return 0; }
+inline cudaError_t cudaSetDevice(int) { return 0; }
+template <class T> cudaError_t cudaMalloc(T**, size_t) { return 0; }
+template <class T> cudaError_t cudaMallocManaged(T**, size_t, unsigned = 1) { return 0; }
+template <class T> cudaError_t cudaMallocHost(T**, size_t) { return 0; }
+inline cudaError_t cudaFree(void*) { return 0; }
+inline cudaError_t cudaFreeHost(void*) { return 0; }
+inline cudaError_t cudaMemcpy(void*, const void*, size_t, cudaMemcpyKind) { return 0; }
+template <class T> cudaError_t cudaMemcpyToSymbol(const T&, const void*, size_t, size_t = 0,
+                                                  cudaMemcpyKind = cudaMemcpyHostToDevice) { return 0; }
+inline cudaError_t cudaMemset(void*, int, size_t) { return 0; }
+inline cudaError_t cudaEventCreate(cudaEvent_t*) { return 0; }
+inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = nullptr) { return 0; }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return 0; }
+inline cudaError_t cudaEventElapsedTime(float*, cudaEvent_t, cudaEvent_t) { return 0; }
+inline cudaError_t cudaEventDestroy(cudaEvent_t) { return 0; }
+
 namespace fsr_emu {
 
 // A block's threads are fibers on one OS thread: each runs until it waits at a barrier (the

@@ -88,7 +88,8 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
         out.append(Proposal(source=atomic.definition, generator=f"builtin:atomic-{atomic.scope}-sum", note=atomic.note,
                             round=round_))
     for transposed in transpose_tile(kernel, spec, definition):
-        out.append(Proposal(source=transposed.definition, generator=f"builtin:transpose-tile-{transposed.exchanged}",
+        out.append(Proposal(source=transposed.launch + transposed.definition,
+                            generator=f"builtin:transpose-tile-{transposed.exchanged}",
                             note=transposed.note, round=round_))
     stencil = stencil_tile(kernel, spec, definition)
     if stencil is not None:

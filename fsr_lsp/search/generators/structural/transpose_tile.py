@@ -8,7 +8,9 @@ shared tile (one padding column, so reading the tile by columns hits 32 banks), 
 meets at a barrier, and then each thread writes the element its transposed neighbour read,
 so both global accesses go along rows of the block.
 
-The recogniser is strict: a square 2-D block of 16x16 or 32x32; a body that declares the
+The recogniser is strict: a 2-D block (a square one of 16x16 or 32x32 is kept; any other,
+32x8 say, becomes blocks of 32x32, their grid from the guard's bounds, `x < cols && y < rows`
+with size parameters the spec gives, and the candidate's @fsr block says so); a body that declares the
 thread's x and y as `blockIdx * blockDim + threadIdx` (any order) and then copies one element
 of one buffer to another at two different indices that both use x and y, under one guard
 (`if (in bounds) { copy }`, or `if (out of bounds) return;` before it). The guard and both
@@ -25,8 +27,10 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
+from ....specs.model import ScalarArg
 from .syntax import dims, is_global_index, kernel_body, single_statement
 
+RELAUNCH_TILE = 32  # the square block a transpose gets when its own block is not square
 _FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__shfl\w*|atomic\w+|asm|fsr_\w+|goto)\b")
 
 
@@ -35,14 +39,16 @@ class TileTranspose:
     definition: str
     note: str
     exchanged: str  # "write" (a row-major read stays) or "read" (a column-major read, say)
+    launch: str = ""  # the candidate's @fsr block when the tile needs a new block shape, else ''
 
 
 def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTranspose]:
     """The rewrites (the write exchanged, then the read), or [] when the kernel is not one
     element copied to another index."""
     block = dims(spec.block)
-    if len(block) != 2 or block[0] != block[1] or block[0] not in (16, 32) or len(dims(spec.grid)) != 2:
+    if len(block) != 2 or len(dims(spec.grid)) != 2:
         return []
+    square = block[0] == block[1] and block[0] in (16, 32)
     if _FORBIDDEN.search(definition):
         return []
     data = definition.encode()
@@ -81,7 +87,13 @@ def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTran
     if write.replace(" ", "") == read.replace(" ", "") or \
             not all(re.search(rf"\b{names[a]}\b", idx) for a in "xy" for idx in (write, read)):
         return []
-    tile = block[0]
+    launch = ""
+    if not square:  # a 32x8 block, say: the tile needs a square one, so the launch changes
+        grid = _square_grid(kernel, spec, guard, names, RELAUNCH_TILE)
+        if grid is None or "__launch_bounds__" in definition:
+            return []
+        launch = (f'/* @fsr\ngrid = ["{grid[0]}", "{grid[1]}"]\nblock = [{RELAUNCH_TILE}, {RELAUNCH_TILE}]\n*/\n')
+    tile = block[0] if square else RELAUNCH_TILE
     kind = params[out].base_type
     own = [text(axes["x"][0]), text(axes["y"][0])]
     swapped = [_swapped(axes["x"][0], axes["x"][1], "x", data), _swapped(axes["y"][0], axes["y"][1], "y", data)]
@@ -110,10 +122,33 @@ def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTran
             f"{i}}}\n"
             "}")
         note = (f"transpose through a shared tile, the {exchanged} of `{out if exchanged == 'write' else source}` "
-                f"made by the transposed thread: both accesses along rows, a {tile}x{tile + 1} tile between them")
+                f"made by the transposed thread: both accesses along rows, a {tile}x{tile + 1} tile between them"
+                + (f"; blocks of {tile}x{tile} threads" if launch else ""))
         out_variants.append(TileTranspose(data[:body.start_byte].decode() + new_body + data[body.end_byte:].decode(),
-                                          note, exchanged))
+                                          note, exchanged, launch))
     return out_variants
+
+
+def _square_grid(kernel: Kernel, spec: Spec, guard: str | None, names: dict[str, str],
+                 tile: int) -> tuple[str, str] | None:
+    """The grid of `tile` x `tile` blocks over what the guard bounds (`x < cols && y < rows`,
+    each bound a size parameter the spec gives), in the spec's names; None for any other guard."""
+    if guard is None:
+        return None
+    bounds: dict[str, str] = {}
+    for term in guard.split("&&"):
+        m = re.fullmatch(r"\(?\s*(\w+)\s*<\s*(\w+)\s*\)?", term.strip())
+        if m is None:
+            return None
+        bounds[m.group(1)] = m.group(2)
+    sizes = []
+    for axis in "xy":
+        bound = bounds.get(names[axis])
+        index = next((i for i, p in enumerate(kernel.params) if p.name == bound), None)
+        if index is None or index >= len(spec.args) or not isinstance(spec.args[index], ScalarArg):
+            return None
+        sizes.append(f"cdiv({spec.args[index].value}, {tile})")
+    return sizes[0], sizes[1]
 
 
 def _index_declaration(st: Node, text) -> tuple[str, Node] | None:
