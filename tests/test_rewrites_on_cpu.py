@@ -7,7 +7,8 @@ compiler does, CI included.
 
 A fiber runs each CUDA thread until it waits at a barrier, so code that needs a barrier it does
 not have reads what no thread has written yet: the emulator is harsher on missing barriers
-than a GPU, where the race may go unseen."""
+than a GPU, where the race may go unseen. A vector access off its alignment fails the launch,
+as it faults on a GPU (x86 would just load it)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ ACCURACY = Path(__file__).parent / "gpu" / "kernels" / "accuracy"
 # (source, kernel, a bench size the CPU runs in about a second)
 CASES = {
     "gelu": ((NAIVE / "gelu.cu").read_text(), "gelu_forward", "{ N = 100003 }"),
+    # passed as `buffer + 1`: the vector map's alignment check must send every element the scalar way
+    "gelu, its input one element into its buffer": (
+        (NAIVE / "gelu.cu").read_text().replace('inp = "in[N] normal(0, 3)"', 'inp = "in[-1 : N] normal(0, 3)"'),
+        "gelu_forward", "{ N = 100003 }"),
     "reduction": ((NAIVE / "reduction.cu").read_text(), "reduce_sum", "{ n = 20000 }"),
     "transpose": ((NAIVE / "transpose.cu").read_text(), "transpose_naive", "{ rows = 100, cols = 70 }"),
     "sgemm": ((NAIVE / "sgemm.cu").read_text(), "sgemm_naive", "{ M = 96, N = 64, K = 80 }"),
@@ -96,6 +101,9 @@ BROKEN = {
     "the vector map without its scalar tail":
         lambda: broken("gelu", "builtin:vector-map", r"for \(int i = vectors \* 4 \+ first; i < N",
                        "for (int i = vectors * 4 + first; i < vectors * 4"),
+    "the vector map without its alignment check, its input one element into its buffer":
+        lambda: broken("gelu, its input one element into its buffer", "builtin:vector-map", r"if \(!aligned\) \{",
+                       "if (false) {"),
     "the warp per row, its shuffle tree a level short":
         lambda: broken("softmax", "builtin:warp-per-row", r"= 16;", "= 8;", count=0),
     "the online softmax without the sum's rescale when the max grows":

@@ -75,6 +75,7 @@ def _built(source: str, ref: KernelRef) -> Path | str:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / OWN_FILE).write_text(unit)
         built = subprocess.run([cxx() or "g++", "-std=gnu++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+                                "-fsanitize=alignment", "-fsanitize-recover=alignment",
                                 "-include", str(SHIM), "-o", f"{library}.tmp", "-x", "c++", OWN_FILE],
                                capture_output=True, text=True, cwd=folder)
         if built.returncode != 0:
@@ -115,8 +116,11 @@ class EmulatedKernel(FakeKernel):
         addresses = (ctypes.c_void_p * len(values))(*[v.ctypes.data for v in values])
         grid = (ctypes.c_uint * 3)(*launch.grid)
         block = (ctypes.c_uint * 3)(*launch.block)
-        if self.library.fsr_launch(grid, block, ctypes.c_uint(launch.smem), addresses):
+        failed = self.library.fsr_launch(grid, block, ctypes.c_uint(launch.smem), addresses)
+        if failed == 1:
             raise RuntimeError("deadlock: a barrier or warp shuffle was not reached by every thread of its block or warp")
+        if failed == 2:
+            raise RuntimeError("misaligned address: an access not aligned to its type's size, which faults on a GPU")
 
 
 class EmulatedSession(FakeSession):

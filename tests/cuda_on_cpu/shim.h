@@ -78,6 +78,14 @@ inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return 0; }
 inline cudaError_t cudaEventElapsedTime(float*, cudaEvent_t, cudaEvent_t) { return 0; }
 inline cudaError_t cudaEventDestroy(cudaEvent_t) { return 0; }
 
+// A misaligned access faults on the GPU (a float4 load 4 bytes past a 16-byte boundary, say),
+// where x86 just loads: the kernel is built with -fsanitize=alignment, and the sanitizer's hook
+// is this one, which marks the launch as failed instead of printing.
+namespace fsr_emu {
+inline bool misaligned = false;
+}
+extern "C" __attribute__((used)) void __ubsan_handle_type_mismatch_v1(void*, void*) { fsr_emu::misaligned = true; }
+
 namespace fsr_emu {
 
 // A block's threads are fibers on one OS thread: each runs until it waits at a barrier (the
@@ -252,8 +260,8 @@ inline bool open_barriers(std::vector<Fiber>& block) {
 }
 
 // Runs `body` (one CUDA thread's call of the kernel) for every thread of the grid, block after
-// block. Returns 0, or 1 when a block deadlocked (a barrier, shuffle or vote that not every
-// thread reaches). Without `together` (code with no barrier, shuffle or vote, where the order of
+// block. Returns 0, 1 when a block deadlocked (a barrier, shuffle or vote that not every
+// thread reaches), or 2 when an access was misaligned for its type. Without `together` (code with no barrier, shuffle or vote, where the order of
 // threads cannot matter) threads simply run one after another.
 inline int launch(const unsigned grid[3], const unsigned block[3], unsigned smem, bool together,
                   void (*body)(void*), void* args) {
@@ -263,6 +271,7 @@ inline int launch(const unsigned grid[3], const unsigned block[3], unsigned smem
   dynamic_smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(dynamic.data()) + 15) & ~uintptr_t(15));
   kernel_body = body;
   kernel_args = args;
+  misaligned = false;
   const int threads = int(block[0] * block[1] * block[2]);
   constexpr size_t STACK = 1 << 16;
   std::vector<char> stacks(together ? STACK * threads : 0);
@@ -302,7 +311,7 @@ inline int launch(const unsigned grid[3], const unsigned block[3], unsigned smem
           if (!open_barriers(block_fibers)) return 1;
         }
       }
-  return 0;
+  return misaligned ? 2 : 0;
 }
 
 }  // namespace fsr_emu
