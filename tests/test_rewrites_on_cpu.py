@@ -200,3 +200,65 @@ def test_a_programs_kernel_is_drafted_proven_and_rewritten_as_fsr_optimize_does_
             assert result.status == "verified", (label, result.message)
         wrong = rewrites["builtin:transpose-tile-write"].replace("__syncthreads();", "")
         assert evaluate(evaluator, placed, "transpose", wrong).status == "wrong"
+
+
+STENCIL_PROGRAM = """#include <cstdio>
+#define N 4096
+#define RADIUS 3
+#define BLOCK_SIZE 16
+
+__global__ void stencil_1d(int *in, int *out) {
+    __shared__ int temp[BLOCK_SIZE + 2 * RADIUS];
+    int gindex = threadIdx.x + blockIdx.x * blockDim.x;
+    int lindex = threadIdx.x + RADIUS;
+    temp[lindex] = in[gindex];
+    if (threadIdx.x < RADIUS) {
+        temp[lindex - RADIUS] = in[gindex - RADIUS];
+        temp[lindex + BLOCK_SIZE] = in[gindex + BLOCK_SIZE];
+    }
+    __syncthreads();
+    int result = 0;
+    for (int offset = -RADIUS; offset <= RADIUS; offset++)
+        result += temp[lindex + offset];
+    out[gindex] = result;
+}
+
+int main() {
+    int *d_in, *d_out;
+    int size = (N + 2 * RADIUS) * sizeof(int);
+    cudaMalloc((void **)&d_in, size);
+    cudaMalloc((void **)&d_out, size);
+    stencil_1d<<<N / BLOCK_SIZE, BLOCK_SIZE>>>(d_in + RADIUS, d_out + RADIUS);
+    cudaDeviceSynchronize();
+    return 0;
+}
+"""
+
+
+def test_a_kernel_passed_a_pointer_into_its_buffer_reads_before_it_and_only_a_rewrite_that_stays_there_passes(tmp_path):
+    """A training course's 1-D stencil is launched on `d_in + RADIUS` and reads `in[-RADIUS]`: the
+    draft gives its buffers windows (`in[-(3) : ...]`), the proof makes the output it writes in
+    part `inout`, a correct rewrite is verified, and one reading an element before its window
+    (the guard band's poison) is not."""
+    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.drafting.proof import prove
+    from fsr_lsp.evaluator.api import evaluate
+
+    from .cuda_on_cpu import cpu_evaluator
+
+    path = tmp_path / "stencil_1d.cu"
+    path.write_text(STENCIL_PROGRAM)
+    (drafted,) = kernel_specs([path])
+    assert drafted.spec is not None and 'in = "in[-(3) :' in drafted.spec, drafted.spec
+    with cpu_evaluator() as evaluator:
+        proof = prove(evaluator, STENCIL_PROGRAM, "stencil_1d", drafted.spec)
+        assert proof.proven, proof.message
+        assert 'out = "inout[-(3) :' in proof.spec, proof.spec
+        placed = place_spec(STENCIL_PROGRAM, "stencil_1d", proof.spec).text
+        definition = context(placed, "stencil_1d").definition
+        unrolled = definition.replace("    for (int offset", "    #pragma unroll\n    for (int offset")
+        before = definition.replace("in[gindex - RADIUS];", "in[gindex - RADIUS - 1];")
+        assert unrolled != definition and before != definition
+        assert evaluate(evaluator, placed, "stencil_1d", unrolled).status == "verified"
+        assert evaluate(evaluator, placed, "stencil_1d", before).status == "wrong"
