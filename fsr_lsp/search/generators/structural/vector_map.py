@@ -203,7 +203,7 @@ class _Map:
             if name == index:
                 self._own_element(n.parent.parent if n.parent is not None else None, n)
             elif name in self.pointers:
-                self._access(n)
+                self._access(n, index)
             self.named.add(name)
             if name in self.params and self._declares(n):
                 raise _NotApplicable  # a local by a parameter's name: the helper takes the parameter
@@ -233,13 +233,18 @@ class _Map:
         if argument is None or argument.type != "identifier" or self.s(argument) not in self.pointers:
             raise _NotApplicable
 
-    def _access(self, name: Node) -> None:
-        """`p[i]` read, or written by the statement `p[i] = ...` (checked in _assignment)."""
+    def _access(self, name: Node, index: str) -> None:
+        """`p[i]` read, or written by the statement `p[i] = ...` (checked in _assignment); any
+        other element (`p[0]`, `p[n - 1]`) is no element of this thread's."""
         subscript = name.parent
         if subscript is None or subscript.type != "subscript_expression" or \
                 subscript.child_by_field_name("argument") is None or \
                 subscript.child_by_field_name("argument").id != name.id:
             raise _NotApplicable  # the pointer itself: `p + i`, `*p`, passed on
+        indices = subscript.child_by_field_name("indices")
+        inside = [c for c in indices.named_children if c.type != "comment"] if indices is not None else []
+        if len(inside) != 1 or inside[0].type != "identifier" or self.s(inside[0]) != index:
+            raise _NotApplicable
         buffer = self._buffer(self.s(name))
         outer = subscript.parent
         if outer is not None and outer.type == "pointer_expression":
