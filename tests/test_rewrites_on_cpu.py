@@ -262,3 +262,56 @@ def test_a_kernel_passed_a_pointer_into_its_buffer_reads_before_it_and_only_a_re
         assert unrolled != definition and before != definition
         assert evaluate(evaluator, placed, "stencil_1d", unrolled).status == "verified"
         assert evaluate(evaluator, placed, "stencil_1d", before).status == "wrong"
+
+
+REDUCE_HEAD = "__global__ void reduce_sum(const float* x, float* total, int n)\n{\n"
+
+
+@pytest.mark.parametrize("case, body, status, words", [
+    ("shared memory read before any thread writes it",
+     "    __shared__ float block_total;\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+     "    __syncthreads();\n    if (i < n) atomicAdd(&block_total, x[i]);\n    __syncthreads();\n"
+     "    if (threadIdx.x == 0) atomicAdd(total, block_total);\n}\n", "wrong", ""),
+    ("a shuffle over lanes that have returned",
+     "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    float v = x[i];\n"
+     "    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);\n"
+     "    if (threadIdx.x % 32 == 0) atomicAdd(total, v);\n}\n", "crashed", "a lane that had returned"),
+])
+def test_what_is_undefined_on_a_gpu_fails_on_the_cpu_too(case, body, status, words):
+    """Shared memory starts as garbage (each block's, poisoned), and a shuffle that reads a lane
+    which has returned reads nothing: on the CPU, where zeros and stale values would pass, both fail."""
+    source, kernel, bench = CASES["reduction"]
+    result = evaluate_on_cpu(source, kernel, REDUCE_HEAD + body, bench)
+    assert result.status == status and words in result.message, (case, result.message)
+
+
+def test_dynamic_shared_memory_declared_at_file_scope_is_the_launchs():
+    """`extern __shared__ float sdata[];` above the kernel, where most code declares it."""
+    source, kernel, bench = CASES["reduction"]
+    at_file_scope = source.replace("    extern __shared__ float sdata[];\n", "").replace(
+        "__global__ void reduce_sum", "extern __shared__ float sdata[];\n\n__global__ void reduce_sum")
+    assert at_file_scope.count("extern __shared__") == 1 and at_file_scope != source
+    definition = context(at_file_scope, kernel).definition
+    unrolled = definition.replace("    for (unsigned int s", "    #pragma unroll\n    for (unsigned int s")
+    assert unrolled != definition
+    result = evaluate_on_cpu(at_file_scope, kernel, unrolled, bench)
+    assert result.status == "verified", result.message
+
+
+def test_each_block_finds_its_shared_memory_poisoned_not_zero_nor_what_the_last_block_left():
+    import numpy as np
+
+    from fsr_lsp.evaluator.compile.compiler import KernelRef
+    from fsr_lsp.evaluator.records import LaunchPlan
+
+    from .cuda_on_cpu import EmulatedKernel, compile_on_cpu
+
+    source = ("__global__ void seen(unsigned* out)\n{\n    __shared__ unsigned cell;\n"
+              "    extern __shared__ unsigned dynamic[];\n    __syncthreads();\n"
+              "    out[2 * blockIdx.x] = cell;\n    out[2 * blockIdx.x + 1] = dynamic[0];\n"
+              "    __syncthreads();\n    cell = 7;\n    dynamic[0] = 7;\n}\n")
+    built = compile_on_cpu(source, KernelRef("seen"))
+    assert built.ok, built.log
+    out = np.zeros(4, np.uint32)
+    EmulatedKernel(built.binary).launch([out.ctypes.data], LaunchPlan((2, 1, 1), (1, 1, 1), 16))
+    assert list(out) == [0xCDCDCDCD] * 4

@@ -86,8 +86,10 @@ def _built(source: str, ref: KernelRef) -> Path | str:
 
 def _unit(source: str, ref: KernelRef) -> str:
     """The source as C++, with an entry point that calls the kernel with arguments by address."""
-    text = _EXTERN_SHARED.sub(lambda m: f"{m.group(1)}* {m.group(2)} = "
-                                        f"reinterpret_cast<{m.group(1)}*>(fsr_emu::dynamic_smem);", source)
+    # a macro, not a pointer variable: at file scope, where it is usually declared, a variable
+    # would be set once, when the library loads, before any launch gives the memory
+    text = _EXTERN_SHARED.sub(lambda m: f"#define {m.group(2)} (reinterpret_cast<{m.group(1)}*>(fsr_emu::dynamic_smem))",
+                              source)
     threaded = "true" if _TOGETHER.search(source) else "false"
     return (text + "\n\n#include <utility>\nnamespace fsr_entry {\n"
             "template <class... P, std::size_t... I>\n"
@@ -121,6 +123,8 @@ class EmulatedKernel(FakeKernel):
             raise RuntimeError("deadlock: a barrier or warp shuffle was not reached by every thread of its block or warp")
         if failed == 2:
             raise RuntimeError("misaligned address: an access not aligned to its type's size, which faults on a GPU")
+        if failed == 3:
+            raise RuntimeError("a warp shuffle read a lane that had returned (or is past the warp's last): undefined")
 
 
 class EmulatedSession(FakeSession):

@@ -1,7 +1,7 @@
 // CUDA device code as C++ on the CPU, for tests on machines without a GPU (tests/cuda_on_cpu).
 //
-// Blocks run one after another, so `__shared__` variables (made `static` here) belong to the
-// block running. Within a block, where the code has a barrier, shuffle or vote, each CUDA thread
+// Blocks run one after another, so `__shared__` variables (made `static` here, poisoned before
+// each block) belong to the block running. Within a block, where the code has a barrier, shuffle or vote, each CUDA thread
 // is a fiber (ucontext) that runs until it waits at one; a barrier opens when every thread of
 // its block (or warp) that has not returned waits there, as on the GPU. One that can never open
 // is a deadlock: reported, not waited on. Atomics are plain (one OS thread runs the block).
@@ -26,7 +26,7 @@
 #define __noinline__
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
-#define __shared__ static
+#define __shared__ __attribute__((section("fsr_shared"))) static  // poisoned before each block: see launch
 #define __constant__
 #define __align__(n) alignas(n)
 
@@ -123,12 +123,17 @@ inline int warp_size() {
   return std::min(32, threads - first);
 }
 
+// A shuffle that reads a lane which has returned, or one past a partial warp's last, reads
+// what no thread gave it (undefined on the GPU): the launch fails.
+inline bool lost_lane = false;
+
 template <class T> T exchange(T v, int source, bool own) {
   int first = current->rank & ~31;
   std::memcpy(&slot[current->rank], &v, sizeof(T));
   wait(AT_WARP);
   T out = v;
-  if (!own && source >= 0 && source < warp_size()) std::memcpy(&out, &slot[first + source], sizeof(T));
+  if (!own && (source < 0 || source >= warp_size() || (*fibers)[first + source].state == DONE)) lost_lane = true;
+  else if (!own) std::memcpy(&out, &slot[first + source], sizeof(T));
   wait(AT_WARP);
   return out;
 }
@@ -161,7 +166,7 @@ template <class T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 3
 }
 template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
   int seg = fsr_emu::lane & ~(width - 1), src = fsr_emu::lane ^ mask;
-  return fsr_emu::exchange(v, src, src < seg || src >= seg + width);
+  return fsr_emu::exchange(v, src, src >= seg + width);  // a later group: its own value, as CUDA gives
 }
 inline unsigned __ballot_sync(unsigned, int predicate) {
   int first = fsr_emu::current->rank & ~31;
@@ -222,6 +227,16 @@ template <class T> T __ldg(const T* p) { return *p; }
 
 namespace fsr_emu {
 
+// Shared memory holds garbage when a block starts (what an earlier block left, say): a kernel
+// that reads it before writing must not find zeros. The `__shared__` variables are in their own
+// section, whose bounds the linker gives.
+extern "C" __attribute__((weak)) char __start_fsr_shared[], __stop_fsr_shared[];
+
+inline void poison_shared(unsigned dynamic_bytes) {
+  if (__start_fsr_shared != nullptr) std::memset(__start_fsr_shared, 0xcd, __stop_fsr_shared - __start_fsr_shared);
+  std::memset(dynamic_smem, 0xcd, dynamic_bytes);
+}
+
 inline void start() {
   kernel_body(kernel_args);
   current->state = DONE;  // uc_link returns to the scheduler
@@ -261,7 +276,7 @@ inline bool open_barriers(std::vector<Fiber>& block) {
 
 // Runs `body` (one CUDA thread's call of the kernel) for every thread of the grid, block after
 // block. Returns 0, 1 when a block deadlocked (a barrier, shuffle or vote that not every
-// thread reaches), or 2 when an access was misaligned for its type. Without `together` (code with no barrier, shuffle or vote, where the order of
+// thread reaches), 2 when an access was misaligned for its type, 3 when a shuffle read a lost lane. Without `together` (code with no barrier, shuffle or vote, where the order of
 // threads cannot matter) threads simply run one after another.
 inline int launch(const unsigned grid[3], const unsigned block[3], unsigned smem, bool together,
                   void (*body)(void*), void* args) {
@@ -272,6 +287,7 @@ inline int launch(const unsigned grid[3], const unsigned block[3], unsigned smem
   kernel_body = body;
   kernel_args = args;
   misaligned = false;
+  lost_lane = false;
   const int threads = int(block[0] * block[1] * block[2]);
   constexpr size_t STACK = 1 << 16;
   std::vector<char> stacks(together ? STACK * threads : 0);
@@ -285,6 +301,7 @@ inline int launch(const unsigned grid[3], const unsigned block[3], unsigned smem
     for (unsigned by = 0; by < grid[1]; ++by)
       for (unsigned bx = 0; bx < grid[0]; ++bx) {
         block_idx = uint3{bx, by, bz};
+        poison_shared(smem);
         if (!together) {
           for (auto& f : block_fibers) {
             current = &f;
@@ -311,7 +328,7 @@ inline int launch(const unsigned grid[3], const unsigned block[3], unsigned smem
           if (!open_barriers(block_fibers)) return 1;
         }
       }
-  return misaligned ? 2 : 0;
+  return misaligned ? 2 : lost_lane ? 3 : 0;
 }
 
 }  // namespace fsr_emu
