@@ -24,8 +24,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import dims, indent_of, is_global_index, kernel_body, walk as _walk
-from ....specs.model import ScalarArg
+from .syntax import dims, indent_of, is_global_index, kernel_body, size_argument, walk as _walk
 
 WARP = 32
 BLOCK = 256  # threads per block of the rewrite: 8 rows a block
@@ -155,13 +154,10 @@ class _Rows:
 
     def _rows_in_spec(self, bound: str) -> str:
         """The row count as the spec's sizes say it (the launch's grid is written in them)."""
-        index = next((i for i, p in enumerate(self.kernel.params) if p.name == bound), None)
-        if index is None:
+        size = size_argument(self.kernel, self.spec, bound)
+        if size is None:
             raise _NotApplicable
-        arg = self.spec.args[index]
-        if not isinstance(arg, ScalarArg):
-            raise _NotApplicable
-        return str(arg.value)
+        return size
 
     def _replace_row_index(self, declaration: Node, row: str, lane: str) -> None:
         decl = declaration.child_by_field_name("declarator")

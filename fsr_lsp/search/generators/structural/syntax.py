@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from ....kernels import Kernel
 from ....kernels.treesitter import parse
+from ....specs import Spec
+from ....specs.model import ScalarArg
 
 
 def kernel_body(data: bytes) -> Node | None:
@@ -78,3 +81,13 @@ def warps_sum(array: str, zero: str, warps: int, finish: str, indent: str) -> st
             + shuffle_sum("fsr_sum", i + "    ") +
             f"{i}    if (threadIdx.x == 0) {finish}\n"
             f"{i}}}\n")
+
+
+def size_argument(kernel: Kernel, spec: Spec, name: str) -> str | None:
+    """What the spec passes the kernel's scalar parameter `name` (a size expression in the
+    spec's names, `N` or `rows * 2`), or None for no such parameter or no scalar."""
+    index = next((i for i, p in enumerate(kernel.params) if p.name == name), None)
+    if index is None or index >= len(spec.args) or kernel.params[index].is_pointer:
+        return None
+    arg = spec.args[index]
+    return str(arg.value) if isinstance(arg, ScalarArg) else None

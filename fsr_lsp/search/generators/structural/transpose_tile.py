@@ -27,8 +27,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from ....specs.model import ScalarArg
-from .syntax import dims, is_global_index, kernel_body, single_statement
+from .syntax import dims, is_global_index, kernel_body, single_statement, size_argument
 
 RELAUNCH_TILE = 32  # the square block a transpose gets when its own block is not square
 _FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__shfl\w*|atomic\w+|asm|fsr_\w+|goto)\b")
@@ -143,11 +142,10 @@ def _square_grid(kernel: Kernel, spec: Spec, guard: str | None, names: dict[str,
         bounds[m.group(1)] = m.group(2)
     sizes = []
     for axis in "xy":
-        bound = bounds.get(names[axis])
-        index = next((i for i, p in enumerate(kernel.params) if p.name == bound), None)
-        if index is None or index >= len(spec.args) or not isinstance(spec.args[index], ScalarArg):
+        size = size_argument(kernel, spec, bounds.get(names[axis], ""))
+        if size is None:
             return None
-        sizes.append(f"cdiv({spec.args[index].value}, {tile})")
+        sizes.append(f"cdiv({size}, {tile})")
     return sizes[0], sizes[1]
 
 

@@ -33,8 +33,7 @@ from tree_sitter import Node
 from ....kernels import Kernel
 from ....specs import Spec
 from ....specs.expr import ExprError, evaluate_int
-from ....specs.model import ScalarArg
-from .syntax import dims, is_global_index, kernel_body, walk
+from .syntax import dims, is_global_index, kernel_body, size_argument, walk
 from .vector_text import ELEMENTS, Buffer, Helper, Names, kernel_body as vector_kernel_body
 
 BLOCK = 256  # threads a block of the rewrite: 1024 elements a block
@@ -161,11 +160,9 @@ class _Map:
     def _count(self, bound: str) -> str:
         """The elements as the spec's sizes say them; the original's grid must cover them (a
         launch that leaves elements out is no map of all of them)."""
-        param = self.params.get(bound)
-        index = next((i for i, p in enumerate(self.kernel.params) if p.name == bound), None)
-        if param is None or param.is_pointer or index is None or not isinstance(self.spec.args[index], ScalarArg):
+        count = size_argument(self.kernel, self.spec, bound)
+        if count is None:
             raise _NotApplicable
-        count = str(self.spec.args[index].value)
         for sizes in (self.spec.bench, *self.spec.tests):
             try:
                 threads = evaluate_int(self.spec.grid[0], sizes, "grid") * int(dims(self.spec.block)[0])
