@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fsr_lsp.evaluator.job.candidate import check_candidate
 from fsr_lsp.evaluator.job.plan import build_plans
 from fsr_lsp.evaluator.records import EvalResult, GpuInfo, TimingStats
 from fsr_lsp.kernels import find_kernel, kernel_source
@@ -37,3 +38,15 @@ def context(source: str, name: str, round_: int = 0, history=None, seeds=None, m
 
 def example(name: str) -> str:
     return (EXAMPLES / name).read_text()
+
+
+def relaunched(text: str, name: str, source: str, block: tuple[int, ...] = (256,)):
+    """A candidate checked as a search checks it, whose `@fsr` block, over the original's spec,
+    changes the launch (to `block` threads a block) and nothing else: (kernel, spec, the check)."""
+    src = SourceText(text)
+    kernel = find_kernel(src, name)
+    spec = parse_spec(src, kernel).spec
+    checked = check_candidate(src, kernel, spec, source)
+    assert checked.ok, checked.reason
+    assert checked.launch_changed and checked.spec.block == block and checked.spec.args == spec.args
+    return kernel, spec, checked

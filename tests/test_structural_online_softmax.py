@@ -11,14 +11,10 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.evaluator.compile.compiler import CompileOptions, compile_kernel
-from fsr_lsp.evaluator.job.candidate import check_candidate
 from fsr_lsp.evaluator.job.prepare import kernel_ref
-from fsr_lsp.kernels import find_kernel
 from fsr_lsp.search.generators.structural import patterns, structural_proposals
-from fsr_lsp.source import SourceText
-from fsr_lsp.specs import parse_spec
 
-from .search_helpers import context
+from .search_helpers import context, relaunched
 
 ROOT = Path(__file__).parent.parent
 SOFTMAXES = {
@@ -68,13 +64,7 @@ def online(text: str, name: str):
 
 def vetted(text: str, name: str, source: str):
     """The rewrite as the evaluator takes it: its launch one warp per row, its arguments the original's."""
-    src = SourceText(text)
-    kernel = find_kernel(src, name)
-    spec = parse_spec(src, kernel).spec
-    checked = check_candidate(src, kernel, spec, source)
-    assert checked.ok, checked.reason
-    assert checked.launch_changed and checked.spec.block == (256,) and checked.spec.args == spec.args
-    return kernel, spec, checked
+    return relaunched(text, name, source)
 
 
 @pytest.mark.parametrize("case", sorted(SOFTMAXES))

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.evaluator.compile.compiler import CompileOptions, compile_kernel
-from fsr_lsp.evaluator.job.candidate import check_candidate
 from fsr_lsp.evaluator.job.prepare import kernel_ref
 from fsr_lsp.kernels import discover_kernels, find_kernel
 from fsr_lsp.search.generators.structural import patterns, structural_proposals
 from fsr_lsp.source import SourceText
 from fsr_lsp.specs import parse_spec
 
-from .search_helpers import context
+from .search_helpers import context, relaunched
 
 GELU = Path(__file__).parent.parent / "bench" / "naive_kernels" / "gelu.cu"
 SPEC = """/* @fsr
@@ -102,12 +101,7 @@ def mapped(text: str, name: str):
 def vetted(text: str, name: str, source: str):
     """The candidate checked as a search checks it: its `@fsr` block, over the original spec,
     changes the launch (a quarter of the threads, 256 a block) and nothing else."""
-    src = SourceText(text)
-    kernel = find_kernel(src, name)
-    spec = parse_spec(src, kernel).spec
-    checked = check_candidate(src, kernel, spec, source)
-    assert checked.ok, checked.reason
-    assert checked.launch_changed and checked.spec.block == (256,) and checked.spec.args == spec.args
+    _, spec, checked = relaunched(text, name, source)
     (own,) = [k for k in discover_kernels(source) if k.name == name]
     block = parse_spec(SourceText(source), own, base=spec)
     assert block.spec is not None and not block.errors, block.problems
