@@ -10,6 +10,7 @@ import pytest
 
 from fsr_lsp.evaluator.job.candidate import check_candidate
 from fsr_lsp.evaluator.compile.compiler import CompileOptions, compile_kernel, find_nvcc
+from fsr_lsp.evaluator.records import CompileResult
 from fsr_lsp.evaluator.job.prepare import kernel_ref
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.search.generators.structural import patterns, structural_proposals
@@ -53,16 +54,20 @@ def summed(text: str, name: str):
     return [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition) if p.generator == "builtin:block-sum"]
 
 
-def vetted_and_compiled(text: str, name: str, source: str) -> None:
+def vetted_and_compiled(text: str, name: str, source: str) -> CompileResult | None:
+    """The rewrite passes the candidate rules with the original's launch and, where nvcc is
+    here, compiles: its compile result (None without nvcc)."""
     src = SourceText(text)
     kernel = find_kernel(src, name)
     spec = parse_spec(src, kernel).spec
     vetted = check_candidate(src, kernel, spec, source)
     assert vetted.ok, vetted.reason
     assert not vetted.launch_changed
-    if find_nvcc() is not None:
-        compiled = compile_kernel(vetted.source, kernel_ref(kernel, spec), CompileOptions(arch="sm_90a", compiler="nvcc"))
-        assert compiled.ok, compiled.log
+    if find_nvcc() is None:
+        return None
+    compiled = compile_kernel(vetted.source, kernel_ref(kernel, spec), CompileOptions(arch="sm_90a", compiler="nvcc"))
+    assert compiled.ok, compiled.log
+    return compiled
 
 
 def test_the_naive_reduction_gets_warp_shuffles():

@@ -122,12 +122,8 @@ def stenciled(text: str, name: str = "smooth"):
 
 def shared_bytes(text: str, name: str, source: str) -> int:
     """The static shared memory ptxas gives the rewrite: the tile the halo loads must fill."""
-    src = SourceText(text)
-    kernel = find_kernel(src, name)
-    spec = parse_spec(src, kernel).spec
-    vetted = check_candidate(src, kernel, spec, source)
-    compiled = compile_kernel(vetted.source, kernel_ref(kernel, spec), CompileOptions(arch="sm_90a", compiler="nvcc"))
-    assert compiled.ok, compiled.log
+    compiled = vetted_and_compiled(text, name, source)
+    assert compiled is not None and compiled.resources is not None
     return compiled.resources.shared_bytes
 
 

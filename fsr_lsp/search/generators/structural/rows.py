@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import dims, indent_of, is_global_index, kernel_body, size_argument, walk as _walk
+from .syntax import dims, indent_of, is_global_index, kernel_body, size_argument, threads_within_launch_bounds, walk as _walk
 
 WARP = 32
 BLOCK = 256  # threads per block of the rewrite: 8 rows a block
@@ -91,13 +91,10 @@ class _Rows:
     def _block(self) -> int:
         """BLOCK threads, or fewer where the kernel's `__launch_bounds__` caps them (a whole
         number of warps, or no rewrite)."""
-        bound = re.search(r"__launch_bounds__\s*\(\s*(\d+)", self.text)
-        if bound is None or int(bound.group(1)) >= BLOCK:
-            return BLOCK
-        cap = int(bound.group(1))
-        if cap < WARP or cap % WARP:
+        threads = threads_within_launch_bounds(self.kernel, BLOCK)
+        if threads is None:
             raise _NotApplicable
-        return cap
+        return threads
 
     # ---------------------------------------------------------------- the row
 

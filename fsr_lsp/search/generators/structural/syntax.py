@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from ....kernels import Kernel
@@ -91,3 +93,13 @@ def size_argument(kernel: Kernel, spec: Spec, name: str) -> str | None:
         return None
     arg = spec.args[index]
     return str(arg.value) if isinstance(arg, ScalarArg) else None
+
+
+def threads_within_launch_bounds(kernel: Kernel, preferred: int) -> int | None:
+    """`preferred` threads a block, or fewer where the kernel's `__launch_bounds__` caps them; None
+    where the cap is no whole number of warps (a rewrite that shares work by warps cannot fit it)."""
+    bound = re.match(r"\s*(\d+)", kernel.launch_bounds or "")
+    if bound is None or int(bound.group(1)) >= preferred:
+        return preferred
+    cap = int(bound.group(1))
+    return cap if cap >= 32 and cap % 32 == 0 else None

@@ -33,7 +33,7 @@ from tree_sitter import Node
 from ....kernels import Kernel
 from ....specs import Spec
 from ....specs.expr import ExprError, evaluate_int
-from .syntax import dims, is_global_index, kernel_body, size_argument, walk
+from .syntax import dims, is_global_index, kernel_body, size_argument, threads_within_launch_bounds, walk
 from .vector_text import ELEMENTS, Buffer, Helper, Names, kernel_body as vector_kernel_body
 
 BLOCK = 256  # threads a block of the rewrite: 1024 elements a block
@@ -175,13 +175,10 @@ class _Map:
     def _block(self) -> int:
         """BLOCK threads, or fewer where the kernel's `__launch_bounds__` caps them (a whole
         number of warps, or no rewrite)."""
-        bound = re.match(r"\s*(\d+)", self.kernel.launch_bounds or "")
-        if bound is None or int(bound.group(1)) >= BLOCK:
-            return BLOCK
-        cap = int(bound.group(1))
-        if cap < 32 or cap % 32:
+        threads = threads_within_launch_bounds(self.kernel, BLOCK)
+        if threads is None:
             raise _NotApplicable
-        return cap
+        return threads
 
     # ---------------------------------------------------------------- the element-wise statements
 
