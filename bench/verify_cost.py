@@ -68,6 +68,12 @@ def sanitizer_sizes(result: dict) -> str:
     return "; ".join(parts)
 
 
+def phases(result: dict) -> str:
+    """The worker's own seconds per phase (load, verify, unmapped pages, time): the rest of the
+    process's time is start-up, compiling and the sanitizers."""
+    return " ".join(f"{k} {v:.2f}" for k, v in result.get("phase_seconds", {}).items())
+
+
 def caught_by(result: dict) -> str:
     return next((c["name"] for c in result.get("checks", []) if c["status"] == "fail"), result.get("status", ""))
 
@@ -94,10 +100,12 @@ def main() -> int:
         else:
             verdict = "verified" if result and result["status"] == "verified" else f"FAILED: {status}"
             good.append(seconds)
-        rows.append([name, verdict, round(seconds, 1), sanitizer_sizes(result) if result else problem])
+        rows.append([name, verdict, round(seconds, 1), phases(result) if result else "",
+                     sanitizer_sizes(result) if result else problem])
         record.append({"name": name, "seconds": seconds, "status": status, "result": result})
         console.print(f"{name}: {verdict} in {seconds:.1f} s", highlight=False)
-    table("fsr eval --candidate (sanitizers on)", ["candidate", "verdict", "seconds", "sanitizers"], rows)
+    table("fsr eval --candidate (sanitizers on)", ["candidate", "verdict", "seconds", "worker phases s", "sanitizers"],
+          rows)
     if good:
         p50 = statistics.median(good)
         p95 = sorted(good)[max(0, int(round(0.95 * len(good))) - 1)]
