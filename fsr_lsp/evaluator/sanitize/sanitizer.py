@@ -4,9 +4,9 @@ drafted spec (memcheck, initcheck), at the sizes their cost allows (sanitizer_pl
 Sanitizers slow kernels by 10-100,000x, so they run on the candidates a search promotes (each
 round's leader, and the winner), outside the timing worker, the tools side by side (never
 beside a timed run): a child process per tool, started early (Prewarm) so that its imports
-overlap the GPU's verification, runs the job in
-`sanitize` mode under the tool, with every buffer its own exact-length allocation (256-byte
-aligned) that stays alive to the end, and prints where each buffer lives. memcheck's reports
+overlap the GPU's verification, runs the job in `sanitize` mode under the tool (with pycuda and
+numpy alone where it can: plain_runs.py), with every buffer its own exact-length allocation
+(256-byte aligned) that stays alive to the end, and prints where each buffer lives. memcheck's reports
 are read back against that map, so a failure names the argument, the size and how far: "reads
 up to 12 bytes past the end of `x` at n=65537". When the candidate fails memcheck, the
 original runs under it too: if it fails on the same argument, the spec's length is wrong.
@@ -73,9 +73,10 @@ def sanitized_sizes(job: EvalJob) -> list[SizePlan]:
 
 
 class Prewarm:
-    """Sanitizer children started before the job they will check: Python, torch and pycuda load
-    while the GPU verifies and times the candidate; none touches the GPU before `sanitize` hands
-    it its job. Close it when the job fails (the children are killed)."""
+    """Sanitizer children started before the job they will check: Python, pycuda and numpy load
+    while the GPU verifies and times the candidate (torch only when the job comes and needs it:
+    sanitize_main.preload); none touches the GPU before `sanitize` hands it its job. Close it
+    when the job fails (the children are killed)."""
 
     def __init__(self, tools: tuple[str, ...] = TOOLS, device_index: int = 0) -> None:
         tool_path = find_sanitizer()
@@ -177,7 +178,8 @@ class _Child:
     @classmethod
     def start(cls, tool_path: str, tool: str, device_index: int) -> "_Child":
         folder = scratch.make("sanitize")
-        # No kernel filter: besides the kernel only torch's input fills run in that child.
+        # No kernel filter: the child launches no kernel but the one checked (torch's input
+        # fills too, for the jobs that still go through torch: plain_runs.why_not_plain).
         # --launch-timeout 0: the child may wait long for its job before it touches CUDA.
         cmd = [tool_path, "--tool", tool, "--error-exitcode", str(_EXIT_ON_ERROR), "--print-limit", "100",
                "--show-backtrace", "no", "--launch-timeout", "0", *waiting_child_command(folder, device_index)]
