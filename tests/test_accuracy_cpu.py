@@ -5,6 +5,8 @@ much. The same criterion runs on the GPU with real CUDA kernels in tests/gpu/tes
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -128,7 +130,8 @@ def test_the_same_reordering_is_refused_by_a_tolerance_as_strict_as_the_old_defa
     (the old float default), a warp-order sum of 50,000 elements is 'wrong'."""
     strict = ROWSUM.replace("block = 1\n", "block = 1\nrtol = 1e-5\natol = 1e-6\n")
     result = run("rowsum_warp", source=strict)
-    assert result.status == "wrong" and "differ from the original" in result.message
+    # on some input set (the timed runs' fresh ones, or a set that probes the range)
+    assert result.status == "wrong" and re.search(r"differs? from the original", result.message), result.message
 
 
 @pytest.mark.parametrize("candidate, words", [

@@ -55,7 +55,7 @@ def test_data_dependent_indices_are_drawn_in_the_runs_range_and_the_spec_parses_
     assert spec.origin == "captured", spec.problems
     assert 'a = "in[N] randint(97, 123)"' in spec.spec  # letters, not random bytes that index before `result`
     assert "zeros()" in spec.spec.split("result", 1)[1].splitlines()[0]  # the program zeroed its bins
-    assert "uniform(0.5, 2.75)" in spec.spec  # weights in their range
+    assert "observed(0.5, 2.75)" in spec.spec  # weights drawn in their range, not bound to it
     assert "mask" in spec.spec and "normal()" in spec.spec.split("mask", 1)[1].splitlines()[0]  # a constant stays random
     assert "whole numbers in [97, 122]" in spec.provenance["a"]
     assert spec.spec.splitlines()[1].startswith("# captured by fsr")  # the origin line is kept

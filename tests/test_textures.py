@@ -38,7 +38,7 @@ def parsed(image: str):
 @pytest.mark.parametrize("text, expected", [
     ("texture[w, h] unsigned char", TextureArg("image", ("w", "h"), "unsigned char", Init("randint", 0, 256))),
     ("texture[w, h, 4] float4 address=wrap filter=linear coords=normalized uniform(0, 1)",
-     TextureArg("image", ("w", "h", "4"), "float4", Init("uniform", 0, 1), False, "wrap", "linear", True)),
+     TextureArg("image", ("w", "h", "4"), "float4", Init("uniform", 0, 1, declared=True), False, "wrap", "linear", True)),
     ("linear[w * h] ushort2 read=normalized",
      TextureArg("image", ("w * h",), "ushort2", Init("randint", 0, 200), True, read="normalized")),
 ])

@@ -176,8 +176,13 @@ def captured(tmp_path, values, offset: int = 16) -> dict[str, str]:
 
 
 def test_captured_inputs_join_the_checks_and_catch_what_noise_misses(tmp_path):
-    assert run(AXPY, "axpy", "axpy", "axpy_clamps_large_inputs").status == "verified"  # noise never exceeds 100
-    j = job(AXPY, "axpy", "axpy", "axpy_clamps_large_inputs")
+    # without the sets that probe the range, noise never exceeds 100 ...
+    assert run(AXPY, "axpy", "axpy", "axpy_clamps_large_inputs", input_ranges=False).status == "verified"
+    # ... and those sets find it on their own (inputs scaled x100 pass 100) ...
+    r = run(AXPY, "axpy", "axpy", "axpy_clamps_large_inputs")
+    assert r.status == "wrong" and failed(r).name == "input range" and "inputs scaled x100" in r.message, r.message
+    # ... as do a run's captured inputs
+    j = job(AXPY, "axpy", "axpy", "axpy_clamps_large_inputs", input_ranges=False)
     j.real_inputs = captured(tmp_path, np.full(4096, 1000.0))
     r = run_job(FakeSession(), j)
     assert r.status == "wrong" and failed(r).name == "matches original", r.message

@@ -6,7 +6,9 @@ letters `a`..`z`, token ids below the vocabulary, a bin count from the data), so
 cannot serve as the oracle. Drawing each input at random within the range the program's own
 data had keeps the indices meaningful while every test set stays fresh and random: integers
 (and floats that hold only whole numbers: flags, counts, pixels) as randint(min, max + 1), other
-floats as uniform(min, max). An accumulator the program started at one value starts there
+floats as observed(min, max): drawn in that range, and not a bound (the evaluator's range
+sets still probe beyond it, as far as the original stays finite; a user who knows callers pass
+no more writes uniform(min, max) or domain(min, max)). An accumulator the program started at one value starts there
 (`inout` all zeros: zeros()). An `in` buffer the program filled with one value keeps its random
 default: a constant input would let a rewrite hard-code it.
 """
@@ -67,4 +69,5 @@ def init_from_values(values, dtype: str, direction: str) -> tuple[Init, str] | N
     whole = all(float(v).is_integer() for v in finite[::step])
     if whole:
         return Init("randint", int(lo), int(hi) + 1), f"the run's values were whole numbers in [{lo:g}, {hi:g}]"
+    # observed(lo, hi): drawn there, not a bound; the evaluator still probes beyond (scaled, offset...)
     return Init("uniform", float(lo), float(hi)), f"the run's values were in [{lo:g}, {hi:g}]"

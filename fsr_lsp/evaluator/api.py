@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import threading
 
 from .worker.worker_client import Evaluator, EvaluatorUnavailable, StageCallback
@@ -10,6 +11,9 @@ from .job.prepare import EvalOptions, Prepared, prepare
 from .records import CompileResult, EvalResult
 from .worker.gpu_gate import gate
 from .sanitize.sanitizer import TOOLS, Prewarm, sanitize
+from .support import predicted_arch
+
+RANGE_RERUNS = 12  # at most this many range sets left out of one job, one a run (there are ten)
 
 
 def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | None = None,
@@ -25,17 +29,53 @@ def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | No
     if prewarm is None and sanitize_winner and candidate is not None:
         prewarm = Prewarm(TOOLS, evaluator.device_index)
     try:
+        early = _compile_early(evaluator, source, kernel, candidate, options)
         try:
             gpu = evaluator.start(cancel)
         except EvaluatorUnavailable as e:
             status = "cancelled" if cancel is not None and cancel.is_set() else "unavailable"
             return EvalResult(kernel=kernel, status=status, message=str(e))  # type: ignore[arg-type]
-        prepared = prepare(source, kernel, candidate, gpu.arch, options)
+        prepared = early.result() if early is not None and early.arch == gpu.arch else None
+        if prepared is None:
+            prepared = prepare(source, kernel, candidate, gpu.arch, options)
         return run_prepared(evaluator, prepared, sanitize_winner=sanitize_winner, timeout=timeout, on_stage=on_stage,
                             cancel=cancel, prewarm=prewarm)
     finally:
         if prewarm is not None:
             prewarm.close()
+
+
+class _Early(threading.Thread):
+    """`prepare` for the arch nvidia-smi predicts, on a thread, while the worker starts."""
+
+    def __init__(self, arch: str, *args: object) -> None:
+        super().__init__(daemon=True, name="fsr-compile-early")
+        self.arch, self._args = arch, args
+        self._prepared: Prepared | None = None
+
+    def run(self) -> None:
+        try:
+            self._prepared = prepare(*self._args[:3], self.arch, *self._args[3:])  # type: ignore[arg-type]
+        except Exception:  # the same call on the worker's arch says what went wrong
+            self._prepared = None
+
+    def result(self) -> Prepared | None:
+        self.join()
+        return self._prepared
+
+
+def _compile_early(evaluator: Evaluator, source: str, kernel: str, candidate: str | None,
+                   options: EvalOptions) -> _Early | None:
+    """Compiling overlaps the worker's start where the worker is not up yet and the GPU's arch
+    can be told without it (evaluator.start() takes about 5 s: torch, the CUDA context)."""
+    if getattr(evaluator, "alive", True):  # up already (or a stand-in that cannot say)
+        return None
+    arch = predicted_arch(evaluator.device_index)
+    if arch is None:
+        return None
+    early = _Early(arch, source, kernel, candidate, options)
+    early.start()
+    return early
 
 
 def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: bool = False,
@@ -51,7 +91,7 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
     if prepared.job is None:
         base.compile = _without_binaries(base.compile)
         return base
-    result = evaluator.run(prepared.job, timeout=timeout, on_stage=on_stage, stop=cancel)
+    result = _run_within_range(evaluator, prepared, timeout, on_stage, cancel)
     if result.reference_failed:  # the double-precision build crashed: the job again without it
         why = f"its double-precision build failed ({result.reference_failed})"
         prepared.job = dataclasses.replace(prepared.job, wide=None, wide_why=why)
@@ -80,6 +120,27 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
             result.message = failed[0].detail if spec else f"{failed[0].name} found errors: {failed[0].detail}"
         elif not any(c.status == "skip" and c.detail == "cancelled" for c in checks):
             result.confirmed = True
+    return result
+
+
+_FAULTED_ON: dict[str, list[str]] = {}  # an original's digest -> the range sets it faulted on, in this process
+
+
+def _run_within_range(evaluator: Evaluator, prepared: Prepared, timeout: float | None,
+                      on_stage: StageCallback | None, cancel: threading.Event | None) -> EvalResult:
+    """Run the job; where the original faults on an input set that probes the range (its domain
+    ends there, and the CUDA context with it), run it again without that set, and leave the
+    set out of later jobs of the same original."""
+    assert prepared.job is not None
+    digest = hashlib.sha256(prepared.job.original.cubin + prepared.job.original.entry.encode()).hexdigest()
+    for _ in range(RANGE_RERUNS):
+        skip = sorted(set(prepared.job.range_skip) | set(_FAULTED_ON.get(digest, ())))
+        if skip != prepared.job.range_skip:
+            prepared.job = dataclasses.replace(prepared.job, range_skip=skip)
+        result = evaluator.run(prepared.job, timeout=timeout, on_stage=on_stage, stop=cancel)
+        if not result.range_failed or result.range_failed in skip:
+            return result
+        _FAULTED_ON.setdefault(digest, []).append(result.range_failed)
     return result
 
 

@@ -161,6 +161,7 @@ class Defences:
     # The per-buffer layers (unmapped pages, the sanitizers) run at sizes whose buffers hold at
     # most this much; larger (bench) sizes are left to the guard bands and the timed-run checks.
     layered_max_bytes: int = 64 << 20
+    input_ranges: bool = True  # the sets that probe float inputs' range (gpu/input_sets.py)
 
 
 @dataclass
@@ -183,6 +184,7 @@ class EvalJob:
     # (gpu/accuracy.py); None with `wide_why` saying why there is none.
     wide: KernelBinary | None = None
     wide_why: str = ""
+    range_skip: list[str] = field(default_factory=list)  # range sets left out: the original faulted on them
 
 
 @dataclass
@@ -233,14 +235,16 @@ class Mismatch:
     expected: str
     unwritten: int = 0  # elements still holding the poison value
     scaled: bool = False  # max_abs_err is relative to the output's scale, against the double-precision run
+    inputs: str = ""  # the input set that decided, where not the spec's own ("inputs scaled x100")
 
     def describe(self) -> str:
         err = "" if self.max_abs_err is None else \
             f", largest error {self.max_abs_err:.3g} of the output's scale" if self.scaled else \
             f", largest error {self.max_abs_err:.3g}"
         unwritten = f" ({self.unwritten} never written)" if self.unwritten else ""
+        where = f"{self.inputs}, seed {self.seed}" if self.inputs else f"seed {self.seed}"
         return (f"{self.buffer}: {self.bad} of {self.total} elements wrong{unwritten} at {self.size} "
-                f"(seed {self.seed}){err}; " + (
+                f"({where}){err}; " + (
                     f"worst at [{self.first_index}]: got {self.got}, in double precision {self.expected}" if self.scaled
                     else f"first at [{self.first_index}]: got {self.got}, expected {self.expected}"))
 
@@ -285,6 +289,8 @@ class EvalResult:
     native_ms: dict[str, float] = field(default_factory=dict)  # per size label: one launch of the kernel checked
     restart_worker: bool = False  # set by the worker when its CUDA context can no longer be trusted
     reference_failed: str = ""  # the double-precision run of the original failed: run the job again without it
+    range_failed: str = ""  # the original faulted on this range set: run the job again without it
+    range_sets: list[str] = field(default_factory=list)  # the range sets the candidate was judged on
     confirmed: bool = False  # passed the sanitizers too (in a search: the leaders' check, with more seeds)
     screened: bool = False  # from a screening job: checked at the bench size only, never a verdict
 

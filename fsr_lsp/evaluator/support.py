@@ -6,6 +6,8 @@ import importlib
 import importlib.util
 import os
 import shutil
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +45,30 @@ def load(path: str) -> Any:
     """The object named `module:name` (a backend factory, a stand-in, a function run remotely)."""
     module, _, name = path.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def predicted_arch(device_index: int) -> str | None:
+    """The nvcc arch of GPU `device_index` as nvidia-smi reports it, in well under a second: so
+    that compiling starts while the worker loads torch and CUDA (about 5 s). The worker's own
+    answer still decides; None where nvidia-smi cannot tell."""
+    from .records import GpuInfo
+
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    which = str(device_index)
+    if visible is not None:
+        ids = [v.strip() for v in visible.split(",") if v.strip()]
+        if device_index >= len(ids):
+            return None
+        which = ids[device_index]
+    try:
+        out = subprocess.run([tool, "--query-gpu=compute_cap", "--format=csv,noheader", "-i", which],
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    cap = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout.strip() else ""
+    if not re.fullmatch(r"\d+\.\d+", cap):
+        return None
+    return GpuInfo(device_index, "", cap, 0, 0, 0).arch

@@ -17,11 +17,33 @@ class Init:
     """How to fill an input buffer: uniform(lo, hi), normal() (lo = mean, hi = std),
     randint(lo, hi) (lo <= v < hi), fill (every element lo; `zeros()` is fill(0)), or captured()
     (the bytes a captured run of the program had there: structure random values lack, such as a
-    scan's offsets or a CSR matrix's row pointers; at most the captured size)."""
+    scan's offsets or a CSR matrix's row pointers; at most the captured size).
+
+    Float inputs are also checked on sets that probe their range (scaled, offset, one sign,
+    ties...; evaluator/gpu/input_sets.py). A `uniform(lo, hi)` the spec's author wrote
+    (`declared`) is a contract: those sets stress its edges and never pass them. fsr's own
+    draws (`normal()`, and `observed(lo, hi)`, the range a captured run had) and a declared
+    `normal(mean, std)`, which has no edges, are where the sets start: they go beyond, as far as
+    the original stays finite. `domain(lo, hi)` after any init bounds every value drawn, the
+    spec's own inputs too: the way to say that callers really pass narrow data.
+    """
 
     kind: Literal["uniform", "normal", "randint", "fill", "captured"]
     lo: float = 0.0
     hi: float = 1.0
+    declared: bool = False
+    domain: tuple[float, float] | None = None
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """The values a caller may pass, where the spec says (a declared uniform's edges, a
+        domain); None where fsr may probe beyond what it draws."""
+        edges = (self.lo, self.hi) if self.declared and self.kind == "uniform" else None
+        if self.domain is None:
+            return edges
+        if edges is None:
+            return self.domain
+        return max(edges[0], self.domain[0]), min(edges[1], self.domain[1])
 
 
 @dataclass(frozen=True)
@@ -152,12 +174,19 @@ def default_init(dtype: str) -> Init:
 
 def init_spelling(init) -> str:
     """An Init as the spec writes it."""
+    return _kind_spelling(init) + (f" domain({init.domain[0]:g}, {init.domain[1]:g})" if getattr(init, "domain", None)
+                                   else "")
+
+
+def _kind_spelling(init) -> str:
     if init.kind == "captured":
         return "captured()"
     if init.kind == "fill":  # exact for integers: an accumulator may start at INT_MAX
         return "zeros()" if init.lo == 0 else f"fill({int(init.lo)})" if float(init.lo).is_integer() else f"fill({init.lo!r})"
-    if init.kind == "normal" and (init.lo, init.hi) == (0.0, 1.0):
+    if init.kind == "normal" and not init.declared and (init.lo, init.hi) == (0.0, 1.0):
         return "normal()"
     if init.kind == "randint":  # exact: a bound like 2^32 must not round
         return f"randint({int(init.lo)}, {int(init.hi)})"
+    if init.kind == "uniform" and not init.declared:
+        return f"observed({init.lo:g}, {init.hi:g})"
     return f"{init.kind}({init.lo:g}, {init.hi:g})"

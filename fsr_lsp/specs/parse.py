@@ -13,22 +13,18 @@ from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
 from .overlay import overlay
 from .torch_ref import read_ref
-from .model import (Arg, BufferArg, Init, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, TextureArg,
-                    default_init)
+from .inits import INIT_FORMS, INT_RANGE, read_init
+from .model import (Arg, BufferArg, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, TextureArg)
 from .texture import is_texture, read_texture, texture_arg
 from .param_types import param_dtype, template_substitution
 from .windows import read_window
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge")
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
-_INIT = re.compile(r"^(uniform|normal|randint|zeros|fill|captured)\s*\((.*)\)$")
-INIT_FORMS = "uniform(lo,hi), normal(), randint(lo,hi), zeros(), fill(v) or captured()"
 MAX_TESTS = 64
 MAX_SMEM = 227 * 1024  # dynamic shared memory per block, the most of any GPU (Hopper, opt-in)
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 MAX_THREADS_PER_BLOCK = 1024
-_INT_RANGE = {f"{sign}int{bits}": ((0, (1 << bits) - 1) if sign else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1))
-              for sign in ("", "u") for bits in (8, 16, 32, 64)} | {"bool": (0, 1)}
 
 
 class _Invalid(Exception):
@@ -277,7 +273,7 @@ def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str,
             raise ctx.fail(f"{p.name}: length {length!r} does not evaluate: {e}", p.name, "args", code="spec-bad-arg") from None
         if n <= 0:
             raise ctx.fail(f"{p.name}: length {length!r} gives {n} at {_fmt(s)}", p.name, "args", code="spec-bad-arg")
-    init = _init(ctx, p, m.group("init"), dtype)
+    init = read_init(ctx, p, m.group("init"), dtype)
     if direction == "out" and m.group("init"):
         ctx.add(f"{p.name} is out: its init is ignored (outputs are poisoned before each run; use inout to read them)",
                 p.name, "args", severity="warning")
@@ -299,7 +295,7 @@ def _texture(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> TextureAr
                                code="spec-bad-arg") from None
             if n <= 0:
                 raise ctx.fail(f"{p.name}: size {extent!r} gives {n} at {_fmt(s)}", p.name, "args", code="spec-bad-arg")
-    return texture_arg(p.name, parts, _init(ctx, p, parts.init, parts.dtype))
+    return texture_arg(p.name, parts, read_init(ctx, p, parts.init, parts.dtype))
 
 
 def _expr_ok_scalar(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> bool:
@@ -313,67 +309,10 @@ def _expr_ok_scalar(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> bo
         except ExprError as e:
             ctx.add(f"{p.name}: {e}", p.name, "args", code="spec-bad-arg")
             return False
-        if is_int and p.dtype in _INT_RANGE and not _INT_RANGE[p.dtype][0] <= v <= _INT_RANGE[p.dtype][1]:
+        if is_int and p.dtype in INT_RANGE and not INT_RANGE[p.dtype][0] <= v <= INT_RANGE[p.dtype][1]:
             ctx.add(f"{p.name} ({p.type_text}) cannot hold {value!r} = {v} at {_fmt(s)}", p.name, "args", code="spec-bad-arg")
             return False
     return True
-
-
-def _init(ctx: _Ctx, p: Param, text: str, dtype: str) -> Init:
-    if not text:
-        return default_init(dtype)
-    m = _INIT.match(text)
-    if not m:
-        raise ctx.fail(f"{p.name}: unknown init {text!r} (use {INIT_FORMS})",
-                       p.name, "args", code="spec-bad-arg")
-    kind, inner = m.group(1), m.group(2).strip()
-    if kind == "captured":
-        if inner:
-            raise ctx.fail(f"{p.name}: captured() takes no arguments (its bytes are the ones `fsr capture "
-                           f"--snapshot-bytes` saved for it)", p.name, "args", code="spec-bad-arg")
-        return Init("captured")
-    try:
-        values = [float(evaluate(a.strip(), {})) for a in inner.split(",")] if inner else []
-    except ExprError as e:
-        raise ctx.fail(f"{p.name}: {kind}(...) needs numbers: {e}", p.name, "args") from None
-    if kind == "normal":
-        if len(values) not in (0, 2):
-            raise ctx.fail(f"{p.name}: normal() takes no arguments or (mean, std)", p.name, "args")
-        mean, std = values if values else (0.0, 1.0)
-        return Init("normal", mean, std)
-    if kind in ("zeros", "fill"):
-        return _fill(ctx, p, kind, values, dtype)
-    if len(values) == 2 and values[0] == values[1]:
-        raise ctx.fail(f"{p.name}: {kind}({values[0]:g}, {values[1]:g}) holds no value; for a constant start "
-                       f"(an accumulator, histogram bins) use fill({values[0]:g})"
-                       + (" or zeros()" if values[0] == 0 else ""), p.name, "args", code="spec-bad-arg")
-    if len(values) != 2 or not values[0] < values[1]:
-        raise ctx.fail(f"{p.name}: {kind}(lo, hi) needs two numbers with lo < hi", p.name, "args")
-    if kind == "randint" and not all(v.is_integer() for v in values):
-        raise ctx.fail(f"{p.name}: randint bounds must be integers", p.name, "args")
-    if kind == "randint" and dtype.startswith("uint") and values[0] < 0:
-        raise ctx.fail(f"{p.name}: randint({values[0]:g}, ...) is negative for an unsigned type", p.name, "args")
-    return Init(kind, values[0], values[1])
-
-
-def _fill(ctx: _Ctx, p: Param, kind: str, values: list[float], dtype: str) -> Init:
-    """zeros() and fill(v): a constant start, for accumulators (atomicAdd into out[0], histogram
-    bins) that must be declared inout and start from a known value."""
-    if kind == "zeros":
-        if values:
-            raise ctx.fail(f"{p.name}: zeros() takes no arguments", p.name, "args", code="spec-bad-arg")
-        return Init("fill", 0.0, 0.0)
-    if len(values) != 1:
-        raise ctx.fail(f"{p.name}: fill(v) takes one number", p.name, "args", code="spec-bad-arg")
-    v = values[0]
-    if not dtype.startswith(("float", "bfloat")):
-        if not v.is_integer():
-            raise ctx.fail(f"{p.name}: fill({v:g}) is not an integer, and {p.name} holds {dtype}", p.name, "args",
-                           code="spec-bad-arg")
-        lo, hi = _INT_RANGE.get(dtype, (-(1 << 63), (1 << 64) - 1))
-        if not lo <= v <= hi:
-            raise ctx.fail(f"{p.name}: fill({v:g}) does not fit {dtype}", p.name, "args", code="spec-bad-arg")
-    return Init("fill", v, v)
 
 
 def _fmt(sizes: SizeSet) -> str:

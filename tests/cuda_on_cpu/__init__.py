@@ -36,6 +36,7 @@ from fsr_lsp.kernels import find_kernel
 from ..fake_gpu import FakeKernel, FakeSession
 
 SHIM = Path(__file__).with_name("shim.h")
+INCLUDE = Path(__file__).with_name("include")  # CUDA's headers, empty: the shim defines what they would
 COMPILER = "cpu-emulated"
 # Built-ins that make the threads of a block depend on each other: with none, they run one after another.
 _TOGETHER = re.compile(r"__syncthreads|__syncwarp|__shfl|__ballot_sync|__any_sync|__all_sync")
@@ -76,7 +77,7 @@ def _built(source: str, ref: KernelRef) -> Path | str:
         (folder / OWN_FILE).write_text(unit)
         built = subprocess.run([cxx() or "g++", "-std=gnu++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
                                 "-fsanitize=alignment", "-fsanitize-recover=alignment",
-                                "-include", str(SHIM), "-o", f"{library}.tmp", "-x", "c++", OWN_FILE],
+                                "-include", str(SHIM), "-I", str(INCLUDE), "-o", f"{library}.tmp", "-x", "c++", OWN_FILE],
                                capture_output=True, text=True, cwd=folder)
         if built.returncode != 0:
             return built.stderr
@@ -139,11 +140,13 @@ class EmulatedSession(FakeSession):
         return self.loaded[key]
 
 
-def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str | None = None) -> EvalResult:
+def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str | None = None,
+                    ranges: bool = True) -> EvalResult:
     """What `fsr eval` says of `candidate` (its text, with an `@fsr` block where it changes the
     launch) against `kernel` of `source`, through the evaluator's own `prepare` and `run_job`,
     with the kernels built and run on the CPU. `bench` replaces the spec's bench size (a
-    `{ n = 1000 }` table): the emulator runs a few million threads a second, not billions."""
+    `{ n = 1000 }` table): the emulator runs a few million threads a second, not billions.
+    `ranges=False` leaves out the sets that probe the inputs' range (to show what they add)."""
     from unittest import mock
 
     from fsr_lsp.evaluator.gpu.run import run_job
@@ -162,6 +165,7 @@ def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str 
     if prepared.job is None:
         assert prepared.result is not None
         return prepared.result
+    prepared.job.defences.input_ranges = ranges
     return run_job(EmulatedSession(), prepared.job)
 
 

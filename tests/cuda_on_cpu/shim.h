@@ -225,6 +225,14 @@ inline unsigned __float_as_uint(float x) { unsigned i; std::memcpy(&i, &x, 4); r
 inline float __uint_as_float(unsigned i) { float x; std::memcpy(&x, &i, 4); return x; }
 template <class T> T __ldg(const T* p) { return *p; }
 
+// Half precision (cuda_fp16.h, an empty header in include/ here): each operation rounds to
+// half, as on the GPU, through the compiler's own _Float16.
+typedef _Float16 __half;
+inline __half __float2half(float x) { return static_cast<__half>(x); }
+inline float __half2float(__half h) { return static_cast<float>(h); }
+inline __half __hadd(__half a, __half b) { return static_cast<__half>(a + b); }
+inline __half __hmul(__half a, __half b) { return static_cast<__half>(a * b); }
+
 namespace fsr_emu {
 
 // Shared memory holds garbage when a block starts (what an earlier block left, say): a kernel

@@ -42,6 +42,8 @@ def generate(torch: Any, device: Any, arg: ArgPlan, generator: Any) -> Any:
         values = torch.rand(n, generator=generator, device=device, dtype=real) * (init.hi - init.lo) + init.lo
     else:
         values = torch.randint(int(init.lo), int(init.hi), (n,), generator=generator, device=device, dtype=torch.int64)
+    if init.domain is not None and arg.dtype in FLOATS:  # the spec's domain(lo, hi): callers pass nothing else
+        values = values.clamp(*init.domain)
     return values.to(storage_dtype(torch, arg.dtype))
 
 
@@ -65,6 +67,8 @@ def refill(torch: Any, t: Any, arg: ArgPlan, generator: Any) -> None:
         t.normal_(init.lo, init.hi, generator=generator)
     else:
         t.uniform_(init.lo, init.hi, generator=generator)
+    if init.domain is not None and arg.dtype in FLOATS and init.kind not in ("fill", "captured"):
+        t.clamp_(*init.domain)
 
 
 def captured(torch: Any, arg: ArgPlan) -> Any:

@@ -35,6 +35,9 @@ class JobContext:
     report: Report
     wide: LoadedKernel | None = None  # the original in double precision (gpu/accuracy.py)
     accuracy: Accuracy = field(default_factory=Accuracy)
+    # per size label and float output: the most NaN or inf the original gave on the spec's own
+    # inputs (a mask's -inf, say); a range set where it gives more is outside its domain
+    nonfinite: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def torch(self) -> Any:

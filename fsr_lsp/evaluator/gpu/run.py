@@ -13,7 +13,8 @@ from .common import Failure, JobContext, Report, guarded_launch, make_inputs, po
 from .session import GpuSession
 from .timing import time_job
 from .unmapped import unmapped_layer
-from .verify import WIDE_CHECK, Counts, checked_text, verify
+from .runs import WIDE_CHECK
+from .verify import Counts, checked_text, verify
 
 
 def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) -> EvalResult:

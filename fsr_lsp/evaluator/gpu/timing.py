@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..records import Check, LaunchPlan, TimingStats
-from .buffers import count_bad, poison, refill, storage_dtype
+from .accuracy import EPS, FACTOR, FLOOR_ULPS
+from .buffers import count_bad, poison, refill, scaled_error, storage_dtype
 from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, launch_args, make_inputs, outputs,
                      seed_for)
 from .ref import eval_ref
+from .runs import double_outputs, launch_runs
 from .session import LoadedKernel
 
 BOOTSTRAP_SAMPLES = 1000
@@ -91,8 +93,10 @@ def time_job(ctx: JobContext) -> None:
     # Outputs judged against the double-precision run during verification: the candidate may
     # differ from the original by both their errors, never by a stale or skipped result's.
     tolerances = {a.name: ctx.accuracy.compare_tolerance(a.name) for a in outs}
+    seen: list[_Rep] = []  # the candidate's disagreements, each repetition's, judged at the end
 
     def repetition(r: int, timed: bool) -> None:
+        state = generator.get_state()
         for a in buffer_args:
             if a.name in pristine:
                 refill(torch, pristine[a.name], a, generator)
@@ -106,8 +110,17 @@ def time_job(ctx: JobContext) -> None:
             once(c, placed.get(c.name), timed)
         expected = contenders[0].outputs
         for c in contenders[1:]:
+            rep = _Rep(state, torch.zeros((), dtype=torch.int64, device=session.device))
             for a in outs:
-                bad[c.name] += count_bad(torch, c.outputs[a.name], expected[a.name], a, tolerances.get(a.name))
+                n = count_bad(torch, c.outputs[a.name], expected[a.name], a, tolerances.get(a.name))
+                bad[c.name] += n
+                if c.name == "candidate":
+                    rep.bad += n
+                    rep.bad_by[a.name] = n
+                    if tolerances.get(a.name) is not None:
+                        rep.apart[a.name] = _largest_difference(torch, c.outputs[a.name], expected[a.name])
+            if c.name == "candidate":
+                seen.append(rep)
         for c in order:
             if c.launch is None:
                 continue
@@ -137,12 +150,11 @@ def time_job(ctx: JobContext) -> None:
         raise Failure("wrong" if ctx.candidate else "spec_error",
                       f"an in buffer was modified during the timed runs ({who})", check="inputs unchanged")
     if ctx.candidate and job.mode != "time":  # a time-only job judges nothing: the user's edit may change results
+        held = ""
         if counts["candidate"]:
-            raise Failure("wrong", f"{counts['candidate']} output elements of the timed runs differ from the original's "
-                                   "on the same fresh inputs: the candidate caches results across launches, skips work, "
-                                   "or depends on state left by earlier runs", check="timed runs verified")
+            held = held_to_their_errors(ctx, bench, pristine, generator, seen, counts["candidate"])
         result.checks.append(Check("timed runs verified", "pass",
-                                   f"{len(times['original']) + cfg.warmup} runs, each on freshly generated inputs"))
+                                   f"{len(times['original']) + cfg.warmup} runs, each on freshly generated inputs{held}"))
     if counts.get("ref"):
         result.warnings.append(f"ref disagreed with the original on {counts['ref']} elements of its timed runs")
     result.bench_size = bench.label
@@ -156,6 +168,91 @@ def time_job(ctx: JobContext) -> None:
     if result.ref_time:
         base = result.candidate_time or result.original_time
         result.speedup_vs_ref = result.ref_time.median_ms / base.median_ms
+
+
+@dataclass
+class _Rep:
+    """One repetition as the candidate saw it: the generator's state before its inputs were
+    drawn (to draw them again), its elements out of tolerance, and per output judged against
+    the double-precision run, its largest difference from the original."""
+
+    state: Any
+    bad: Any
+    bad_by: dict[str, Any] = field(default_factory=dict)
+    apart: dict[str, Any] = field(default_factory=dict)
+
+
+AGAIN_RUNS = 4  # runs of a nondeterministic original on a repetition's inputs drawn again
+SAMPLED_OUT = 0.05  # at most this share of the repetitions (and at least 2) may be held to their own errors
+
+
+def held_to_their_errors(ctx: JobContext, bench: Any, pristine: dict[str, Any], generator: Any, reps: list[_Rep],
+                         count: int) -> str:
+    """Repetitions where the candidate's outputs left the tolerance measured in verification,
+    each held to the rule verification holds the first runs to: its inputs drawn again, both
+    kernels run once more beside the original in double precision, the candidate within its
+    bound of that run (FACTOR times the original's error on these very inputs, or the job's
+    bound), and the difference seen in the timed run no larger than the two kernels' errors
+    there can make it. A sum that happens to be near zero has a tiny scale and the same rounding:
+    that passes. A stale, cached or skipped result is far from both: that fails, as do
+    disagreements too many to be such chance, or in outputs no double-precision run judges.
+    Returns what the check's detail adds; raises the verdict otherwise."""
+    flagged = [r for r in reps if int(r.bad.item())]
+    judged = {a.name for a in outputs(bench) if ctx.accuracy.compare_tolerance(a.name) is not None}
+    limit = max(2, int(SAMPLED_OUT * len(reps)))
+    if len(flagged) > limit:
+        problem = f" in {len(flagged)} of {len(reps)} runs, too many to be rounding on chance inputs"
+    elif ctx.wide is None or any(int(n.item()) for r in flagged for name, n in r.bad_by.items() if name not in judged):
+        problem = ""
+    else:
+        problem = next((p for p in (_judged_again(ctx, bench, pristine, generator, r) for r in flagged) if p), None)
+        if problem is None:
+            return (f"; {len(flagged)} of {len(reps)} runs apart beyond the verification's tolerance, each within the "
+                    "original's own error on its inputs against the double-precision run")
+    raise Failure("wrong", f"{count} output elements of the timed runs differ from the original's on the same fresh "
+                           f"inputs{problem}: the candidate caches results across launches, skips work, or depends on "
+                           "state left by earlier runs", check="timed runs verified")
+
+
+def _judged_again(ctx: JobContext, bench: Any, pristine: dict[str, Any], generator: Any, rep: _Rep) -> str:
+    """One repetition's inputs drawn again and both kernels held to the double-precision run on
+    them; what fails, or ''."""
+    torch = ctx.torch
+    generator.set_state(rep.state)
+    for a in buffers_of(bench):
+        if a.name in pristine:
+            refill(torch, pristine[a.name], a, generator)
+    inputs = {name: t.clone() for name, t in pristine.items()}
+    double = double_outputs(ctx, bench, inputs)
+    # an original that rounds differently each run (atomics) is run a few times: its error is a spread
+    originals = [launch_runs(ctx, "original", bench, inputs, "A", 1, None)[0]
+                 for _ in range(AGAIN_RUNS if ctx.accuracy.spread else 1)]
+    candidate = launch_runs(ctx, "candidate", bench, inputs, "B", 1, None)[0]
+    for name, apart in rep.apart.items():
+        if not int(rep.bad_by[name].item()):
+            continue
+        own = max(float(scaled_error(torch, o[name], double[name]).max().item()) for o in originals)
+        mine = float(scaled_error(torch, candidate[name], double[name]).max().item())
+        bound = max(ctx.accuracy.bound(name), FACTOR * own)
+        if not mine <= bound:
+            return (f" (drawn again, {name} is {mine:.3g} of its scale from the double-precision run, where the "
+                    f"original is {own:.3g}: bound {bound:.3g})")
+        errors = max(_largest_difference(torch, o[name], double[name]) for o in originals) + \
+            _largest_difference(torch, candidate[name], double[name])
+        scale = double[name].double().abs().max()
+        allowed = float((FACTOR * errors + FLOOR_ULPS * EPS["float32"] * scale).item())
+        seen = float(apart.item())
+        if not seen <= allowed:
+            return (f" ({name} was {seen:.3g} apart; on the same inputs drawn again both kernels are within {allowed:.3g}"
+                    " of the double-precision run together: the timed run's output was not computed from its inputs)")
+    return ""
+
+
+def _largest_difference(torch: Any, a: Any, b: Any) -> Any:
+    """max |a - b| in float64 on the device, NaN counting as infinite."""
+    d = (a.double() - b.double()).abs()
+    return torch.nan_to_num(d, nan=float("inf")).max() if d.numel() else torch.zeros((), dtype=torch.float64,
+                                                                                      device=d.device)
 
 
 def _log_times(kernel: str, size: str, times: dict[str, list[float]]) -> None:

@@ -23,22 +23,20 @@ fault and the result says so, naming the argument.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import Check, EvalJob, SizePlan
 from ..job.widening import grounded_buffers
-from .accuracy import FACTOR, FLOOR_ULPS, to_wide, wide_args
-from .buffers import FLOATS, describe, poisoned
-from .common import (Failure, JobContext, buffers_of, captured_inputs, guarded_launch, inputs_only, launch_args,
-                     make_inputs, outputs, seed_for)
-from .guards import Guarded, describe_overrun, guarded
+from .accuracy import FACTOR, FLOOR_ULPS
+from .buffers import FLOATS, describe
+from .common import Failure, JobContext, captured_inputs, inputs_only, make_inputs, outputs, seed_for
 from .oracle import OracleProblem, kept_poison, oracle_problem, rounding_spread
+from .range_check import check_ranges, range_plan
 from .ref import RefError, eval_ref
+from .runs import double_outputs, launch_runs
 from .shared import SharedPoison
 
-WIDE_CHECK = "double-precision reference"
 NAN_HINT = ("; NaN where the original has a number: it read memory nothing wrote (shared memory is filled with "
             "NaN before each launch, and every buffer sits between NaN canaries)")
 
@@ -49,6 +47,7 @@ class Counts:
     seeds: list[int] = field(default_factory=list)
     ref_compared: int = 0
     captured: int = 0  # input sets from a capture of the user's program
+    ranges: int = 0  # input sets that probe the inputs' range, judged (gpu/range_check.py)
 
 
 def verify(ctx: JobContext) -> Counts:
@@ -59,6 +58,8 @@ def verify(ctx: JobContext) -> Counts:
     accuracy = ctx.accuracy
     if ctx.wide is not None:
         accuracy.grounded = grounded_buffers(job.sizes[0])
+    probe = range_plan(job) if not job.screen else None
+    range_result: Check | None = None
     for index, plan in enumerate(job.sizes):
         usable = True
         random_sets = seeds_at(job, plan)
@@ -91,6 +92,7 @@ def verify(ctx: JobContext) -> Counts:
                     break
                 raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {problem}",
                               check=problem.check, argument=problem.argument)
+            _count_nonfinite(ctx, plan, expected[0])
             double = _double_run(ctx, plan, inputs, expected[0]) if accuracy.grounded else None
             if not problem and spread:
                 double = rounding_spread(ctx, plan, inputs, expected[0], again[0], double, spread, rerun)
@@ -108,38 +110,34 @@ def verify(ctx: JobContext) -> Counts:
             counts.seeds.append(seed)
         if usable:
             counts.sizes.append(plan.label)
+        if index == probe:  # the sets that probe the range, before the bench size's larger buffers
+            range_result = check_ranges(ctx, index, shared)
+            counts.ranges = len(ctx.result.range_sets)
     result.checks += _checks(ctx, counts, ref_usable, shared)
+    if range_result is not None:
+        result.checks.append(range_result)
     result.checks.append(_accuracy_check(ctx))
     return counts
 
 
 def _double_run(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict) -> dict | None:
-    """The original run in double precision on the same inputs (float32 promoted exactly); the
-    original's own error joins the criterion. None once the criterion has fallen back."""
-    torch, session, accuracy = ctx.torch, ctx.session, ctx.accuracy
-    wide = wide_args(plan)
-    tensors = {}
-    for a in wide:
-        if a.kind != "buffer":
-            continue
-        if a.direction == "out":
-            tensors[a.name] = poisoned(torch, session.device, a, "A")  # NaN for the promoted floats
-        else:
-            tensors[a.name] = to_wide(torch, inputs[a.name])
-    args = launch_args(wide, tensors)
-    launch = plan.original
-    doubled = type(launch)(launch.grid, launch.block, launch.smem * 2)  # its shared arrays hold doubles now
-    assert ctx.wide is not None
-    guarded_launch(session, "original", plan.label, lambda: ctx.wide.launch(args, doubled),  # type: ignore[union-attr]
-                   what=f"the original built in double precision failed at {plan.label}", status="crashed",
-                   check=WIDE_CHECK)
-    double = {a.name: tensors[a.name] for a in outputs(plan)}
-    accuracy.observe_original(torch, plan, expected, double)
-    if not accuracy.grounded:
-        ctx.result.warnings.append(f"accuracy: no double-precision reference ({accuracy.why_not}); outputs are "
+    """The original run in double precision on the same inputs; the original's own error joins
+    the criterion. None once the criterion has fallen back."""
+    double = double_outputs(ctx, plan, inputs)
+    ctx.accuracy.observe_original(ctx.torch, plan, expected, double)
+    if not ctx.accuracy.grounded:
+        ctx.result.warnings.append(f"accuracy: no double-precision reference ({ctx.accuracy.why_not}); outputs are "
                                    "compared with the original's within the element type's default tolerance")
         return None
     return double
+
+
+def _count_nonfinite(ctx: JobContext, plan: SizePlan, expected: dict) -> None:
+    """The most NaN or inf the original gives in each float output at this size (range_check.py)."""
+    seen = ctx.nonfinite.setdefault(plan.label, {})
+    for a in outputs(plan):
+        if a.dtype in FLOATS:
+            seen[a.name] = max(seen.get(a.name, 0), int((~expected[a.name].isfinite()).sum().item()))
 
 
 def _accuracy_check(ctx: JobContext) -> Check:
@@ -186,7 +184,8 @@ def seeds_at(job: EvalJob, plan: SizePlan) -> int:
 
 def checked_text(counts: Counts) -> str:
     captured = ", the captured inputs among them" if counts.captured else ""
-    return f"{len(counts.sizes)} sizes, {len(counts.seeds)} input sets{captured}"
+    ranges = f" and {counts.ranges} that probe their range" if counts.ranges else ""
+    return f"{len(counts.sizes)} sizes, {len(counts.seeds)} input sets{captured}{ranges}"
 
 
 def _checks(ctx: JobContext, counts: Counts, ref_usable: bool, shared: SharedPoison | None) -> list[Check]:
@@ -225,49 +224,6 @@ def _checks(ctx: JobContext, counts: Counts, ref_usable: bool, shared: SharedPoi
         state = "pass" if edge.label in counts.sizes else "skip"
         out.append(Check("non-multiple size", state, edge.label))
     return out
-
-
-def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any], which: str, launches: int,
-                shared: SharedPoison | None) -> list[dict[str, Any]]:
-    """Launch `launches` times back to back on one set of guarded buffers (copies of the inputs,
-    poisoned outputs); every buffer's contents after each launch."""
-    kernel = ctx.kernel(who)
-    launch = plan.original if who == "original" else plan.candidate
-    guards = {a.name: guarded(ctx.torch, ctx.session.device, a, which, inputs.get(a.name) if a.direction != "out" else None)
-              for a in buffers_of(plan)}
-    args = launch_args(plan.args, {name: g.tensor for name, g in guards.items()})
-    footprint = kernel.shared_bytes + launch.smem
-    snapshots = []
-    for k in range(launches):
-        if shared is not None:
-            shared(footprint)
-        started = time.perf_counter()
-        guarded_launch(ctx.session, who, plan.label, lambda: kernel.launch(args, launch))
-        _native_time(ctx, who, plan, time.perf_counter() - started)
-        _check_bands(ctx, who, plan, guards)
-        last = k == launches - 1
-        snapshots.append({name: g.tensor if last else g.tensor.clone() for name, g in guards.items()})
-    return snapshots
-
-
-def _native_time(ctx: JobContext, who: str, plan: SizePlan, seconds: float) -> None:
-    """The fastest launch (and wait) of the kernel being checked at this size: what the
-    sanitizers' cost model starts from (host clock: a few microseconds of launch included)."""
-    if who == ("candidate" if ctx.candidate is not None else "original"):
-        known = ctx.result.native_ms.get(plan.label)
-        ctx.result.native_ms[plan.label] = min(known, seconds * 1e3) if known is not None else seconds * 1e3
-
-
-def _check_bands(ctx: JobContext, who: str, plan: SizePlan, guards: dict[str, Guarded]) -> None:
-    if not guards:  # no buffer: nothing to overrun
-        return
-    changed = ctx.torch.stack([g.violations() for g in guards.values()]).tolist()
-    for (name, g), bad in zip(guards.items(), changed):
-        if bad:
-            overrun = describe_overrun(name, plan.label, g.extent())
-            if who == "original":
-                raise OracleProblem(f"{overrun}: the spec's length for `{name}` is too small", "in bounds", name)
-            raise Failure("wrong", f"the candidate {overrun}", check="guard bands")
 
 
 def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, seed: int) -> tuple[dict | None, str | None]:

@@ -94,6 +94,11 @@ class Evaluator:
             raise EvaluatorUnavailable(f"the GPU worker did not start within {self.start_timeout:.0f} s")
         raise EvaluatorUnavailable(f"the GPU worker exited during start-up ({_exit_text(code)})")
 
+    @property
+    def alive(self) -> bool:
+        """Whether a started worker is up (a job can run without a start)."""
+        return self._proc is not None and self._proc.is_alive() and self.gpu is not None
+
     def close(self) -> None:
         """Stop the worker now: it holds nothing that needs a graceful end, and a CUDA context's
         teardown is the driver's business, not the caller's time."""

@@ -1,0 +1,15 @@
+// One pass for the max and the sum (the sum rescaled when the max grows), then the outputs.
+__global__ void softmax(float* out, const float* inp, int N, int C)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    const float* x = inp + (size_t)i * C;
+    float m = -INFINITY, sum = 0.0f;
+    for (int j = 0; j < C; j++) {
+        float v = x[j];
+        if (v > m) { sum = sum * expf(m - v) + 1.0f; m = v; }
+        else sum += expf(v - m);
+    }
+    float inv = 1.0f / sum;
+    for (int j = 0; j < C; j++) out[(size_t)i * C + j] = expf(x[j] - m) * inv;
+}
