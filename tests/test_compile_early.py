@@ -95,3 +95,50 @@ def test_a_worker_already_up_compiles_for_its_arch_alone(monkeypatch):
     worker.start()
     api.evaluate(worker, "src", "k", "cand")  # type: ignore[arg-type]
     assert [c[0] for c in calls] == ["sm_90a"]
+
+
+def test_fsr_eval_starts_the_worker_while_it_finds_the_spec(monkeypatch, tmp_path):
+    """`fsr eval`: the worker's start (about 5 s on a GPU host) overlaps finding and checking the
+    spec, then evaluate() takes the worker as started; a bad spec still stops the command, and
+    the worker with it."""
+    from fsr_lsp.cli import eval_cmd, main as cli
+
+    events: list = []
+
+    class Worker:
+        def __init__(self, index, timeout=0.0):
+            self.device_index, self.alive, self.gpu = index, False, None
+
+        def start(self, stop=None):
+            events.append(("start begins", time.monotonic()))
+            time.sleep(0.3)
+            self.alive = True
+            return GpuInfo(0, "test", "9.0", 1, 1, 1)
+
+        def close(self):
+            events.append(("closed", time.monotonic()))
+
+    def finding(file, source, kernel, settings):
+        time.sleep(0.1)  # the spec's planning takes a while (a workspace's launches, a capture)
+        events.append(("spec found", time.monotonic()))
+        return source, (), ""
+
+    def evaluate(evaluator, source, kernel, candidate, options, **kw):
+        events.append(("evaluate", time.monotonic()))
+        return EvalResult(kernel=kernel, status="verified", message="ok")
+
+    monkeypatch.setattr(eval_cmd, "gpu_support_missing", lambda needs: "")
+    monkeypatch.setattr(eval_cmd, "local_gpus", lambda spec: [0])
+    monkeypatch.setattr(eval_cmd, "Evaluator", Worker)
+    monkeypatch.setattr(eval_cmd, "spec_and_inputs", finding)
+    monkeypatch.setattr(eval_cmd, "evaluate", evaluate)
+    monkeypatch.setattr(eval_cmd, "render_result", lambda *a, **k: None)
+    source = tmp_path / "k.cu"
+    spec = Path(__file__).parent.parent / "examples" / "saxpy.cu"
+    source.write_text(spec.read_text())
+    assert cli.main(["eval", str(source), "--kernel", "saxpy"]) == 0
+    order = [name for name, _ in sorted(events, key=lambda e: e[1])]
+    assert order.index("start begins") < order.index("spec found") < order.index("evaluate") < order.index("closed"), order
+    events.clear()
+    assert cli.main(["eval", str(source), "--kernel", "nothing_here"]) == 2
+    assert [name for name, _ in events][-1] == "closed"

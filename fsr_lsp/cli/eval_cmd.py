@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import threading
 from pathlib import Path
 
 from .arguments import workspace_of
-from ..evaluator import Evaluator, TimingConfig, evaluate
+from ..evaluator import Evaluator, EvaluatorUnavailable, TimingConfig, evaluate
 from ..evaluator.records import EvalResult
 from ..evaluator.worker.serde import to_json
 from ..evaluator.support import gpu_support_missing
@@ -40,21 +41,46 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
     except (InputError, ValueError) as e:
         return fail(str(e), 2)
+    missing = gpu_support_missing("GPU evaluation needs")
+    evaluator: Evaluator | None = None
+    if not missing:
+        try:
+            gpu = local_gpus(settings.gpus or "0")[0]
+        except ValueError:
+            return fail(f"--gpu {settings.gpus}: expected a GPU index", 2)
+        evaluator = _starting(Evaluator(gpu, timeout=args.timeout))
+    try:
+        return _evaluate(args, settings, source, candidate, evaluator, missing)
+    finally:
+        if evaluator is not None:
+            evaluator.close()
+
+
+def _starting(evaluator: Evaluator) -> Evaluator:
+    """The worker starts (torch and the CUDA context: about 5 s) while the spec is found and
+    checked; evaluate() waits for it, or says why it could not start."""
+    def start() -> None:
+        try:
+            evaluator.start()
+        except (EvaluatorUnavailable, OSError, EOFError, ValueError):  # said by evaluate(), or closed meanwhile
+            pass
+
+    threading.Thread(target=start, daemon=True, name="fsr-worker-start").start()
+    return evaluator
+
+
+def _evaluate(args: argparse.Namespace, settings: Settings, source: str, candidate: str | None,
+              evaluator: Evaluator | None, missing: str) -> int:
     source, inputs = _with_spec(args, settings, source)
     problem = _precheck(args, source)
     if problem:  # what the CPU can tell is said before asking for a GPU
         return fail(problem, 2)
-    missing = gpu_support_missing("GPU evaluation needs")
-    if missing:
+    if evaluator is None:
         return _without_gpu(args, settings, source, candidate, missing)
-    try:
-        gpu = local_gpus(settings.gpus or "0")[0]
-    except ValueError:
-        return fail(f"--gpu {settings.gpus}: expected a GPU index", 2)
     options = dataclasses.replace(settings.eval_options(args.file), compiler=args.compiler, seeds_per_size=args.seeds,
                                   base_seed=args.seed, timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)),
                                   real_inputs=inputs)
-    with Evaluator(gpu, timeout=args.timeout) as evaluator, _Status(not args.json) as status:
+    with _Status(not args.json) as status:
         result = evaluate(evaluator, source, args.kernel, candidate, options,
                           sanitize_winner=settings.search_sanitize, on_stage=status.update)
     if result.status == "unavailable":

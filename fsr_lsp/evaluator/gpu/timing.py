@@ -117,7 +117,7 @@ def time_job(ctx: JobContext) -> None:
                 if c.name == "candidate":
                     rep.bad += n
                     rep.bad_by[a.name] = n
-                    if tolerances.get(a.name) is not None:
+                    if tolerances.get(a.name) is not None and a.numel <= SMALL_OUTPUT:
                         rep.apart[a.name] = _largest_difference(torch, c.outputs[a.name], expected[a.name])
             if c.name == "candidate":
                 seen.append(rep)
@@ -182,6 +182,9 @@ class _Rep:
     apart: dict[str, Any] = field(default_factory=dict)
 
 
+# Outputs of at most this many elements may have a scale near zero (a sum whose inputs cancel):
+# their repetitions are judged again; a larger output's scale is its mean magnitude, which does not.
+SMALL_OUTPUT = 4096
 AGAIN_RUNS = 4  # runs of a nondeterministic original on a repetition's inputs drawn again
 SAMPLED_OUT = 0.05  # at most this share of the repetitions (and at least 2) may be held to their own errors
 
@@ -195,14 +198,14 @@ def held_to_their_errors(ctx: JobContext, bench: Any, pristine: dict[str, Any], 
     bound), and the difference seen in the timed run no larger than the two kernels' errors
     there can make it. A sum that happens to be near zero has a tiny scale and the same rounding:
     that passes. A stale, cached or skipped result is far from both: that fails, as do
-    disagreements too many to be such chance, or in outputs no double-precision run judges.
+    disagreements too many to be such chance, or in outputs no double-precision run judges or too
+    large for their scale to collapse (SMALL_OUTPUT).
     Returns what the check's detail adds; raises the verdict otherwise."""
     flagged = [r for r in reps if int(r.bad.item())]
-    judged = {a.name for a in outputs(bench) if ctx.accuracy.compare_tolerance(a.name) is not None}
     limit = max(2, int(SAMPLED_OUT * len(reps)))
     if len(flagged) > limit:
         problem = f" in {len(flagged)} of {len(reps)} runs, too many to be rounding on chance inputs"
-    elif ctx.wide is None or any(int(n.item()) for r in flagged for name, n in r.bad_by.items() if name not in judged):
+    elif ctx.wide is None or any(int(n.item()) for r in flagged for name, n in r.bad_by.items() if name not in r.apart):
         problem = ""
     else:
         problem = next((p for p in (_judged_again(ctx, bench, pristine, generator, r) for r in flagged) if p), None)
