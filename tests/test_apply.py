@@ -120,3 +120,31 @@ def test_a_rewrite_searched_with_a_drafted_block_inserts_the_block_with_it():
     other = place_spec(doc, "k", block.replace("n = 5", "n = 6")).text  # the user put another block there
     with pytest.raises(ApplyError, match="@fsr block of k changed"):
         rewrite_with_block(other, searched, "k", body, block)
+
+
+def test_a_structural_rewrite_that_changes_the_launch_is_applied_with_its_launch():
+    """The warp per row writes a block that states only its launch (grid, block) over the
+    original's spec: applying it sets those keys in the file's block (found on the GPU: the
+    editor's Apply had no edit, 'the rewrite's @fsr block does not parse')."""
+    from pathlib import Path
+
+    from fsr_lsp.search.generators.structural import structural_proposals
+    from fsr_lsp.kernels import find_kernel as find
+    from fsr_lsp.source import SourceText as Text
+    from fsr_lsp.specs import parse_spec as parse
+
+    from .search_helpers import context
+
+    text = (Path(__file__).parent.parent / "examples" / "softmax.cu").read_text()
+    ctx = context(text, "softmax")
+    (warp,) = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition)
+               if p.generator == "builtin:warp-per-row"]
+    rewrite = rewrite_if_unchanged(text, text, "softmax", warp.source)
+    out = text
+    for start, end, new in sorted(rewrite.edits, reverse=True):
+        out = out[:start] + new + out[end:]
+    src = Text(out)
+    spec = parse(src, find(src, "softmax")).spec
+    own = parse(Text(warp.source), find(Text(warp.source), "softmax"), base=ctx.spec).spec
+    assert spec is not None and (spec.grid, spec.block) == (own.grid, own.block) != (ctx.spec.grid, ctx.spec.block)
+    assert "one warp per row" in out

@@ -65,7 +65,11 @@ def test_a_leader_that_memcheck_rejects_never_seeds_the_next_round(evaluator, mo
                               llm=LLMConfig(base_url=llm.base_url, model="scripted", api_key_env="FSR_GPU_TEST_KEY"))
         outcome = run_search(VADD, "vadd.cu", "vadd", config, GpuBench(evaluator, VADD, "vadd", QUICK),
                              LLMGenerator(config.llm, parallel=1))
-        round2 = llm.prompts()[2]
+        prompts = llm.prompts()
+    print(f"\n[search] memcheck leader: {outcome.status}: {outcome.message[:200]}; {len(prompts)} prompts; "
+          + "; ".join(f"{t.proposal.note or t.proposal.generator}: {t.result.status}: {t.result.message[:120]}"
+                      for t in outcome.tried))
+    round2 = prompts[2]
     bad = next(t for t in outcome.tried if "oob_read_mid" in t.proposal.note)
     assert bad.result.status == "wrong" and "demoted as round 1 leader" in bad.result.message, bad.result.message
     assert "past the end of `a` at n=65537" in bad.result.message

@@ -50,4 +50,7 @@ def test_the_tuner_finds_a_verified_win_on_a_naive_transpose_within_a_minute(eva
     print(f"\n[tuner] transpose: {outcome.message}; {generator.screened} screened; "
           f"win at {outcome.best.found_at if outcome.best else '-'} s")
     assert outcome.status == "improved" and outcome.best.result.confirmed
-    assert outcome.best.found_at < 60 and generator.screened >= 20
+    assert outcome.best.found_at < 60
+    # the tuner screens its variants unless a structural rewrite (round 0) already won
+    assert generator.screened >= 20 or outcome.best.proposal.generator.startswith("builtin:transpose-tile"), \
+        (generator.screened, outcome.best.proposal.generator)
