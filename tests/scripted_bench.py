@@ -59,6 +59,7 @@ class ScriptedBench:
             return EvalResult(kernel="k", status="verified", message=f"{value}x", gpu=GPU,
                               original_time=stats(BASE_MS, self.spread), candidate_time=stats(ms, self.spread),
                               speedup=value, sizes_checked=["n=1", "n=1000"], seeds=[1, 2, 3, 4, 5, 6],
+                              range_sets=["x10", "x100", "offset"],
                               speedup_ci=(float(m.group(3)), float(m.group(4))) if m.group(3) else None)
         if kind == "wrong":
             return EvalResult(kernel="k", status="wrong", message="the candidate's output differs", gpu=GPU,

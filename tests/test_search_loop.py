@@ -53,6 +53,7 @@ def test_the_fastest_verified_candidate_wins_and_bad_ones_are_rejected(env):
     assert outcome.status == "improved"
     assert outcome.best.result.speedup == 2.2 and "// c" in outcome.best.proposal.source
     assert outcome.message.startswith("2.20x faster (2 ms -> 0.9091 ms on Scripted GPU")
+    assert "verified at 2 sizes, 6 input sets and 3 that probe their range)" in outcome.message
     statuses = sorted(t.result.status for t in outcome.tried)
     assert statuses == ["compile_error", "compile_error", "rejected", "verified", "verified", "verified", "verified", "wrong"]
     fixes = llm.prompts()[5:]  # asked as the failures came back, in whatever order a loaded machine gives

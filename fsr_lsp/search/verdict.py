@@ -116,8 +116,9 @@ def _summary(outcome: SearchOutcome, config: SearchConfig) -> str:
         r = outcome.best.result
         sizes = len(r.sizes_checked)
         seeds = len(r.seeds)
+        ranges = f" and {len(r.range_sets)} that probe their range" if r.range_sets else ""
         return (f"{r.speedup:.2f}x faster ({r.original_time.median_ms:.4g} ms -> {r.candidate_time.median_ms:.4g} ms "
-                f"on {gpu}; verified at {sizes} sizes, {seeds} input sets)" + (f"; {pending}" if pending else ""))
+                f"on {gpu}; verified at {sizes} sizes, {seeds} input sets{ranges})" + (f"; {pending}" if pending else ""))
     failures = Counter(t.result.status for t in outcome.tried if not t.verified)
     why = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in failures.most_common())
     if pending:
