@@ -12,7 +12,7 @@ import pytest
 
 from fsr_lsp.evaluator import evaluate
 
-from ..test_range_sets_on_cpu import REFUSED_ON
+from ..test_range_sets_on_cpu import REFUSED_ON, original
 from .conftest import QUICK
 
 pytestmark = pytest.mark.gpu
@@ -22,7 +22,7 @@ CASES = sorted((p.parent.name, p.name) for p in HERE.glob("*/*.cu"))
 
 @pytest.mark.parametrize("kernel, candidate", CASES)
 def test_range_sets_on_the_gpu(evaluator, kernel, candidate):
-    source = (HERE / f"{kernel}.cu").read_text()
+    source = original(kernel)
     r = evaluate(evaluator, source, kernel, (HERE / kernel / candidate).read_text(), QUICK)
     checks = {c.name: (c.status, c.detail) for c in r.checks}
     print(f"\n[ranges] {kernel}/{candidate}: {r.status}: {r.message[:240]} | {checks.get('input range')}")
