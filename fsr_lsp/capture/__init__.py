@@ -3,8 +3,8 @@ source, built once per toolkit and cached), running a command under it, and the 
 writes (grid, block, shared memory, scalar values, and the allocation each pointer points
 into). Knows nothing of specs: `drafting.captured` turns records into specs."""
 
-from .launches import Allocation, Capture, CapturedLaunch, CapturedParam, latest_capture, read_capture
-from .runner import CaptureError, run_capture
+from .launches import Allocation, Capture, CapturedLaunch, CapturedParam, captures, latest_capture, read_capture
+from .runner import CaptureError, prune, run_capture
 
-__all__ = ["Allocation", "Capture", "CapturedLaunch", "CapturedParam", "CaptureError", "latest_capture",
-           "read_capture", "run_capture"]
+__all__ = ["Allocation", "Capture", "CapturedLaunch", "CapturedParam", "CaptureError", "captures", "latest_capture",
+           "prune", "read_capture", "run_capture"]

@@ -61,15 +61,23 @@ class CapturedLaunch:
 
 @dataclass
 class Capture:
+    """One run's launches, or (`workspace_capture`) every kernel's launches from the newest run
+    that launched it, with `runs` saying which run each kernel's came from."""
+
     folder: Path
     command: list[str]
     launches: list[CapturedLaunch]
     exit_code: int | None = None
     problems: list[str] = field(default_factory=list)
+    runs: dict[str, "Capture"] = field(default_factory=dict)  # kernel -> the run its launches are from
 
     def of(self, kernel: str) -> list[CapturedLaunch]:
         """This kernel's launches, most frequent first."""
         return sorted((x for x in self.launches if x.base == kernel), key=lambda x: -x.count)
+
+    def run_of(self, kernel: str) -> "Capture":
+        """The run this kernel's launches come from (this capture, for one run's)."""
+        return self.runs.get(kernel, self)
 
     def describe(self) -> str:
         return f"the capture of `{' '.join(self.command)}` ({self.folder.name})"
@@ -116,16 +124,49 @@ def read_capture(folder: Path) -> Capture:
     return capture
 
 
-def latest_capture(workspace: Path) -> Capture | None:
-    """The newest capture under the workspace's .fsr/captures, if any holds a launch."""
+def captures(workspace: Path) -> list[Capture]:
+    """Every capture under the workspace's .fsr/captures that holds a launch, newest first."""
     root = workspace / CAPTURES
     if not root.is_dir():
+        return []
+    found = (read_capture(folder) for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True))
+    return [c for c in found if c.launches]
+
+
+def latest_capture(workspace: Path) -> Capture | None:
+    """What the workspace's captures say, kernel by kernel: each kernel's launches from the
+    newest capture that launched it, so that capturing one program after another keeps every
+    kernel's (a project has many programs and tests). None when no capture holds a launch."""
+    runs = captures(workspace)
+    if not runs:
         return None
-    for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True):
-        capture = read_capture(folder)
-        if capture.launches:
-            return capture
-    return None
+    newest = runs[0]
+    merged = Capture(newest.folder, newest.command, [], newest.exit_code, list(newest.problems))
+    for run in runs:
+        for kernel in sorted({x.base for x in run.launches} - set(merged.runs)):
+            merged.runs[kernel] = run
+            merged.launches += [x for x in run.launches if x.base == kernel]
+    return merged
+
+
+def superseded(workspace: Path) -> list[Path]:
+    """Finished captures no kernel takes its launches from any more: every kernel they launched
+    was launched again by a newer capture, or they recorded nothing."""
+    root = workspace / CAPTURES
+    if not root.is_dir():
+        return []
+    merged = latest_capture(workspace)
+    used = {run.folder for run in (merged.runs.values() if merged else ())}
+    return sorted(p for p in root.iterdir() if p.is_dir() and p not in used and _finished(p))
+
+
+def _finished(folder: Path) -> bool:
+    """Whether the run that writes here has ended (a capture in progress in another terminal
+    has no exit code yet, and no launches read back: it is not superseded)."""
+    try:
+        return "exit_code" in json.loads((folder / "capture.json").read_text())
+    except (OSError, ValueError):
+        return False
 
 
 def _launch(entry: dict, folder: Path) -> CapturedLaunch:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from .build import BuildError, injection_library
-from .launches import CAPTURES, Capture, read_capture
+from .launches import CAPTURES, Capture, read_capture, superseded
 
 
 class CaptureError(RuntimeError):
@@ -70,7 +71,18 @@ def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...]
     capture = read_capture(folder)
     if stopped:
         capture.problems.append(f"the program was {stopped}: launches after that are missing")
+    prune(workspace)
     return capture
+
+
+def prune(workspace: Path) -> list[Path]:
+    """The README's rule: a capture is removed once every kernel it launched was launched
+    again by a newer capture, and one that recorded no launch at all is removed at once. What
+    remains is, for each kernel ever captured, the newest run that launched it."""
+    gone = superseded(workspace)
+    for folder in gone:
+        shutil.rmtree(folder, ignore_errors=True)
+    return gone
 
 
 def _new_folder(root: Path) -> Path:

@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     if not capture.launches:
         return fail("no kernel launch was recorded: did the program launch one"
                     + (f" named {', '.join(args.kernel)}" if args.kernel else "")
-                    + "? (a program that never touches the GPU, or one run under another profiler, records none)", 1)
+                    + "? (a program that never touches the GPU, or one run under another profiler, records none); "
+                    "nothing was kept", 1)
     return 0
 
 
@@ -59,4 +60,5 @@ def _print(capture: Capture) -> None:
     for problem in capture.problems:
         console.print(f"[yellow]problem:[/] {escape(problem)}")
     if capture.launches:
-        console.print("fsr spec FILE.cu, fsr optimize and the editor now take specs from this capture")
+        console.print("fsr spec FILE.cu, fsr optimize and the editor now take these kernels' specs from this capture "
+                      "(other kernels keep theirs from earlier captures)")

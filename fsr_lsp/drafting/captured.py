@@ -64,12 +64,14 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
     launches = capture.of(kernel.name)
     out = Draft(kernel.name, None, launches=sum(x.count for x in launches))
     if not launches:
-        out.problems.append(f"{kernel.name} was not launched in {capture.describe()}")
+        out.problems.append(f"{kernel.name} was not launched in {capture.describe()}"
+                            + (" or any earlier capture" if capture.runs else ""))
         return out
     if not any(p.is_pointer for p in kernel.params):  # its work is invisible to a comparison
         out.problems.append(f"{kernel.name} takes no pointers, so there is nothing to compare: it was launched, "
                             f"but no spec can check what it does")
         return out
+    run = capture.run_of(kernel.name)  # the run this kernel's launches are from
     launch = _chosen(launches)
     n_variants = len({(x.template_args, x.grid, x.block) for x in launches})
     try:
@@ -77,11 +79,11 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
     except NotCaptured as e:
         out.problems.append(f"not from the capture: {e}")
         return out
-    origin = (f"captured by fsr from a run of `{' '.join(capture.command)}`: {launch.where()}, "
+    origin = (f"captured by fsr from a run of `{' '.join(run.command)}`: {launch.where()}, "
               f"{launch.count} launch{'es' if launch.count != 1 else ''}")
     if n_variants > 1:
         out.problems.append(f"{n_variants} captured launch shapes differ; this spec is the most frequent "
-                            f"({launch.where()}); the others are in {capture.folder}")
+                            f"({launch.where()}); the others are in {run.folder}")
     try:
         lines, note = _lines(src, kernel, draft, launch, values, out)
     except NotCaptured as e:  # a texture fsr does not make, say: the launch still gives no spec
@@ -98,7 +100,7 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
     if out.inputs:
         note += "; the inputs of its first launch were saved: they join the random input sets at the bench size"
     out.provenance["capture"] = note
-    out.provenance["launch"] = f"{launch.where()} in {capture.describe()}"
+    out.provenance["launch"] = f"{launch.where()} in {run.describe()}"
     return out
 
 

@@ -1,0 +1,79 @@
+"""Captures accumulate (issue 44 item 1): a project has many programs, captured one after
+another; each kernel takes its spec from the newest capture that launched it, the listing says
+which run each came from, a capture that recorded nothing leaves nothing, and a capture every
+one of whose kernels a newer capture launched again is pruned (the README's rule)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fsr_lsp.capture import latest_capture, prune
+from fsr_lsp.drafting.origin import kernel_specs
+
+from .test_capture import f32, i32, ptr, scale_launch, write_capture
+
+OFFSET = """__global__ void offset(float* out, const float* in, float b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] + b;
+}
+"""
+SCALE = """__global__ void scale(float* out, const float* in, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a * in[i];
+}
+"""
+
+
+def offset_launch(n: int) -> dict:
+    return {"id": 0, "kernel": "_Z6offsetPfPKffi", "name": "offset(float*, float const*, float, int)", "base": "offset",
+            "grid": [(n + 127) // 128, 1, 1], "block": [128, 1, 1], "smem": 0,
+            "params": [ptr(4 * n), ptr(4 * n), {"offset": 16, "size": 4, "hex": f32(1.0)}, {"offset": 20, "size": 4,
+                                                                                         "hex": i32(n)}]}
+
+
+def finished(folder: Path, code: int = 0) -> Path:
+    meta = json.loads((folder / "capture.json").read_text())
+    (folder / "capture.json").write_text(json.dumps({**meta, "exit_code": code}))
+    return folder
+
+
+def specs(root: Path) -> dict:
+    return {s.kernel: s for s in kernel_specs([root / "k.cu"], capture=latest_capture(root))}
+
+
+def test_two_programs_captured_one_after_the_other_keep_both_kernels_specs(tmp_path):
+    (tmp_path / "k.cu").write_text(SCALE + OFFSET)
+    write_capture(tmp_path, [scale_launch(5000)], name="20260101-000000", command=("./scale_app",))
+    write_capture(tmp_path, [offset_launch(3000)], name="20260101-000100", command=("./offset_app",))
+    found = specs(tmp_path)
+    assert found["scale"].origin == "captured" and found["offset"].origin == "captured", found
+    assert "n = 5000" in found["scale"].spec and "./scale_app" in found["scale"].spec
+    assert "n = 3000" in found["offset"].spec and "./offset_app" in found["offset"].spec
+    # the listing says which run each kernel's spec came from
+    assert "20260101-000000" in found["scale"].provenance["launch"]
+    assert "20260101-000100" in found["offset"].provenance["launch"]
+
+
+def test_the_newest_capture_that_launched_a_kernel_wins(tmp_path):
+    (tmp_path / "k.cu").write_text(SCALE)
+    write_capture(tmp_path, [scale_launch(5000)], name="20260101-000000")
+    write_capture(tmp_path, [scale_launch(7000)], name="20260101-000100")
+    write_capture(tmp_path, [offset_launch(3000)], name="20260101-000200")  # newest, but not of scale
+    assert "n = 7000" in specs(tmp_path)["scale"].spec
+
+
+def test_superseded_and_empty_captures_are_pruned_and_nothing_else(tmp_path):
+    (tmp_path / "k.cu").write_text(SCALE + OFFSET)
+    old = finished(write_capture(tmp_path, [scale_launch(5000)], name="20260101-000000"))
+    kept = finished(write_capture(tmp_path, [offset_launch(3000)], name="20260101-000100"))
+    empty = finished(write_capture(tmp_path, [], name="20260101-000150"), code=1)
+    running = write_capture(tmp_path, [], name="20260101-000175")  # another terminal's, still running
+    newer = finished(write_capture(tmp_path, [scale_launch(6000)], name="20260101-000200"))
+    gone = prune(tmp_path)
+    assert gone == [old, empty]
+    assert not old.exists() and not empty.exists() and kept.exists() and newer.exists() and running.exists()
+    found = specs(tmp_path)
+    assert "n = 6000" in found["scale"].spec and "n = 3000" in found["offset"].spec
