@@ -15,6 +15,7 @@ from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
 from ..kernels.aliases import included_texts, type_aliases, with_aliases
 from ..kernels.clock_reads import clock_read
+from ..kernels.lexical import defined_macros
 from ..source import SourceText
 from ..specs import BufferArg, Spec, parse_spec, render_spec
 from .captured import captured_spec, saved_inputs
@@ -74,7 +75,7 @@ def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafte
     found = discover(src)
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
                for o in found.orphan_specs]
-    types = type_aliases("\n".join(headers)) if headers else {}
+    types = type_aliases("\n".join(headers), defined_macros(src.data)) if headers else {}
     return [spec_of(name, src, with_aliases(k, types), launches, drafter, orphans, types, capture) for k in found.kernels]
 
 

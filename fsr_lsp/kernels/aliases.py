@@ -20,12 +20,13 @@ _USING = re.compile(r"\busing\s+(\w+)\s*=\s*([\w\s:]+?)\s*;")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+([\w \t:]+?)[ \t]*$", re.M)
 
 
-def type_aliases(text: str) -> dict[str, str]:
+def type_aliases(text: str, defined: set[str] = frozenset()) -> dict[str, str]:  # type: ignore[assignment]
     """Alias name -> the element type it stands for, for aliases that end in one fsr knows.
     Aliases chosen by the preprocessor (`#if defined(ENABLE_FP32) typedef float floatX; #else
-    typedef __nv_bfloat16 floatX; #endif`) are read from the branch the text takes by itself,
-    as a build without -D flags would."""
-    text = active_text(text, defined_macros(text.encode()))
+    typedef __nv_bfloat16 floatX; #endif`) are read from the branch the text takes with its own
+    `#define`s and `defined` (those of the file that includes it), as a build without -D flags
+    would."""
+    text = active_text(text, defined_macros(text.encode()) | set(defined))
     raw: dict[str, str] = {}
     for m in _TYPEDEF.finditer(text):
         raw[m.group(2)] = " ".join(m.group(1).split())
@@ -104,7 +105,9 @@ def included_aliases(text: str, include_dirs: Iterable[Path]) -> dict[str, str]:
     """Aliases the file gets from the headers it includes: `floatX` is often typedef'd in a
     project's common header."""
     texts = included_texts(text, include_dirs)
-    return type_aliases("\n".join(texts)) if texts else {}
+    # the including file's own defines choose the header's branches: llm.c's GELU defines
+    # ENABLE_BF16 before including the header whose #if typedefs floatX as __nv_bfloat16
+    return type_aliases("\n".join(texts), defined_macros(text.encode())) if texts else {}
 
 
 def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path]) -> Kernel:

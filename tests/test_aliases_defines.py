@@ -1,0 +1,60 @@
+"""Element types as the build compiles them (issue 44 item 2): a header's `#if` that picks a
+typedef is read with the including file's own `#define`s, as nvcc reads it. llm.c-style GELU
+defines ENABLE_BF16 before including the header whose branch typedefs `floatX` as
+`__nv_bfloat16`; fsr read it as float and refused the captured spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.kernels.aliases import with_included_aliases
+from fsr_lsp.source import SourceText
+
+from .test_capture import i32, ptr, write_capture
+
+HEADER = """#pragma once
+#if defined(ENABLE_BF16)
+typedef __nv_bfloat16 floatX;
+#elif defined(ENABLE_FP16)
+typedef half floatX;
+#else
+typedef float floatX;
+#endif
+"""
+GELU = """#define ENABLE_BF16
+#include "common.h"
+__global__ void gelu_forward(floatX* out, const floatX* inp, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) out[i] = inp[i];
+}
+"""
+
+
+def gelu_dtypes(tmp_path: Path, source: str) -> list:
+    (tmp_path / "common.h").write_text(HEADER)
+    kernel = with_included_aliases(find_kernel(SourceText(source), "gelu_forward"), source, (tmp_path,))
+    return [p.dtype for p in kernel.params]
+
+
+def test_the_files_own_define_picks_the_headers_typedef(tmp_path):
+    assert gelu_dtypes(tmp_path, GELU) == ["bfloat16", "bfloat16", "int32"]
+    assert gelu_dtypes(tmp_path, GELU.replace("ENABLE_BF16", "ENABLE_FP16")) == ["float16", "float16", "int32"]
+    assert gelu_dtypes(tmp_path, GELU.replace("#define ENABLE_BF16\n", "")) == ["float32", "float32", "int32"]
+
+
+def test_a_capture_of_the_bf16_build_gives_a_bf16_spec(tmp_path):
+    (tmp_path / "common.h").write_text(HEADER)
+    (tmp_path / "gelu.cu").write_text(GELU)
+    n = 4096
+    record = {"id": 0, "kernel": "_Z12gelu_forwardP13__nv_bfloat16PKS_i",
+              "name": "gelu_forward(__nv_bfloat16*, __nv_bfloat16 const*, int)", "base": "gelu_forward",
+              "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(2 * n), ptr(2 * n), {"offset": 16, "size": 4, "hex": i32(n)}]}
+    write_capture(tmp_path, [record])
+    from fsr_lsp.capture import latest_capture
+
+    (spec,) = kernel_specs([tmp_path / "gelu.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert "N = 4096" in spec.spec and 'out = "out[N]"' in spec.spec, spec.spec  # 2-byte elements: n of them
