@@ -66,9 +66,12 @@ def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...]
     code = proc.wait()
     if reader:
         reader.join(5)
+    # read back before the exit code marks the run finished: from then on a newer capture of the
+    # same kernels, ending in another terminal, may prune this folder
+    capture = read_capture(folder)
+    capture.exit_code = code
     meta.update(exit_code=code, seconds=round(time.time() - meta["started"], 2), stopped=stopped)
     (folder / "capture.json").write_text(json.dumps(meta))
-    capture = read_capture(folder)
     if stopped:
         capture.problems.append(f"the program was {stopped}: launches after that are missing")
     prune(workspace)
