@@ -24,7 +24,7 @@ from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
 from ..search.report import write_report
 from ..settings import settings_from_args
 from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
-from .arguments import workspace_of
+from .arguments import unwritable, workspace_of
 from . import STARTED
 from .console import InputError, fail, kernel_of, make_console
 
@@ -36,11 +36,14 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
     except (InputError, ValueError) as e:
         return fail(str(e), 2)
+    workspace = workspace_of(args.file, args.workspace)
+    why = unwritable(workspace)  # the history is kept there: said now, not after the search
+    if why:
+        return fail(why, 2)
     optimizer = Optimizer()
     missing = optimizer.unavailable(settings)
     if missing:
         return fail(missing.removeprefix("fsr: "), 3)
-    workspace = workspace_of(args.file, args.workspace)
     plan = plan_spec(LaunchIndex(workspace), args.file.resolve(), source, kernel, settings,
                      model_drafter=lambda: _model_drafter(settings))
     if plan.message:

@@ -9,7 +9,9 @@ import argparse
 from pathlib import Path
 
 from ..settings import add_setting_flags
-from .arguments import OneLineParser, at_least, folder, seconds
+from .arguments import (OneLineParser, at_least, file_to_write, folder, gpu_index, no_longer_than_a_week, seconds,
+                        workspace)
+from .version import VersionAction
 
 COMMANDS = ("eval", "optimize", "history", "spec", "capture", "profile")  # each is <name>_cmd.py
 SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup",
@@ -17,22 +19,35 @@ SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "sear
                 "llm.temperature", "llm.timeout", "llm.maxAnswerBytes", "compiler.nvcc", "compiler.flags",
                 "includePaths", "gpus", "evaluator.address")
 PROFILE_FLAGS = ("compiler.nvcc", "compiler.flags", "includePaths", "gpus", "evaluator.address")
+MAX_PER_KERNEL = 1_000_000  # the capture library reads it as a C int
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="fsr", description="Find, verify and time faster CUDA kernels.")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_eval, _optimize, _history, _spec, _capture, _profile):
         add(sub)
     return parser
 
 
-def _one_kernel(p: argparse.ArgumentParser, workspace: bool = False) -> None:
-    """FILE --kernel NAME [--workspace DIR]: the arguments of a command about one kernel."""
+def _one_kernel(p: argparse.ArgumentParser, writes: bool | None = None) -> None:
+    """FILE --kernel NAME [--workspace DIR]: the arguments of a command about one kernel;
+    `writes`: its --workspace must take .fsr/ (True), must exist (False), or is not taken (None)."""
     p.add_argument("file", type=Path, help="the .cu file holding the kernel")
     p.add_argument("--kernel", "-k", required=True, help="the kernel's name")
-    if workspace:
-        p.add_argument("--workspace", type=folder, help="folder holding .fsr/ (default: nearest with .fsr or .git)")
+    if writes is not None:
+        p.add_argument("--workspace", type=workspace if writes else folder,
+                       help="folder holding .fsr/ (default: nearest with .fsr or .git)")
+
+
+def _waits(p: argparse.ArgumentParser, *flags: str) -> None:
+    """Setting flags that are waits take at most a week: a thread's wait overflows far beyond it
+    (a deadline that cannot be armed is no deadline, and its thread dies with a traceback). The
+    settings table checks the rest (finite, its minimum) when the settings are made."""
+    for action in p._actions:  # argparse keeps no public index of a parser's arguments
+        if set(action.option_strings) & set(flags):
+            action.type = no_longer_than_a_week
 
 
 def _eval(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +61,10 @@ def _eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=at_least(1), default=3, help="random input sets per size (default 3)")
     p.add_argument("--seed", type=int, help="base seed (default: fresh every run)")
     p.add_argument("--reps", type=at_least(1), default=300, help="most timed runs per kernel (default 300)")
-    add_setting_flags(p, "gpus", "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.flags", "includePaths")
+    # One GPU: the setting's --gpu takes a list or `all` for a search's round, which eval has not.
+    p.add_argument("--gpu", dest="setting_gpus", type=gpu_index, default="0", metavar="N",
+                   help="the GPU to evaluate on, by index (default 0)")
+    add_setting_flags(p, "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.flags", "includePaths")
     p.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
 
 
@@ -56,15 +74,17 @@ def _optimize(sub: argparse._SubParsersAction) -> None:
                                    "(or the built-in generator), each verified against the original and timed. "
                                    "A kernel without an @fsr spec gets one drafted from its launch (in any source "
                                    "file of the workspace), proven on the GPU first.")
-    _one_kernel(p, workspace=True)
+    _one_kernel(p, writes=True)
     p.add_argument("--apply", action="store_true", help="write the fastest verified rewrite into FILE")
-    p.add_argument("--report", type=Path, help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
+    p.add_argument("--report", type=file_to_write(make_folders=True),
+                   help="HTML report path (default .fsr/reports/KERNEL-TIME.html)")
     add_setting_flags(p, *SEARCH_FLAGS)
+    _waits(p, "--time-budget", "--llm-timeout")
 
 
 def _history(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("history", help="list the stored candidates of a kernel")
-    _one_kernel(p, workspace=True)
+    _one_kernel(p, writes=False)
     p.add_argument("--source", action="store_true", help="print each candidate's code too")
 
 
@@ -85,6 +105,7 @@ def _spec(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-capture", action="store_true", help="ignore captured launches")
     add_setting_flags(p, "gpus", "evaluator.address", "compiler.nvcc", "compiler.flags", "includePaths", "llm.baseUrl",
                       "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes")
+    _waits(p, "--llm-timeout")
 
 
 def _capture(sub: argparse._SubParsersAction) -> None:
@@ -96,9 +117,11 @@ def _capture(sub: argparse._SubParsersAction) -> None:
                                    "optimize and the editor take specs from the latest capture.",
                        usage="fsr capture [options] -- CMD [ARGS...]")
     p.add_argument("--kernel", "-k", action="append", default=[], help="only this kernel (repeatable)")
-    p.add_argument("--workspace", type=folder, default=Path.cwd(), help="the workspace (default: this folder)")
+    # A string default goes through the type too: this folder is checked as one given would be.
+    p.add_argument("--workspace", type=workspace, default=".", help="the workspace (default: this folder)")
     p.add_argument("--timeout", type=seconds, default=None, help="stop the program after this many seconds")
-    p.add_argument("--max-per-kernel", type=at_least(1), default=64, help="distinct launches kept per kernel")
+    p.add_argument("--max-per-kernel", type=at_least(1, most=MAX_PER_KERNEL), default=64,
+                   help=f"distinct launches kept per kernel (at most {MAX_PER_KERNEL:,})")
     add_setting_flags(p, "compiler.nvcc", "capture.snapshotBytes")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
 
@@ -109,7 +132,7 @@ def _profile(sub: argparse._SubParsersAction) -> None:
                                    "and print what costs time, line by line: warp-stall hot spots, uncoalesced "
                                    "global accesses, shared-memory bank conflicts, divergent branches, local memory; "
                                    "with ncu's estimated gains and a summary (occupancy, DRAM, L2, SM throughput).")
-    _one_kernel(p, workspace=True)
+    _one_kernel(p, writes=True)
     p.add_argument("--json", action="store_true", help="print the findings and every line's counters as JSON")
     add_setting_flags(p, *PROFILE_FLAGS)
 

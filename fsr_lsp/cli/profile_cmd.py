@@ -12,11 +12,12 @@ from pathlib import Path
 from rich.markup import escape
 
 from ..failures import said
-from .arguments import workspace_of
+from .arguments import unwritable, workspace_of
 from ..drafting.workspace import LaunchIndex
+from ..evaluator.backends import backend_missing
 from ..profiling.findings import KernelProfile
-from ..settings import settings_from_args
-from ..workflows.optimize import Optimizer, plan_spec
+from ..settings import Settings, settings_from_args
+from ..workflows.optimize import STAND_IN, Optimizer, plan_spec
 from ..workflows.profile_kernel import PROFILER, ProfileRun, profile_kernel
 from .console import InputError, fail, kernel_of, make_console
 
@@ -31,11 +32,14 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
     except (InputError, ValueError) as e:
         return fail(str(e), 2)
-    optimizer = Optimizer()
-    missing = "" if os.environ.get(PROFILER) else optimizer.unavailable(settings)
-    if missing:
-        return fail(missing.removeprefix("fsr: "), 3)
     workspace = workspace_of(args.file, args.workspace)
+    why = unwritable(workspace)  # a drafted spec's proof is cached there
+    if why:
+        return fail(why, 2)
+    missing = unavailable(settings)
+    if missing:
+        return fail(missing, 3)
+    optimizer = Optimizer()
     plan = plan_spec(LaunchIndex(workspace), args.file.resolve(), source, kernel, settings)
     job = ProfileRun(source, args.file.resolve(), args.kernel, workspace, settings, plan)
     try:
@@ -50,6 +54,14 @@ def run(args: argparse.Namespace) -> int:
         console.print(escape(outcome.message), highlight=False)
     print(as_json(outcome.profile, args.file) if args.json else as_text(outcome.profile, args.file))
     return 0
+
+
+def unavailable(settings: Settings) -> str:
+    """Why a profile cannot run here ('' when it can), said as a profile's need: the Optimizer's
+    own answer speaks of searches. A recorded profiler or an evaluator stand-in (tests) needs no GPU."""
+    if os.environ.get(PROFILER) or os.environ.get(STAND_IN):
+        return ""
+    return backend_missing(settings.backend_choice(), "fsr profile needs")
 
 
 def as_text(profile: KernelProfile, file: Path) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from .arguments import workspace_of
+from .arguments import unwritable, workspace_of
 from ..capture import latest_capture, read_capture
 from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
@@ -49,12 +49,17 @@ def run(args: argparse.Namespace) -> int:
             return fail(f"{args.capture} holds no captured launch", 2)
     elif not args.no_capture:
         capture = latest_capture(workspace_of(args.files[0], args.workspace))
-    specs = [s for s in kernel_specs(list(args.files), drafter, tuple(map(Path, settings.include_paths)), capture)
-             if args.kernel in (None, s.kernel)]
+    found = kernel_specs(list(args.files), drafter, tuple(map(Path, settings.include_paths)), capture)
+    if not found:  # an empty file, a header of host code, a file that is no CUDA at all: said, not silence
+        return fail(f"no kernel (__global__ function) in {', '.join(map(str, args.files))}", 2)
+    specs = [s for s in found if args.kernel in (None, s.kernel)]
     if args.kernel and not specs:
         return fail(f"no kernel named {args.kernel} in {', '.join(map(str, args.files))}", 2)
     proofs: dict[tuple[str, str], Proof] = {}
     if args.check:
+        why = unwritable(workspace_of(args.files[0], args.workspace))  # the proofs are cached there
+        if why:
+            return fail(why, 2)
         why = backend_missing(settings.backend_choice(), "--check needs")
         if why:
             return fail(why, 3)

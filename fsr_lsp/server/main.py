@@ -9,6 +9,8 @@ import sys
 import threading
 
 from .. import processes, scratch
+from ..cli.arguments import OneLineParser, file_to_write, host_port
+from ..cli.version import VersionAction
 from ..redaction import register_environment
 from .logs import LEVELS, configure
 
@@ -30,14 +32,22 @@ def build():
     return ls
 
 
+def parser() -> argparse.ArgumentParser:
+    """What `fsr-lsp` takes, each argument checked as `fsr`'s are (cli/arguments.py): a bad one is
+    one line and exit 2 before the server starts, where an editor shows it to the user."""
+    p = OneLineParser(prog="fsr-lsp", description="CUDA kernel language server with verified FSR search")
+    p.add_argument("--version", action=VersionAction)
+    p.add_argument("--tcp", metavar="HOST:PORT", type=host_port, help="listen on TCP instead of stdio (debugging)")
+    p.add_argument("--log-file", type=file_to_write(), help="write the server's log here (default: stderr)")
+    p.add_argument("--log-level", default="info", choices=LEVELS, type=str.lower,
+                   help="info (default) logs fsr's own messages; debug adds every JSON-RPC payload, "
+                        "document text included")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fsr-lsp", description="CUDA kernel language server with verified FSR search")
-    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)")
-    parser.add_argument("--log-file", help="write the server's log here (default: stderr)")
-    parser.add_argument("--log-level", default="info", choices=LEVELS, type=str.lower,
-                        help="info (default) logs fsr's own messages; debug adds every JSON-RPC payload, "
-                             "document text included")
-    args = parser.parse_args(argv)
+    arguments = parser()
+    args = arguments.parse_args(argv)
     # Before any child: every process started from here on carries the mark, and the reaper
     # ends them all when the server ends, however it ends.
     global _reaper
@@ -47,12 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     # What a killed fsr left behind, swept beside the start-up: a /tmp of thousands of entries
     # takes tens of milliseconds to read, and no editor should wait for that.
     threading.Thread(target=scratch.sweep, name="fsr-sweep", daemon=True).start()
-    configure(args.log_level, args.log_file)
+    configure(args.log_level, args.log_file and str(args.log_file))
     server = build()
 
     if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
+        host, port = args.tcp
+        try:
+            server.start_tcp(host, port)
+        except OSError as e:  # a port in use, a host that does not resolve: the argument, said in one line
+            arguments.error(f"argument --tcp: cannot listen on {host}:{port}: {e.strerror or e}")
     else:
         server.start_io()
     # The client closed the stream (an editor that quit without `exit`): end now. Compiles in
