@@ -1,8 +1,11 @@
 """The JSON-RPC side of the server, firm with bad input: a request whose params do not fit is
 answered (-32602 InvalidParams) rather than left hanging, a body that is not JSON (or not UTF-8)
-gets -32700, text with lone surrogates (which JSON can carry and a client can send) has them
-replaced by U+FFFD (one UTF-16 unit for one: positions stay), and no Python traceback ever
-travels in an error's `data`."""
+gets -32700, what is no request (a batch, a bare value, an id with nothing to do, a request
+after shutdown) gets -32600 as JSON-RPC and LSP ask, text with lone surrogates (which JSON can
+carry and a client can send) has them replaced by U+FFFD (one UTF-16 unit for one: positions
+stay), and no Python traceback ever travels in an error's `data`. A client's mistake in a
+notification or an answer has no one to answer: it is a warning in the log, never a popup
+(pygls shows "Error in server" for it; the user can do nothing about a client's bug)."""
 
 from __future__ import annotations
 
@@ -10,15 +13,19 @@ import json
 import logging
 import re
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Generator
+from urllib.parse import unquote
 
+from lsprotocol import types
 from lsprotocol.types import ResponseError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import RPCRequest
+from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger("fsr_lsp")
-INVALID_PARAMS, PARSE_ERROR = -32602, -32700
-_HANDLED = SimpleNamespace(jsonrpc="answered already")  # handle_message ignores it (with a debug line)
+INVALID_REQUEST, INVALID_PARAMS, PARSE_ERROR = -32600, -32602, -32700
+_HANDLED = SimpleNamespace(jsonrpc="answered already")  # handle_message drops it
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins the pairs: what is left is alone
 
 
@@ -30,18 +37,94 @@ def without_lone_surrogates(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def message_id(value: Any) -> int | str | None:
+    """A JSON-RPC id to answer with: a number or a string, else null (true is no id)."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
+class Invalid:
+    """What JSON-RPC calls an invalid request, found while decoding: answered -32600 once it is
+    known to be the whole message (the decoder sees nested objects first)."""
+
+    def __init__(self, msg_id: int | str | None, why: str) -> None:
+        self.id, self.why = msg_id, why
+
+
 class FsrProtocol(LanguageServerProtocol):
+    def decode(self, body: bytes) -> Any:
+        """A body to a message; ValueError for one that is not JSON, not UTF-8, or nested past
+        what the decoder can hold (JSON-RPC's -32700, all three)."""
+        try:
+            return json.loads(body, object_hook=self.structure_message)
+        except RecursionError:
+            raise ValueError("the JSON is nested too deeply") from None
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         data = without_lone_surrogates(data)
+        if "jsonrpc" in data and "id" in data:
+            if data["id"] is not None and message_id(data["id"]) is None:
+                return Invalid(None, "an id that is neither a number nor a string")
+            if not {"method", "result", "error"} & data.keys():
+                return Invalid(message_id(data["id"]), "an id with no method, result or error")
         try:
             return super().structure_message(data)
         except JsonRpcException:
-            if isinstance(data, dict) and "id" in data and "method" in data:
+            if not isinstance(data, dict) or "jsonrpc" not in data:
+                raise
+            if "id" in data and "method" in data:
                 log.warning("invalid params for %s (request %s)", data["method"], data["id"])
                 self._send_response(data["id"], None, ResponseError(
                     code=INVALID_PARAMS, message=f"invalid params for {data['method']}: see the LSP specification"))
-                return _HANDLED
-            raise
+            elif "method" in data:
+                log.warning("the client's %s notification does not fit the LSP specification: ignored",
+                            str(data["method"])[:80])
+            else:
+                self.unfit_answer(data["id"])
+            return _HANDLED
+
+    def unfit_answer(self, msg_id: Any) -> None:
+        """The client's answer to one of our requests does not fit its result's type: whoever
+        waits for it gets an error rather than waiting for ever."""
+        log.warning("the client's answer to request %s does not fit the LSP specification", msg_id)
+        future = self._request_futures.pop(msg_id, None)
+        if future is not None and not future.done():
+            future.set_exception(JsonRpcException(f"the client's answer to request {msg_id} does not fit"))
+
+    def handle_message(self, message: Any) -> None:
+        """pygls's dispatch, after what JSON-RPC and LSP call invalid: a message that is no
+        JSON-RPC 2.0 object, and a request after shutdown (a notification then is dropped, as
+        pygls does, and `exit` still ends the server)."""
+        if message is _HANDLED:
+            return
+        if isinstance(message, Invalid):
+            return self.invalid_request(message.id, message.why)
+        if getattr(message, "jsonrpc", None) != self.VERSION:
+            if isinstance(message, list):
+                why = "a batch (a JSON array): LSP has none"
+            elif isinstance(message, dict) or hasattr(message, "jsonrpc"):
+                why = 'no "jsonrpc": "2.0"'
+            else:
+                why = "not a JSON object"
+            msg_id = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+            return self.invalid_request(message_id(msg_id), why)
+        if self._shutdown and isinstance(message, RPCRequest) and message.method != types.EXIT:
+            return self.invalid_request(message.id, f"{message.method} after shutdown")
+        super().handle_message(message)
+
+    def invalid_request(self, msg_id: int | str | None, why: str) -> None:
+        log.warning("an invalid request (%s) was answered -32600", why)
+        self._send_data({"jsonrpc": "2.0", "id": msg_id,
+                         "error": {"code": INVALID_REQUEST, "message": f"Invalid request: {why}"}})
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
+        """pygls's, for a document the client opened; a change to any other is the client's
+        mistake (pygls raises KeyError, shown to the user as "Error in server")."""
+        uri = params.text_document.uri
+        if self._workspace is None or unquote(uri) not in self._workspace.text_documents:
+            log.warning("the client's textDocument/didChange of %s, which it never opened: ignored", uri[:200])
+            return
+        yield from super().lsp_text_document__did_change(params)
 
     def _send_response(self, msg_id: Any, result: Any | None = None, error: ResponseError | None = None) -> None:
         if error is not None and error.data is not None:  # a traceback is ours to log, not the client's to read
@@ -55,7 +138,7 @@ class FsrProtocol(LanguageServerProtocol):
         elif isinstance(error, UnicodeDecodeError):
             message = f"Parse error: the body is not UTF-8 (byte {error.object[error.start]:#04x} at {error.start})"
         else:
-            message = "Parse error"
+            message = f"Parse error: {error}" if str(error) else "Parse error"
         log.warning("a message that could not be read was answered -32700: %s", message)
         self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": message}})
 

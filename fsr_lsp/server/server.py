@@ -20,6 +20,7 @@ from ..redaction import redact
 from ..settings import USER, Settings, load_settings
 from .edits import EditSupport
 from .features.drafts import Drafts
+from .framing import serve_stdio, serve_tcp
 from .logs import set_level
 from .protocol import FsrProtocol
 from .search_jobs import Searches
@@ -55,6 +56,16 @@ class FsrServer(LanguageServer):
         self.diagnostic_sources: list[DiagnosticSource] = []  # each feature's diagnostics of a document
         self.save_hooks: list[SaveHook] = []  # what features do when a document is saved
 
+    # ------------------------------------------------------------ transports: pygls's, with our reader
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Stdio, read by framing.py: a bad header or length costs one message, not the session."""
+        serve_stdio(self, stdin, stdout)
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """TCP (debugging), read the same way."""
+        serve_tcp(self, host, port)
+
     # ------------------------------------------------------------ what leaves for the client, redacted
 
     def window_show_message(self, params: types.ShowMessageParams) -> None:
@@ -71,8 +82,10 @@ class FsrServer(LanguageServer):
         super().text_document_publish_diagnostics(params)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """Bad JSON or bytes that are not UTF-8 are answered -32700 (no popup: the client sent them);
-        the rest as pygls does."""
+        """Bad JSON or bytes that are not UTF-8 are answered -32700 (no popup: the client sent them;
+        framing.py does this itself, pygls's websocket loop comes here); a client's other
+        mistakes never get here (protocol.py logs them). The rest is a fault of ours: logged
+        at error, and shown as pygls does."""
         if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
             self.protocol.parse_error(error)  # type: ignore[attr-defined]
             return
