@@ -98,3 +98,18 @@ def exit_on_signals(code_of: dict[int, int] | None = None) -> None:
 
     for sig in codes:
         signal.signal(sig, stop)
+
+
+def hard_exit(code: int) -> None:
+    """End this process now: the log closed, what stdout and stderr hold flushed, and no
+    interpreter teardown (an asyncio loop torn down around compiles in flight prints tracebacks
+    into the editor's output panel; children are the reaper's)."""
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

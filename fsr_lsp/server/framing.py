@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import sys
 import threading
@@ -34,6 +33,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, Coroutine
 
 from pygls.exceptions import JsonRpcInternalError
 from pygls.io_ import StdoutWriter
+
+from ..processes import hard_exit
 
 if TYPE_CHECKING:
     from pygls.server import JsonRPCServer
@@ -291,10 +292,4 @@ def end_with(message: str) -> None:
     if not any(getattr(h, "stream", None) is sys.stderr and not isinstance(h, logging.FileHandler)
                for h in logging.getLogger().handlers):
         print(f"fsr-lsp: {message}", file=sys.stderr)
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(EXIT_UNREADABLE_STREAM)
+    hard_exit(EXIT_UNREADABLE_STREAM)

@@ -4,12 +4,11 @@ initialized and on every change), the workspace watcher, stopping searches on sh
 from __future__ import annotations
 
 import logging
-import os
-import sys
 from typing import Any
 
 from lsprotocol import types
 
+from ...processes import hard_exit
 from ..server import FsrServer, is_cuda
 from ..trust import read_trust
 from .documents import schedule_check, watch
@@ -62,13 +61,7 @@ def register(server: FsrServer) -> None:
         """End at once, as the specification asks (0 after shutdown, else 1): compiles still
         running are the reaper's to end, and an asyncio loop torn down around them would print
         "Event loop is closed" tracebacks into the editor's output panel."""
-        logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(0 if ls.protocol._shutdown else 1)
+        hard_exit(0 if ls.protocol._shutdown else 1)
 
 
 async def pull_configuration(ls: FsrServer) -> None:
