@@ -4,8 +4,9 @@ The long-lived process (the language server) marks its environment with a tree i
 child inherits: compilers and their own children, the evaluator's worker, sanitizers and
 profilers, captured programs, even those started in a session of their own so a timeout can
 kill their group. A reaper, a small process of its own, watches the server: when the server is
-gone it kills every process holding the mark. Nothing has to register; a child started through
-any API is covered. On Linux only (/proc); elsewhere the reaper is not started.
+gone it kills every process holding the mark, and their descendants (a child started with a
+scrubbed environment, as Ray starts its agents, holds no mark). Nothing has to register; a child
+started through any API is covered. On Linux only (/proc); elsewhere the reaper is not started.
 """
 
 from __future__ import annotations
@@ -30,22 +31,32 @@ while os.getppid() == parent:
     time.sleep(POLL)
 me = os.getpid()
 for _ in range(5):
-    found = 0
+    marked, parents = set(), {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
         try:
+            with open("/proc/" + entry + "/stat", "rb") as f:
+                parents[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
             with open("/proc/" + entry + "/environ", "rb") as f:
                 env = b"\0" + f.read() + b"\0"
-        except OSError:
+        except (OSError, ValueError, IndexError):
             continue
         if needle in env:
-            found += 1
-            try:
-                os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
-    if not found:
+            marked.add(int(entry))
+    # and their descendants: a child started with a scrubbed environment (Ray's agents) carries
+    # no mark, yet is part of the tree
+    doomed, grew = set(marked), True
+    while grew:
+        more = {pid for pid, ppid in parents.items() if ppid in doomed and pid not in doomed and pid != me}
+        doomed |= more
+        grew = bool(more)
+    for pid in doomed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if not doomed:
         break
     time.sleep(0.05)
 """.replace("POLL", str(POLL_SECONDS))

@@ -66,6 +66,39 @@ def test_every_child_dies_with_its_parent_however_it_ends(how):
     assert wait_empty(parent.pid) == []
 
 
+SCRUBBED = textwrap.dedent("""
+    import os, subprocess, sys, time
+    from fsr_lsp import processes
+    mark = processes.mark_tree()
+    processes.start_reaper(mark)
+    # a marked child that starts its own children with an environment of its own, as Ray's
+    # raylet starts its dashboard and runtime-env agents: they hold no mark
+    helper = subprocess.Popen([sys.executable, "-c",
+        "import subprocess, sys, time\\n"
+        "kids = [subprocess.Popen(['sleep', '60'], env={'PATH': '/usr/bin:/bin'}) for _ in range(2)]\\n"
+        "print(' '.join(str(k.pid) for k in kids), flush=True)\\n"
+        "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    print(mark, helper.stdout.readline().strip(), flush=True)
+    time.sleep(60)
+""")
+
+
+def test_children_started_without_the_mark_die_with_the_tree():
+    parent = subprocess.Popen([sys.executable, "-c", SCRUBBED], stdout=subprocess.PIPE, text=True)
+    line = parent.stdout.readline().split()
+    unmarked = [int(p) for p in line[1:]]
+    assert len(unmarked) == 2 and not set(unmarked) & set(marked(line[0]))
+    parent.kill()
+    parent.wait(5)
+    end = time.monotonic() + 3
+    while any(Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1][:3]
+              for p in unmarked) and time.monotonic() < end:
+        time.sleep(0.05)
+    alive = [p for p in unmarked if Path(f"/proc/{p}").exists()
+             and "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1][:3]]
+    assert alive == [], alive
+
+
 def frame(obj: dict) -> bytes:
     body = json.dumps(obj).encode()
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
