@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         optimizer.close()
     if outcome.profile is None:
-        return fail(outcome.message, 3 if outcome.spec_problem else 1)
+        return fail(outcome.message, 3 if outcome.spec_problem or outcome.unavailable else 1)
     if outcome.message:
         console.print(escape(outcome.message), highlight=False)
     print(as_json(outcome.profile, args.file) if args.json else as_text(outcome.profile, args.file))

@@ -18,6 +18,7 @@ from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
 from ..drafting.origin import Drafter, KernelSpec, kernel_specs
 from ..drafting.proof import Proof, prove_with
+from ..evaluator import EvaluatorUnavailable
 from ..evaluator.backends import backend_missing, make_backend
 from ..llmclient import ChatClient
 from ..settings import Settings, settings_from_args
@@ -67,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
             proofs = _prove_all(args, settings, specs)
         except ValueError:
             return fail(f"--gpu {settings.gpus}: expected a GPU index, a list such as 0,1, or all", 2)
+        except EvaluatorUnavailable as e:  # no GPU reached (a Ray cluster down, say): as every command says it
+            return fail(str(e), 3)
     if args.json:
         print(json.dumps([_json(s, proofs.get((s.file, s.kernel)), args.check) for s in specs], indent=2))
     else:
@@ -79,6 +82,8 @@ def _prove_all(args: argparse.Namespace, settings: Settings, specs: list[KernelS
     backend = make_backend(settings.backend_choice(timeout=args.timeout))
     with contextlib.closing(backend), ProofCache(workspace_of(args.files[0], args.workspace)) as cache, \
             _Status(not args.json) as status:
+        status.update("starting the GPU workers")
+        backend.start()  # GPUs that cannot be reached (a Ray cluster down): one line and exit 3, before any spec
         for s in specs:
             if s.spec is None:
                 continue

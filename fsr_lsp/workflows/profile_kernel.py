@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..drafting.placement import Placed, place_spec
+from ..evaluator import EvaluatorUnavailable
 from ..evaluator.backends import EvalRequest
 from ..evaluator.profile.profile import Profiled
 from ..evaluator.support import load
@@ -39,6 +40,7 @@ class ProfileOutcome:
     message: str  # why there is no profile, or what the user should know of it
     spec_problem: bool = False  # the kernel needs a spec first
     cancelled: bool = False
+    unavailable: bool = False  # no GPU could be reached (a Ray cluster down): said as every command says it
 
 
 def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str], None]) -> ProfileOutcome:
@@ -67,6 +69,10 @@ def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str]
         profiled, gpu = load(stand_in)(request), "stand-in GPU"
     else:
         backend = optimizer.backend(job.settings)
+        try:
+            backend.start()
+        except EvaluatorUnavailable as e:
+            return ProfileOutcome(None, str(e), unavailable=True)
         profiled = backend.profile(request, lines=True, cancel=job.cancel)
         gpu = _gpu_name(backend)
     if job.cancel.is_set():

@@ -16,6 +16,7 @@ running.
 from __future__ import annotations
 
 import importlib.util
+import socket
 import threading
 import time
 from typing import Any, Callable
@@ -128,6 +129,9 @@ class RayBackend:
     def _connect(self) -> None:
         ray = import_ray()
         if not ray.is_initialized():
+            unreachable = unreachable_address(self.address)
+            if unreachable:  # said at once: Ray's own client retries for about 30 s first
+                raise EvaluatorUnavailable(f"cannot reach the Ray cluster at {self.address}: {unreachable}")
             try:
                 ray.init(address=None if self.address == "local" else self.address, ignore_reinit_error=True,
                          logging_level="ERROR", log_to_driver=False, **self._init)
@@ -272,6 +276,26 @@ class RayBackend:
             return from_data(Profiled, self._on_a_worker("profile", to_data(request), lines))
         except Exception as e:
             return Profiled(None, f"not profiled: the GPU worker failed: {_first_line(e)}")
+
+
+REACH_SECONDS = 3.0  # a cluster's address that accepts no connection in this time is unreachable
+
+
+def unreachable_address(address: str) -> str:
+    """Why nothing listens at a Ray address ('' when something does, or when the address names
+    no host and port: `local`, `auto`). `ray://host:10001` is the client server, `host:6379`
+    the head's GCS; a TCP connection is all that is tried."""
+    target = address[len("ray://"):] if address.startswith("ray://") else address
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return ""
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_SECONDS):
+            return ""
+    except socket.timeout:
+        return f"no answer from {host}:{port} within {REACH_SECONDS:g} s"
+    except OSError as e:
+        return f"{host}:{port}: {e.strerror or e}"
 
 
 def _first_line(e: BaseException) -> str:
