@@ -82,8 +82,8 @@ class Searches:
                 self._optimizer = Optimizer()
             return self._optimizer
 
-    def unavailable(self, settings: Settings) -> str:
-        return self.optimizer.unavailable(settings)
+    def unavailable(self, settings: Settings, needs: str = "searches need") -> str:
+        return self.optimizer.unavailable(settings, needs)
 
     def backend(self, settings: Settings) -> Backend:
         return self.optimizer.backend(settings)

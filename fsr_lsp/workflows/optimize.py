@@ -116,12 +116,12 @@ class Optimizer:
         self._choice = None
         self._lock = threading.Lock()
 
-    def unavailable(self, settings: Settings) -> str:
-        """Why searches cannot run here, or ''. With the ray backend this machine needs Ray,
-        not CUDA: the cluster's GPU machines compile and run."""
+    def unavailable(self, settings: Settings, needs: str = "searches need") -> str:
+        """Why the GPU work `needs` names cannot run here, or ''. With the ray backend this
+        machine needs Ray, not CUDA: the cluster's GPU machines compile and run."""
         if os.environ.get(STAND_IN):
             return ""
-        missing = backend_missing(settings.backend_choice(), "searches need")
+        missing = backend_missing(settings.backend_choice(), needs)
         return f"fsr: {missing}" if missing else ""
 
     def backend(self, settings: Settings) -> Backend:

@@ -35,3 +35,10 @@ async def test_no_gpu_support_is_said_once(bare: LanguageClient):
         assert "not installed" in result
     messages = await wait_until(lambda: [m for m in bare.messages if "not installed" in m.message])
     assert len(messages) == 1 and "pip install 'fsr-lsp[gpu]'" in messages[0].message
+
+
+async def test_profile_without_gpu_support_names_profiling_not_searches(bare: LanguageClient):
+    uri = open_file(bare, "nogpu_profile.cu", example("saxpy.cu"))
+    result = await bare.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fsr.profile", arguments=[uri, "saxpy"]))
+    assert "profiling needs" in result and "searches need" not in result, result

@@ -91,7 +91,7 @@ async def check(ls: FsrServer, uri: str) -> str:
     if why:
         ls.show(why, types.MessageType.Warning)
         return why
-    why = "" if os.environ.get(TIMER) else ls.searches.unavailable(ls.settings)
+    why = "" if os.environ.get(TIMER) else ls.searches.unavailable(ls.settings, "timing on save needs")
     if why:
         ls.show_once(why)
         return why

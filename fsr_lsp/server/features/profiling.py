@@ -81,7 +81,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
         return why
     if (uri, kernel_name) in state.running:
         return f"{kernel_name} is already being profiled"
-    why = "" if os.environ.get(PROFILER) else ls.searches.unavailable(ls.settings)
+    why = "" if os.environ.get(PROFILER) else ls.searches.unavailable(ls.settings, "profiling needs")
     if why:
         ls.show_once(why)
         return why
