@@ -24,12 +24,15 @@ if TYPE_CHECKING:  # imported where they are made: `fsr --help` and the server's
     from .search.config import LLMConfig, SearchConfig
 
 
+WEEK = 7 * 24 * 3600.0  # the longest wait a setting may ask for: beyond it a thread's wait overflows
+
+
 def setting(default: Any, key: str, help: str, cli: str | None = None, choices: tuple[str, ...] = (),
-            minimum: float | None = None, env: str | None = None) -> Any:
+            minimum: float | None = None, env: str | None = None, maximum: float | None = None) -> Any:
     """A field of `Settings`: its client key, help text, and `fsr` flag (None: the editor only),
     whose default an environment variable `env` may give on the command line."""
     return field(default=default, metadata={"key": key, "help": help, "cli": cli, "choices": choices,
-                                            "minimum": minimum, "env": env})
+                                            "minimum": minimum, "maximum": maximum, "env": env})
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ class Settings:
                                    "name of the environment variable holding the key (never the key itself)",
                                    "--llm-key-env", env="FSR_LLM_KEY_ENV")
     llm_temperature: float = setting(0.7, "llm.temperature", "sampling temperature", "--llm-temperature", minimum=0)
-    llm_timeout: float = setting(120.0, "llm.timeout", "seconds per request", "--llm-timeout", minimum=1)
+    llm_timeout: float = setting(120.0, "llm.timeout", "seconds per request", "--llm-timeout", minimum=1,
+                                  maximum=WEEK)
     llm_max_answer_bytes: int = setting(256 * 1024, "llm.maxAnswerBytes",
                                         "a model's answer larger than this is refused unread",
                                         "--llm-max-answer-bytes", minimum=1024)
@@ -49,7 +53,7 @@ class Settings:
     search_candidates: int = setting(8, "search.candidates", "candidates per round; 1: staged refinement",
                                      "--candidates", minimum=1)
     search_time_budget: float = setting(300.0, "search.timeBudget", "seconds of wall clock per search",
-                                        "--time-budget", minimum=1)
+                                        "--time-budget", minimum=1, maximum=WEEK)
     search_target_speedup: float = setting(0.0, "search.targetSpeedup",
                                            "stop early at this verified speedup (0: never)", "--target-speedup",
                                            minimum=0)
@@ -213,6 +217,8 @@ def check_value(name: str, value: Any) -> tuple[str, Any]:
         return f"expected a finite number, got {value!r}", None
     if meta["minimum"] is not None and converted < meta["minimum"]:
         return f"expected at least {meta['minimum']:g}, got {value!r}", None
+    if meta.get("maximum") is not None and converted > meta["maximum"]:
+        return f"expected at most {meta['maximum']:g}, got {value!r}", None
     if name == "gpus" and converted and not _GPUS.fullmatch(converted.strip()):
         return f'expected GPU indices ("0,1") or "all", got {value!r}', None
     return "", converted

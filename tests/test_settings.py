@@ -150,3 +150,14 @@ def test_the_extension_scopes_exactly_those_settings_machine_and_declares_restri
     for name, keys in (("MACHINE_KEYS", MACHINE), ("TRUSTED_KEYS", TRUSTED_ONLY)):
         block = ts[ts.index(f"export const {name}"):]
         assert set(re.findall(r'"([\w.]+)"', block[:block.index("];")])) == set(keys), name
+
+
+def test_waits_from_the_editor_are_capped_at_a_week():
+    """A thread's wait overflows far beyond a week: an editor's setting is refused there, as the
+    command's flag is."""
+    from fsr_lsp.settings import check_value
+
+    for name in ("search_time_budget", "llm_timeout"):
+        why, value = check_value(name, 1e12)
+        assert value is None and "expected at most 604800" in why, (name, why)
+        assert check_value(name, 3600) == ("", 3600.0)
