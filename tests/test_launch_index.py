@@ -40,3 +40,12 @@ def test_the_disk_scan_runs_in_the_background_and_never_blocks_a_request(monkeyp
     gate.set()
     index._scanning.join(10)
     assert len(index.launches({})) == 5
+
+
+def test_an_open_document_over_the_size_limit_counts_only_for_its_own_kernels(monkeypatch, tmp_path):
+    monkeypatch.setattr(workspace, "MAX_BYTES", 1000)  # as a generated file on disk is left out
+    index = LaunchIndex(tmp_path)
+    big = tmp_path / "big.cu"
+    docs = {big: LAUNCH.format(n=7) + "// " + "x" * 2000 + "\n", tmp_path / "small.cu": LAUNCH.format(n=3)}
+    assert ["3"] == [launch.args[1] for launch in index.launches(docs)]  # drafting another file's kernel
+    assert sorted(launch.args[1] for launch in index.launches(docs, own=big)) == ["3", "7"]  # its own

@@ -46,14 +46,17 @@ class LaunchIndex:
             self._capture = (stamp, latest_capture(self.root))
         return self._capture[1]
 
-    def launches(self, open_documents: dict[Path, str] | None = None) -> list[Launch]:
+    def launches(self, open_documents: dict[Path, str] | None = None, own: Path | None = None) -> list[Launch]:
         """All launches: from disk (as far as a background scan has come), with open documents'
-        own text in place of theirs."""
+        own text in place of theirs. An open document over MAX_BYTES is left out as it is on
+        disk (a generated file: parsing it for a kernel of another file costs seconds), unless
+        it is `own`, the document of the kernel being drafted."""
         files = self._index()
         open_documents = open_documents or {}
         out = [launch for path, found in list(files.items()) if path not in open_documents for launch in found]
         for path, text in open_documents.items():
-            out += self._open_launches(path, text)
+            if len(text) <= MAX_BYTES or path == own:
+                out += self._open_launches(path, text)
         return out
 
     def scan_in_background(self) -> None:
@@ -138,5 +141,5 @@ def workspace_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, op
     docs = {p.resolve(): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
     docs[path.resolve()] = text
     types = included_aliases(text, (path.parent, *map(Path, include_dirs)))
-    return spec_of(index.relative(path), SourceText.of(text), with_aliases(kernel, types), index.launches(docs),
+    return spec_of(index.relative(path), SourceText.of(text), with_aliases(kernel, types), index.launches(docs, path.resolve()),
                    drafter, types=types, capture=index.capture())

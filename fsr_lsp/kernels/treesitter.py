@@ -1,7 +1,15 @@
-"""Kernel discovery on tree-sitter-cuda's syntax tree (the main path)."""
+"""Kernel discovery on tree-sitter-cuda's syntax tree (the main path).
+
+A parse or a query holds Python's GIL until it returns: on a 10 MB file that is a second in
+which no other thread runs (the language server's event loop among them, answering hovers on
+other documents while such a file's spec is drafted on a thread). So a large text is parsed in
+chunks handed over by a callback, and a large tree queried in slices of bytes: between two, the
+GIL can pass to another thread. Each thread has its own parser (a parse may now be suspended
+in a callback while another thread parses)."""
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 import tree_sitter_cuda
@@ -14,25 +22,52 @@ from .kernel import Kernel
 _WRAPPERS = ("template_declaration", "linkage_specification")
 
 
+YIELDING_BYTES = 256 << 10  # texts and trees above this are parsed in chunks and queried in slices
+CHUNK_BYTES = 8 << 10  # a chunk parses in about a millisecond
+SLICE_BYTES = 64 << 10  # a slice is queried in about a millisecond
+_local = threading.local()
+
+
 @lru_cache(maxsize=1)
+def _language() -> Language:
+    return Language(tree_sitter_cuda.language())
+
+
 def _parser() -> Parser:
-    return Parser(Language(tree_sitter_cuda.language()))
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        parser = _local.parser = Parser(_language())
+    return parser
 
 
 @lru_cache(maxsize=16)  # trees are only read: one parse per file contents
 def parse(data: bytes) -> Tree:
-    return _parser().parse(data)
+    if len(data) <= YIELDING_BYTES:
+        return _parser().parse(data)
+    return _parser().parse(lambda offset, _point: data[offset:offset + CHUNK_BYTES])
 
 
 @lru_cache(maxsize=32)
 def _query(node_types: tuple[str, ...]) -> Query:
-    return Query(Language(tree_sitter_cuda.language()), "[" + " ".join(f"({t})" for t in node_types) + "] @n")
+    return Query(_language(), "[" + " ".join(f"({t})" for t in node_types) + "] @n")
 
 
 def nodes_of(root: Node, *node_types: str) -> list[Node]:
     """Every node of the types under `root` (`root` and nested ones too), in source order; the
-    query runs in C, where a Python walk over a 2,000-line file costs tens of milliseconds."""
-    found = QueryCursor(_query(node_types)).captures(root).get("n", [])
+    query runs in C, where a Python walk over a 2,000-line file costs tens of milliseconds. A
+    large node is queried a slice of bytes at a time (a node that crosses slices is met in
+    each: it is kept once)."""
+    query = _query(node_types)
+    if root.end_byte - root.start_byte <= YIELDING_BYTES:
+        found = QueryCursor(query).captures(root).get("n", [])
+    else:
+        seen: dict[int, Node] = {}
+        for start in range(root.start_byte, root.end_byte, SLICE_BYTES):
+            cursor = QueryCursor(query)
+            cursor.set_byte_range(start, min(start + SLICE_BYTES, root.end_byte))
+            for node in cursor.captures(root).get("n", []):
+                seen.setdefault(node.id, node)
+        found = list(seen.values())
     return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
 
 

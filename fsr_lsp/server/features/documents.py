@@ -6,13 +6,17 @@ include them."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ...source import SourceText
 from ..check import CheckResult, check_source
 from ..server import FsrServer, is_cuda
+
+if TYPE_CHECKING:
+    from ..document_cache import DocumentState
 
 
 def register(server: FsrServer) -> None:
@@ -36,6 +40,7 @@ def register(server: FsrServer) -> None:
         uri = params.text_document.uri
         ls.to_publish.pop(uri, None)
         ls.checks.pop(uri, None)
+        ls.cache.forget(uri)
         task = ls.check_tasks.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -43,6 +48,7 @@ def register(server: FsrServer) -> None:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
+log = logging.getLogger("fsr_lsp")
 LARGE_FILE_PAUSE = 1.0  # seconds before a large file's diagnostics are worked out
 
 
@@ -55,8 +61,6 @@ def publish_soon(ls: FsrServer, uri: str) -> None:
 
 
 async def _publish_pending(ls: FsrServer) -> None:
-    from ...kernels.discover import LARGE_BYTES
-
     while ls.to_publish:
         await asyncio.sleep(0)  # what the client sent meanwhile (a hover) is handled first
         uri = next(iter(ls.to_publish), None)
@@ -66,23 +70,36 @@ async def _publish_pending(ls: FsrServer) -> None:
         doc = ls.document(uri)
         if doc is None:
             continue
-        if len(doc.source) <= LARGE_BYTES:
+        if not ls.cache.state(uri, doc).large:
             publish(ls, uri)
             continue
-        # A large file's diagnostics (every one of ten thousand kernels) are worked out on a
-        # thread, after a pause: the hover that follows opening it comes first, and the requests
-        # that come meanwhile are answered from the loop.
+        # A large file's diagnostics (every one of ten thousand kernels) are worked out after a
+        # pause, its kernels in a process of their own: the hover that follows opening it comes
+        # first, and the requests that come meanwhile are answered from the loop.
         await asyncio.sleep(LARGE_FILE_PAUSE)
-        if ls.document(uri) is None or uri in ls.to_publish:  # closed, or changed again: its turn comes
+        doc = ls.document(uri)
+        if doc is None or uri in ls.to_publish:  # closed, or changed again: its turn comes
             continue
-        version, diagnostics = await asyncio.to_thread(_diagnostics, ls, uri)
+        state = ls.cache.state(uri, doc)
+        try:
+            await ls.cache.discovery(state, ls.encoding)  # kept for its hovers too
+            version, diagnostics = await asyncio.to_thread(_diagnostics, ls, uri, state)
+        except Exception as error:  # noqa: BLE001 - one document's fault: the others are still published
+            log.warning("no diagnostics for %s: %s: %s", uri, type(error).__name__, error)
+            continue
         if ls.document(uri) is not None and ls.document(uri).version == version:
             _send(ls, uri, version, diagnostics)
 
 
 def publish(ls: FsrServer, uri: str) -> None:
-    """Every diagnostic of a document, as it is now."""
-    _send(ls, uri, *_diagnostics(ls, uri))
+    """Every diagnostic of a document, as it is now (a large document's kernels not yet worked
+    out: published from the queue, where they are)."""
+    doc = ls.workspace.get_text_document(uri)
+    state = ls.cache.state(uri, doc)
+    if state.large and not state.discovered:
+        publish_soon(ls, uri)
+        return
+    _send(ls, uri, *_diagnostics(ls, uri, state))
 
 
 def _send(ls: FsrServer, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
@@ -90,23 +107,22 @@ def _send(ls: FsrServer, uri: str, version: int | None, diagnostics: list[types.
                                                                         diagnostics=diagnostics))
 
 
-def _diagnostics(ls: FsrServer, uri: str) -> tuple[int | None, list[types.Diagnostic]]:
-    from ...kernels import discover
+def _diagnostics(ls: FsrServer, uri: str, state: DocumentState) -> tuple[int | None, list[types.Diagnostic]]:
+    """The document's diagnostics, from its kernels as the cache holds them for its version."""
     from ..diagnostics import compiler_diagnostics, orphan_spec_diagnostics, resource_diagnostics, spec_diagnostics
 
-    doc = ls.workspace.get_text_document(uri)
-    src = SourceText.of(doc.source)
-    found = discover(src)
+    src = state.src
+    found = state.discovery()
     kernels = found.kernels
     check = ls.checks.get(uri, CheckResult())
     enc = ls.encoding
-    diagnostics = (compiler_diagnostics(src, Path(doc.path).name, check, kernels, enc)
+    diagnostics = (compiler_diagnostics(src, Path(ls.workspace.get_text_document(uri).path).name, check, kernels, enc)
                    + resource_diagnostics(src, kernels, check.resources, enc)
-                   + spec_diagnostics(src, kernels, enc)
+                   + (state.spec_problems if state.spec_problems is not None else spec_diagnostics(src, kernels, enc))
                    + orphan_spec_diagnostics(src, found.orphan_specs, enc)
                    + ls.drafts.diagnostics(uri, src, kernels, enc)
                    + [d for source in ls.diagnostic_sources for d in source(ls, uri, src, kernels)])
-    return doc.version, diagnostics
+    return state.version, diagnostics
 
 
 def schedule_check(ls: FsrServer, uri: str) -> None:
@@ -142,6 +158,9 @@ def file_changed(ls: FsrServer, path: Path) -> None:
     from ..watch import affects
 
     ls.drafts.file_changed(path)
+    changed = path.resolve()
+    if not any(Path(doc.path).resolve() == changed for doc in ls.workspace.text_documents.values()):
+        ls.cache.bump(path)  # a launch or a header on disk (an open document counts as the editor holds it)
     for uri, doc in list(ls.workspace.text_documents.items()):
         if is_cuda(uri) and affects(doc.source, Path(doc.path), path):
             schedule_check(ls, uri)

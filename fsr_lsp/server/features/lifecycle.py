@@ -53,6 +53,7 @@ def register(server: FsrServer) -> None:
             if msg_id != current and not future.done():
                 future.cancel()
         ls.searches.shutdown()
+        ls.cache.shutdown()  # drafts not started are dropped
         if ls.watcher is not None:
             ls.watcher.stop()
 

@@ -20,9 +20,9 @@ from ..server import FsrServer, not_on_disk
 from .documents import publish
 
 if TYPE_CHECKING:
-    from ...drafting.origin import KernelSpec
     from ...kernels import Kernel
     from ...search import Progress
+    from ..document_cache import DocumentState, DraftJob, KnownSpec
 
 log = logging.getLogger("fsr_lsp")
 PROGRESS_NOTIFICATION = "fsr/searchProgress"  # for editor extensions: {uri, kernel, message, percentage, done}
@@ -37,13 +37,23 @@ def open_documents(ls: FsrServer) -> dict[Path, str]:
     return {Path(d.path): d.source for d in ls.workspace.text_documents.values()}
 
 
-def kernel_spec(ls: FsrServer, uri: str, kernel: Kernel) -> KernelSpec:
+async def known_spec(ls: FsrServer, state: DocumentState, kernel: Kernel, earlier: bool = True) -> KnownSpec | None:
     """The kernel's spec and where it comes from (its block, a launch anywhere in the workspace,
-    its signature), for code actions, hover and Optimize."""
-    doc = ls.workspace.get_text_document(uri)
-    path = Path(doc.path)
-    return ls.drafts.spec(ls.workspace_root(path), path, doc.source, kernel, open_documents(ls),
-                          include_dirs=ls.settings.include_paths)
+    its signature), for code actions and hover, as far as it is known now: drafted once per
+    document version on the document cache's thread (a large document's in its own process),
+    never on the event loop; None while the first draft is under way; with `earlier`, the one
+    drafted for an earlier version while this one's is (document_cache.py)."""
+    path = Path(ls.workspace.get_text_document(state.uri).path)
+    root = ls.workspace_root(path)
+    world = ls.cache.world(ls.workspace.text_documents, root)
+
+    def job() -> DraftJob:  # what the draft reads, taken now
+        text, documents, include_dirs = state.text, open_documents(ls), ls.settings.include_paths
+        if state.large:  # in the large documents' process (large_documents.py)
+            return ls.cache.large.spec(state.uri, state.version, root, path, text, kernel, documents, include_dirs)
+        return lambda: ls.drafts.spec(root, path, text, kernel, documents, include_dirs=include_dirs)
+
+    return await ls.cache.spec(state, kernel, world, job, earlier=earlier)
 
 
 async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -> str:

@@ -1,0 +1,158 @@
+"""What hover and code actions read is worked out once per document version (its kernels, a
+kernel's drafted spec), an edit makes the next request work it out for the new text, and a
+draft never runs on the event loop: a hover answers while a slow draft runs on the drafting
+thread or, for a large document, in a process of its own, and hovers on other documents go on
+being answered meanwhile (fsr_lsp/server/document_cache.py, large_documents.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from ..cache_probe import events
+from .conftest import WORKSPACE, init_options, make_client, open_file, server_env
+
+PROBE_LOG = str(Path(tempfile.mkdtemp(prefix="fsr-cache-probe-")) / "probe.jsonl")
+SLOW_SECONDS = 3.0
+
+
+def probe_env() -> dict[str, str]:
+    env = server_env()
+    env["FSR_LSP_CACHE_PROBE"] = "tests.cache_probe:probe"
+    env["FSR_TEST_PROBE_LOG"] = PROBE_LOG
+    env["FSR_TEST_SLOW_DRAFT"] = str(SLOW_SECONDS)
+    return env
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
+                                              server_env=probe_env(), client_factory=make_client))
+async def client(lsp_client: LanguageClient):
+    workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))
+    lsp_client.workspace_dir = workspace  # type: ignore[attr-defined]
+    options = init_options()
+    options["fsr"]["diagnostics"] = {"onOpen": False}  # no nvcc: only what this test looks at
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual_studio_code"), root_uri=workspace.as_uri(),
+        initialization_options=options))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def program(kernel: str, n: int) -> str:
+    return f"""__global__ void {kernel}(float* y, const float* x, int n)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}}
+
+int main()
+{{
+    const int n = {n};
+    float *x, *y;
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMalloc(&y, n * sizeof(float));
+    {kernel}<<<(n + 255) / 256, 256>>>(y, x, n);
+    return 0;
+}}
+"""
+
+
+async def hover(client: LanguageClient, uri: str, line: int = 0, character: int = 18) -> str:
+    found = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=character)))
+    return found.contents.value if found is not None else ""
+
+
+async def actions(client: LanguageClient, uri: str, line: int = 0) -> list[types.CodeAction]:
+    at = types.Position(line=line, character=18)
+    return await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=types.Range(start=at, end=at),
+        context=types.CodeActionContext(diagnostics=[])))
+
+
+async def drafted(client: LanguageClient, uri: str, line: int = 0, timeout: float = 30.0) -> str:
+    """The hover once it shows the spec drafted for the document as it is."""
+    async def wait() -> str:
+        while True:
+            text = await hover(client, uri, line)
+            if "spec: drafted from the launch" in text and "drafting" not in text:
+                return text
+            await asyncio.sleep(0.05)
+
+    return await asyncio.wait_for(wait(), timeout)
+
+
+def counted(uri: str, event: str, version: int) -> int:
+    return sum(1 for e in events(PROBE_LOG, uri) if e["event"] == event and e["version"] == version)
+
+
+async def test_a_version_is_worked_out_once_and_an_edit_is_seen_by_the_next_hover(client: LanguageClient):
+    uri = open_file(client, "cache.cu", program("scale", 4096))
+    assert "`size n`: n = 4096" in await drafted(client, uri)
+    for _ in range(3):  # the same version: kernels and spec reused
+        assert "spec: drafted from the launch at cache.cu:13" in await hover(client, uri)
+        assert any("n = 4096" in str(a.edit) for a in await actions(client, uri)
+                   if a.title.startswith("Draft @fsr spec for `scale`"))
+    assert counted(uri, "discover", 1) == 1
+    assert counted(uri, "draft", 1) == 1
+
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=program("scale_twice", 8192))]))
+    assert (await hover(client, uri)).startswith("**`scale_twice`** (3 parameters)")  # the next hover: the new text
+    assert "n = 8192" in await drafted(client, uri)
+    for _ in range(3):
+        assert "n = 8192" in await hover(client, uri)
+        draft = next(a for a in await actions(client, uri) if a.title.startswith("Draft @fsr spec"))
+        assert draft.title.startswith("Draft @fsr spec for `scale_twice`") and "n = 8192" in str(draft.edit)
+    assert counted(uri, "discover", 2) == 1
+    assert counted(uri, "draft", 2) == 1
+
+
+def large_program() -> str:
+    """Over 256 KiB (a large document: looked at in windows, whole-file work in its own process),
+    with a kernel whose draft is slow."""
+    filler = "".join(f"__global__ void k{i}(float* y, int n) {{ int j = threadIdx.x; if (j < n) y[j] = {i}.0f; }}\n"
+                     for i in range(3500))
+    return program("slow_scale", 1024) + filler
+
+
+async def test_a_slow_draft_runs_off_the_event_loop_and_other_documents_are_answered_meanwhile(client: LanguageClient):
+    other = open_file(client, "other.cu", program("other", 512))
+    assert "n = 512" in await drafted(client, other)  # known before the slow ones come
+
+    text = large_program()
+    assert len(text.encode()) > 256 << 10
+    large = open_file(client, "large.cu", text)
+    started = time.monotonic()
+    said = await hover(client, large)
+    assert time.monotonic() - started < 2.0, "the first hover on a large document waited for its draft"
+    assert said.startswith("**`slow_scale`**") and "drafting the spec" in said
+    for _ in range(5):  # the draft sleeps in the large documents' process: the event loop is free
+        started = time.monotonic()
+        assert "n = 512" in await hover(client, other)
+        assert time.monotonic() - started < 0.5
+    assert "n = 1024" in await drafted(client, large, timeout=60)
+
+    small = open_file(client, "slow_small.cu", program("slow_small", 2048))
+    started = time.monotonic()
+    said = await hover(client, small)  # a small document's draft: on the drafting thread, sleeping
+    assert time.monotonic() - started < 1.0 and "drafting the spec" in said
+    for _ in range(5):
+        started = time.monotonic()
+        assert "n = 512" in await hover(client, other)
+        assert time.monotonic() - started < 0.5
+    assert "n = 2048" in await drafted(client, small)
+
+    (server_pid,) = {e["pid"] for e in events(PROBE_LOG, other)}
+    (large_draft,) = [e for e in events(PROBE_LOG, large) if e["event"] == "draft"]
+    assert large_draft["pid"] != server_pid  # in the large documents' process
+    threads = {e["thread"] for uri in (other, small) for e in events(PROBE_LOG, uri) if e["event"] == "draft"}
+    assert threads and all(t.startswith("fsr-draft") for t in threads), threads  # never the event loop's
