@@ -15,7 +15,8 @@ repository). The workspace is a copy of DIR, headers included.
 2. A 10 MB document: the corpus concatenated to MB megabytes, opened beside a few small
    documents; the first hover on a kernel without a spec (from sending it), how long until the
    hover shows its drafted spec, and hovers on the other documents meanwhile, sent back to back
-   on a thread of their own. Goal: the first hover < 0.5 s, the others never > 50 ms.
+   on a thread of their own (all of them, and those sent 0.1 s or more after the large file,
+   once its message is read). Goal: the first hover < 0.5 s, the others never > 50 ms.
 """
 
 from __future__ import annotations
@@ -248,13 +249,14 @@ def big(corpus: Path, tmp: Path, mb: float, others: int = 5, after: float = 2.0,
     time.sleep(1.0)
     for uri, a in small_targets:
         client.request("textDocument/hover", hover(uri, a))
-    waits: list[float] = []
+    waits: list[tuple[float, float]] = []  # (sent, seconds after the large document was sent; ms it took)
     stop = threading.Event()
 
     def other_documents() -> None:
         i = 0
         while not stop.is_set():
-            waits.append(client.request("textDocument/hover", hover(*small_targets[i % len(small_targets)]))[0])
+            sent = time.perf_counter() - opened
+            waits.append((sent, client.request("textDocument/hover", hover(*small_targets[i % len(small_targets)]))[0]))
             i += 1
             time.sleep(0.01)
 
@@ -278,4 +280,7 @@ def big(corpus: Path, tmp: Path, mb: float, others: int = 5, after: float = 2.0,
     client.close()
     return {"mb": len(text.encode()) / 1e6, "kernels": count, "kernel": kernel,
             "first_hover_ms": first, "first_hover_pending": first_pending, "spec_shown_after_s": ready,
-            "answer": answer[:400], "others": stats(waits)}
+            "answer": answer[:400], "others": stats([ms for _, ms in waits]),
+            # the hovers sent once the large document's message had arrived (its transfer and JSON
+            # decode, about 0.1 s, come before anything sent behind it)
+            "others_after_100ms": stats([ms for sent, ms in waits if sent >= 0.1])}

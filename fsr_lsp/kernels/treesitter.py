@@ -22,7 +22,7 @@ from .kernel import Kernel
 _WRAPPERS = ("template_declaration", "linkage_specification")
 
 
-YIELDING_BYTES = 256 << 10  # texts and trees above this are parsed in chunks and queried in slices
+YIELDING_BYTES = 64 << 10  # texts and trees above this are parsed in chunks and queried in slices
 CHUNK_BYTES = 8 << 10  # a chunk parses in about a millisecond
 SLICE_BYTES = 64 << 10  # a slice is queried in about a millisecond
 _local = threading.local()

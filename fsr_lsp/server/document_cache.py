@@ -165,6 +165,7 @@ class DocumentCache:
         self._seen: dict[str, tuple[int | None, bool]] = {}  # uri -> (version, has launches) when last looked
         self._capture_stamp: int | None = None
         self.large = LargeDocuments()
+        self.closed = False  # shut down: drafts cut short are not errors
 
     # ------------------------------------------------------------ documents
 
@@ -300,7 +301,7 @@ class DocumentCache:
             future: Future = Future()
 
             def landed(done: Future) -> None:
-                if done.cancelled():
+                if done.cancelled() or (self.closed and done.exception() is not None):  # ended by shutdown
                     future.cancel()
                     return
                 error = done.exception()
@@ -316,6 +317,7 @@ class DocumentCache:
         return future
 
     def shutdown(self) -> None:
+        self.closed = True
         for executor in (self._drafts, self._lookups):
             executor.shutdown(wait=False, cancel_futures=True)
         self.large.shutdown()

@@ -7,12 +7,14 @@ large document's kernels (for its diagnostics) and its kernels' specs (drafted f
 across the workspace, its own among them) are worked out in a child process; the server's own
 threads read only windows of such a file (document_cache.py).
 
-Texts over a megabyte go to the child as files, written a megabyte at a time on a thread:
-pickling ten megabytes for the pipe would hold the GIL for 40 ms. One worker, started the first
-time a large document needs it, shut down with the server, and killed by the reaper if the
-server is killed (processes.py: it inherits the server's mark); its files are in a scratch
-folder of the server's (scratch.py). The child keeps a launch index of the workspace of its
-own; the server tells it which files changed on disk with its next draft."""
+One child, started the first time a large document needs it, over a pipe (no queue, whose
+semaphores multiprocessing's resource tracker would report as leaked when the server exits at
+once), one job at a time from a thread of the server's; it ends when the pipe closes, and the
+reaper kills it if the server is killed (processes.py: it inherits the server's mark). Texts
+over a megabyte go to it as files, written a megabyte at a time (pickling ten megabytes for the
+pipe would hold the GIL for 40 ms), in a scratch folder of the server's (scratch.py). The child
+keeps a launch index of the workspace of its own; the server tells it which files changed on
+disk with its next draft."""
 
 from __future__ import annotations
 
@@ -27,8 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
-
     from lsprotocol import types
 
     from ..drafting.origin import KernelSpec
@@ -50,62 +50,92 @@ class Stored:
 
 class LargeDocuments:
     def __init__(self) -> None:
-        self._pool: ProcessPoolExecutor | None = None
-        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-large-io")
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-large")  # the child's one caller
+        self._proc: Any = None
+        self._conn: Any = None
         self._changed: list[Path] = []  # files changed on disk since the child's last draft
         self._lock = threading.Lock()
         self._folder: Path | None = None
         self._files: dict[str, list[tuple[str | None, Path]]] = {}  # a document -> its files, the newest with its text
         self._count = itertools.count()
+        self._closed = False  # after shutdown no child is started
 
     def discovery(self, name: str, text: str, encoding: str) -> Future:
         """Future of (every kernel of the document `name`'s `text`, their spec diagnostics)."""
-        return self._later(lambda: (_discovery, self._stored(name, text), encoding))
+        return self._io.submit(lambda: self._call(_discovery, self._stored(name, text), encoding))
 
     def spec(self, uri: str, version: int | None, root: Path, path: Path, text: str, kernel: Kernel,
              documents: dict[Path, str], include_dirs: tuple[str, ...]) -> Future:
         """Future of the kernel's spec, as `drafting.workspace.workspace_spec` gives it, for the
         document `uri` at `version`."""
-        with self._lock:
-            changed, self._changed = tuple(self._changed), []
-
-        def job() -> tuple:
+        def job() -> KernelSpec:
+            with self._lock:
+                changed, self._changed = tuple(self._changed), []
             texts = {p: self._stored(str(p), t) for p, t in documents.items()}
-            return _spec, (uri, version), root, path, self._stored(str(path), text), kernel, texts, include_dirs, changed
+            return self._call(_spec, (uri, version), root, path, self._stored(str(path), text), kernel, texts,
+                              include_dirs, changed)
 
-        return self._later(job)
+        return self._io.submit(job)
 
     def file_changed(self, path: Path) -> None:
         with self._lock:
-            if self._pool is not None:
+            if self._proc is not None:
                 self._changed.append(path)
 
     def shutdown(self) -> None:
-        with self._lock:
-            pool, self._pool, folder, self._folder = self._pool, None, self._folder, None
         self._io.shutdown(wait=False, cancel_futures=True)
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            self._closed = True
+            folder, self._folder = self._folder, None
+        self._stop()
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
-    # ------------------------------------------------------------ on the server's side
+    # ------------------------------------------------------------ on the server's side (its one thread)
 
-    def _later(self, job: Callable[[], tuple]) -> Future:
-        """The job's call, prepared (texts written) on the io thread, then run in the child."""
-        result: Future = Future()
-
-        def hand_over() -> None:
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn(*args)` in the child; a child that died (killed, out of memory) is replaced once."""
+        for attempt in (1, 2):
+            conn = self._start()
             try:
-                fn, *args = job()
-                inner = self._submit(fn, *args)
-            except BaseException as error:  # noqa: BLE001 - told to whoever waits
-                result.set_exception(error)
-                return
-            inner.add_done_callback(lambda done: _copy(done, result))
+                conn.send((fn, args))
+                kind, payload = conn.recv()
+            except (EOFError, OSError) as error:
+                self._stop()
+                if attempt == 2:
+                    raise RuntimeError(f"the process for large documents ended ({error or type(error).__name__})") from None
+                log.warning("the process for large documents ended: started again")
+                continue
+            if kind == "error":
+                raise RuntimeError(payload)
+            return payload
+        raise AssertionError("unreachable")
 
-        self._io.submit(hand_over)
-        return result
+    def _start(self) -> Any:
+        if self._proc is not None and self._proc.is_alive():
+            return self._conn
+        if self._closed:
+            raise RuntimeError("the server is shutting down")
+        import multiprocessing  # loaded when the first large document needs it, not at start-up
+
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        proc = context.Process(target=_serve, args=(child,), daemon=True, name="fsr-large-documents")
+        proc.start()
+        child.close()
+        with self._lock:
+            self._proc, self._conn = proc, parent
+            self._changed = []  # a new child reads the workspace afresh
+        return parent
+
+    def _stop(self) -> None:
+        with self._lock:
+            proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
+        if conn is not None:
+            conn.close()  # the child's recv ends: it exits
+        if proc is not None:
+            proc.kill()
+            threading.Thread(target=proc.join, name="fsr-large-reap", daemon=True).start()
 
     def _stored(self, name: str, text: str) -> str | Stored:
         """A long text as a file the child reads (written once per text, in chunks: no long
@@ -131,40 +161,28 @@ class LargeDocuments:
         del written[:-KEPT_FILES]
         return Stored(str(file))
 
-    def _submit(self, fn: Callable[..., Any], *args: Any) -> Future:
-        import multiprocessing  # loaded when the first large document needs it, not at start-up
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
-
-        for _ in (1, 2):  # a worker that died (killed, out of memory) is replaced once
-            with self._lock:
-                if self._pool is None:
-                    self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-                pool = self._pool
-            try:
-                return pool.submit(fn, *args)
-            except BrokenProcessPool:
-                log.warning("the process for large documents ended: started again")
-                with self._lock:
-                    if self._pool is pool:
-                        self._pool = None
-                        self._changed = []  # a new child reads the workspace afresh
-        raise BrokenProcessPool("the process for large documents cannot be started")
-
-
-def _copy(done: Future, result: Future) -> None:
-    if done.cancelled():
-        result.cancel()
-    elif done.exception() is not None:
-        result.set_exception(done.exception())  # type: ignore[arg-type]
-    else:
-        result.set_result(done.result())
-
 
 # ------------------------------------------------------------ in the child
 
 _INDEXES: dict[Path, LaunchIndex] = {}
 _TEXTS: dict[str, str] = {}  # the files read last, by name
+
+
+def _serve(conn: Any) -> None:
+    """The child: calls from the pipe, answered in turn, until the server closes it."""
+    while True:
+        try:
+            fn, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            answer = ("ok", fn(*args))
+        except Exception as error:  # noqa: BLE001 - the server says it where the result was wanted
+            answer = ("error", f"{type(error).__name__}: {error}")
+        try:
+            conn.send(answer)
+        except (EOFError, OSError):
+            return
 
 
 def _text(value: str | Stored) -> str:
