@@ -52,6 +52,7 @@ class Session:
         self.next_id = 0
 
     def _read(self) -> None:
+        """Every reply (a message with an id and a result or error) as it arrives."""
         stream = self.proc.stdout
         while True:
             header = b""
@@ -63,7 +64,10 @@ class Session:
             length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
             message = json.loads(stream.read(length))
             if "id" in message and ("result" in message or "error" in message):
-                self.replies.put(message)
+                self.deliver(message)
+
+    def deliver(self, message: dict) -> None:
+        self.replies.put(message)
 
     def send(self, **kw) -> None:
         body = json.dumps({"jsonrpc": "2.0", **kw}).encode()

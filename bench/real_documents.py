@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import shutil
 import statistics
 import threading
@@ -55,21 +54,10 @@ class Client(Session):
         self.lock = threading.Lock()
         super().__init__(root)
 
-    def _read(self) -> None:
-        stream = self.proc.stdout
-        while True:
-            header = b""
-            while not header.endswith(b"\r\n\r\n"):
-                chunk = stream.read(1)
-                if not chunk:
-                    return
-                header += chunk
-            length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
-            message = json.loads(stream.read(length))
-            if "id" in message and ("result" in message or "error" in message):
-                with self.arrived:
-                    self.done[message["id"]] = message
-                    self.arrived.notify_all()
+    def deliver(self, message: dict) -> None:
+        with self.arrived:
+            self.done[message["id"]] = message
+            self.arrived.notify_all()
 
     def send(self, **kw) -> None:
         with self.lock:
