@@ -212,6 +212,21 @@ def deliver(body: bytes, protocol: FsrProtocol, frames: FrameReader) -> None:
     protocol.handle_message(message)
 
 
+_SHUTDOWN = re.compile(rb'"method"\s*:\s*"shutdown"')
+SHUTDOWN_GRACE = 1.0  # seconds the requests in flight get to answer before a shutdown is handled
+
+
+async def settle(protocol: FsrProtocol, seconds: float) -> None:
+    """Wait, at most `seconds`, for the client's requests in flight: a hover sent just before
+    `shutdown` (hovers are async and may wait on a draft) is answered, not dropped unanswered.
+    The server's own requests to the client are not waited for."""
+    pending = [asyncio.wrap_future(f) if not isinstance(f, asyncio.Future) else f
+               for msg_id, f in list(protocol._request_futures.items())
+               if msg_id in protocol.client_requests and not f.done()]  # not the server's own requests
+    if pending:
+        await asyncio.wait(pending, timeout=seconds)
+
+
 async def pump(read_some: ReadSome, server: JsonRPCServer, stop: threading.Event) -> None:
     """Read and hand on bodies until the stream ends or the server stops. A fault of ours while
     handling one is logged (its traceback at debug) and reported as pygls reports it."""
@@ -221,6 +236,8 @@ async def pump(read_some: ReadSome, server: JsonRPCServer, stop: threading.Event
         body = await frames.next_body()
         if body is None:
             return
+        if _SHUTDOWN.search(body):  # requests before it are answered first (the handler cancels stragglers)
+            await settle(protocol, SHUTDOWN_GRACE)
         try:
             deliver(body, protocol, frames)
         except Exception as error:  # noqa: BLE001 - the loop outlives one message's fault

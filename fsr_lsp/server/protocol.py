@@ -56,6 +56,10 @@ class Invalid:
 class FsrProtocol(LanguageServerProtocol):
     _surrogates = True  # whether the body being decoded may hold lone surrogates
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.client_requests: set[Any] = set()  # ids of the client's requests (not the server's own)
+
     def decode(self, body: bytes) -> Any:
         """A body to a message; ValueError for one that is not JSON, not UTF-8, or nested past
         what the decoder can hold (JSON-RPC's -32700, all three)."""
@@ -70,6 +74,10 @@ class FsrProtocol(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]) -> Any:
         if self._surrogates:
             data = without_lone_surrogates(data)
+        if "method" in data and isinstance(data.get("id"), (int, str)):  # a client's request (framing.settle)
+            self.client_requests.add(data["id"])
+            if len(self.client_requests) > 4096:  # those answered are forgotten
+                self.client_requests &= set(self._request_futures)
         if "jsonrpc" in data and "id" in data:
             if data["id"] is not None and message_id(data["id"]) is None:
                 return Invalid(None, "an id that is neither a number nor a string")

@@ -199,6 +199,23 @@ def test_a_request_after_shutdown_is_an_invalid_request(tmp_path):
     assert_clean(proc, replies)
 
 
+def test_a_request_sent_before_shutdown_is_answered_before_it(tmp_path):
+    """Hovers are async (they may wait on a draft): one still in flight when `shutdown` arrives is
+    answered first, never dropped with no answer at all."""
+    doc = (tmp_path / "k.cu")
+    text = "__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 1.0f; }\n"
+    didopen = message(method="textDocument/didOpen", params={"textDocument": {
+        "uri": doc.as_uri(), "languageId": "cuda", "version": 1, "text": text}})
+    ask = message(id=2, method="textDocument/hover", params={"textDocument": {"uri": doc.as_uri()},
+                                                             "position": {"line": 0, "character": 17}})
+    stream = init(tmp_path) + didopen + ask + message(id=3, method="shutdown") + message(method="exit")
+    proc, replies, by_id = session(stream, tmp_path)
+    answers = [r.get("id") for r in replies if "id" in r and "method" not in r]
+    assert 2 in by_id and by_id[2].get("error") is None, replies
+    assert answers.index(2) < answers.index(3), answers
+    assert proc.returncode == 0
+
+
 @pytest.mark.parametrize("body, expected_id", [
     (b"[1,2]", None),  # a batch: not LSP
     (b"[]", None),
