@@ -9,9 +9,13 @@ under /tmp: the project is left as it was. Each program is run with no arguments
 under `fsr capture`, several at once, saving each kernel's inputs before its first launch as
 `--snapshot-bytes` would (values drawn in the run's ranges, and the run's own inputs as one more
 input set); then each kernel a run launched, defined in the program's
-own source, gets its spec (the workspace's static draft checked against the capture, or the
-capture alone) and the proof on this GPU. Programs that do not build or launch nothing are
-counted apart, and so are launched kernels that take no pointer (nothing to compare).
+own source, goes through what `fsr optimize` runs before its first round, as it runs it:
+`plan_spec` over the workspace (every program's capture kept, each kernel's from the newest
+run in its own folder; the static draft checked against it, or the capture alone) and
+`Optimizer.prepare` (the proof on this GPU). Proven means that the search would start: the
+bench and the commands cannot disagree. Programs that do not build or launch nothing are
+counted apart, and so are launched kernels that take no pointer (nothing to compare). Each
+program's proofs get `--per-program` seconds, programs taken in turn.
 
     python bench/capture_coverage.py DIR... [--run-timeout 20] [--deadline 480] [--include DIR]
 """
@@ -19,13 +23,13 @@ counted apart, and so are launched kernels that take no pointer (nothing to comp
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,14 +38,15 @@ from pathlib import Path
 from _common import console, save, table
 
 from fsr_lsp.capture import Capture, CaptureError, run_capture
-from fsr_lsp.drafting.cache import ProofCache
-from fsr_lsp.drafting.origin import CLOCK_READER, kernel_specs
+from fsr_lsp.drafting.origin import CLOCK_READER
 from fsr_lsp.drafting.proof import prove_with
+from fsr_lsp.drafting.workspace import LaunchIndex
 from fsr_lsp.evaluator.backends.local import LocalBackend
 from fsr_lsp.evaluator.worker.worker_client import Evaluator
-from fsr_lsp.kernels import discover
+from fsr_lsp.kernels import Kernel, discover
 from fsr_lsp.settings import Settings
 from fsr_lsp.source import SourceText
+from fsr_lsp.workflows.optimize import Optimizer, OptimizeRun, plan_spec
 
 MAIN = re.compile(r"\bint\s+main\s*\(")
 HEADERS = (".h", ".cuh", ".hpp")
@@ -79,10 +84,22 @@ def nvcc_programs(project: Path, out: Path, includes: list[Path], sources: list[
         cmd = ["nvcc", "-O2", "-arch=native", "-std=c++17", "-w", *[f"-I{d}" for d in includes], "-o", str(binary),
                str(source), *NVCC_EXTRA]
         prog.binary, prog.unbuilt = _run_build(cmd, source.parent, binary)
+        helpers = _helper_sources(source)
+        if prog.binary is None and helpers and re.search(r"undefined reference|undefined symbol", prog.unbuilt):
+            # a sample built with the helper sources beside it (the ones without a main of their own)
+            prog.binary, prog.unbuilt = _run_build(cmd[:-len(NVCC_EXTRA) - 1] + [str(source), *map(str, helpers),
+                                                                                   *NVCC_EXTRA], source.parent, binary)
+            prog.sources += helpers
         return prog
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         return list(pool.map(build, sources))
+
+
+def _helper_sources(source: Path) -> list[Path]:
+    """The sources beside a program's own that hold no main: helpers it is linked with."""
+    return sorted(p for p in source.parent.iterdir() if p != source and p.suffix in SOURCES
+                  and not MAIN.search(p.read_text(errors="replace")))
 
 
 def make_programs(project: Path, folders: list[Path], helpers: list[Path]) -> list[Program]:
@@ -180,60 +197,100 @@ def capture_all(project: Path, progs: list[Program], timeout: float, parallel: i
         list(pool.map(one, [p for p in progs if p.binary is not None]))
 
 
-Work = tuple[dict, Path, "str | None", dict[str, str]]
+Work = tuple[dict, Path, Kernel]
 
 
-def spec_rows(prog: Program, headers: list[Path], includes: list[Path]) -> list[Work]:
-    """A row per kernel the program launched that it defines itself, with what to prove: the
-    file, the block (None: the kernel's own) and the inputs the run saved, or nothing to prove
-    (the row says why)."""
+def spec_rows(prog: Program) -> list[Work]:
+    """A row per kernel the program launched that it defines itself: what to resolve and
+    prove, or why there is nothing to compare."""
     kernels = {k.name: (src, k) for src in prog.sources if src.suffix in (".cu", ".cuh")
                for k in discover(SourceText(src.read_text(errors="replace"))).kernels}
     launched = sorted({x.base for x in prog.capture.launches} & set(kernels)) if prog.capture else []
-    files = list(dict.fromkeys([*prog.sources, *headers]))
-    specs = {(s.file, s.kernel): s for s in kernel_specs(files, None, tuple(includes), prog.capture)} if launched else {}
     out = []
     for name in launched:
         src, kernel = kernels[name]
-        s = specs.get((str(src), name))
-        row = {"program": prog.name, "kernel": name, "origin": s.origin if s else "none"}
+        row = {"program": prog.name, "kernel": name}
         if not any(p.is_pointer for p in kernel.params):
             row.update(status="takes no pointers", why="nothing to compare: left out of the share")
-        elif s is not None and s.spec is None and any(x.startswith(CLOCK_READER[:24]) for x in s.problems):
-            row.update(status="reads the clock", why=s.problems[0][:160])
-        elif s is None or s.spec is None:
-            row.update(status="no spec", why="; ".join(s.problems if s else [])[:160])
-        out.append((row, src, None if s is None or s.origin == "attached" else s.spec, s.inputs if s else {}))
+        out.append((row, src, kernel))
         prog.rows.append(row)
     return out
 
 
-def prove_rows(project: str, work: list[Work], settings: Settings, cache: ProofCache,
-               provers: int, deadline: float) -> None:
-    """The proofs, `provers` at a time, each prover an evaluator worker of its own on this GPU
-    (a proof's verdict does not depend on timing; its compiles and sanitizer runs overlap)."""
-    todo = [w for w in work if "status" not in w[0]]
-    backends = [LocalBackend(Evaluator(0)) for _ in range(max(1, min(provers, len(todo))))]
+def prove_row(optimizer: Optimizer, index: LaunchIndex, project: Path, settings: Settings, row: dict, src: Path,
+              kernel: Kernel) -> None:
+    """What `fsr optimize` runs before its first round, as it runs it: the spec `plan_spec`
+    resolves (attached, captured, drafted), then `Optimizer.prepare` (the proof). Proven means
+    that the search would start."""
+    text = src.read_text(errors="replace")
+    plan = plan_spec(index, src, text, kernel, settings)
+    row["origin"] = plan.spec.origin
+    if plan.spec.spec is None:
+        clock = any(x.startswith(CLOCK_READER[:24]) for x in plan.spec.problems)
+        row.update(status="reads the clock" if clock else "no spec", why="; ".join(plan.spec.problems)[:400])
+        return
+    job = OptimizeRun(text, src, kernel.name, project, settings, plan)
+    if plan.draft is None:  # the file's own block, or one inferred from the signature: searched as it is,
+        # the original checked by the search's first measurement; proven here as the listing proves it
+        proof = prove_with(optimizer.backend(settings), text, kernel.name, None, job.eval_options(), timeout=120)
+        row.update(status="proven" if proof.proven else "failed", why="" if proof.proven else proof.message[:400])
+        return
+    stopped = optimizer.prepare(job, lambda _: None)
+    row.update(status="proven" if stopped is None else "failed", why="" if stopped is None else stopped.message[:400])
 
-    def run(backend: LocalBackend, items: list[Work]) -> None:
-        for row, src, block, inputs in items:
-            if time.monotonic() > deadline:
+
+def prove_rows(project: Path, work: list[Work], settings: Settings, provers: int, deadline: float,
+               per_program: float) -> None:
+    """The rows, `provers` at a time, each prover an evaluator worker of its own on this GPU (a
+    proof's verdict does not depend on timing); programs taken in turn (each one's first kernel
+    before any one's second), and a program that used up `per_program` seconds leaves its
+    other kernels unreached, not the other programs'."""
+    todo = _in_turn([w for w in work if "status" not in w[0]])
+    backends = [LocalBackend(Evaluator(0)) for _ in range(max(1, min(provers, len(todo))))]
+    index = LaunchIndex(project, first_wait=None)  # the workspace's launches and merged captures, as the CLI reads them
+    spent: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def run(backend: LocalBackend) -> None:
+        optimizer = Optimizer(backend)
+        while True:
+            with lock:
+                if not todo:
+                    return
+                row, src, kernel = todo.pop(0)
+            if time.monotonic() > deadline or spent.get(row["program"], 0.0) > per_program:
                 row.update(status="not reached")
                 continue
             t0 = time.monotonic()
-            options = dataclasses.replace(settings.eval_options(src), real_inputs=tuple(sorted(inputs.items())))
-            proof = prove_with(backend, src.read_text(errors="replace"), row["kernel"], block, options,
-                               cache=cache, timeout=60)
-            row.update(status=proof.status, why=proof.message, seconds=round(time.monotonic() - t0, 1))
-            console.print(f"{project} {row['program']} {row['kernel']}: {row['origin']}, {row['status']} "
-                          f"({row['seconds']} s)", highlight=False)
+            try:
+                prove_row(optimizer, index, project, settings, row, src, kernel)
+            except Exception as e:  # noqa: BLE001  (a traceback is counted, and the rest goes on)
+                row.update(status="traceback", why=f"{type(e).__name__}: {e}"[:400])
+            row["seconds"] = round(time.monotonic() - t0, 1)
+            with lock:
+                spent[row["program"]] = spent.get(row["program"], 0.0) + row["seconds"]
+            console.print(f"{project.parent.name} {row['program']} {row['kernel']}: {row.get('origin', '')}, "
+                          f"{row['status']} ({row['seconds']} s)", highlight=False)
 
     try:
         with ThreadPoolExecutor(max_workers=len(backends)) as pool:
-            list(pool.map(run, backends, [todo[i::len(backends)] for i in range(len(backends))]))
+            list(pool.map(run, backends))
     finally:
         for backend in backends:
             backend.close()
+
+
+def _in_turn(work: list[Work]) -> list[Work]:
+    """Each program's first kernel, then each one's second, ..."""
+    by_program: dict[str, list[Work]] = {}
+    for w in work:
+        by_program.setdefault(w[0]["program"], []).append(w)
+    out: list[Work] = []
+    while any(by_program.values()):
+        for rows in by_program.values():
+            if rows:
+                out.append(rows.pop(0))
+    return out
 
 
 def measure(project: Path, args: argparse.Namespace, deadline: float) -> dict:
@@ -243,7 +300,6 @@ def measure(project: Path, args: argparse.Namespace, deadline: float) -> dict:
     shutil.copytree(project, out / "tree", ignore=shutil.ignore_patterns(".git", ".fsr"))
     project = out / "tree"  # built, captured and proven in a copy: the project itself is left as it was
     includes = include_dirs(project) + [d.resolve() for d in args.include]
-    headers = [p for p in project.rglob("*") if p.suffix in HEADERS]
     t0 = time.monotonic()
     progs = all_programs(project, out, includes, [d.resolve() for d in args.include])
     built = time.monotonic()
@@ -251,10 +307,9 @@ def measure(project: Path, args: argparse.Namespace, deadline: float) -> dict:
     by_make = sum(p.binary is not None and p.binary.parent != out for p in progs)
     console.print(f"{name}: {len(progs)} programs ({by_make} built by make) in {built - t0:.0f} s, "
                   f"captured in {time.monotonic() - built:.0f} s", highlight=False)
-    work = [w for prog in progs if prog.capture is not None for w in spec_rows(prog, headers, includes)]
+    work = [w for prog in progs if prog.capture is not None for w in spec_rows(prog)]
     settings = Settings(include_paths=tuple(map(str, includes)))  # as the user's workspace settings would say
-    with ProofCache(project) as cache:
-        prove_rows(name, work, settings, cache, args.provers, deadline)
+    prove_rows(project, work, settings, args.provers, deadline, args.per_program)
     rows = [r for p in progs for r in p.rows]
     launched_rows = [r for r in rows if r["status"] not in ("not reached", "takes no pointers")]
     proven = sum(r["status"] == "proven" for r in launched_rows)
@@ -265,6 +320,7 @@ def measure(project: Path, args: argparse.Namespace, deadline: float) -> dict:
             "rows": rows, "not_reached": sum(r["status"] == "not reached" for r in rows),
             "no_pointers": sum(r["status"] == "takes no pointers" for r in rows),
             "launched": len(launched_rows), "proven": proven, "clocks": clocks,
+            "tracebacks": sum(r["status"] == "traceback" for r in rows),
             "share": proven / len(launched_rows) if launched_rows else 0.0,
             "share_checkable": proven / (len(launched_rows) - clocks) if len(launched_rows) > clocks else 0.0}
 
@@ -280,6 +336,8 @@ def main() -> int:
     parser.add_argument("--snapshot-bytes", type=int, default=64 << 20,
                         help="save a kernel's inputs before its first launch when they total at most this (0: never)")
     parser.add_argument("--provers", type=int, default=3, help="proofs at once, each in its own evaluator worker")
+    parser.add_argument("--per-program", type=float, default=120.0,
+                        help="seconds of proofs a program may use; its other kernels are then not reached")
     parser.add_argument("--save-as", default="capture_coverage", help="the results file's name (two runs side by side)")
     args = parser.parse_args()
     deadline = time.monotonic() + args.deadline
@@ -293,9 +351,10 @@ def report(results: list[dict]) -> None:
     table("Kernels launched by each project's own programs, with a proven spec (capture + proof on this GPU)",
           ["project", "programs", "by make", "did not build", "launched nothing", "launched, no pointers",
            "not reached", "launched, taking pointers", "of them timing (read the clock)", "proven", "share",
-           "share of the rest"],
+           "share of the rest", "tracebacks"],
           [[r["project"], r["programs"], r["by_make"], len(r["unbuilt"]), len(r["silent"]), r["no_pointers"],
-            r["not_reached"], r["launched"], r["clocks"], r["proven"], r["share"], r["share_checkable"]]
+            r["not_reached"], r["launched"], r["clocks"], r["proven"], r["share"], r["share_checkable"],
+            r["tracebacks"]]
            for r in results])
     for r in results:
         for row in r["rows"]:

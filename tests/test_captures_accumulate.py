@@ -77,3 +77,70 @@ def test_superseded_and_empty_captures_are_pruned_and_nothing_else(tmp_path):
     assert not old.exists() and not empty.exists() and kept.exists() and newer.exists() and running.exists()
     found = specs(tmp_path)
     assert "n = 6000" in found["scale"].spec and "n = 3000" in found["offset"].spec
+
+
+# ---------------------------------------------------------------- one kernel name in two programs
+
+
+SCALE_INPLACE = """__global__ void scale(float* data, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) data[i] = 2.0f * data[i];
+}
+"""
+
+
+def inplace_launch(n: int) -> dict:
+    return {"id": 0, "kernel": "_Z5scalePfi", "name": "scale(float*, int)", "base": "scale",
+            "grid": [(n + 127) // 128, 1, 1], "block": [128, 1, 1], "smem": 0,
+            "params": [ptr(4 * n), {"offset": 8, "size": 4, "hex": i32(n)}]}
+
+
+def started_in(folder: Path, cwd: Path) -> Path:
+    meta = json.loads((folder / "capture.json").read_text())
+    (folder / "capture.json").write_text(json.dumps({**meta, "cwd": str(cwd), "exit_code": 0}))
+    return folder
+
+
+def workspace_specs(root: Path, file: Path) -> dict:
+    """As `fsr optimize` and the editor resolve it (the workspace's launch index)."""
+    from fsr_lsp.drafting.workspace import LaunchIndex, workspace_spec
+    from fsr_lsp.kernels import discover
+    from fsr_lsp.source import SourceText
+
+    text = file.read_text()
+    return {k.name: workspace_spec(LaunchIndex(root), file, text, k) for k in discover(SourceText(text)).kernels}
+
+
+def test_a_kernel_takes_the_run_of_its_own_programs_folder(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "k.cu").write_text(SCALE)
+    started_in(write_capture(tmp_path, [scale_launch(5000)], name="20260101-000000"), tmp_path / "a")
+    started_in(write_capture(tmp_path, [scale_launch(7000)], name="20260101-000100"), tmp_path / "b")
+    for name, n in (("a", 5000), ("b", 7000)):
+        listed = {s.kernel: s for s in kernel_specs([tmp_path / name / "k.cu"], capture=latest_capture(tmp_path))}
+        assert f"n = {n}" in listed["scale"].spec, (name, listed["scale"].spec)
+        assert f"n = {n}" in workspace_specs(tmp_path, tmp_path / name / "k.cu")["scale"].spec
+    # a program started from elsewhere, by its path, counts as its folder's too
+    write_capture(tmp_path, [scale_launch(9000)], name="20260101-000200", command=(str(tmp_path / "a" / "app"),))
+    assert "n = 9000" in workspace_specs(tmp_path, tmp_path / "a" / "k.cu")["scale"].spec
+    assert "n = 7000" in workspace_specs(tmp_path, tmp_path / "b" / "k.cu")["scale"].spec
+
+
+def test_a_kernel_of_the_same_name_with_other_parameters_does_not_hide_an_older_run(tmp_path):
+    (tmp_path / "k.cu").write_text(SCALE)
+    write_capture(tmp_path, [scale_launch(5000)], name="20260101-000000", command=("./scale_app",))
+    write_capture(tmp_path, [inplace_launch(3000)], name="20260101-000100", command=("./other_app",))
+    found = workspace_specs(tmp_path, tmp_path / "k.cu")["scale"]
+    assert found.origin == "captured" and "n = 5000" in found.spec, found
+    assert "./scale_app" in found.provenance["launch"]
+
+
+def test_pruning_keeps_the_newest_run_of_each_program_for_a_shared_kernel_name(tmp_path):
+    (tmp_path / "k.cu").write_text(SCALE)
+    a_old = finished(write_capture(tmp_path, [scale_launch(5000)], name="20260101-000000", command=("./a",)))
+    b = finished(write_capture(tmp_path, [inplace_launch(3000)], name="20260101-000100", command=("./b",)))
+    a_new = finished(write_capture(tmp_path, [scale_launch(6000)], name="20260101-000200", command=("./a",)))
+    assert prune(tmp_path) == [a_old]
+    assert b.exists() and a_new.exists()

@@ -70,6 +70,8 @@ class Capture:
     exit_code: int | None = None
     problems: list[str] = field(default_factory=list)
     runs: dict[str, "Capture"] = field(default_factory=dict)  # kernel -> the run its launches are from
+    cwd: Path | None = None  # where the run was started
+    every_run: list["Capture"] = field(default_factory=list)  # (merged) every run with a launch, newest first
 
     def of(self, kernel: str) -> list[CapturedLaunch]:
         """This kernel's launches, most frequent first."""
@@ -78,6 +80,45 @@ class Capture:
     def run_of(self, kernel: str) -> "Capture":
         """The run this kernel's launches come from (this capture, for one run's)."""
         return self.runs.get(kernel, self)
+
+    def candidates(self, kernel: str, limit: int = 8) -> list["Capture"]:
+        """The runs that launched this kernel, each alone: its chosen run first, then the newest
+        run of each other program (two programs of a project may each define a kernel of that
+        name, with other parameters); an older run of the chosen one's program never."""
+        chosen = self.run_of(kernel)
+        out, programs = [chosen], {chosen.program()}
+        for run in self.every_run:
+            if run.program() not in programs and any(x.base == kernel for x in run.launches):
+                out.append(run)
+                programs.add(run.program())
+        return out[:limit]
+
+    def preferring(self, folder: Path) -> "Capture":
+        """This merged capture with each kernel taken from the newest run started in `folder`
+        (where a program's own kernels live, as a build beside its sources leaves it), where
+        one launched it; others as they were."""
+        if not self.every_run:
+            return self
+        folder = folder.resolve()
+        near = [run for run in self.every_run if run.started_in(folder)]
+        if not near:
+            return self
+        return _merged([*near, *(run for run in self.every_run if run not in near)])
+
+    def started_in(self, folder: Path) -> bool:
+        """Whether the run was started in `folder` or ran a program that lies there."""
+        if self.cwd is not None and self.cwd.resolve() == folder:
+            return True
+        return bool(self.command) and Path(self.program()).parent == folder
+
+    def program(self) -> str:
+        """The program the run started, as a path where it names one."""
+        if not self.command:
+            return ""
+        program = Path(self.command[0])
+        if not program.is_absolute() and "/" not in self.command[0]:
+            return self.command[0]  # found on PATH: its name is all we know
+        return str(((self.cwd or Path.cwd()) / program).resolve())
 
     def describe(self) -> str:
         return f"the capture of `{' '.join(self.command)}` ({self.folder.name})"
@@ -89,7 +130,8 @@ def read_capture(folder: Path) -> Capture:
         meta = json.loads((folder / "capture.json").read_text())
     except (OSError, ValueError):
         pass
-    capture = Capture(folder, list(meta.get("command", [])), [], meta.get("exit_code"))
+    capture = Capture(folder, list(meta.get("command", [])), [], meta.get("exit_code"),
+                      cwd=Path(meta["cwd"]) if isinstance(meta.get("cwd"), str) else None)
     damaged = 0
     unseen: list[str] = []
     for path in sorted(folder.glob("launches-*.jsonl")):
@@ -138,10 +180,14 @@ def latest_capture(workspace: Path) -> Capture | None:
     newest capture that launched it, so that capturing one program after another keeps every
     kernel's (a project has many programs and tests). None when no capture holds a launch."""
     runs = captures(workspace)
-    if not runs:
-        return None
+    return _merged(runs) if runs else None
+
+
+def _merged(runs: list[Capture]) -> Capture:
+    """Each kernel's launches from the first of `runs` that launched it."""
     newest = runs[0]
-    merged = Capture(newest.folder, newest.command, [], newest.exit_code, list(newest.problems))
+    merged = Capture(newest.folder, newest.command, [], newest.exit_code, list(newest.problems), cwd=newest.cwd,
+                     every_run=list(runs))
     for run in runs:
         for kernel in sorted({x.base for x in run.launches} - set(merged.runs)):
             merged.runs[kernel] = run
@@ -151,12 +197,18 @@ def latest_capture(workspace: Path) -> Capture | None:
 
 def superseded(workspace: Path) -> list[Path]:
     """Finished captures no kernel takes its launches from any more: every kernel they launched
-    was launched again by a newer capture, or they recorded nothing."""
+    was launched again by a newer capture of the same program, or they recorded nothing (a
+    kernel of one name in two programs keeps the newest run of each)."""
     root = workspace / CAPTURES
     if not root.is_dir():
         return []
-    merged = latest_capture(workspace)
-    used = {run.folder for run in (merged.runs.values() if merged else ())}
+    seen: set[tuple[str, str]] = set()
+    used = set()
+    for run in captures(workspace):  # newest first
+        keys = {(x.base, run.program()) for x in run.launches}
+        if keys - seen:
+            used.add(run.folder)
+        seen |= keys
     return sorted(p for p in root.iterdir() if p.is_dir() and p not in used and _finished(p))
 
 

@@ -126,7 +126,7 @@ def spec_and_inputs(file: Path, source: str, kernel_name: str,
     kernel = find_kernel(source, kernel_name)
     if kernel is None:
         return source, (), ""  # the precheck names the kernels there are
-    plan = plan_spec(LaunchIndex(workspace_of(file)), file.resolve(), source, kernel, settings)
+    plan = plan_spec(LaunchIndex(workspace_of(file), first_wait=None), file.resolve(), source, kernel, settings)
     text = place_spec(source, kernel.name, plan.draft).text if plan.draft else source
     return text, tuple(sorted(plan.spec.inputs.items())), plan.message
 

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     missing = optimizer.unavailable(settings)
     if missing:
         return fail(missing.removeprefix("fsr: "), 3)
-    plan = plan_spec(LaunchIndex(workspace), args.file.resolve(), source, kernel, settings,
+    plan = plan_spec(LaunchIndex(workspace, first_wait=None), args.file.resolve(), source, kernel, settings,
                      model_drafter=lambda: _model_drafter(settings))
     if plan.message:
         console.print(escape(plan.message), highlight=False)

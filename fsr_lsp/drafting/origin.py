@@ -65,7 +65,8 @@ def kernel_specs(files: list[Path], drafter: Drafter | None = None,
     launches = [launch for path, src in texts.items() for launch in find_launches(src, str(path), headers[path])]
     out = []
     for path, src in texts.items():
-        out += specs_of(str(path), src, launches, drafter, headers[path], capture)
+        near = capture.preferring(path.parent) if capture is not None else None
+        out += specs_of(str(path), src, launches, drafter, headers[path], near)
     return out
 
 
@@ -122,7 +123,7 @@ def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draf
     draft = draft_spec(src, k, launches, name, types)  # grounded in how the kernel is used: before a guess from its signature
     not_captured: list[str] = []
     if capture is not None and capture.of(k.name):
-        taken = captured_spec(src, k, capture, draft)
+        taken = _captured(src, k, capture, draft)
         if taken.text is not None:
             return KernelSpec(name, k.name, line, "captured", taken.text, taken.problems + orphans, taken.provenance,
                               launch=taken.provenance.get("launch", ""), inputs=taken.inputs)
@@ -142,3 +143,17 @@ def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draf
         draft.problems += by_model.problems
     # a kernel the run launched: why its capture gave no spec comes first
     return KernelSpec(name, k.name, line, "none", None, not_captured + problems + draft.problems + orphans)
+
+
+def _captured(src: SourceText, k: Kernel, capture: Capture, draft: Draft) -> Draft:
+    """The spec from the kernel's chosen run; where that run's kernel of this name does not fit
+    this one (another program's, with other parameters), from an older run that launched it.
+    What the chosen run said comes back when none fits."""
+    first: Draft | None = None
+    for run in capture.candidates(k.name) if capture.every_run else [capture]:
+        taken = captured_spec(src, k, run, draft)
+        if taken.text is not None:
+            return taken
+        first = first or taken
+    assert first is not None
+    return first

@@ -27,8 +27,11 @@ FIRST_WAIT = 1.0  # seconds the first request waits for the workspace's scan
 
 
 class LaunchIndex:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, first_wait: float | None = FIRST_WAIT) -> None:
+        """`first_wait`: seconds a first request waits for the scan (None: the whole scan, as a
+        command does: it answers once, and a partial index would draft from half the launches)."""
         self.root = root
+        self.first_wait = first_wait
         self._files: dict[Path, list[Launch]] | None = None
         self._open: dict[Path, tuple[int, int, list[Launch]]] = {}  # path -> (len, hash, launches) of its text
         self._lock = threading.Lock()
@@ -79,7 +82,7 @@ class LaunchIndex:
         self.scan_in_background()
         scanning = self._scanning
         if scanning is not None and scanning is not threading.current_thread():
-            scanning.join(FIRST_WAIT)
+            scanning.join(self.first_wait)
         assert self._files is not None
         return self._files
 
@@ -141,5 +144,6 @@ def workspace_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, op
     docs = {p.resolve(): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
     docs[path.resolve()] = text
     types = included_aliases(text, (path.parent, *map(Path, include_dirs)))
+    capture = index.capture()
     return spec_of(index.relative(path), SourceText.of(text), with_aliases(kernel, types), index.launches(docs, path.resolve()),
-                   drafter, types=types, capture=index.capture())
+                   drafter, types=types, capture=capture.preferring(path.parent) if capture is not None else None)

@@ -111,8 +111,10 @@ class Optimizer:
     """Runs Optimize requests on the backend the settings choose (one per optimizer, kept
     between requests: a worker per GPU, or one connection to a cluster)."""
 
-    def __init__(self) -> None:
-        self._backend: Backend | None = None
+    def __init__(self, backend: Backend | None = None) -> None:
+        """`backend`: one to use whatever the settings say (a bench's own worker); closed by the caller."""
+        self._backend: Backend | None = backend
+        self._fixed = backend is not None
         self._choice = None
         self._lock = threading.Lock()
 
@@ -128,6 +130,9 @@ class Optimizer:
         """This machine's GPU(s), or the Ray cluster the settings name (kept while they stay)."""
         choice = settings.backend_choice()
         with self._lock:
+            if self._fixed:
+                assert self._backend is not None
+                return self._backend
             if self._backend is None or self._choice != choice:
                 if self._backend is not None:
                     self._backend.close()
@@ -143,6 +148,24 @@ class Optimizer:
 
     def _run(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome:
         config = dataclasses.replace(job.settings.search_config(), focus=job.focus)
+        stopped = self.prepare(job, report)
+        if stopped is not None:
+            return stopped
+        generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
+        with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
+            outcome = run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
+                                 report, job.cancel, started=job.started)
+        from .perf_check import record_search  # what it timed: a later edit is checked against it
+
+        record_search(job.workspace, job.path, job.searched_text, job.kernel, outcome)
+        return outcome
+
+    def prepare(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome | None:
+        """What runs before the search's first round: the model's draft where the plan asks for
+        one, the draft's proof on the original, and its placement in the searched text. None
+        when the search can start; else why not. The capture bench counts a kernel proven
+        only through this (what it accepts, `fsr optimize` and the editor accept)."""
+        config = job.settings.search_config()
         job.searched_text = job.searched_text or job.text
         plan = job.plan or SpecPlan(KernelSpec(str(job.path), job.kernel, 0, "attached", None))
         job.draft = plan.draft
@@ -162,14 +185,7 @@ class Optimizer:
             job.searched_text = place_spec(job.searched_text, job.kernel, job.draft).text
             if job.cancel.is_set():
                 return SearchOutcome("cancelled", "cancelled after the proof of the drafted spec")
-        generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
-        with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
-            outcome = run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
-                                 report, job.cancel, started=job.started)
-        from .perf_check import record_search  # what it timed: a later edit is checked against it
-
-        record_search(job.workspace, job.path, job.searched_text, job.kernel, outcome)
-        return outcome
+        return None
 
     def prove(self, job: OptimizeRun, report: Callable[[Progress], None]) -> Proof:
         """The draft's proof on the original kernel (cached per kernel text and GPU in .fsr/)."""
@@ -196,6 +212,8 @@ class Optimizer:
 
     def close(self) -> None:
         with self._lock:
+            if self._fixed:
+                return
             if self._backend is not None:
                 self._backend.close()
             self._backend = None
