@@ -14,8 +14,8 @@ own source, goes through what `fsr optimize` runs before its first round, as it 
 run in its own folder; the static draft checked against it, or the capture alone) and
 `Optimizer.prepare` (the proof on this GPU). Proven means that the search would start: the
 bench and the commands cannot disagree. Programs that do not build or launch nothing are
-counted apart, and so are launched kernels that take no pointer (nothing to compare). Each
-program's proofs get `--per-program` seconds, programs taken in turn.
+counted apart, and so are launched kernels that take no pointer (nothing to compare).
+Programs are taken in turn; one past `--per-program` seconds waits behind the others.
 
     python bench/capture_coverage.py DIR... [--run-timeout 20] [--deadline 480] [--include DIR]
 """
@@ -243,8 +243,9 @@ def prove_rows(project: Path, work: list[Work], settings: Settings, provers: int
                per_program: float) -> None:
     """The rows, `provers` at a time, each prover an evaluator worker of its own on this GPU (a
     proof's verdict does not depend on timing); programs taken in turn (each one's first kernel
-    before any one's second), and a program that used up `per_program` seconds leaves its
-    other kernels unreached, not the other programs'."""
+    before any one's second), the one that has used the least time first, and one past
+    `per_program` seconds only when no other is left: a slow program leaves its own kernels
+    unreached at the deadline, not the other programs'."""
     todo = _in_turn([w for w in work if "status" not in w[0]])
     backends = [LocalBackend(Evaluator(0)) for _ in range(max(1, min(provers, len(todo))))]
     index = LaunchIndex(project, first_wait=None)  # the workspace's launches and merged captures, as the CLI reads them
@@ -257,8 +258,10 @@ def prove_rows(project: Path, work: list[Work], settings: Settings, provers: int
             with lock:
                 if not todo:
                     return
-                row, src, kernel = todo.pop(0)
-            if time.monotonic() > deadline or spent.get(row["program"], 0.0) > per_program:
+                # the program that has used the least time goes next: a slow one waits behind the rest
+                row, src, kernel = todo.pop(min(range(len(todo)), key=lambda i: (
+                    spent.get(todo[i][0]["program"], 0.0) > per_program, spent.get(todo[i][0]["program"], 0.0), i)))
+            if time.monotonic() > deadline:
                 row.update(status="not reached")
                 continue
             t0 = time.monotonic()
@@ -337,7 +340,7 @@ def main() -> int:
                         help="save a kernel's inputs before its first launch when they total at most this (0: never)")
     parser.add_argument("--provers", type=int, default=3, help="proofs at once, each in its own evaluator worker")
     parser.add_argument("--per-program", type=float, default=120.0,
-                        help="seconds of proofs a program may use; its other kernels are then not reached")
+                        help="seconds of proofs after which a program's kernels wait for every other program's")
     parser.add_argument("--save-as", default="capture_coverage", help="the results file's name (two runs side by side)")
     args = parser.parse_args()
     deadline = time.monotonic() + args.deadline

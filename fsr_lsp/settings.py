@@ -79,8 +79,8 @@ class Settings:
                                    "the program run by \"FSR: Capture launches from a run\" (e.g. ./build/app 4096), "
                                    "in the workspace folder")
     capture_snapshot_bytes: int = setting(0, "capture.snapshotBytes",
-                                          "with a capture: save each kernel's inputs at its first launch when they "
-                                          "total at most this many bytes (0: never)", "--snapshot-bytes", minimum=0)
+                                          "with a capture: save each kernel's inputs at its first launch, the "
+                                          "smallest first, up to this many bytes in all (0: never)", "--snapshot-bytes", minimum=0)
     auto_apply: bool = setting(False, "autoApply", "offer a win through workspace/applyEdit as soon as it is found")
     diagnostics_on_open: bool = setting(True, "diagnostics.onOpen", "compile on open as well as on save")
     perf_on_save: bool = setting(False, "perfOnSave", "re-time a kernel with a stored timing when a save changes it; "

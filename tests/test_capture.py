@@ -471,3 +471,22 @@ def test_a_pointer_into_its_allocation_keeps_the_elements_before_it(tmp_path: Pa
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured", spec.problems
     assert f'in = "in[-3 : {n + r}]' in spec.spec and f'out = "out[-3 : {n + r}]"' in spec.spec, spec.spec
+
+
+@pytest.mark.parametrize("cap, saved", [(1 << 20, {0, 1, 2}), (5000, {0, 2}), (300, {2}), (100, set())])
+def test_the_library_saves_the_smallest_buffers_first_when_all_do_not_fit(tmp_path: Path, cap: int, saved: set):
+    """A kernel whose buffers are too big to save whole keeps its small ones (token ids, offsets:
+    the indices a random fill would send out of range), never more than the cap in all."""
+    home, include, lib = toolkit()
+    exe = tmp_path / "snapshot_harness"
+    built = subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include}", f"-I{home / 'include'}", f"-I{SOURCE.parent}",
+                            str(DATA / "snapshot_harness.cpp"), f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}", "-ldl",
+                            "-o", str(exe)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    subprocess.run([str(exe), str(tmp_path), str(cap)], check=True)
+    (launch,) = read_capture(tmp_path).launches
+    assert set(launch.snapshot) == saved
+    for index, path in launch.snapshot.items():
+        data = path.read_bytes()
+        which = {0: 3, 1: 1, 2: 2}[index]  # the fake driver fills each allocation with its own mark
+        assert len(data) == launch.params[index].alloc.size and set(data) == {which}

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -248,15 +249,19 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
   std::string snap;
   if (snapshot_cap > 0 && !snapshotted.count(name)) {
     snapshotted.insert(name);
+    // The smallest buffers first, while the total stays under the cap: when a kernel's buffers
+    // are too big to save whole, its small ones (token ids, offsets, flags: the indices) still are.
+    std::vector<std::pair<int, std::pair<uint64_t, size_t>>> order(pointers.begin(), pointers.end());
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.second.second < b.second.second; });
     long total = 0;
-    for (auto& pp : pointers) total += static_cast<long>(pp.second.second);
-    if (total <= snapshot_cap) {
-      for (auto& pp : pointers) {
-        std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-" +
-                           std::to_string(pp.first) + ".bin";
-        snapshot(folder + "/" + file, pp.second.first, pp.second.second, stream);
-        snap += (snap.empty() ? "\"" : ",\"") + std::to_string(pp.first) + "\":\"" + file + "\"";
-      }
+    for (auto& pp : order) {
+      if (total + static_cast<long>(pp.second.second) > snapshot_cap) break;
+      total += static_cast<long>(pp.second.second);
+      std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-" +
+                         std::to_string(pp.first) + ".bin";
+      snapshot(folder + "/" + file, pp.second.first, pp.second.second, stream);
+      snap += (snap.empty() ? "\"" : ",\"") + std::to_string(pp.first) + "\":\"" + file + "\"";
     }
   }
   fprintf(out,
