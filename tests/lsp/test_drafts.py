@@ -120,15 +120,20 @@ async def test_a_failed_proof_is_a_warning_on_the_kernel_naming_check_and_argume
 
 async def test_the_launch_index_follows_the_file_on_disk(client: LanguageClient):
     uri = setup(client, "watch")
-    first = next(a for a in await actions(client, uri, LINE) if a.title.startswith("Draft"))
-    assert "ROWS = 512" in edits_in(first.edit, uri)[0][0].new_text
+
+    async def drafted() -> str:  # '' while the draft is still being made off the event loop, or while
+        # the file is half written (the watcher may see it empty)
+        found = next((a for a in await actions(client, uri, LINE) if a.title.startswith("Draft")), None)
+        return edits_in(found.edit, uri)[0][0].new_text if found else ""
+
+    for _ in range(100):
+        if await drafted():
+            break
+        await asyncio.sleep(0.1)
+    assert "ROWS = 512" in await drafted()
     main = client.workspace_dir / "watch" / "main.cpp"  # type: ignore[attr-defined]
     await asyncio.sleep(0.5)  # the observer is up
     main.write_text(MAIN.replace("#define ROWS 512", "#define ROWS 2048"))
-
-    async def drafted() -> str:  # '' while the file is half written (the watcher may see it empty)
-        found = next((a for a in await actions(client, uri, LINE) if a.title.startswith("Draft")), None)
-        return edits_in(found.edit, uri)[0][0].new_text if found else ""
 
     for _ in range(100):
         if "ROWS = 2048" in await drafted():
