@@ -121,7 +121,7 @@ def test_fsr_eval_starts_the_worker_while_it_finds_the_spec(monkeypatch, tmp_pat
     def finding(file, source, kernel, settings):
         time.sleep(0.1)  # the spec's planning takes a while (a workspace's launches, a capture)
         events.append(("spec found", time.monotonic()))
-        return source, (), ""
+        return source, (), "", None
 
     def evaluate(evaluator, source, kernel, candidate, options, **kw):
         events.append(("evaluate", time.monotonic()))

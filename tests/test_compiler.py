@@ -103,3 +103,32 @@ def test_a_file_whose_kernels_launch_kernels_compiles_as_relocatable_device_code
         assert "-rdc=true" in r.binary.flags and r.compiler == "nvcc"
     plain = compile_kernel(SAXPY, KernelRef("saxpy"), opts(cache_dir))
     assert "-rdc=true" not in plain.binary.flags
+
+
+FUNCTION_ARGUMENT = """
+__device__ float times4(const float* a, int i) { return a[i] * 4.0f; }
+__device__ float times2(const float* a, int i) { return a[i] * 2.0f; }
+typedef float (*Op)(const float*, int);
+template <Op op>
+__global__ void apply(float* out, const float* a, int n) { int i = threadIdx.x; if (i < n) out[i] = op(a, i); }
+
+void launch(float* out, const float* a, int n, bool two) {
+    if (two) apply<times2><<<1, 32>>>(out, a, n);
+    else apply<times4><<<1, 32>>>(out, a, n);
+}
+"""
+
+
+def test_a_template_over_a_functions_address_is_found_from_the_captured_symbol(cache_dir):
+    """A captured symbol demangles a function's address as `&(times4(float const*, int))`:
+    that is the instantiation, among the ones the host code makes, that is compiled and found."""
+    from fsr_lsp.capture import CapturedLaunch
+
+    launch = CapturedLaunch("_Z5applyIXadL_Z6times4PKfiEEEvPfS1_i",
+                            "void apply<&(times4(float const*, int))>(float*, float const*, int)", "apply",
+                            (1, 1, 1), (32, 1, 1), 0, ())
+    assert launch.template_args == "&times4"
+    r = compile_kernel(FUNCTION_ARGUMENT, KernelRef("apply", launch.template_args, ("float *", "const float *", "int")),
+                       opts(cache_dir))
+    assert r.ok, r.log
+    assert r.binary.entry == "_Z5applyIXadL_Z6times4PKfiEEEvPfS1_i"

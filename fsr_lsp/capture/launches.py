@@ -33,6 +33,15 @@ class CapturedParam:
         return int.from_bytes(self.raw, "little", signed=signed)
 
 
+_ADDRESS = re.compile(r"&\(([A-Za-z_][\w:]*)\([^()]*\)\)")
+
+
+def function_addresses(args: str) -> str:
+    """Template arguments as C++ spells them: a function's address demangles as
+    `&(f(float const*, int))`, and is written `&f`."""
+    return _ADDRESS.sub(r"&\1", args)
+
+
 @dataclass(frozen=True)
 class CapturedLaunch:
     kernel: str  # the mangled symbol
@@ -48,11 +57,15 @@ class CapturedLaunch:
     @property
     def template_args(self) -> str:
         """`16, float` for `void K<16, float>(...)`; '' for a kernel that is no template."""
-        head = (self.name.split("(", 1)[0] if "(" in self.name else self.name).rstrip()
-        start = head.find(self.base + "<")
-        if start < 0 or not head.endswith(">"):  # the list ends the name (unless cut at a `(` inside it)
+        start = self.name.find(self.base + "<")
+        if start < 0:
             return ""
-        return head[start + len(self.base) + 1:-1].strip()
+        # the list ends right before the parameter list, the name's last `>(` (an argument may hold
+        # parentheses: a function's address demangles as `&(f(float const*, int))`)
+        end = self.name.rfind(">(") if self.name.endswith(")") else len(self.name.rstrip()) - 1
+        if end <= start or self.name[end] != ">":
+            return ""
+        return function_addresses(self.name[start + len(self.base) + 1:end].strip())
 
     def where(self) -> str:
         dims = lambda d: "(" + ", ".join(map(str, d)) + ")"  # noqa: E731

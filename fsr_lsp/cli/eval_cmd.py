@@ -23,7 +23,8 @@ from ..specs import parse_spec
 from ..drafting.placement import place_spec
 from ..drafting.workspace import LaunchIndex
 from ..kernels import find_kernel
-from ..workflows.optimize import plan_spec
+from ..evaluator.backends.local import LocalBackend
+from ..workflows.optimize import Optimizer, OptimizeRun, SpecPlan, plan_spec, spec_options
 from rich.markup import escape
 
 from .console import InputError, fail, make_console, read_source
@@ -71,15 +72,23 @@ def _starting(evaluator: Evaluator) -> Evaluator:
 
 def _evaluate(args: argparse.Namespace, settings: Settings, source: str, candidate: str | None,
               evaluator: Evaluator | None, missing: str) -> int:
-    source, inputs = _with_spec(args, settings, source)
+    original = source
+    source, inputs, plan = _with_spec(args, settings, source)
     problem = _precheck(args, source)
     if problem:  # what the CPU can tell is said before asking for a GPU
         return fail(problem, 2)
     if evaluator is None:
         return _without_gpu(args, settings, source, candidate, missing)
+    if plan is not None and plan.draft is not None:  # proven first, as `fsr optimize` proves it (the same code)
+        job = OptimizeRun(original, args.file.resolve(), args.kernel, workspace_of(args.file), settings, plan)
+        with _Status(not args.json) as status:
+            stopped = Optimizer(LocalBackend(evaluator)).prepare(job, lambda p: status.update(p.message))
+        if stopped is not None:
+            return fail(stopped.message, 3 if job.proof is not None and job.proof.status == "unavailable" else 2)
+        source = job.searched_text
     options = dataclasses.replace(settings.eval_options(args.file), compiler=args.compiler, seeds_per_size=args.seeds,
-                                  base_seed=args.seed, timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)),
-                                  real_inputs=inputs)
+                                  base_seed=args.seed, timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)))
+    options = spec_options(options, plan.spec if plan is not None else None)
     with _Status(not args.json) as status:
         result = evaluate(evaluator, source, args.kernel, candidate, options,
                           sanitize_winner=settings.search_sanitize, on_stage=status.update)
@@ -111,24 +120,26 @@ def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, cand
     return fail(f"{missing} (it compiles for {settings.compiler_arch}: the rest needs the GPU)", 3)
 
 
-def _with_spec(args: argparse.Namespace, settings: Settings, source: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    text, inputs, message = spec_and_inputs(args.file, source, args.kernel, settings)
+def _with_spec(args: argparse.Namespace, settings: Settings,
+               source: str) -> tuple[str, tuple[tuple[str, str], ...], SpecPlan | None]:
+    text, inputs, message, plan = spec_and_inputs(args.file, source, args.kernel, settings)
     if message and not args.json:
         make_console(stderr=True).print(escape(message), highlight=False)
-    return text, inputs
+    return text, inputs, plan
 
 
 def spec_and_inputs(file: Path, source: str, kernel_name: str,
-                    settings: Settings) -> tuple[str, tuple[tuple[str, str], ...], str]:
-    """The text to evaluate, the saved inputs that join its checks and what to tell the user,
-    found as Optimize finds them: the kernel's own block, else its launch in the workspace's
-    latest capture, else a draft from its launch (placed above the kernel, in memory only)."""
+                    settings: Settings) -> tuple[str, tuple[tuple[str, str], ...], str, SpecPlan | None]:
+    """The text to evaluate, the saved inputs that join its checks, what to tell the user and
+    the plan they came from, found as Optimize finds them: the kernel's own block, else its
+    launch in the workspace's captures, else a draft from its launch (placed above the kernel,
+    in memory only; with a GPU it is proven first, as Optimize proves it)."""
     kernel = find_kernel(source, kernel_name)
     if kernel is None:
-        return source, (), ""  # the precheck names the kernels there are
+        return source, (), "", None  # the precheck names the kernels there are
     plan = plan_spec(LaunchIndex(workspace_of(file), first_wait=None), file.resolve(), source, kernel, settings)
     text = place_spec(source, kernel.name, plan.draft).text if plan.draft else source
-    return text, tuple(sorted(plan.spec.inputs.items())), plan.message
+    return text, tuple(sorted(plan.spec.inputs.items())), plan.message, plan
 
 
 def _precheck(args: argparse.Namespace, source: str) -> str:

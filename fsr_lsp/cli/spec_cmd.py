@@ -6,23 +6,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 from pathlib import Path
 
 from rich.markup import escape
 
 from .arguments import unwritable, workspace_of
-from ..capture import latest_capture, read_capture
+from ..capture import read_capture
 from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
-from ..drafting.origin import Drafter, KernelSpec, kernel_specs
+from ..drafting.origin import Drafter, KernelSpec
+from ..drafting.workspace import LaunchIndex, file_specs
 from ..drafting.proof import Proof, prove_with
 from ..evaluator import EvaluatorUnavailable
 from ..evaluator.backends import backend_missing, make_backend
 from ..llmclient import ChatClient
 from ..settings import Settings, settings_from_args
 from .console import InputError, fail, make_console, read_source
+from ..workflows.optimize import spec_options
 from .eval_cmd import _Status
 
 
@@ -43,14 +44,15 @@ def run(args: argparse.Namespace) -> int:
     if llm.configured:
         chat = ChatClient(llm)
         drafter = lambda src, k, launches, why: model_draft(chat, src, k, launches, why)  # noqa: E731
-    capture = None
+    index = LaunchIndex(workspace_of(args.files[0], args.workspace), first_wait=None)
     if args.capture is not None:
         capture = read_capture(args.capture)
         if not capture.launches:
             return fail(f"{args.capture} holds no captured launch", 2)
-    elif not args.no_capture:
-        capture = latest_capture(workspace_of(args.files[0], args.workspace))
-    found = kernel_specs(list(args.files), drafter, tuple(map(Path, settings.include_paths)), capture)
+        index.use_capture(capture)
+    elif args.no_capture:
+        index.use_capture(None)
+    found = _resolved(index, list(args.files), drafter, settings)
     if not found:  # an empty file, a header of host code, a file that is no CUDA at all: said, not silence
         return fail(f"no kernel (__global__ function) in {', '.join(map(str, args.files))}", 2)
     specs = [s for s in found if args.kernel in (None, s.kernel)]
@@ -77,6 +79,20 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(p.status == "failed" for p in proofs.values()) else 0
 
 
+def _resolved(index: LaunchIndex, files: list[Path], drafter: Drafter | None, settings: Settings) -> list[KernelSpec]:
+    """Every kernel of the files, resolved as `fsr optimize` resolves one (`file_specs`: the
+    workspace's launches and captures, the files given counting as they are), named by the
+    paths as given."""
+    texts = {f.resolve(): f.read_text(encoding="utf-8", errors="replace") for f in files}
+    out = []
+    for f in files:
+        for s in file_specs(index, f.resolve(), texts[f.resolve()], texts, drafter, settings.include_paths,
+                            settings.compiler_flags):
+            s.file = str(f)
+            out.append(s)
+    return out
+
+
 def _prove_all(args: argparse.Namespace, settings: Settings, specs: list[KernelSpec]) -> dict[tuple[str, str], Proof]:
     out = {}
     backend = make_backend(settings.backend_choice(timeout=args.timeout))
@@ -88,9 +104,7 @@ def _prove_all(args: argparse.Namespace, settings: Settings, specs: list[KernelS
             if s.spec is None:
                 continue
             path = Path(s.file)
-            options = settings.eval_options(path)
-            if s.inputs:  # what a captured run saved joins the proof's input sets
-                options = dataclasses.replace(options, real_inputs=tuple(sorted(s.inputs.items())))
+            options = spec_options(settings.eval_options(path), s)  # as `fsr optimize` proves it
             status.update(f"proving the spec of {s.kernel}")
             block = None if s.origin == "attached" else s.spec
             out[(s.file, s.kernel)] = prove_with(backend, path.read_text(encoding="utf-8", errors="replace"), s.kernel,

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from ..capture import Capture, latest_capture
 from ..capture.launches import CAPTURES
-from ..kernels import Kernel
-from ..kernels.aliases import included_aliases, included_texts, with_aliases
+from ..kernels import Kernel, discover
+from ..kernels.aliases import compiled_as, defines_for, flag_defines, included_texts, type_aliases, with_aliases
+from ..kernels.lexical import defined_macros
 from ..source import SourceText
+from .captured import compiled_types
 from .host import Launch, find_launches
 from .origin import Drafter, KernelSpec, spec_of
 
@@ -38,9 +40,17 @@ class LaunchIndex:
         self._scanning: threading.Thread | None = None
         self.truncated = False
         self._capture: tuple[int, Capture | None] = (-1, None)  # (captures folder's mtime, latest capture)
+        self._fixed_capture = False
+
+    def use_capture(self, capture: Capture | None) -> None:
+        """Take this capture (or none) instead of the workspace's (`fsr spec --capture DIR`, `--no-capture`)."""
+        self._fixed_capture = True
+        self._capture = (-1, capture)
 
     def capture(self) -> Capture | None:
         """The workspace's latest capture with launches in it, read again only when a new one lands."""
+        if self._fixed_capture:
+            return self._capture[1]
         try:
             stamp = (self.root / CAPTURES).stat().st_mtime_ns
         except OSError:
@@ -138,12 +148,57 @@ class LaunchIndex:
 
 
 def workspace_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, open_documents: dict[Path, str] | None = None,
-                   drafter: Drafter | None = None, include_dirs: tuple[str, ...] = ()) -> KernelSpec:
+                   drafter: Drafter | None = None, include_dirs: tuple[str, ...] = (),
+                   flags: tuple[str, ...] = ()) -> KernelSpec:
     """The kernel's spec and its origin, with launches from every file of the workspace (open
-    documents as the editor holds them), element types from the headers the file includes."""
+    documents as the editor holds them), element types as the build compiles them: from the
+    headers the file includes, read with the file's own `#define`s and the `-D` of `flags`, and,
+    where a captured launch's symbol says the run's build compiled another type, with the macro
+    that build must have defined (the spec then carries that `-D`: `KernelSpec.flags`)."""
+    return _resolve(index, path, text, [kernel], open_documents, drafter, include_dirs, flags)[0]
+
+
+def file_specs(index: LaunchIndex, path: Path, text: str, open_documents: dict[Path, str] | None = None,
+               drafter: Drafter | None = None, include_dirs: tuple[str, ...] = (),
+               flags: tuple[str, ...] = ()) -> list[KernelSpec]:
+    """Every kernel of one file, resolved as `workspace_spec` resolves one (`fsr spec`'s listing)."""
+    found = discover(SourceText.of(text))
+    orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
+               for o in found.orphan_specs]
+    specs = _resolve(index, path, text, found.kernels, open_documents, drafter, include_dirs, flags)
+    for s in specs:
+        s.problems += orphans
+    return specs
+
+
+def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], open_documents: dict[Path, str] | None,
+             drafter: Drafter | None, include_dirs: tuple[str, ...], flags: tuple[str, ...]) -> list[KernelSpec]:
     docs = {p.resolve(): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
     docs[path.resolve()] = text
-    types = included_aliases(text, (path.parent, *map(Path, include_dirs)))
+    headers = included_texts(text, (path.parent, *map(Path, include_dirs))) if "#include" in text else []
+    defined = flag_defines(flags)
+    types = type_aliases("\n".join(headers), defined_macros(text.encode()) | defined) if headers else {}
     capture = index.capture()
-    return spec_of(index.relative(path), SourceText.of(text), with_aliases(kernel, types), index.launches(docs, path.resolve()),
-                   drafter, types=types, capture=capture.preferring(path.parent) if capture is not None else None)
+    capture = capture.preferring(path.parent) if capture is not None else None
+    launches = index.launches(docs, path.resolve())
+    src = SourceText.of(text)
+    out = []
+    for kernel in kernels:
+        kernel = compiled_as(with_aliases(kernel, types), text, headers, defined)
+        extra: set[str] = set()
+        launched = capture.of(kernel.name) if capture is not None else []
+        if launched:
+            found = defines_for(kernel, text, headers, compiled_types(launched[0].name, len(kernel.params)), defined)
+            if found is not None:
+                extra, kernel = found
+        kernel_types = type_aliases("\n".join(headers), defined_macros(text.encode()) | defined | extra) if extra else types
+        spec = spec_of(index.relative(path), src, kernel, launches, drafter, types=kernel_types, capture=capture)
+        if extra:
+            spec.flags = tuple(f"-D{name}" for name in sorted(extra))
+            spec.problems.append(
+                f"compiled with {' '.join(spec.flags)}: the captured launch's symbol (`{launched[0].name}`) says the "
+                f"run's build compiled {', '.join(f'`{p.name}` as {p.dtype}' for p in kernel.params if p.is_pointer)}, "
+                f"which the file's headers give with {', '.join(sorted(extra))} defined (add it to fsr.compiler.flags "
+                f"to make it yours)")
+        out.append(spec)
+    return out

@@ -110,8 +110,67 @@ def included_aliases(text: str, include_dirs: Iterable[Path]) -> dict[str, str]:
     return type_aliases("\n".join(texts), defined_macros(text.encode())) if texts else {}
 
 
-def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path]) -> Kernel:
-    """The kernel with element types its own file leaves unknown taken from its headers."""
+def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path],
+                          flags: Iterable[str] = ()) -> Kernel:
+    """The kernel with element types its own file leaves unknown taken from its headers, and
+    every aliased one as a build with the `-D` of `flags` compiles it."""
+    defined = flag_defines(flags)
+    if defined:
+        headers = included_texts(text, include_dirs)
+        return compiled_as(with_aliases(kernel, type_aliases("\n".join(headers), defined_macros(text.encode()) | defined)
+                                        if headers else {}), text, headers, defined)
     if all(p.dtype is not None for p in kernel.params if p.is_pointer):
         return kernel
     return with_aliases(kernel, included_aliases(text, include_dirs))
+
+
+# ---------------------------------------------------------------- types as a build with -D flags compiles them
+
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(?:ifdef|ifndef|if|elif)\b(.*)$", re.M)
+
+
+def flag_defines(flags: Iterable[str]) -> set[str]:
+    """The macro names `-DNAME` / `-DNAME=VALUE` flags define (`-D NAME` too)."""
+    out: set[str] = set()
+    words = list(flags)
+    for i, w in enumerate(words):
+        name = w[2:] if w.startswith("-D") and len(w) > 2 else words[i + 1] if w == "-D" and i + 1 < len(words) else ""
+        m = re.match(r"\w+", name)
+        if m:
+            out.add(m.group(0))
+    return out
+
+
+def compiled_as(kernel: Kernel, text: str, headers: Iterable[str], defined: set[str]) -> Kernel:
+    """The kernel with each aliased parameter (`floatX*`, its own file's typedef or a header's)
+    typed as a build that also defines `defined` compiles it."""
+    if not defined:
+        return kernel
+    aliases = type_aliases("\n".join([*headers, text]), defined_macros(text.encode()) | set(defined))
+    params = []
+    for p in kernel.params:
+        if p.base_type in aliases and p.type_text.count("*") <= 1:
+            dtype, lanes = element_type(aliases[p.base_type])
+            p = dataclasses.replace(p, dtype=dtype, lanes=lanes)
+        params.append(p)
+    return dataclasses.replace(kernel, params=tuple(params))
+
+
+def defines_for(kernel: Kernel, text: str, headers: list[str], compiled: list[str],
+                defined: set[str] = frozenset()) -> tuple[set[str], Kernel] | None:  # type: ignore[assignment]
+    """The macro a build must have defined for the kernel's aliased parameters to be the types
+    its symbol says it was compiled with (`compiled`, one per parameter), with the kernel so
+    typed; None when they are already, or when no single macro the conditionals test does it."""
+    def mismatched(k: Kernel) -> list[str]:
+        return [p.name for p, c in zip(k.params, compiled)
+                if p.is_pointer and element_type(c)[0] is not None and (p.dtype, p.lanes or 1) != element_type(c)]
+
+    if len(compiled) != len(kernel.params) or not mismatched(kernel):
+        return None
+    names = {m.group(0) for cond in _CONDITIONAL.findall("\n".join([*headers, text]))
+             for m in re.finditer(r"\b[A-Za-z_]\w*\b", re.sub(r"\bdefined\b", " ", cond))}
+    for name in sorted(names - set(defined) - defined_macros(text.encode())):
+        trial = compiled_as(kernel, text, headers, set(defined) | {name})
+        if not mismatched(trial):
+            return {name}, trial
+    return None

@@ -20,6 +20,7 @@ from ..evaluator.job.plan import build_plans
 from ..evaluator.profile.profile import ProfileFacts
 from ..evaluator.records import EvalResult
 from ..kernels import find_kernel, kernel_source
+from ..kernels.aliases import with_included_aliases
 from ..source import SourceText
 from ..specs import parse_spec, render_spec
 from .config import SearchConfig
@@ -40,29 +41,34 @@ FIXABLE = ("wrong", "compile_error", "rejected", "crashed", "timeout")
 
 def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
                store: HistoryStore | None = None, on_progress: Callable[[Progress], None] | None = None,
-               cancel: threading.Event | None = None, started: float | None = None) -> SearchOutcome:
+               cancel: threading.Event | None = None, started: float | None = None,
+               include_dirs: tuple[str, ...] = ()) -> SearchOutcome:
     """The search, ended by its rounds, its target, a cancel, or its deadline (`time_budget`
     seconds after it starts, or after `started` on the monotonic clock when the caller began
     the work earlier): at the deadline whatever is in flight stops (the bench's GPU work, model
-    requests, sanitizers) and the fastest fully verified candidate so far is the result."""
+    requests, sanitizers) and the fastest fully verified candidate so far is the result. The
+    kernel's element types are read as the bench compiles it: typedefs of the headers found in
+    `include_dirs`, with the bench's `-D` flags."""
     started = time.monotonic() if started is None else started
     cancel = cancel or threading.Event()
     deadline = Deadline(started + config.time_budget, cancel, getattr(bench, "interrupt", None))
     try:
-        return _search(source, file, kernel_name, config, bench, generator, store, on_progress, cancel, deadline)
+        return _search(source, file, kernel_name, config, bench, generator, store, on_progress, cancel, deadline,
+                       include_dirs)
     finally:
         deadline.close()
 
 
 def _search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
             store: HistoryStore | None, on_progress: Callable[[Progress], None] | None, cancel: threading.Event,
-            deadline: Deadline) -> SearchOutcome:
+            deadline: Deadline, include_dirs: tuple[str, ...] = ()) -> SearchOutcome:
     started = deadline.at - config.time_budget
     report = on_progress or (lambda _: None)
     src = SourceText(source)
     kernel = find_kernel(src, kernel_name)
     if kernel is None:
         return SearchOutcome("failed", f"no kernel named {kernel_name}")
+    kernel = with_included_aliases(kernel, source, include_dirs, bench.flags)  # as the evaluator types it
     spec_result = parse_spec(src, kernel)
     if spec_result.spec is None:
         why = "; ".join(p.message for p in spec_result.problems) or "no spec"

@@ -56,7 +56,8 @@ def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, setting
               model_drafter: Callable[[], Drafter] | None = None) -> SpecPlan:
     """The spec Optimize will search with: the kernel's own block, a draft from its launch, or
     (no launch, an endpoint set) the model's draft; `model_drafter` makes the model's drafter."""
-    spec = workspace_spec(index, path, text, kernel, open_documents, include_dirs=settings.include_paths)
+    spec = workspace_spec(index, path, text, kernel, open_documents, include_dirs=settings.include_paths,
+                          flags=settings.compiler_flags)
     if kernel.spec is not None or spec.origin == "inferred":
         return SpecPlan(spec)
     if spec.origin == "captured" and spec.spec is not None:
@@ -82,6 +83,18 @@ def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, setting
     return SpecPlan(spec)
 
 
+def spec_options(options: EvalOptions, spec: KernelSpec | None) -> EvalOptions:
+    """`options` for a kernel whose spec came from `spec`: the inputs a captured run saved join
+    the checks, and the -D flags its build compiled the kernel with join the compiler's."""
+    if spec is None:
+        return options
+    if spec.inputs:
+        options = dataclasses.replace(options, real_inputs=tuple(sorted(spec.inputs.items())))
+    if spec.flags:
+        options = dataclasses.replace(options, flags=(*options.flags, *(f for f in spec.flags if f not in options.flags)))
+    return options
+
+
 @dataclass
 class OptimizeRun:
     """One Optimize: what was asked, and what became of it."""
@@ -101,10 +114,9 @@ class OptimizeRun:
     focus: str = ""  # a profile finding to address (from the finding's code action), for the model
 
     def eval_options(self) -> EvalOptions:
-        """The settings' options, with the inputs a captured run saved (they join the checks)."""
-        options = self.settings.eval_options(self.path)
-        inputs = self.plan.spec.inputs if self.plan is not None else {}
-        return dataclasses.replace(options, real_inputs=tuple(sorted(inputs.items()))) if inputs else options
+        """The settings' options, with the inputs a captured run saved (they join the checks) and
+        the -D flags its build compiled the kernel with (its symbol's types)."""
+        return spec_options(self.settings.eval_options(self.path), self.plan.spec if self.plan is not None else None)
 
 
 class Optimizer:
@@ -154,7 +166,7 @@ class Optimizer:
         generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
         with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
             outcome = run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
-                                 report, job.cancel, started=job.started)
+                                 report, job.cancel, started=job.started, include_dirs=job.eval_options().include_dirs)
         from .perf_check import record_search  # what it timed: a later edit is checked against it
 
         record_search(job.workspace, job.path, job.searched_text, job.kernel, outcome)

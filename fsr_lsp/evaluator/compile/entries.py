@@ -63,6 +63,7 @@ def _template_args(text: str) -> list[str] | None:
     suffixes and casts, spaces normalized."""
     if not text.startswith("<"):
         return None
+    text = re.sub(r"&\(([A-Za-z_][\w:]*)\([^()]*\)\)", r"&\1", text)  # `&(f(float const*))`: `&f`
     end = next((j for j, (ch, depth) in enumerate(nesting(text, "<([", ">)]")) if depth == 0 and ch in ">)]"), -1)
     if end < 0:
         return None

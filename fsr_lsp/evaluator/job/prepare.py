@@ -91,7 +91,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     if kernel is None:
         names = ", ".join(k.name for k in kernels) or "none"
         return Prepared(result=_early(kernel_name, "spec_error", f"no kernel named {kernel_name} (kernels in the file: {names})", started))
-    kernel = with_included_aliases(kernel, source, options.include_dirs)  # `floatX` typedef'd in a header
+    kernel = with_included_aliases(kernel, source, options.include_dirs, options.flags)  # `floatX` in a header, -D
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
                for o in found.orphan_specs]
     spec_result = parse_spec(src, kernel)

@@ -1,0 +1,135 @@
+"""Element types as the build compiled them (issue 44 item 2): a parameter typed through a
+typedef whose `#if` a `-D` flag chooses is filled, compared and searched as that type, whether
+the flag is the user's (fsr.compiler.flags) or only the run's build had it (the captured
+kernel's symbol says `__nv_bfloat16`): the spec then carries the `-D` its build needed, into
+the proof, the search and `fsr spec --check` alike. Knowing the compiled type and refusing it
+is never the answer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fsr_lsp.drafting.workspace import LaunchIndex
+from fsr_lsp.evaluator.job.prepare import with_included_aliases
+from fsr_lsp.kernels import discover
+from fsr_lsp.settings import Settings
+from fsr_lsp.source import SourceText
+from fsr_lsp.workflows.optimize import OptimizeRun, plan_spec
+
+from .test_capture import i32, ptr, write_capture
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMON = """#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#if defined(ENABLE_BF16)
+typedef __nv_bfloat16 floatX;
+#elif defined(ENABLE_FP16)
+typedef half floatX;
+#else
+typedef float floatX;
+#endif
+"""
+GELU = """#include "common.h"
+
+__global__ void gelu_forward(floatX* out, const floatX* inp, int N)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) {
+        float x = (float)inp[i];
+        out[i] = (floatX)(0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x))));
+    }
+}
+"""
+MAIN = """#include "gelu.cu"
+int main() {
+    int N = 8192;
+    floatX *out, *inp;
+    cudaMalloc(&out, N * sizeof(floatX));
+    cudaMalloc(&inp, N * sizeof(floatX));
+    gelu_forward<<<(N + 127) / 128, 128>>>(out, inp, N);
+}
+"""
+
+
+def project(root: Path) -> Path:
+    (root / ".git").mkdir()
+    (root / "common.h").write_text(COMMON)
+    (root / "gelu.cu").write_text(GELU)
+    return root / "gelu.cu"
+
+
+def gelu_launch(n: int, element: str, size: int) -> dict:
+    return {"id": 0, "kernel": "_Z12gelu_forwardP13__nv_bfloat16PKS_i",
+            "name": f"gelu_forward({element}*, {element} const*, int)", "base": "gelu_forward",
+            "grid": [(n + 127) // 128, 1, 1], "block": [128, 1, 1], "smem": 0,
+            "params": [ptr(size * n), ptr(size * n), {"offset": 16, "size": 4, "hex": i32(n)}]}
+
+
+def plan(root: Path, file: Path, settings: Settings = Settings()):
+    text = file.read_text()
+    (kernel,) = discover(SourceText(text)).kernels
+    return plan_spec(LaunchIndex(root, first_wait=None), file, text, kernel, settings)
+
+
+def test_a_capture_whose_symbol_says_bf16_gives_a_bf16_spec_with_the_flag_its_build_had(tmp_path):
+    file = project(tmp_path)
+    write_capture(tmp_path, [gelu_launch(4096, "__nv_bfloat16", 2)])
+    p = plan(tmp_path, file)
+    assert p.spec.origin == "captured" and p.draft is not None, p.spec.problems
+    assert p.spec.flags == ("-DENABLE_BF16",)
+    assert any("compiled with -DENABLE_BF16" in why and "`out` as bfloat16" in why for why in p.spec.problems)
+    assert "N = 4096" in p.draft and 'out = "out[N]"' in p.draft  # 8192 bytes of bf16: 4096 elements, not 2048 floats
+    options = OptimizeRun(file.read_text(), file, "gelu_forward", tmp_path, Settings(), p).eval_options()
+    assert "-DENABLE_BF16" in options.flags
+    # the evaluator types the kernel as that build compiles it
+    (kernel,) = discover(SourceText(GELU)).kernels
+    typed = with_included_aliases(kernel, GELU, options.include_dirs, options.flags)
+    assert [p.dtype for p in typed.params] == ["bfloat16", "bfloat16", "int32"]
+
+
+def test_a_half_symbol_finds_the_other_branch(tmp_path):
+    file = project(tmp_path)
+    write_capture(tmp_path, [gelu_launch(4096, "__half", 2)])
+    p = plan(tmp_path, file)
+    assert p.spec.origin == "captured" and p.spec.flags == ("-DENABLE_FP16",), p.spec.problems
+
+
+def test_a_float_symbol_needs_no_flag_and_says_none(tmp_path):
+    file = project(tmp_path)
+    write_capture(tmp_path, [gelu_launch(4096, "float", 4)])
+    p = plan(tmp_path, file)
+    assert p.spec.origin == "captured" and p.spec.flags == ()
+    assert not any("compiled with" in why for why in p.spec.problems)
+
+
+def test_the_users_own_flag_types_the_static_draft(tmp_path):
+    file = project(tmp_path)
+    (tmp_path / "main.cu").write_text(MAIN)
+    p = plan(tmp_path, file, Settings(compiler_flags=("-DENABLE_FP16",)))
+    assert p.spec.origin == "drafted" and p.spec.flags == ()  # the flag is the user's: options carry it already
+    (kernel,) = discover(SourceText(GELU)).kernels
+    typed = with_included_aliases(kernel, GELU, (str(tmp_path),), ("-O3", "-DENABLE_FP16"))
+    assert [p.dtype for p in typed.params] == ["float16", "float16", "int32"]
+    assert [p.dtype for p in with_included_aliases(kernel, GELU, (str(tmp_path),))
+            .params] == ["float32", "float32", "int32"]
+
+
+def test_fsr_spec_and_fsr_optimize_carry_the_flag(tmp_path):
+    file = project(tmp_path)
+    write_capture(tmp_path, [gelu_launch(4096, "__nv_bfloat16", 2)])
+    env = {**os.environ, "FSR_LSP_BENCH": "tests.scripted_bench:ScriptedBench",
+           "FSR_LSP_PROVER": "tests.scripted_prover:prove", "PYTHONPATH": str(ROOT)}
+    listed = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "spec", str(file), "--json"],
+                            capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert listed.returncode == 0, listed.stderr
+    assert '"flags": [\n      "-DENABLE_BF16"\n    ]' in listed.stdout
+    r = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", str(file), "-k", "gelu_forward",
+                        "--rounds", "1", "--candidates", "1", "--no-sanitize", "--workspace", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "took one from the launch captured in a run" in out, out
+    assert "not from the capture" not in out and "cannot be searched" not in out
