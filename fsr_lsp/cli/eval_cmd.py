@@ -16,6 +16,7 @@ from ..evaluator.support import gpu_support_missing
 from ..evaluator.backends import local_gpus
 from ..evaluator.compile.compiler import CompilerMissing
 from ..evaluator.job.prepare import prepare
+from ..kernels.aliases import with_included_aliases
 from ..settings import Settings, settings_from_args
 from ..kernels import discover
 from ..source import SourceText
@@ -74,7 +75,8 @@ def _evaluate(args: argparse.Namespace, settings: Settings, source: str, candida
               evaluator: Evaluator | None, missing: str) -> int:
     original = source
     source, inputs, plan = _with_spec(args, settings, source)
-    problem = _precheck(args, source)
+    flags = (*settings.compiler_flags, *(plan.spec.flags if plan is not None else ()))
+    problem = _precheck(args, source, settings.eval_options(args.file).include_dirs, flags)
     if problem:  # what the CPU can tell is said before asking for a GPU
         return fail(problem, 2)
     if evaluator is None:
@@ -142,7 +144,8 @@ def spec_and_inputs(file: Path, source: str, kernel_name: str,
     return text, tuple(sorted(plan.spec.inputs.items())), plan.message, plan
 
 
-def _precheck(args: argparse.Namespace, source: str) -> str:
+def _precheck(args: argparse.Namespace, source: str, include_dirs: tuple[str, ...] = (),
+              flags: tuple[str, ...] = ()) -> str:
     """Why this evaluation cannot run, as far as the CPU can tell ('' when it can)."""
     for name, value, floor in (("--reps", args.reps, 1), ("--seeds", args.seeds, 1)):
         if value < floor:
@@ -157,6 +160,7 @@ def _precheck(args: argparse.Namespace, source: str) -> str:
         return f"no kernel named {args.kernel} in {args.file} (kernels there: {names})"
     if not kernel.complete:
         return f"{args.kernel} in {args.file} is incomplete: its braces do not balance"
+    kernel = with_included_aliases(kernel, source, include_dirs, flags)  # its types as the evaluator reads them
     result = parse_spec(src, kernel)
     if result.spec is None:
         errors = [f"line {p.span.start.line + 1}: {p.message}" for p in result.problems if p.severity == "error"]
