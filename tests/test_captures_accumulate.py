@@ -144,3 +144,15 @@ def test_pruning_keeps_the_newest_run_of_each_program_for_a_shared_kernel_name(t
     a_new = finished(write_capture(tmp_path, [scale_launch(6000)], name="20260101-000200", command=("./a",)))
     assert prune(tmp_path) == [a_old]
     assert b.exists() and a_new.exists()
+
+
+def test_a_template_of_the_same_name_in_another_program_does_not_stand_for_a_plain_kernel(tmp_path):
+    """Two programs of one folder: `dot` in one, `dot<__half, 2>` in the other, both with four
+    parameters. The plain kernel takes its own program's run, however the runs are ordered."""
+    (tmp_path / "k.cu").write_text(SCALE)
+    templated = {**scale_launch(7000), "name": "void scale<2>(float*, float const*, float, int)",
+                 "kernel": "_Z5scaleILi2EEvPfPKffi"}
+    write_capture(tmp_path, [scale_launch(5000)], name="20260101-000000", command=("./plain",))
+    write_capture(tmp_path, [templated], name="20260101-000100", command=("./packed",))
+    found = workspace_specs(tmp_path, tmp_path / "k.cu")["scale"]
+    assert found.origin == "captured" and "n = 5000" in found.spec and "./plain" in found.provenance["launch"], found

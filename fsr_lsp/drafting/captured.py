@@ -176,6 +176,9 @@ def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
         raise NotCaptured(f"the captured `{launch.name}` has {len(launch.params)} parameters, the kernel "
                           f"{len(kernel.params)} (another kernel of the same name?)")
     template = launch.template_args
+    if bool(template) != bool(kernel.template_params):
+        raise NotCaptured(f"the captured `{launch.name}` is {'a template instantiation' if template else 'no template'}, "
+                          f"the kernel {'is none' if template else 'a template'} (another kernel of the same name?)")
     subst = dict(zip([t.split("=")[0].split()[-1] for t in kernel.template_params],
                      [a.strip() for a in split_top_level(template)]))
     values = _Values(template, {}, {}, {}, {})
