@@ -12,7 +12,8 @@ documents change under them, and on large files.
   python bench/server_load.py [--docs 50] [--rate 20] [--requests 100] [--sizes 1 3 10]
 
 3. Real documents (`--corpus DIR`: every .cu/.cuh under DIR; see real_documents.py): the edit
-   flood over DOCS of them for SECONDS, and the corpus concatenated into one MB-megabyte file.
+   flood over DOCS of them for SECONDS, the corpus concatenated into one MB-megabyte file, and
+   typing in that file.
 
   python bench/server_load.py --corpus DIR [--docs 50] [--rate 20] [--seconds 30] [--mb 10]
 """
@@ -161,7 +162,7 @@ def main() -> int:
 
 
 def real(args: argparse.Namespace) -> int:
-    from real_documents import big, flood
+    from real_documents import big, flood, typing
 
     with tempfile.TemporaryDirectory() as tmp:
         f = flood(args.corpus, Path(tmp) / "flood", args.docs, args.rate, args.seconds, args.quiet)
@@ -186,7 +187,13 @@ def real(args: argparse.Namespace) -> int:
           [[f"{b['first_hover_ms']:.0f} ms ({b['kernel']})", b["first_hover_pending"],
             f"{b['spec_shown_after_s']:.2f} s" if b["spec_shown_after_s"] is not None else "never",
             f"{o['p50']:.1f} / {o['p95']:.1f} / {o['max']:.1f} ms ({o['n']})", f"{later['max']:.1f} ms"]])
-    save("server_load_real", {"corpus": str(args.corpus), "flood": f, "large": b})
+    with tempfile.TemporaryDirectory() as tmp:
+        t = typing(args.corpus, Path(tmp), args.mb)
+    o = t["others"]
+    table(f"typing in the {t['mb']:.1f} MB document ({t['changes']} incremental changes, {t['rate']:g} a second)",
+          ["other documents' hovers meanwhile p50 / p95 / max (n)"],
+          [[f"{o['p50']:.1f} / {o['p95']:.1f} / {o['max']:.1f} ms ({o['n']})"]])
+    save("server_load_real", {"corpus": str(args.corpus), "flood": f, "large": b, "typing": t})
     return 0
 
 

@@ -18,8 +18,10 @@ there: the body it announces may still be coming, document text that can hold an
 didOpen was dropped believes we hold a document we never saw. Ending says so plainly; an editor
 starts its server again.
 
-Framing only: what a body says is the protocol's business (`protocol.py`). Stdio and TCP share
-the reader; FsrServer's start_io and start_tcp call serve_stdio and serve_tcp here.
+Framing only: what a body says is the protocol's business (`protocol.py`), and in what order
+and on which thread a body is decoded and handed on, `dispatch.py`'s (a 10 MB didOpen off the
+event loop, requests about other documents answered meanwhile). Stdio and TCP share the reader;
+FsrServer's start_io and start_tcp call serve_stdio and serve_tcp here.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ class FrameReader:
                     return None
                 continue
             start, length = block
+            if start + length - len(self._buffer) > CHUNK:  # a large body: read past the buffer
+                return await self._large_body(start, length)
             while len(self._buffer) < start + length:
                 if not await self._fill(start + length - len(self._buffer)):
                     log.warning("the client's stream ended inside a message (%d of %d bytes)",
@@ -106,9 +110,31 @@ class FrameReader:
         found = _CONTENT_LENGTH.search(body, 1)
         return found.start() if found else None
 
-    async def _fill(self, wanted: int = 0) -> bool:
+    async def _large_body(self, start: int, length: int) -> bytes | None:
+        """A body that runs past the buffer by more than a read: the rest read as bytes of its
+        own and joined once (one copy of a 10 MB body, where growing the buffer, slicing it and
+        cutting it made four, 10 ms in which the event loop answered nothing)."""
+        with memoryview(self._buffer) as view:
+            parts = [bytes(view[start:])]
+        del self._buffer[:]
+        have = len(parts[0])
+        while have < length:
+            chunk = await self._read(length - have)
+            if not chunk:
+                log.warning("the client's stream ended inside a message (%d of %d bytes)", have, length)
+                return None
+            parts.append(chunk)
+            have += len(chunk)
+        body = b"".join(parts)
+        if have > length:  # a read past the body (TCP): the rest is the stream's
+            self._buffer += memoryview(body)[length:]
+            body = body[:length]
+        return body
+
+    async def _read(self, wanted: int = 0) -> bytes:
+        """Bytes from the stream (b"" at its end)."""
         if self._ended:
-            return False
+            return b""
         try:
             chunk = await self._read_some(wanted)
         except (OSError, ValueError) as error:  # a closed or broken stream is its end
@@ -116,6 +142,11 @@ class FrameReader:
             chunk = b""
         if not chunk:
             self._ended = True
+        return chunk
+
+    async def _fill(self, wanted: int = 0) -> bool:
+        chunk = await self._read(wanted)
+        if not chunk:
             return False
         self._buffer += chunk
         return True
@@ -190,29 +221,33 @@ def _shown(data: bytes) -> str:
 # ------------------------------------------------------------ the loop and its transports
 
 
-def deliver(body: bytes, protocol: FsrProtocol, frames: FrameReader) -> None:
-    """One body to the protocol. A body that is not JSON but holds a header was longer by its
-    length than by its content: the part before the header is the message, the rest the stream."""
+NOTHING = object()  # decode_body's answer for a body answered already (-32700)
+
+
+def decode_body(body: bytes, protocol: FsrProtocol, frames: FrameReader) -> Any:
+    """One body to a message (NOTHING when it could not be read: answered -32700). A body that
+    is not JSON but holds a header was longer by its length than by its content: the part
+    before the header is the message, the rest the stream."""
     try:
-        message = protocol.decode(body)
+        return protocol.decode(body)
     except ValueError as error:
         cut = frames.header_inside(body)
         if cut is None:
             protocol.parse_error(error)
             frames.after_unreadable_body()
-            return
+            return NOTHING
         log.warning("a message's Content-Length (%d) ran %d bytes into the next header: read from there",
                     len(body), len(body) - cut)
         frames.push_back(body[cut:])
         try:
-            message = protocol.decode(body[:cut])
+            return protocol.decode(body[:cut])
         except ValueError as error:
             protocol.parse_error(error)
-            return
-    protocol.handle_message(message)
+            return NOTHING
 
 
 _SHUTDOWN = re.compile(rb'"method"\s*:\s*"shutdown"')
+SHUTDOWN_BODY = 4096  # a shutdown request is a few dozen bytes: a longer body is none (no search of 10 MB)
 SHUTDOWN_GRACE = 1.0  # seconds the requests in flight get to answer before a shutdown is handled
 
 
@@ -228,24 +263,38 @@ async def settle(protocol: FsrProtocol, seconds: float) -> None:
 
 
 async def pump(read_some: ReadSome, server: JsonRPCServer, stop: threading.Event) -> None:
-    """Read and hand on bodies until the stream ends or the server stops. A fault of ours while
-    handling one is logged (its traceback at debug) and reported as pygls reports it."""
+    """Read bodies and hand them on, in order, until the stream ends or the server stops; a large
+    body is decoded, and a large document's change applied, off the event loop while requests
+    about other documents are answered (dispatch.py). A fault of ours while handling a message
+    is logged (its traceback at debug) and reported as pygls reports it."""
+    from .dispatch import Dispatcher
+
     frames = FrameReader(read_some)
     protocol: FsrProtocol = server.protocol  # type: ignore[assignment]
-    while not stop.is_set():
-        body = await frames.next_body()
-        if body is None:
-            return
-        if _SHUTDOWN.search(body):  # requests before it are answered first (the handler cancels stragglers)
-            await settle(protocol, SHUTDOWN_GRACE)
-        try:
-            deliver(body, protocol, frames)
-        except Exception as error:  # noqa: BLE001 - the loop outlives one message's fault
-            log.debug("the fault's traceback", exc_info=True)
-            server._report_server_error(error, JsonRpcInternalError)
-        # The next body may be in the buffer already: let the handlers just started take their
-        # first step before it, as they did while pygls's reader waited on its thread.
-        await asyncio.sleep(0)
+
+    def report(error: Exception) -> None:
+        log.debug("the fault's traceback", exc_info=error)
+        server._report_server_error(error, JsonRpcInternalError)
+
+    dispatcher = Dispatcher(protocol, lambda body: decode_body(body, protocol, frames), report, NOTHING)
+    try:
+        while not stop.is_set():
+            body = await frames.next_body()
+            if body is None:
+                await dispatcher.drained()  # what was read is handled before the server ends
+                return
+            if len(body) <= SHUTDOWN_BODY and _SHUTDOWN.search(body):
+                await dispatcher.drained()
+                await settle(protocol, SHUTDOWN_GRACE)  # requests before it are answered first
+            try:
+                await dispatcher.body(body)
+            except Exception as error:  # noqa: BLE001 - the loop outlives one message's fault
+                report(error)
+            # The next body may be in the buffer already: let the handlers just started take their
+            # first step before it, as they did while pygls's reader waited on its thread.
+            await asyncio.sleep(0)
+    finally:
+        dispatcher.shutdown()
 
 
 def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:

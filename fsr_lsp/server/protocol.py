@@ -23,6 +23,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import RPCRequest
 from pygls.protocol.language_server import lsp_method
 
+from .dispatch import LARGE_BODY, LARGE_TEXT, stand_in
+
 log = logging.getLogger("fsr_lsp")
 INVALID_REQUEST, INVALID_PARAMS, PARSE_ERROR = -32600, -32602, -32700
 _HANDLED = SimpleNamespace(jsonrpc="answered already")  # handle_message drops it
@@ -63,6 +65,8 @@ class FsrProtocol(LanguageServerProtocol):
     def decode(self, body: bytes) -> Any:
         """A body to a message; ValueError for one that is not JSON, not UTF-8, or nested past
         what the decoder can hold (JSON-RPC's -32700, all three)."""
+        if len(body) > LARGE_BODY:  # decoded here, on the event loop, only when dispatch.py could not
+            stand_in()
         self._surrogates = _ESCAPED_SURROGATE.search(body) is not None
         try:
             return json.loads(body, object_hook=self.structure_message)
@@ -70,6 +74,37 @@ class FsrProtocol(LanguageServerProtocol):
             raise ValueError("the JSON is nested too deeply") from None
         finally:
             self._surrogates = True
+
+    def structure_tree(self, tree: Any, names: dict[str, int], strings: list[str], surrogates: bool) -> Any:
+        """A message from a large body decoded in parts (dispatch.py): `tree` is its JSON with
+        each long string a placeholder (`names`: placeholder -> its index in `strings`, decoded
+        already, lone surrogates replaced); structured as `decode` does, innermost object first.
+        `surrogates`: the tree's own strings may hold lone surrogates."""
+        def build(value: Any) -> Any:
+            if isinstance(value, dict):
+                return self.structure_message({build(k) if k in names else k: build(v) for k, v in value.items()})
+            if isinstance(value, list):
+                return [build(v) for v in value]
+            if isinstance(value, str):
+                index = names.get(value)
+                if index is not None:
+                    return strings[index]
+                return _LONE_SURROGATE.sub("\ufffd", value) if surrogates and not value.isascii() else value
+            return value
+
+        self._surrogates = False  # the long strings were cleaned piece by piece, the others here
+        try:
+            return build(tree)
+        except RecursionError:
+            raise ValueError("the JSON is nested too deeply") from None
+        finally:
+            self._surrogates = True
+
+    def open_document(self, uri: str) -> Any:
+        """pygls's open document, or None (also before `initialize`)."""
+        if self._workspace is None:
+            return None
+        return self._workspace.text_documents.get(unquote(uri))
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         if self._surrogates:
@@ -141,6 +176,9 @@ class FsrProtocol(LanguageServerProtocol):
         if self._workspace is None or unquote(uri) not in self._workspace.text_documents:
             log.warning("the client's textDocument/didChange of %s, which it never opened: ignored", uri[:200])
             return
+        if len(self._workspace.text_documents[unquote(uri)].source) > LARGE_TEXT and any(
+                isinstance(c, types.TextDocumentContentChangePartial) for c in params.content_changes):
+            stand_in()  # pygls applies it here, on the event loop (dispatch.py applies them off it)
         yield from super().lsp_text_document__did_change(params)
 
     def _send_response(self, msg_id: Any, result: Any | None = None, error: ResponseError | None = None) -> None:

@@ -68,6 +68,7 @@ class Searches:
 
     def __init__(self) -> None:
         self.running: dict[tuple[str, str], SearchJob] = {}
+        self.planning: dict[tuple[str, str], threading.Event] = {}  # spec planned before the search: its cancel
         self.finished: dict[tuple[str, str], SearchJob] = {}
         self._optimizer: Optimizer | None = None
         self._lock = threading.Lock()
@@ -117,7 +118,15 @@ class Searches:
         job.thread.start()
         return job
 
+    def busy(self, key: tuple[str, str]) -> bool:
+        """A search of the kernel is running, or its spec is being planned."""
+        return key in self.running or key in self.planning
+
     def cancel(self, uri: str, kernel: str) -> bool:
+        planning = self.planning.get((uri, kernel))
+        if planning is not None:  # no search yet: none is started
+            planning.set()
+            return True
         job = self.running.get((uri, kernel))
         if job is None:
             return False

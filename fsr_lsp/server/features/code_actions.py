@@ -129,7 +129,7 @@ def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel, spec: KernelSp
             actions += [types.CodeAction(title=f"Optimize `{kernel.name}` with FSR", kind=types.CodeActionKind.Refactor,
                                          disabled=types.CodeActionDisabled(reason=why))]
         return actions + (_spec_fixes(at, kernel, spec) if kernel.spec is None else [])
-    running = (uri, kernel.name) in ls.searches.running
+    running = ls.searches.busy((uri, kernel.name))  # its spec being planned counts: Cancel stops it there
     actions.append(types.CodeAction(
         title=f"Optimize `{kernel.name}` with FSR" if not running else f"Cancel the FSR search of `{kernel.name}`",
         kind=types.CodeActionKind.Refactor,

@@ -66,9 +66,8 @@ def profiles(ls: FsrServer) -> Profiles:
 
 
 async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
-    from ...kernels import kernel_source
-    from ...workflows.optimize import plan_spec
     from ...workflows.profile_kernel import PROFILER, ProfileRun, profile_kernel
+    from .searches import open_documents, planned_spec
 
     state = profiles(ls)
     why = ls.trust.refusal("Profile")  # a profile runs the workspace's kernel
@@ -79,24 +78,32 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     if why:
         ls.show(why)
         return why
-    if (uri, kernel_name) in state.running:
+    key = (uri, kernel_name)
+    if key in state.running:
         return f"{kernel_name} is already being profiled"
     why = "" if os.environ.get(PROFILER) else ls.searches.unavailable(ls.settings, "profiling needs")
     if why:
         ls.show_once(why)
         return why
-    found = ls.open_kernel(uri, kernel_name)
-    if isinstance(found, str):
-        return found
-    doc, kernel = found
-    src = SourceText.of(doc.source)
-    path = Path(doc.path)
+    doc = ls.document(uri)
+    if doc is None:
+        return f"{uri} is not open in the editor"
+    # The file as it is now: its kernel found and its spec planned on a thread (searches.py),
+    # the profile run on this text, its findings placed by this text's definition.
+    text, path, settings = doc.source, Path(doc.path), ls.settings
     root = ls.workspace_root(path)
-    from .searches import open_documents
-
-    plan = plan_spec(ls.drafts.index_for(root), path, doc.source, kernel, ls.settings, open_documents(ls))
-    job = ProfileRun(doc.source, path, kernel_name, root, ls.settings, plan)
-    state.running[(uri, kernel_name)] = job.cancel
+    cancel = state.running[key] = threading.Event()  # a second Profile meanwhile is refused
+    try:
+        planned = await asyncio.to_thread(planned_spec, ls.drafts.index_for(root), path, text, kernel_name, settings,
+                                          open_documents(ls))
+    except BaseException:  # the request cancelled, a bug of ours: no profile is running
+        state.running.pop(key, None)
+        raise
+    if isinstance(planned, str):
+        state.running.pop(key, None)
+        return planned
+    kernel, plan = planned
+    job = ProfileRun(text, path, kernel_name, root, settings, plan, cancel=cancel)
     token = await progress.begin(ls, f"FSR: profiling {kernel_name}", "starting", job.cancel)  # a cancel kills ncu
     loop = asyncio.get_running_loop()
 
@@ -111,8 +118,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     finally:
         state.running.pop((uri, kernel_name), None)
         progress.end(ls, token)
-    definition = kernel_source(src, kernel).definition
-    first = src.line_of(kernel.definition_span.start_byte)
+    definition, first = await asyncio.to_thread(_definition, text, kernel)  # a 10 MB file's line index: not on the loop
     if outcome is not None and outcome.cancelled:
         message = f"FSR: the profile of {kernel_name} was cancelled"
         ls.show(message)
@@ -129,6 +135,14 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     if uri in ls.workspace.text_documents:
         publish(ls, uri)
     return redact(message)
+
+
+def _definition(text: str, kernel: Kernel) -> tuple[str, int]:
+    """The kernel's definition in `text` and the 0-based line it starts on."""
+    from ...kernels import kernel_source
+
+    src = SourceText.of(text)
+    return kernel_source(src, kernel).definition, src.line_of(kernel.definition_span.start_byte)
 
 
 def _placed(ls: FsrServer, uri: str, src: SourceText, kernel: Kernel) -> tuple[ShownProfile, int] | None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from lsprotocol import types
 
@@ -20,8 +23,12 @@ from ..server import FsrServer, not_on_disk
 from .documents import publish
 
 if TYPE_CHECKING:
+    from ...drafting.origin import Drafter
+    from ...drafting.workspace import LaunchIndex
     from ...kernels import Kernel
     from ...search import Progress
+    from ...settings import Settings
+    from ...workflows.optimize import SpecPlan
     from ..document_cache import DocumentState, DraftJob, KnownSpec
 
 log = logging.getLogger("fsr_lsp")
@@ -59,7 +66,7 @@ async def known_spec(ls: FsrServer, state: DocumentState, kernel: Kernel, earlie
 async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -> str:
     """Start a search of the kernel and return at once with what was started (or why not);
     `focus`: a profile finding the model is asked to address."""
-    from ...workflows.optimize import OptimizeRun, plan_spec
+    from ...workflows.optimize import OptimizeRun
 
     why = ls.trust.refusal("Optimize")  # a search runs the workspace's kernel
     if why:
@@ -69,7 +76,8 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
     if why:
         ls.show(why)
         return why
-    if (uri, kernel_name) in ls.searches.running:
+    key = (uri, kernel_name)
+    if ls.searches.busy(key):
         message = f"{kernel_name} is already being optimized"
         ls.show(message)
         return message
@@ -77,14 +85,27 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
     if why:
         ls.show_once(why)
         return why
-    found = ls.open_kernel(uri, kernel_name)
-    if isinstance(found, str):
-        return found
-    doc, kernel = found
-    path = Path(doc.path)
+    doc = ls.document(uri)
+    if doc is None:
+        return f"{uri} is not open in the editor"
+    # The file as it is now: its kernel found, its spec planned and the search run on this text
+    # (Apply later checks that the kernel is still the one searched); the planning on a thread,
+    # where a large file's launches, read for a draft, keep no other request waiting.
+    text, path, settings = doc.source, Path(doc.path), ls.settings
     root = ls.workspace_root(path)
-    plan = plan_spec(ls.drafts.index_for(root), path, doc.source, kernel, ls.settings, open_documents(ls),
-                     model_drafter=lambda: _model_drafter(ls))
+    cancel = ls.searches.planning[key] = threading.Event()
+    try:
+        planned = await asyncio.to_thread(planned_spec, ls.drafts.index_for(root), path, text, kernel_name, settings,
+                                          open_documents(ls), lambda: _model_drafter(settings))
+    finally:
+        ls.searches.planning.pop(key, None)
+    if isinstance(planned, str):
+        return planned
+    if cancel.is_set():
+        message = f"FSR {kernel_name}: cancelled before the search began"
+        ls.show(message)
+        return message
+    _, plan = planned
     if plan.draft is not None:
         ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
                                                      message=f"fsr: drafted @fsr spec for {kernel_name}:\n{plan.draft}"))
@@ -101,17 +122,38 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
         future = ls.work_done_progress.tokens.get(token)
         if future is not None:
             future.add_done_callback(lambda f: ls.searches.cancel(uri, kernel_name) if f.cancelled() else None)
-    run = OptimizeRun(doc.source, path, kernel_name, root, ls.settings, plan, focus=focus)
+    run = OptimizeRun(text, path, kernel_name, root, settings, plan, focus=focus)
     job = ls.searches.start(uri, run, lambda j, p: _progress(ls, j, p), lambda j: _finished(ls, j), token=token)
     notify_progress(ls, job, "starting", 0, done=False)
     return f"optimizing {kernel_name}"
 
 
-def _model_drafter(ls: FsrServer):
+PLAN_STAND_IN = "FSR_LSP_TEST_PLAN_SECONDS"  # tests: seconds planning a spec is made to take, where it runs
+
+
+def planned_spec(index: LaunchIndex, path: Path, text: str, kernel_name: str, settings: Settings,
+                 documents: dict[Path, str], model_drafter: Callable[[], Drafter] | None = None
+                 ) -> tuple[Kernel, SpecPlan] | str:
+    """The kernel named in `text` and the spec Optimize or Profile will use for it
+    (`plan_spec`), or why there is none: blocking, for a thread (a 10 MB file's kernels and
+    launches take seconds)."""
+    from ...kernels import find_kernel
+    from ...workflows.optimize import plan_spec
+
+    seconds = os.environ.get(PLAN_STAND_IN)
+    if seconds:
+        time.sleep(float(seconds))
+    kernel = find_kernel(text, kernel_name)
+    if kernel is None:
+        return f"no kernel named {kernel_name}"
+    return kernel, plan_spec(index, path, text, kernel, settings, documents, model_drafter=model_drafter)
+
+
+def _model_drafter(settings: Settings):
     from ...drafting.by_llm import model_draft
     from ...llmclient import ChatClient
 
-    llm = ls.settings.llm_config()
+    llm = settings.llm_config()
     chat = ChatClient(llm)
     return lambda src, kernel, launches, why: model_draft(chat, src, kernel, launches, why)
 

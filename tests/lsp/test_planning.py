@@ -1,0 +1,118 @@
+"""Optimize and Profile plan a kernel's spec (its block, a capture, a draft from its launches)
+on a thread, from the document's text as it was when asked: a large file's planning takes
+seconds, and on the event loop every other request waited for it. A stand-in
+(FSR_LSP_TEST_PLAN_SECONDS) makes planning sleep where it runs; hovers on another document are
+answered meanwhile, a cancel stops the search before it begins, and the search and the profile
+run on the text that was planned (an edit meanwhile is Apply's business, as during a search)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from fsr_lsp.server.features.searches import PLAN_STAND_IN
+
+from ..recorded_profiler import KERNELS
+from ..search_helpers import example
+from .conftest import LLM, WORKSPACE, init_options, make_client, open_file, server_env
+
+PLAN_SECONDS = 3.0  # the stand-in's planning
+QUICK_SECONDS = 1.5  # what a hover on another document may take meanwhile (a few ms unloaded)
+SAXPY = example("saxpy.cu")
+OTHER = """__global__ void other_scale(float* y, const float* x, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def slow_env() -> dict[str, str]:
+    env = server_env()
+    env[PLAN_STAND_IN] = str(PLAN_SECONDS)
+    return env
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
+                                              server_env=slow_env(), client_factory=make_client))
+async def client(lsp_client: LanguageClient):
+    workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))
+    lsp_client.workspace_dir = workspace  # type: ignore[attr-defined]
+    options = init_options()
+    options["fsr"]["diagnostics"] = {"onOpen": False}  # no nvcc: only what this test looks at
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual_studio_code"), root_uri=workspace.as_uri(),
+        initialization_options=options))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def command(client: LanguageClient, name: str, *arguments) -> str:
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(command=name,
+                                                                                  arguments=list(arguments)))
+
+
+async def hovers_meanwhile(client: LanguageClient, uri: str, task: asyncio.Task) -> None:
+    """Hovers on `uri` while `task` plans: each answered at once."""
+    await asyncio.sleep(0.3)  # the planning under way
+    for _ in range(3):
+        started = time.monotonic()
+        found = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=18)))
+        took = time.monotonic() - started
+        assert found is not None and "other_scale" in found.contents.value
+        assert took < QUICK_SECONDS, f"a hover on another document waited {took:.2f} s for the planning"
+    assert not task.done(), "the planning ended before the hovers: the stand-in did not run"
+
+
+async def test_optimize_plans_off_the_event_loop_on_the_text_as_it_was(client: LanguageClient):
+    LLM.steps[:] = []
+    other = open_file(client, "other.cu", OTHER)
+    assert await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=other), position=types.Position(line=0, character=18)))
+    uri = open_file(client, "saxpy.cu", SAXPY)
+    task = asyncio.ensure_future(command(client, "fsr.optimize", uri, "saxpy"))
+    await asyncio.sleep(0.1)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(  # the kernel renamed while it plans
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=SAXPY.replace("saxpy", "renamed"))]))
+    await hovers_meanwhile(client, other, task)
+    assert await command(client, "fsr.optimize", uri, "saxpy") == "saxpy is already being optimized"
+    assert await task == "optimizing saxpy"  # the text it was asked on: saxpy is there
+    assert await command(client, "fsr.cancel", uri, "saxpy") == "cancelling"
+    await asyncio.wait_for(_no_search(client), 60)
+
+
+async def _no_search(client: LanguageClient) -> None:
+    while await command(client, "fsr.searches"):
+        await asyncio.sleep(0.1)
+
+
+async def test_a_cancel_while_optimize_plans_starts_no_search(client: LanguageClient):
+    other = open_file(client, "other.cu", OTHER)
+    uri = open_file(client, "saxpy.cu", SAXPY)
+    task = asyncio.ensure_future(command(client, "fsr.optimize", uri, "saxpy"))
+    await asyncio.sleep(0.5)
+    assert await command(client, "fsr.cancel", uri, "saxpy") == "cancelling"
+    assert await task == "FSR saxpy: cancelled before the search began"
+    assert await command(client, "fsr.searches") == []
+    assert not [t for t in client.progress_reports if str(t).startswith("fsr-")]  # no search's progress began
+    assert await command(client, "fsr.cancel", uri, "saxpy") == "no search of saxpy is running"
+    assert other  # opened beside it, as a user has
+
+
+async def test_profile_plans_off_the_event_loop(client: LanguageClient):
+    other = open_file(client, "other.cu", OTHER)
+    uri = open_file(client, "profile_kernels.cu", KERNELS.read_text())
+    task = asyncio.ensure_future(command(client, "fsr.profile", uri, "copy_strided"))
+    await hovers_meanwhile(client, other, task)
+    assert await command(client, "fsr.profile", uri, "copy_strided") == "copy_strided is already being profiled"
+    said = await asyncio.wait_for(task, 60)
+    assert "copy_strided" in said and "findings" in said
