@@ -23,6 +23,7 @@ pytest.importorskip("torch")
 from fsr_lsp.search.generators.structural import structural_proposals  # noqa: E402
 
 from . import test_structural_atomic_sum as atomic  # noqa: E402
+from . import test_structural_online_softmax as softmax  # noqa: E402
 from . import test_structural_stencil as stencil  # noqa: E402
 from . import test_structural_tiles as tiles  # noqa: E402
 from . import test_structural_vector_map as maps  # noqa: E402
@@ -50,6 +51,8 @@ CASES = {
     "softmax, the sum without a store": ((ROOT / "examples" / "softmax.cu").read_text(), "softmax",
                                          "{ rows = 64, cols = 1000 }"),
     "softmax, a guard that returns": ((ACCURACY / "softmax.cu").read_text(), "softmax", "{ N = 40, C = 777 }"),
+    "softmax, the textbook shape (a double sum, divided by its cast)": (softmax.TEXTBOOK, "row_softmax",
+                                                                         "{ N = 40, C = 1000 }"),
     "layernorm": ((NAIVE / "layernorm.cu").read_text(), "layernorm_forward", "{ N = 64, C = 768 }"),
     "stencil3x3": ((NAIVE / "stencil3x3.cu").read_text(), "blur3x3", "{ h = 100, w = 90 }"),
     "rowsum, 8 x 50,000": ((ACCURACY / "rowsum.cu").read_text(), "rowsum", None),
@@ -108,6 +111,9 @@ BROKEN = {
         lambda: broken("softmax", "builtin:warp-per-row", r"= 16;", "= 8;", count=0),
     "the online softmax without the sum's rescale when the max grows":
         lambda: broken("softmax", "builtin:online-softmax", r"sum \*= expf\(maxval - v\); ", ""),
+    "the online softmax of the textbook shape without the sum's rescale when the max grows":
+        lambda: broken("softmax, the textbook shape (a double sum, divided by its cast)", "builtin:online-softmax",
+                       r"total \*= expf\(mx - v\); ", ""),
     "the online softmax's butterfly adding the other lane's sum unscaled":
         lambda: broken("softmax, the sum without a store", "builtin:online-softmax",
                        r"other_sum \* expf\(other_max - larger\)", "other_sum"),

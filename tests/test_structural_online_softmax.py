@@ -40,6 +40,46 @@ DIVISIONS = {  # the last loop, as people write it: (its text, how the rewrite d
     "recomputed, times an inverse": ("  for (int j = 0; j < 64; j++) sum += expf(row[j] - maxval);\n  float inv = 1.0f / sum;\n"
                                      "  for (int j = 0; j < 64; j++) out[j] = expf(row[j] - maxval) * inv;\n}\n", "* inv;"),
 }
+# The textbook shape of real code: the kernel's body inside `if (i < N) { ... }`, the max taken by
+# an `if` in braces, the exponentials stored into the output and summed back from there into a
+# `double`, then divided in place by the sum cast back to float.
+TEXTBOOK = """/* @fsr
+bench = { N = 4096, C = 1000 }
+tests = [ { N = 100, C = 37 } ]
+grid = "cdiv(N, 256)"
+block = 256
+[args]
+out = "out[N * C]"
+inp = "in[N * C] normal(0, 2)"
+N = "N"
+C = "C"
+*/
+__global__ void row_softmax(float* out, const float* inp, int N, int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) {
+        const float* x = inp + i * C;
+        float* y = out + i * C;
+        float mx = -INFINITY;
+        for (int j = 0; j < C; j++) {
+            if (x[j] > mx) {
+                mx = x[j];
+            }
+        }
+        double total = 0.0;
+        for (int j = 0; j < C; j++) {
+            y[j] = expf(x[j] - mx);
+            total += y[j];
+        }
+        for (int j = 0; j < C; j++) {
+            y[j] /= (float)total;
+        }
+    }
+}
+"""
+TEXTBOOK_CASTS = {"(float)total": "/ (float)total;", "(float)(total)": "/ (float)(total);",
+                  "static_cast<float>(total)": "/ static_cast<float>(total);"}
+
+
 NOT_SOFTMAX = {
     "a row sum": SPEC + "__global__ void k(float* y, const float* x, int n) {\n"
                  "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n  float s = 0.0f;\n"
@@ -53,6 +93,10 @@ NOT_SOFTMAX = {
     "a statement after it": SPEC + HEAD + STORED + "  for (int j = 0; j < 64; j++) out[j] /= sum;\n  y[0] = sum;\n}\n",
     "a max that starts at zero": SPEC + HEAD.replace("-INFINITY", "0.0f") + STORED
                  + "  for (int j = 0; j < 64; j++) out[j] /= sum;\n}\n",
+    "a double max": SPEC + HEAD.replace("float maxval", "double maxval") + STORED
+                 + "  for (int j = 0; j < 64; j++) out[j] /= sum;\n}\n",
+    "divided by a cast of something else": SPEC + HEAD + STORED
+                 + "  for (int j = 0; j < 64; j++) out[j] /= (float)maxval;\n}\n",
 }
 
 
@@ -144,3 +188,15 @@ def test_the_rewrite_compiles(case):
     kernel, spec, checked = vetted(text, name, p.source)
     compiled = compile_kernel(checked.source, kernel_ref(kernel, spec), CompileOptions(arch="sm_90a", compiler="nvcc"))
     assert compiled.ok, compiled.log
+
+
+@pytest.mark.parametrize("cast", sorted(TEXTBOOK_CASTS))
+def test_the_textbook_shape_a_double_sum_divided_by_its_cast_gets_the_online_softmax(cast):
+    """Real code's spelling (issue 45): the double accumulator stays double in the rewrite (the
+    original's accuracy), its lanes' sums shuffled as doubles, and the division keeps the cast."""
+    text = TEXTBOOK.replace("(float)total", cast)
+    (p,) = online(text, "row_softmax")
+    assert "double total = 0.0;" in p.source and "const double other_sum = __shfl_xor_sync" in p.source
+    assert "float mx = -INFINITY;" in p.source
+    assert re.search(r"y\[j\] = expf\(x\[j\] - mx\) " + re.escape(TEXTBOOK_CASTS[cast]), p.source), p.source
+    vetted(text, "row_softmax", p.source)  # the candidate check takes it, one warp per row

@@ -62,6 +62,7 @@ class _Shape:
     scale: str  # "/ sum", "* inv" or "* (1.0f / sum)"
     inverse: str  # the original's `float inv = 1.0f / sum;`, or ""
     stored: bool  # whether the sum's loop stored the exponentials (a second write of the row)
+    total_kind: str = "float"  # the sum's type: a `double` accumulator stays one
 
 
 class _OnlineSoftmax(_Rows):
@@ -99,7 +100,8 @@ class _OnlineSoftmax(_Rows):
 
     def _shape(self, statements: list[Node]) -> _Shape:
         """The max, sum and division loops, with the declarations they need and nothing else."""
-        declared: dict[str, str] = {}  # float variable -> its initial value
+        declared: dict[str, str] = {}  # float (or double) variable -> its initial value
+        kinds: dict[str, str] = {}  # variable -> float or double
         before_max: dict[str, str] = {}
         loops: list[Node] = []
         inverse: Node | None = None
@@ -108,7 +110,9 @@ class _OnlineSoftmax(_Rows):
                 before_max = dict(declared) if not loops else before_max
                 loops.append(st)
             elif st.type == "declaration" and len(loops) < 2:
-                declared.update(self._floats(st))
+                found, kind = self._floats(st)
+                declared.update(found)
+                kinds.update(dict.fromkeys(found, kind))
             elif st.type == "declaration" and len(loops) == 2 and inverse is None:
                 inverse = st
             else:
@@ -123,8 +127,8 @@ class _OnlineSoftmax(_Rows):
         maxval, element = self._max_loop(loops[0], columns[0])
         total, exp, stored = self._sum_loop(loops[1], columns[1], maxval, _template(element, columns[0]))
         if before_max.get(maxval) != "-INFINITY" or declared.get(total) not in _ZERO or \
-                set(declared) != {maxval, total}:
-            raise _NotApplicable
+                set(declared) != {maxval, total} or kinds[maxval] != "float":
+            raise _NotApplicable  # a double sum is kept double (the original's accuracy), the max is a float
         inv = self._inverse(inverse, total) if inverse is not None else ""
         target, scale = self._output_loop(loops[2], columns[2], maxval, total, inv, exp,
                                           _template(element, columns[0]), stored)
@@ -135,12 +139,13 @@ class _OnlineSoftmax(_Rows):
             raise _NotApplicable
         return _Shape(headers[0][0], columns[2], bound, maxval, total, exp,
                       _rename(element, columns[0], columns[2]), target, scale,
-                      self.s(inverse) if inverse is not None else "", stored is not None)
+                      self.s(inverse) if inverse is not None else "", stored is not None, kinds[total])
 
-    def _floats(self, st: Node) -> dict[str, str]:
-        """`float m = -INFINITY, s = 0.0f;`: each variable with its initial value (floats only)."""
+    def _floats(self, st: Node) -> tuple[dict[str, str], str]:
+        """`float m = -INFINITY, s = 0.0f;` (or `double s = 0.0;`): each variable with its initial
+        value, and the declaration's type."""
         kind = st.child_by_field_name("type")
-        if kind is None or self.s(kind) != "float" or any(c.type == "type_qualifier" for c in st.children):
+        if kind is None or self.s(kind) not in ("float", "double") or any(c.type == "type_qualifier" for c in st.children):
             raise _NotApplicable
         out = {}
         for decl in st.named_children:
@@ -151,7 +156,7 @@ class _OnlineSoftmax(_Rows):
                 out[self.s(name)] = "".join(self.s(value).split())
             elif decl.id != kind.id:
                 raise _NotApplicable
-        return out
+        return out, self.s(kind)
 
     def _max_loop(self, loop: Node, j: str) -> tuple[str, str]:
         """`if (E > m) m = E;` or `m = fmaxf(m, E);`: (m, E)."""
@@ -267,13 +272,28 @@ class _OnlineSoftmax(_Rows):
     def _scale(self, op: str, node: Node, total: str, inv: str) -> str:
         """`/ s`, `* inv` or `* (1.0f / s)`, as the original divides."""
         text = self.s(node)
-        if op == "/" and text == total:
-            return f"/ {total}"
+        if op == "/" and (text == total or self._float_of(node) == total):
+            return f"/ {' '.join(text.split())}"
         if op == "*" and inv and text == inv:
             return f"* {inv}"
         if op == "*" and self._is_inverse(node, total):
             return f"* ({' '.join(text.strip('()').split())})"
         raise _NotApplicable
+
+    def _float_of(self, node: Node) -> str:
+        """`x` of `(float)x`, `(float)(x)` or `static_cast<float>(x)`; '' for anything else."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[0]
+        if node.type == "cast_expression":
+            kind, value = node.child_by_field_name("type"), node.child_by_field_name("value")
+            if kind is not None and value is not None and _key(self.s(kind)) == "float":
+                while value.type == "parenthesized_expression" and value.named_children:
+                    value = value.named_children[0]
+                return self.s(value) if value.type == "identifier" else ""
+        if node.type == "call_expression" and _key(self.s(node.child_by_field_name("function"))) == "static_cast<float>":
+            args = node.child_by_field_name("arguments").named_children
+            return self.s(args[0]) if len(args) == 1 and args[0].type == "identifier" else ""
+        return ""
 
     def _is_inverse(self, node: Node, total: str) -> bool:
         """`1.0f / s`, parenthesised or not."""
@@ -290,8 +310,10 @@ class _OnlineSoftmax(_Rows):
                                                    ("v", "offset", "other_max", "other_sum", "larger"))
         m, s, e, j, kind, n = shape.maxval, shape.total, shape.exp, shape.column, shape.kind, shape.bound
         inverse = f"{i}{shape.inverse}\n" if shape.inverse else ""
+        declarations = (f"float {m} = -INFINITY, {s} = 0.0f;" if shape.total_kind == "float" else
+                        f"float {m} = -INFINITY;\n{i}{shape.total_kind} {s} = 0.0;")  # a double sum stays double
         return (f"// online softmax: the max and the sum in one pass, the sum rescaled whenever the max grows\n"
-                f"{i}float {m} = -INFINITY, {s} = 0.0f;\n"
+                f"{i}{declarations}\n"
                 f"{i}for ({kind} {j} = {lane}; {j} < {n}; {j} += {WARP}) {{\n"
                 f"{i}    const float {v} = {shape.element};\n"
                 f"{i}    if ({v} > {m}) {{ {s} *= {e}({m} - {v}); {m} = {v}; }}  // {e}(-INFINITY) = 0 at the first\n"
@@ -301,7 +323,7 @@ class _OnlineSoftmax(_Rows):
                 f"{i}// rescaled to the larger max\n"
                 f"{i}for (int {offset} = {WARP // 2}; {offset} > 0; {offset} >>= 1) {{\n"
                 f"{i}    const float {other_max} = __shfl_xor_sync(0xffffffffu, {m}, {offset});\n"
-                f"{i}    const float {other_sum} = __shfl_xor_sync(0xffffffffu, {s}, {offset});\n"
+                f"{i}    const {shape.total_kind} {other_sum} = __shfl_xor_sync(0xffffffffu, {s}, {offset});\n"
                 f"{i}    const float {larger} = fmaxf({m}, {other_max});\n"
                 f"{i}    if ({larger} != -INFINITY)  // lanes without columns hold (-INFINITY, 0): they add 0, not NaN\n"
                 f"{i}        {s} = {s} * {e}({m} - {larger}) + {other_sum} * {e}({other_max} - {larger});\n"
