@@ -156,3 +156,15 @@ def test_a_template_of_the_same_name_in_another_program_does_not_stand_for_a_pla
     write_capture(tmp_path, [templated], name="20260101-000100", command=("./packed",))
     found = workspace_specs(tmp_path, tmp_path / "k.cu")["scale"]
     assert found.origin == "captured" and "n = 5000" in found.spec and "./plain" in found.provenance["launch"], found
+
+
+def test_runs_of_two_scripts_by_one_interpreter_are_two_programs(tmp_path):
+    (tmp_path / "a.py").write_text("")
+    (tmp_path / "b.py").write_text("")
+    old = finished(write_capture(tmp_path, [scale_launch(5000)], name="20260101-000000", command=("python3", "a.py")))
+    other = finished(write_capture(tmp_path, [scale_launch(6000)], name="20260101-000100", command=("python3", "b.py")))
+    again = finished(write_capture(tmp_path, [scale_launch(7000)], name="20260101-000200", command=("python3", "a.py", "9")))
+    for folder in (old, other, again):
+        meta = json.loads((folder / "capture.json").read_text())
+        (folder / "capture.json").write_text(json.dumps({**meta, "cwd": str(tmp_path)}))
+    assert prune(tmp_path) == [old]  # a.py's older run, not b.py's

@@ -33,6 +33,7 @@ class CapturedParam:
         return int.from_bytes(self.raw, "little", signed=signed)
 
 
+_INTERPRETER = re.compile(r"python[\d.]*|pypy[\d.]*|bash|sh|zsh|node|ruby|perl|env|time|nice")
 _ADDRESS = re.compile(r"&\(([A-Za-z_][\w:]*)\([^()]*\)\)")
 
 
@@ -125,12 +126,16 @@ class Capture:
         return bool(self.command) and Path(self.program()).parent == folder
 
     def program(self) -> str:
-        """The program the run started, as a path where it names one."""
-        if not self.command:
+        """The program the run started, as a path where it names one: the script, for a run
+        of an interpreter (`python3 app.py`, `bash run.sh`)."""
+        words = list(self.command)
+        while len(words) > 1 and _INTERPRETER.fullmatch(Path(words[0]).name):
+            words = [w for w in words[1:] if not w.startswith("-")] or words[1:]
+        if not words:
             return ""
-        program = Path(self.command[0])
-        if not program.is_absolute() and "/" not in self.command[0]:
-            return self.command[0]  # found on PATH: its name is all we know
+        program = Path(words[0])
+        if not program.is_absolute() and "/" not in words[0] and not (self.cwd and (self.cwd / program).is_file()):
+            return words[0]  # found on PATH: its name is all we know
         return str(((self.cwd or Path.cwd()) / program).resolve())
 
     def describe(self) -> str:
@@ -150,7 +155,11 @@ def read_capture(folder: Path) -> Capture:
     for path in sorted(folder.glob("launches-*.jsonl")):
         records: dict[int, CapturedLaunch] = {}
         counts: dict[int, int] = {}
-        for line in path.read_text(errors="replace").splitlines():
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:  # pruned by a capture that ended meanwhile
+            continue
+        for line in text.splitlines():
             try:
                 entry = json.loads(line)
             except ValueError:
@@ -184,7 +193,11 @@ def captures(workspace: Path) -> list[Capture]:
     root = workspace / CAPTURES
     if not root.is_dir():
         return []
-    found = (read_capture(folder) for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True))
+    try:
+        folders = sorted((p for p in root.iterdir() if p.is_dir()), reverse=True)
+    except OSError:
+        return []
+    found = (read_capture(folder) for folder in folders)
     return [c for c in found if c.launches]
 
 

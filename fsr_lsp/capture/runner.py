@@ -80,8 +80,8 @@ def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...]
 
 def prune(workspace: Path) -> list[Path]:
     """The README's rule: a capture is removed once every kernel it launched was launched
-    again by a newer capture, and one that recorded no launch at all is removed at once. What
-    remains is, for each kernel ever captured, the newest run that launched it."""
+    again by a newer capture of the same program, and one that recorded no launch at all is
+    removed at once. What remains is, for each kernel and program ever captured, the newest run."""
     gone = superseded(workspace)
     for folder in gone:
         shutil.rmtree(folder, ignore_errors=True)
