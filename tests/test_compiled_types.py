@@ -133,3 +133,19 @@ def test_fsr_spec_and_fsr_optimize_carry_the_flag(tmp_path):
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "took one from the launch captured in a run" in out, out
     assert "not from the capture" not in out and "cannot be searched" not in out
+
+
+def test_the_editors_drafts_resolve_with_the_settings_flags_as_optimize_does(tmp_path):
+    """The hover and the quick fix show what Optimize will search: with the user's own -D in
+    fsr.compiler.flags the captured bf16 kernel needs no flag of the spec's (and says none)."""
+    from fsr_lsp.server.features.drafts import Drafts
+
+    file = project(tmp_path)
+    write_capture(tmp_path, [gelu_launch(4096, "__nv_bfloat16", 2)])
+    (kernel,) = discover(SourceText(GELU)).kernels
+    own = Drafts().spec(tmp_path, file, GELU, kernel, {}, flags=("-DENABLE_BF16",))
+    assert own.origin == "captured" and own.flags == () and not any("compiled with" in p for p in own.problems)
+    optimized = plan(tmp_path, file, Settings(compiler_flags=("-DENABLE_BF16",)))
+    assert optimized.spec.flags == own.flags and optimized.draft == own.spec
+    bare = Drafts().spec(tmp_path, file, GELU, kernel, {})
+    assert bare.flags == ("-DENABLE_BF16",) and bare.spec == own.spec

@@ -46,11 +46,14 @@ class Drafts:
             self.index.refresh(path)
 
     def spec(self, root: Path, path: Path, text: str, kernel: Kernel, open_documents: dict[Path, str],
-             drafter: Drafter | None = None, include_dirs: tuple[str, ...] = ()) -> KernelSpec:
-        """The kernel's spec and its origin, with launches from every file of the workspace."""
+             drafter: Drafter | None = None, include_dirs: tuple[str, ...] = (),
+             flags: tuple[str, ...] = ()) -> KernelSpec:
+        """The kernel's spec and its origin, with launches from every file of the workspace,
+        resolved as `fsr optimize` resolves it (`flags`: the compiler flags, whose -D choose
+        typedefs' branches)."""
         from ...drafting.workspace import workspace_spec
 
-        return workspace_spec(self.index_for(root), path, text, kernel, open_documents, drafter, include_dirs)
+        return workspace_spec(self.index_for(root), path, text, kernel, open_documents, drafter, include_dirs, flags)
 
     def remember(self, uri: str, kernel: Kernel, src: SourceText, proof: Proof) -> None:
         d = kernel.definition_span

@@ -58,7 +58,8 @@ async def known_spec(ls: FsrServer, state: DocumentState, kernel: Kernel, earlie
         text, documents, include_dirs = state.text, open_documents(ls), ls.settings.include_paths
         if state.large:  # in the large documents' process (large_documents.py)
             return ls.cache.large.spec(state.uri, state.version, root, path, text, kernel, documents, include_dirs)
-        return lambda: ls.drafts.spec(root, path, text, kernel, documents, include_dirs=include_dirs)
+        flags = ls.settings.compiler_flags
+        return lambda: ls.drafts.spec(root, path, text, kernel, documents, include_dirs=include_dirs, flags=flags)
 
     return await ls.cache.spec(state, kernel, world, job, earlier=earlier)
 
