@@ -70,6 +70,20 @@ async def client(request, lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
+async def without_checks(lsp_client: LanguageClient):
+    """A session in a workspace of its own, VS Code's capabilities, no nvcc check on open (only
+    what the test looks at): the body of a fixture whose server runs with stand-ins."""
+    workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))
+    lsp_client.workspace_dir = workspace  # type: ignore[attr-defined]
+    options = init_options()
+    options["fsr"]["diagnostics"] = {"onOpen": False}
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual_studio_code"), root_uri=workspace.as_uri(),
+        initialization_options=options))
+    yield
+    await lsp_client.shutdown_session()
+
+
 async def wait_until(predicate, timeout: float = 60.0, interval: float = 0.05):
     async def poll():
         while True:

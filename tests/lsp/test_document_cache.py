@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ..cache_probe import events
-from .conftest import WORKSPACE, init_options, make_client, open_file, server_env
+from .conftest import make_client, open_file, server_env, without_checks
 
 PROBE_LOG = str(Path(tempfile.mkdtemp(prefix="fsr-cache-probe-")) / "probe.jsonl")
 SLOW_SECONDS = 3.0
@@ -34,15 +34,8 @@ def probe_env() -> dict[str, str]:
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
                                               server_env=probe_env(), client_factory=make_client))
 async def client(lsp_client: LanguageClient):
-    workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))
-    lsp_client.workspace_dir = workspace  # type: ignore[attr-defined]
-    options = init_options()
-    options["fsr"]["diagnostics"] = {"onOpen": False}  # no nvcc: only what this test looks at
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual_studio_code"), root_uri=workspace.as_uri(),
-        initialization_options=options))
-    yield
-    await lsp_client.shutdown_session()
+    async for _ in without_checks(lsp_client):
+        yield
 
 
 def program(kernel: str, n: int) -> str:

@@ -15,20 +15,18 @@ import json
 import random
 import re
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 from pygls.workspace.text_document import TextDocument
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from fsr_lsp.server.dispatch import LARGE_BODY, LARGE_TEXT, STAND_IN, changed_text, decode_strings, split_body
 from fsr_lsp.server.framing import CHUNK, FrameReader
 
-from .conftest import WORKSPACE, init_options, make_client, open_file, server_env
+from .conftest import make_client, open_file, server_env, without_checks
 from .test_bad_input import frame
 
 SLOW_SECONDS = 3.0  # the stand-in's large-message work
@@ -183,15 +181,8 @@ def slow_env() -> dict[str, str]:
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
                                               server_env=slow_env(), client_factory=make_client))
 async def client(lsp_client: LanguageClient):
-    workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))
-    lsp_client.workspace_dir = workspace  # type: ignore[attr-defined]
-    options = init_options()
-    options["fsr"]["diagnostics"] = {"onOpen": False}  # no nvcc: only what this test looks at
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual_studio_code"), root_uri=workspace.as_uri(),
-        initialization_options=options))
-    yield
-    await lsp_client.shutdown_session()
+    async for _ in without_checks(lsp_client):
+        yield
 
 
 SMALL = """__global__ void small_scale(float* y, const float* x, int n)

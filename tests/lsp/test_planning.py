@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from fsr_lsp.server.features.searches import PLAN_STAND_IN
 
 from ..recorded_profiler import KERNELS
 from ..search_helpers import example
-from .conftest import LLM, WORKSPACE, init_options, make_client, open_file, server_env
+from .conftest import LLM, make_client, open_file, server_env, without_checks
 
 PLAN_SECONDS = 3.0  # the stand-in's planning
 QUICK_SECONDS = 1.5  # what a hover on another document may take meanwhile (a few ms unloaded)
@@ -43,15 +41,8 @@ def slow_env() -> dict[str, str]:
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
                                               server_env=slow_env(), client_factory=make_client))
 async def client(lsp_client: LanguageClient):
-    workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))
-    lsp_client.workspace_dir = workspace  # type: ignore[attr-defined]
-    options = init_options()
-    options["fsr"]["diagnostics"] = {"onOpen": False}  # no nvcc: only what this test looks at
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual_studio_code"), root_uri=workspace.as_uri(),
-        initialization_options=options))
-    yield
-    await lsp_client.shutdown_session()
+    async for _ in without_checks(lsp_client):
+        yield
 
 
 async def command(client: LanguageClient, name: str, *arguments) -> str:
