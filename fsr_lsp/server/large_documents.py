@@ -59,10 +59,13 @@ class LargeDocuments:
         self._files: dict[str, list[tuple[str | None, Path]]] = {}  # a document -> its files, the newest with its text
         self._count = itertools.count()
         self._closed = False  # after shutdown no child is started
+        self.pieces_received = 0  # answers that came in pieces, counted (tests)
 
     def discovery(self, name: str, text: str, encoding: str) -> Future:
-        """Future of (every kernel of the document `name`'s `text`, their spec diagnostics)."""
-        return self._io.submit(lambda: self._call(_discovery, self._stored(name, text), encoding))
+        """Future of (every kernel of the document `name`'s `text`, their spec diagnostics),
+        sent over in pieces of PIECE kernels or diagnostics: unpickling 758 kernels at once held
+        the GIL for 68 ms on the server's thread, and hovers on other documents waited."""
+        return self._io.submit(lambda: _joined(self._call(_discovery, self._stored(name, text), encoding)))
 
     def spec(self, uri: str, version: int | None, root: Path, path: Path, text: str, kernel: Kernel,
              documents: dict[Path, str], include_dirs: tuple[str, ...]) -> Future:
@@ -108,6 +111,10 @@ class LargeDocuments:
                 continue
             if kind == "error":
                 raise RuntimeError(payload)
+            if kind == "parts":  # each piece unpickled on its own: the GIL is let go between them
+                pieces = [conn.recv() for _ in range(payload)]
+                self.pieces_received += len(pieces)
+                return pieces
             return payload
         raise AssertionError("unreachable")
 
@@ -176,11 +183,13 @@ def _serve(conn: Any) -> None:
         except (EOFError, OSError):
             return
         try:
-            answer = ("ok", fn(*args))
+            result = fn(*args)
+            answers = [("parts", len(result.pieces)), *result.pieces] if isinstance(result, _Pieces) else [("ok", result)]
         except Exception as error:  # noqa: BLE001 - the server says it where the result was wanted
-            answer = ("error", f"{type(error).__name__}: {error}")
+            answers = [("error", f"{type(error).__name__}: {error}")]
         try:
-            conn.send(answer)
+            for answer in answers:
+                conn.send(answer)
         except (EOFError, OSError):
             return
 
@@ -197,14 +206,37 @@ def _text(value: str | Stored) -> str:
     return text
 
 
-def _discovery(text: str | Stored, encoding: str) -> tuple[Discovery, list[types.Diagnostic]]:
+@dataclass(frozen=True)
+class _Pieces:
+    """An answer sent as several messages: ("kernels" | "orphans" | "diagnostics", items)."""
+
+    pieces: list[tuple[str, list]]
+
+
+PIECE = 64  # kernels (or diagnostics) a message: a few milliseconds of unpickling each
+
+
+def _discovery(text: str | Stored, encoding: str) -> _Pieces:
     from ..kernels import discover
     from ..source import SourceText
     from .diagnostics import spec_diagnostics
 
     src = SourceText(_text(text))
     found = discover(src)
-    return found, spec_diagnostics(src, found.kernels, encoding)
+    diagnostics = spec_diagnostics(src, found.kernels, encoding)
+    return _Pieces([*(("kernels", found.kernels[i:i + PIECE]) for i in range(0, len(found.kernels), PIECE)),
+                    ("orphans", list(found.orphan_specs)),
+                    *(("diagnostics", diagnostics[i:i + PIECE]) for i in range(0, len(diagnostics), PIECE))])
+
+
+def _joined(pieces: list[tuple[str, list]]) -> tuple[Discovery, list[types.Diagnostic]]:
+    """The discovery and its diagnostics, from the pieces `_discovery` sent."""
+    from ..kernels import Discovery
+
+    parts: dict[str, list] = {"kernels": [], "orphans": [], "diagnostics": []}
+    for kind, items in pieces:
+        parts[kind] += items
+    return Discovery(parts["kernels"], parts["orphans"]), parts["diagnostics"]
 
 
 def _spec(document: tuple[str, int | None], root: Path, path: Path, text: str | Stored, kernel: Kernel,

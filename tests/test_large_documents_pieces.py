@@ -1,0 +1,43 @@
+"""A large document's kernels come back from their own process in pieces (each unpickled on
+its own, the GIL let go between them: 758 kernels at once held it for 68 ms on the server's
+thread), and the pieces make up what the document's discovery is."""
+
+from __future__ import annotations
+
+from fsr_lsp.kernels import discover
+from fsr_lsp.server.diagnostics import spec_diagnostics
+from fsr_lsp.server.large_documents import PIECE, LargeDocuments
+from fsr_lsp.source import SourceText
+
+KERNEL = """/* @fsr
+bench = {{ n = 1000 }}
+grid = "cdiv(n, 128)"
+block = 128
+[args]
+y = "out[n]"
+x = "in[n]"
+n = "n"
+{extra}*/
+__global__ void scale_{i}(float* y, const float* x, int n)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = {i}.0f * x[i];
+}}
+"""
+
+
+def test_a_large_documents_discovery_comes_in_pieces_and_is_the_whole():
+    # every third block has a key fsr does not know: a diagnostic each, so those come in pieces too
+    text = "".join(KERNEL.format(i=i, extra="colour = 3\n" if i % 3 == 0 else "") for i in range(3 * PIECE + 5))
+    text += "/* @fsr\nbench = { n = 1 }\n*/\nint not_a_kernel;\n"  # an orphan block
+    large = LargeDocuments()
+    try:
+        found, diagnostics = large.discovery("big.cu", text, "utf-16").result(timeout=120)
+    finally:
+        large.shutdown()
+    src = SourceText(text)
+    whole = discover(src)
+    assert [k.name for k in found.kernels] == [k.name for k in whole.kernels] and len(found.kernels) == 3 * PIECE + 5
+    assert found.kernels == whole.kernels and found.orphan_specs == whole.orphan_specs and found.orphan_specs
+    assert diagnostics == spec_diagnostics(src, whole.kernels, "utf-16") and len(diagnostics) > PIECE
+    assert large.pieces_received >= 4 + 1 + 2  # the kernels in 4 pieces, the orphans, the diagnostics in 2 or more
