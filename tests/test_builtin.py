@@ -380,3 +380,68 @@ def test_screening_reports_its_progress(without_structural_rewrites):
     ctx.note = lines.append
     BuiltinGenerator(budget=16, seconds=60).propose(ctx, 4)
     assert lines and lines[-1].startswith(f"tuning: {len(model.screened)} configurations screened")
+
+
+# ------------------------------------------------------------ round 0's structural rewrites, ranked by the screen
+
+SOFTMAX = Path(__file__).parent.parent / "bench" / "naive_kernels" / "softmax.cu"
+
+
+class ByGenerator:
+    """Screening stand-in: each structural rewrite's time relative to the original (1.0) by its
+    generator; None fails the screen's check; anything else (a tuned shape) 0.95."""
+
+    def __init__(self, ratios: dict[str, float | None]):
+        self.ratios, self.screened = ratios, []
+
+    def __call__(self, proposals):
+        out = []
+        for p in proposals:
+            self.screened.append(p.generator)
+            ratio = self.ratios.get(p.generator, 0.95)
+            status = "wrong" if ratio is None else "verified"
+            t = TimingStats(*([ratio or 1.0] * 5), 5)
+            out.append(EvalResult(kernel="k", status=status, message="", screened=True, candidate_time=t,
+                                  original_time=TimingStats(1.0, 1.0, 1.0, 1.0, 1.0, 5)))
+        return out
+
+
+def structural_of(ctx) -> set[str]:
+    from fsr_lsp.search.generators.structural import structural_proposals
+
+    return {p.generator for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round)}
+
+
+def test_round_0s_structural_rewrites_go_fastest_first_and_one_that_loses_is_dropped_for_the_search():
+    ctx = context(SOFTMAX.read_text(), "softmax_forward")
+    assert structural_of(ctx) == {"builtin:warp-per-row", "builtin:online-softmax"}
+    ctx.screen = ByGenerator({"builtin:warp-per-row": 1.4, "builtin:online-softmax": 0.2})
+    notes = []
+    ctx.note = notes.append
+    gen = BuiltinGenerator(budget=8, seconds=5)
+    first = gen.propose(ctx, 4)
+    assert [p.generator for p in first] == ["builtin:online-softmax"]  # the loser holds no slot
+    assert any("1 slower than the original dropped" in n and "5.00x" in n for n in notes), notes
+    later = context(SOFTMAX.read_text(), "softmax_forward", round_=1)
+    later.screen = ctx.screen
+    assert "builtin:warp-per-row" not in {p.generator for p in gen.propose(later, 8)}  # nor later
+
+
+def test_a_structural_rewrite_the_screen_cannot_time_goes_after_those_it_can():
+    ctx = context(SOFTMAX.read_text(), "softmax_forward")
+    ctx.screen = ByGenerator({"builtin:online-softmax": None, "builtin:warp-per-row": 0.6})
+    assert [p.generator for p in BuiltinGenerator(budget=8, seconds=5).propose(ctx, 4)] == \
+        ["builtin:warp-per-row", "builtin:online-softmax"]
+
+
+def test_when_every_structural_rewrite_loses_round_0_tunes_instead():
+    ctx = context(SOFTMAX.read_text(), "softmax_forward")
+    ctx.screen = ByGenerator({"builtin:online-softmax": 1.3, "builtin:warp-per-row": 1.2})
+    first = BuiltinGenerator(budget=8, seconds=5).propose(ctx, 4)
+    assert first and not {p.generator for p in first} & structural_of(ctx), [p.generator for p in first]
+    assert all(p.generator.startswith("builtin:block ") for p in first)  # tuned launch shapes
+
+
+def test_without_a_screen_round_0_keeps_the_structural_rewrites_as_they_come():
+    ctx = context(SOFTMAX.read_text(), "softmax_forward")
+    assert {p.generator for p in BuiltinGenerator().propose(ctx, 4)} == structural_of(ctx)
