@@ -445,3 +445,25 @@ def test_when_every_structural_rewrite_loses_round_0_tunes_instead():
 def test_without_a_screen_round_0_keeps_the_structural_rewrites_as_they_come():
     ctx = context(SOFTMAX.read_text(), "softmax_forward")
     assert {p.generator for p in BuiltinGenerator().propose(ctx, 4)} == structural_of(ctx)
+
+
+def test_the_models_first_round_takes_fsrs_structural_rewrites_as_the_screen_ranks_them(monkeypatch):
+    """With a model, round 0 is fsr's own rewrites, ranked and weeded as the tuner's are; when
+    every one loses on this GPU the model is asked at once."""
+    from fsr_lsp.search.config import LLMConfig
+    from fsr_lsp.search.generators.llm import LLMGenerator
+
+    from .fake_llm import FakeLLM, answer
+
+    monkeypatch.setenv("FSR_TEST_KEY", "unused-0123456789")
+    source = SOFTMAX.read_text()
+    code = source[source.index("__global__"):]
+    with FakeLLM([answer(f"```cuda\n{code}```")]) as llm:
+        gen = LLMGenerator(LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_TEST_KEY", timeout=5))
+        ctx = context(source, "softmax_forward")
+        ctx.screen = ByGenerator({"builtin:warp-per-row": 1.4, "builtin:online-softmax": 0.3})
+        assert [p.generator for p in gen.propose(ctx, 4)] == ["builtin:online-softmax"] and not llm.requests
+        ctx = context(source, "softmax_forward")
+        ctx.screen = ByGenerator({"builtin:warp-per-row": 1.4, "builtin:online-softmax": 1.2})
+        asked = gen.propose(ctx, 1)
+        assert [p.generator for p in asked] == ["llm:m"] and len(llm.requests) == 1

@@ -20,6 +20,7 @@ from ..labels import code_label, model_label
 from ..prompting import fix_prompt, propose_prompt, system_prompt
 from ..proposal import Proposal, Tried
 from .base import GeneratorError
+from .screening import screened_order
 from .structural import structural_proposals
 
 _FENCE = re.compile(r"```[ \t]*([\w+#-]*)[^\n]*\n(.*?)```", re.S)
@@ -34,12 +35,15 @@ class LLMGenerator:
         self.name = f"llm:{config.model}"
         self._parallel = parallel
         self._chat = ChatClient(config, client=client, sleep=sleep)
+        self._losers: set[str] = set()  # structural rewrites that screened slower than the original
 
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
         if ctx.round == 0 and ctx.rounds > 1:
             # fsr's own structural rewrite, where one applies, goes first and alone: the model's
             # first round then sees it measured (its code, its speedup) as an example
-            structural = structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round)
+            structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round)
+                          if p.key not in self._losers]
+            structural = screened_order(ctx, structural, self._losers)  # the ones that lose here left out
             if structural:
                 return structural[:n]
         prompts = [propose_prompt(ctx, i, n) for i in range(n)]

@@ -18,6 +18,7 @@ import time
 
 from ...context import RoundContext
 from ...proposal import Proposal, Tried
+from ..screening import screened_order
 from ..structural import structural_proposals
 from .render import render
 from .space import KNOBS, Config, Space, space_of
@@ -32,9 +33,6 @@ FIRST_ROUND_PROPOSALS = 2
 SWEEP_SHARE = 0.5  # of a round's screening time for the sweep of launch shapes at most
 VERIFY_SHARE = 0.4  # of the search's remaining time left for the full verification of what screening found
 BATCH = 16  # configurations compiled in parallel and screened together
-# A structural rewrite screened more than this much slower than the original is dropped: beyond
-# the screen's noise (a few percent at the bench size), not a near-tie a full timing may reverse.
-LOSS_MARGIN = 0.05
 
 
 class BuiltinGenerator:
@@ -57,37 +55,11 @@ class BuiltinGenerator:
         if structural and ctx.round == 0:  # alone: its verdict, and a first win, come without waiting for tuning
             if ctx.screen is None:
                 return structural[:n]
-            structural = self._ranked(ctx, structural)
+            structural = screened_order(ctx, structural, self._losers)
             if not structural:  # every one screened slower than the original: round 0 tunes instead
                 return self._tuned(ctx, n, tried | self._losers)
             return structural[:n]
         return structural + self._tuned(ctx, max(0, n - len(structural)) if structural else n, tried)
-
-    def _ranked(self, ctx: RoundContext, structural: list[Proposal]) -> list[Proposal]:
-        """The structural rewrites by their screened time at the bench size, fastest first; one
-        that screens clearly slower than the original (a tile that loses on this GPU) is dropped
-        for the whole search, so it never holds a slot ahead of a win. One the screen could not
-        time (it failed the screen's check, or did not compile) goes last: its full verdict says
-        why. Screening results are never verdicts."""
-        results = ctx.screen(structural) if ctx.screen is not None else []
-        self.screened += len(results)
-        if len(results) != len(structural) or any(r.status == "cancelled" for r in results):
-            return structural  # as they came: the search is ending
-        timed, untimed = [], []
-        for p, r in zip(structural, results):
-            if r.passed_screen and r.candidate_time is not None and r.original_time is not None:
-                ratio = r.candidate_time.median_ms / r.original_time.median_ms
-                if ratio > 1 + LOSS_MARGIN:
-                    self._losers.add(p.key)
-                else:
-                    timed.append((ratio, p))
-            else:
-                untimed.append(p)
-        if ctx.note:
-            kept = ", ".join(f"{1 / ratio:.2f}x" for ratio, _ in sorted(timed, key=lambda t: t[0]))
-            ctx.note(f"structural rewrites screened: {len(timed)} kept ({kept or 'none'}), "
-                     f"{len(self._losers & {p.key for p in structural})} slower than the original dropped")
-        return [p for _, p in sorted(timed, key=lambda t: t[0])] + untimed
 
     def _tuned(self, ctx: RoundContext, n: int, tried: set[str]) -> list[Proposal]:
         if n <= 0:

@@ -1,0 +1,44 @@
+"""Round 0's structural rewrites in the order their screened times give, for every generator
+that proposes them (the tuner, and the model's generator, whose first round is fsr's own
+rewrites): a rewrite that loses on this GPU never holds a slot ahead of one that wins."""
+
+from __future__ import annotations
+
+from ..context import RoundContext
+from ..proposal import Proposal
+
+# A structural rewrite screened more than this much slower than the original is dropped: beyond
+# the screen's noise (a few percent at the bench size), not a near-tie a full timing may reverse.
+LOSS_MARGIN = 0.05
+
+
+def screened_order(ctx: RoundContext, structural: list[Proposal], losers: set[str]) -> list[Proposal]:
+    """The structural rewrites by their screened time at the bench size, fastest first; one
+    that screens clearly slower than the original (a tile that loses on this GPU) is added to
+    `losers` (the caller drops it for the whole search) and left out. One the screen could not
+    time (it failed the screen's check, or did not compile) goes last: its full verdict says
+    why. Without a screen, as they came. Screening results are never verdicts."""
+    if ctx.screen is None or not structural:
+        return structural
+    results = ctx.screen(structural)
+    if len(results) != len(structural) or any(r.status == "cancelled" for r in results):
+        return structural  # as they came: the search is ending
+    timed: list[tuple[float, Proposal]] = []
+    untimed: list[Proposal] = []
+    dropped = 0
+    for p, r in zip(structural, results):
+        if r.passed_screen and r.candidate_time is not None and r.original_time is not None:
+            ratio = r.candidate_time.median_ms / r.original_time.median_ms
+            if ratio > 1 + LOSS_MARGIN:
+                losers.add(p.key)
+                dropped += 1
+            else:
+                timed.append((ratio, p))
+        else:
+            untimed.append(p)
+    timed.sort(key=lambda t: t[0])
+    if ctx.note:
+        kept = ", ".join(f"{1 / ratio:.2f}x" for ratio, _ in timed)
+        ctx.note(f"structural rewrites screened: {len(timed)} kept ({kept or 'none'}), "
+                 f"{dropped} slower than the original dropped")
+    return [p for _, p in timed] + untimed
