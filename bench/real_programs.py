@@ -35,9 +35,13 @@ from pathlib import Path
 from _common import console, save, table
 
 from fsr_lsp.capture import latest_capture
-from fsr_lsp.drafting.origin import kernel_specs
-from fsr_lsp.drafting.proof import prove
-from fsr_lsp.evaluator import EvalOptions, Evaluator
+from fsr_lsp.drafting.proof import Proof, prove_with
+from fsr_lsp.drafting.workspace import LaunchIndex
+from fsr_lsp.evaluator.backends.local import LocalBackend
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.settings import Settings
+from fsr_lsp.workflows.optimize import Optimizer, OptimizeRun, plan_spec
+from fsr_lsp.evaluator import Evaluator
 
 
 @dataclass(frozen=True)
@@ -99,14 +103,28 @@ ENTRIES = [
 ]
 
 
-def spec_of(path: Path, kernel: str, capture=None) -> tuple[str | None, str]:
-    """The kernel's spec as `fsr spec` gives it (the file's folder and the project's header
-    folders as include paths; the folder's latest capture when given), and its origin or why none."""
-    includes = tuple(sorted({p.parent for p in path.parent.parent.rglob("*") if p.suffix in (".h", ".cuh", ".hpp")}))
-    found = [s for s in kernel_specs([path], include_dirs=includes, capture=capture) if s.kernel == kernel]
-    if not found or found[0].spec is None:
-        return None, "; ".join(found[0].problems[:2]) if found else "no such kernel"
-    return found[0].spec, found[0].origin
+def proven(evaluator: Evaluator, path: Path, kernel: str, workspace: Path) -> tuple[Proof | None, str, str]:
+    """The kernel's spec and its proof as `fsr optimize` has them before its first round:
+    `plan_spec` over the workspace, the project's folder (its launches, its captures; the project's header
+    folders as include paths, as the user's settings would say), then `Optimizer.prepare`. A
+    spec of the file's own or one inferred from the signature is proven as `fsr spec --check`
+    proves it. (the proof or None, the spec's origin or why none, the block proven)."""
+    text = path.read_text(errors="replace")
+    found = find_kernel(text, kernel)
+    if found is None:
+        return None, "no such kernel", ""
+    includes = tuple(sorted({str(p.parent) for p in path.parent.parent.rglob("*") if p.suffix in (".h", ".cuh", ".hpp")}))
+    settings = Settings(include_paths=includes)
+    plan = plan_spec(LaunchIndex(workspace, first_wait=None), path.resolve(), text, found, settings)
+    if plan.spec.spec is None:
+        return None, "; ".join(plan.spec.problems[:2]) or "no spec", ""
+    job = OptimizeRun(text, path.resolve(), kernel, workspace, settings, plan)
+    optimizer = Optimizer(LocalBackend(evaluator))
+    if plan.draft is None:
+        proof = prove_with(optimizer.backend(settings), text, kernel, None, job.eval_options(), timeout=300)
+        return proof, plan.spec.origin, plan.spec.spec
+    optimizer.prepare(job, lambda _: None)
+    return job.proof, plan.spec.origin, plan.draft
 
 
 def captured_copy(corpus: Path, file: str, work: Path) -> tuple[Path | None, str]:
@@ -135,21 +153,18 @@ def timed(evaluator: Evaluator, corpus: Path, file: str, kernel: str, work: Path
     `fsr spec` drafts it, proven on the GPU (relaxed where a draft must be), the proof's time;
     when that spec cannot be had or proven, the spec from a capture of its program."""
     row = {"file": file, "kernel": kernel, "origin": "", "ms": None, "bench": "", "folder": None}
-    path = corpus / file
-    block, origin = spec_of(path, kernel)
-    proof = _prove(evaluator, path, kernel, block) if block is not None else None
+    proof, origin, block = proven(evaluator, corpus / file, kernel, corpus / Path(file).parts[0])
     if proof is None or not (proof.proven and proof.original_ms):
         first = origin if proof is None else f"{origin}: {proof.status}: {proof.message[:120]}"
         copy, how = captured_copy(corpus, file, work)
         if copy is None:
             row.update(origin=origin, why=f"{first}; {how}")
             return row
-        block, origin = spec_of(copy, kernel, latest_capture(copy.parent))
-        if block is None:
+        proof, origin, block = proven(evaluator, copy, kernel, copy.parent)  # its workspace's capture now counts
+        if proof is None:
             row.update(origin=origin, why=f"{first}; after a capture: {origin}")
             return row
-        path, row["folder"] = copy, str(copy.parent)
-        proof = _prove(evaluator, copy, kernel, block)
+        row["folder"] = str(copy.parent)
     row["origin"] = origin
     bench = re.search(r"^bench\s*=\s*\{(.*)\}", proof.spec or block, re.M)
     row["bench"] = " ".join(bench.group(1).split()) if bench else ""
@@ -158,11 +173,6 @@ def timed(evaluator: Evaluator, corpus: Path, file: str, kernel: str, work: Path
     else:
         row["why"] = f"{proof.status}: {proof.message[:200]}"
     return row
-
-
-def _prove(evaluator: Evaluator, path: Path, kernel: str, block: str):
-    options = EvalOptions(include_dirs=(str(path.parent),))
-    return prove(evaluator, path.read_text(errors="replace"), kernel, block, options, timeout=300)
 
 
 def optimized(corpus: Path, entry: Entry, seconds: float, work: Path, captured: str | None) -> dict:
