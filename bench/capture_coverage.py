@@ -2,7 +2,8 @@
 that gets a proven spec (issue 24's goal: >= 90%).
 
 Each project DIR's programs are built as the project builds them, as far as a script can:
-folders with their own Makefile by `make` there (the GPU's architecture passed in, `--include`
+a CMake project by CMake (Release, this GPU's architecture, out of its tree); folders with
+their own Makefile by `make` there (the GPU's architecture passed in, `--include`
 folders of helper headers a project expects installed on CPATH), every other `.cu` holding
 `main` by nvcc alone (and those of folders whose make built nothing). All of it in a copy
 under /tmp: the project is left as it was. Each program is run with no arguments (its own defaults)
@@ -53,7 +54,7 @@ HEADERS = (".h", ".cuh", ".hpp")
 SOURCES = (".cu", ".cpp", ".cc")
 # What projects' own build files add, given to every single-file build: dynamic parallelism,
 # OpenMP on the host, the CUDA libraries.
-NVCC_EXTRA = ["-rdc=true", "-Xcompiler", "-fopenmp", "-lcudadevrt", "-lgomp", "-lcublas", "-lcurand"]
+NVCC_EXTRA = ("-rdc=true", "-Xcompiler", "-fopenmp", "-lcudadevrt", "-lgomp", "-lcublas", "-lcurand")
 
 
 @dataclass
@@ -76,19 +77,24 @@ def make_folders(project: Path) -> list[Path]:
     return sorted(m.parent for m in project.rglob("Makefile") if any(m.parent.glob("*.cu")))
 
 
-def nvcc_programs(project: Path, out: Path, includes: list[Path], sources: list[Path]) -> list[Program]:
-    """One program per `.cu` file holding `main`, built alone."""
+def nvcc_programs(project: Path, out: Path, includes: list[Path], sources: list[Path],
+                  extra: tuple[str, ...] = NVCC_EXTRA) -> list[Program]:
+    """One program per `.cu` file holding `main`, built alone (`extra`: what the projects'
+    build files add), or, where that fails, with the helper sources beside it."""
     def build(source: Path) -> Program:
         prog = Program(str(source.relative_to(project)), source.parent, [source])
         binary = out / (prog.name.replace("/", "_") + ".bin")
-        cmd = ["nvcc", "-O2", "-arch=native", "-std=c++17", "-w", *[f"-I{d}" for d in includes], "-o", str(binary),
-               str(source), *NVCC_EXTRA]
-        prog.binary, prog.unbuilt = _run_build(cmd, source.parent, binary)
+
+        def nvcc(*files: Path) -> list[str]:
+            return ["nvcc", "-O2", "-arch=native", "-std=c++17", "-w", *[f"-I{d}" for d in includes], "-o", str(binary),
+                    *map(str, files), *extra]
+
+        prog.binary, prog.unbuilt = _run_build(nvcc(source), source.parent, binary)
         helpers = _helper_sources(source)
-        if prog.binary is None and helpers and re.search(r"undefined reference|undefined symbol", prog.unbuilt):
-            # a sample built with the helper sources beside it (the ones without a main of their own)
-            prog.binary, prog.unbuilt = _run_build(cmd[:-len(NVCC_EXTRA) - 1] + [str(source), *map(str, helpers),
-                                                                                   *NVCC_EXTRA], source.parent, binary)
+        if prog.binary is None and helpers:
+            # a sample built with the helper sources beside it (the ones without a main of their own;
+            # the first line a failed build names is not always the missing symbol: tried again whatever it says)
+            prog.binary, prog.unbuilt = _run_build(nvcc(source, *helpers), source.parent, binary)
             prog.sources += helpers
         return prog
 
@@ -156,16 +162,56 @@ def _sources_of(binary: Path, folder: Path, inputs: dict[Path, list[Path]]) -> l
     return sorted(own + [h for h in folder.iterdir() if h.suffix in HEADERS]) if own else []
 
 
-def all_programs(project: Path, out: Path, includes: list[Path], helpers: list[Path]) -> list[Program]:
-    """Folders with their own Makefile by make; every other `.cu` holding `main` (and those of
-    folders whose make built nothing, e.g. an architecture this toolkit dropped) by nvcc."""
-    made = make_programs(project, make_folders(project), helpers)
+def cmake_roots(project: Path) -> list[Path]:
+    """Folders with a CMakeLists.txt whose parent folders have none: each a CMake build of its own."""
+    lists = sorted(m.parent for m in project.rglob("CMakeLists.txt"))
+    return [d for d in lists if not any(other != d and other in d.parents for other in lists)]
+
+
+def cmake_programs(project: Path, out: Path, roots: list[Path], arch: str) -> list[Program]:
+    """Each root configured and built by CMake (Release, this GPU's architecture), out of its
+    tree; each executable it leaves is a program whose own sources are the root's CUDA sources
+    (which target holds which source CMake does not say without its file API)."""
+    def build(root: Path) -> list[Program]:
+        name = str(root.relative_to(project)) if root != project else "."
+        folder = out / ("cmake_" + re.sub(r"\W+", "_", name))
+        configure = ["cmake", "-S", str(root), "-B", str(folder), "-DCMAKE_BUILD_TYPE=Release",
+                     f"-DCMAKE_CUDA_ARCHITECTURES={arch}"]
+        _, why = _run_build(configure, root, None)
+        if not why:
+            _, why = _run_build(["cmake", "--build", str(folder), "-j", "16"], root, None)
+        made = sorted(p for p in folder.rglob("*") if p.is_file() and os.access(p, os.X_OK) and "CMakeFiles" not in
+                      p.parts and p.read_bytes()[:4] == b"\x7fELF") if folder.is_dir() else []
+        sources = sorted(p for p in root.rglob("*") if p.suffix in SOURCES + HEADERS)
+        if not made:
+            return [Program(f"{name} (cmake)", root, sources, unbuilt=f"cmake: {why or 'built no program'}")]
+        return [Program(f"{name}/{b.name} (cmake)", b.parent if b.parent != folder else root, sources, binary=b)
+                for b in made]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return [p for progs in pool.map(build, roots) for p in progs]
+
+
+def all_programs(project: Path, out: Path, includes: list[Path], helpers: list[Path],
+                 cmake_arch: str = "native") -> list[Program]:
+    """A CMake project by CMake; folders with their own Makefile by make; every other `.cu`
+    holding `main` (and those of folders whose make or CMake built nothing, e.g. an
+    architecture this toolkit dropped) by nvcc."""
+    roots = cmake_roots(project) if shutil.which("cmake") else []
+    by_cmake = cmake_programs(project, out, roots, cmake_arch)
+    under_cmake = [p.folder for p in by_cmake if p.binary is not None]
+    cmake_built = {r for r in roots if any(f == r or r in f.parents for f in under_cmake)}
+    made = [p for p in make_programs(project, make_folders(project), helpers)
+            if not any(r == p.folder or r in p.folder.parents for r in cmake_built)]
     built_by_make = {p.folder for p in made if p.binary is not None}
     mains = sorted(p for p in project.rglob("*.cu") if p.parent not in built_by_make
+                   and not any(r == p.parent or r in p.parents for r in cmake_built)
                    and MAIN.search(p.read_text(errors="replace")))
     singles = nvcc_programs(project, out, includes, mains)
     retried = {p.folder for p in singles}
-    return [p for p in made if p.binary is not None or p.folder not in retried] + singles
+    return [p for p in by_cmake if p.binary is not None or not any(p.folder in f.parents or p.folder == f
+                                                                   for f in retried)] + \
+        [p for p in made if p.binary is not None or p.folder not in retried] + singles
 
 
 def _executables(folder: Path) -> set[Path]:
