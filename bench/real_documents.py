@@ -222,11 +222,14 @@ def spec_less_target(text: str) -> tuple[str, dict, int]:
     return k.name, {"line": k.name_span.start.line, "character": k.name_span.start.character + 1}, len(every)
 
 
-def big(corpus: Path, tmp: Path, mb: float, others: int = 5, after: float = 2.0, limit: float = 90.0) -> dict:
+def _with_small_documents(corpus: Path, tmp: Path, mb: float, others: int):
+    """A workspace of the corpus with its concatenation written as one large file, a server
+    started on it, `others` small documents open and each one's first kernels hovered (their
+    specs known before the large one comes): (root, the large text, its path, the client,
+    the small documents' hover targets)."""
     root = workspace(corpus, tmp)
     small = chosen(corpus_files(root), others)
     text = big_text(root, mb)
-    kernel, at, count = spec_less_target(text)
     path = root / "big_concatenated.cu"
     path.write_text(text)
     client = start(root)
@@ -235,8 +238,14 @@ def big(corpus: Path, tmp: Path, mb: float, others: int = 5, after: float = 2.0,
         t = p.read_text(encoding="utf-8", errors="replace")
         client.open(p, t)
         small_targets += [(p.as_uri(), a) for a in names(t)[:2]]
-    for uri, a in small_targets:  # each small document's spec known before the large one comes
+    for uri, a in small_targets:
         client.request("textDocument/hover", hover(uri, a))
+    return root, text, path, client, small_targets
+
+
+def big(corpus: Path, tmp: Path, mb: float, others: int = 5, after: float = 2.0, limit: float = 90.0) -> dict:
+    root, text, path, client, small_targets = _with_small_documents(corpus, tmp, mb, others)
+    kernel, at, count = spec_less_target(text)
     time.sleep(1.0)
     for uri, a in small_targets:
         client.request("textDocument/hover", hover(uri, a))
@@ -281,19 +290,7 @@ def typing(corpus: Path, tmp: Path, mb: float, seconds: float = 10.0, rate: floa
            settle: float = 8.0) -> dict:
     """Hovers on other documents while the large one is edited (each change a character typed in
     its middle line), from the first change to the last."""
-    root = workspace(corpus, tmp)
-    small = chosen(corpus_files(root), others)
-    text = big_text(root, mb)
-    path = root / "big_concatenated.cu"
-    path.write_text(text)
-    client = start(root)
-    small_targets = []
-    for p in small:
-        t = p.read_text(encoding="utf-8", errors="replace")
-        client.open(p, t)
-        small_targets += [(p.as_uri(), a) for a in names(t)[:2]]
-    for uri, a in small_targets:
-        client.request("textDocument/hover", hover(uri, a))
+    root, text, path, client, small_targets = _with_small_documents(corpus, tmp, mb, others)
     client.open(path, text)
     time.sleep(settle)  # opened, its kernels and diagnostics worked out
     middle = {"line": text.count("\n") // 2, "character": 0}

@@ -49,6 +49,11 @@ def server_env() -> dict[str, str]:
     return env
 
 
+def server_env_with(name: str, value: object) -> dict[str, str]:
+    """server_env() with one more test stand-in set (a slow step's seconds, say)."""
+    return {**server_env(), name: str(value)}
+
+
 def init_options() -> dict:
     return {"fsr": {"llm": {"baseUrl": LLM.base_url, "model": "scripted", "apiKeyEnv": "FSR_TEST_LLM_KEY"},
                     "search": {"rounds": 1, "candidates": 2, "fixAttempts": 0, "sanitize": False}}}

@@ -26,7 +26,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from fsr_lsp.server.dispatch import LARGE_BODY, LARGE_TEXT, STAND_IN, changed_text, decode_strings, split_body
 from fsr_lsp.server.framing import CHUNK, FrameReader
 
-from .conftest import make_client, open_file, server_env, without_checks
+from .conftest import make_client, open_file, server_env_with, without_checks
 from .test_bad_input import frame
 
 SLOW_SECONDS = 3.0  # the stand-in's large-message work
@@ -172,14 +172,8 @@ def test_a_large_stream_in_order_and_a_large_body_that_is_not_json(tmp_path):
     assert_clean(proc, replies)
 
 
-def slow_env() -> dict[str, str]:
-    env = server_env()
-    env[STAND_IN] = str(SLOW_SECONDS)
-    return env
-
-
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
-                                              server_env=slow_env(), client_factory=make_client))
+                                              server_env=server_env_with(STAND_IN, SLOW_SECONDS), client_factory=make_client))
 async def client(lsp_client: LanguageClient):
     async for _ in without_checks(lsp_client):
         yield

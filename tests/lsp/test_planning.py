@@ -19,7 +19,7 @@ from fsr_lsp.server.features.searches import PLAN_STAND_IN
 
 from ..recorded_profiler import KERNELS
 from ..search_helpers import example
-from .conftest import LLM, make_client, open_file, server_env, without_checks
+from .conftest import LLM, make_client, open_file, server_env_with, without_checks
 
 PLAN_SECONDS = 3.0  # the stand-in's planning
 QUICK_SECONDS = 1.5  # what a hover on another document may take meanwhile (a few ms unloaded)
@@ -32,14 +32,8 @@ OTHER = """__global__ void other_scale(float* y, const float* x, int n)
 """
 
 
-def slow_env() -> dict[str, str]:
-    env = server_env()
-    env[PLAN_STAND_IN] = str(PLAN_SECONDS)
-    return env
-
-
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
-                                              server_env=slow_env(), client_factory=make_client))
+                                              server_env=server_env_with(PLAN_STAND_IN, PLAN_SECONDS), client_factory=make_client))
 async def client(lsp_client: LanguageClient):
     async for _ in without_checks(lsp_client):
         yield
