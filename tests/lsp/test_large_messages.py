@@ -24,10 +24,11 @@ from pygls.workspace.text_document import TextDocument
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from fsr_lsp.server.dispatch import LARGE_BODY, LARGE_TEXT, STAND_IN, changed_text, decode_strings, split_body
-from fsr_lsp.server.framing import CHUNK, FrameReader
+from fsr_lsp.server.framing import CHUNK
 
 from .conftest import make_client, open_file, server_env_with, without_checks
 from .test_bad_input import frame
+from .test_framing import read_in_chunks
 
 SLOW_SECONDS = 3.0  # the stand-in's large-message work
 QUICK_SECONDS = 1.5  # what a hover on another document may take meanwhile (about 5 ms unloaded)
@@ -124,21 +125,8 @@ def test_a_large_body_is_read_whole_whatever_the_chunks():
     big = json.dumps({"text": "y" * (3 * CHUNK)}).encode()
     stream = frame(b"[1]") + frame(big) + b"junk" + frame(b"[2]")
 
-    async def bodies(step: int) -> list[bytes]:
-        data = bytearray(stream)
-
-        async def read_some(wanted: int) -> bytes:  # at most `step` a read, and more than wanted (TCP)
-            chunk = bytes(data[:step])
-            del data[:step]
-            return chunk
-
-        frames, out = FrameReader(read_some), []
-        while (body := await frames.next_body()) is not None:
-            out.append(body)
-        return out
-
     for step in (1000, CHUNK, CHUNK + 7, len(stream)):
-        assert asyncio.run(bodies(step)) == [b"[1]", big, b"[2]"], step
+        assert read_in_chunks(stream, step) == [b"[1]", big, b"[2]"], step
 
 
 # ---------------------------------------------------------------- the server
