@@ -74,9 +74,10 @@ def _starting(evaluator: Evaluator) -> Evaluator:
 def _evaluate(args: argparse.Namespace, settings: Settings, source: str, candidate: str | None,
               evaluator: Evaluator | None, missing: str) -> int:
     original = source
-    source, inputs, plan = _with_spec(args, settings, source)
-    flags = (*settings.compiler_flags, *(plan.spec.flags if plan is not None else ()))
-    problem = _precheck(args, source, settings.eval_options(args.file).include_dirs, flags)
+    source, plan = _with_spec(args, settings, source)
+    # the settings' options with what the spec's run saved and its build's -D, as `fsr optimize` has them
+    base = spec_options(settings.eval_options(args.file), plan.spec if plan is not None else None)
+    problem = _precheck(args, source, base.include_dirs, base.flags)
     if problem:  # what the CPU can tell is said before asking for a GPU
         return fail(problem, 2)
     if evaluator is None:
@@ -88,9 +89,8 @@ def _evaluate(args: argparse.Namespace, settings: Settings, source: str, candida
         if stopped is not None:
             return fail(stopped.message, 3 if job.proof is not None and job.proof.status == "unavailable" else 2)
         source = job.searched_text
-    options = dataclasses.replace(settings.eval_options(args.file), compiler=args.compiler, seeds_per_size=args.seeds,
-                                  base_seed=args.seed, timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)))
-    options = spec_options(options, plan.spec if plan is not None else None)
+    options = dataclasses.replace(base, compiler=args.compiler, seeds_per_size=args.seeds, base_seed=args.seed,
+                                  timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)))
     with _Status(not args.json) as status:
         result = evaluate(evaluator, source, args.kernel, candidate, options,
                           sanitize_winner=settings.search_sanitize, on_stage=status.update)
@@ -122,12 +122,11 @@ def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, cand
     return fail(f"{missing} (it compiles for {settings.compiler_arch}: the rest needs the GPU)", 3)
 
 
-def _with_spec(args: argparse.Namespace, settings: Settings,
-               source: str) -> tuple[str, tuple[tuple[str, str], ...], SpecPlan | None]:
-    text, inputs, message, plan = spec_and_inputs(args.file, source, args.kernel, settings)
+def _with_spec(args: argparse.Namespace, settings: Settings, source: str) -> tuple[str, SpecPlan | None]:
+    text, _, message, plan = spec_and_inputs(args.file, source, args.kernel, settings)
     if message and not args.json:
         make_console(stderr=True).print(escape(message), highlight=False)
-    return text, inputs, plan
+    return text, plan
 
 
 def spec_and_inputs(file: Path, source: str, kernel_name: str,
