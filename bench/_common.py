@@ -34,3 +34,30 @@ def save(name: str, data: object) -> None:
 
 def spread_pct(values: list[float]) -> float:
     return 100.0 * (max(values) - min(values)) / statistics.median(values)
+
+
+def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: str) -> dict:
+    """`fsr optimize FILE --kernel KERNEL --time-budget SECONDS` run in `folder` as a user runs it
+    (its own process, its own evaluator, the workspace's .fsr/): its verdict, the verified
+    speedup, when its first fully verified win came (seconds into the search, as it prints),
+    its winner's note and its wall time."""
+    import re
+    import subprocess
+    import time
+
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", file, "--kernel", kernel,
+                           "--time-budget", str(seconds), *extra], capture_output=True, text=True, cwd=folder,
+                          timeout=seconds * 4 + 180)
+    out = proc.stdout + proc.stderr
+    first = re.search(r"first fully verified win after ([\d.]+) s; the search took ([\d.]+) s", out)
+    final = re.search(rf"{re.escape(kernel)}: (\w[\w ]*?): (.*)", out)
+    speedup = re.search(r"([\d.]+)x", final.group(2)) if final else None
+    rows = re.findall(r"^\s*\d+\s+(.*?)\s+verified\s+[\d.]+\s+([\d.]+)x\s*$", proc.stdout, re.M)
+    winner = max(rows, key=lambda r: float(r[1]))[0] if rows else None
+    return {"status": final.group(1) if final else f"rc {proc.returncode}",
+            "speedup": float(speedup.group(1)) if speedup and final and final.group(1) == "improved" else None,
+            "first_win_s": float(first.group(1)) if first else None,
+            "search_s": float(first.group(2)) if first else None, "wall_s": time.perf_counter() - t0,
+            "message": final.group(2) if final else "", "winner": winner,
+            "log": proc.stdout[-3000:] + proc.stderr[-1000:]}
