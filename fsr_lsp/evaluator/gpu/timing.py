@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ..records import Check, LaunchPlan, TimingStats
 from .accuracy import EPS, FACTOR, FLOOR_ULPS
-from .buffers import count_bad, poison, refill, scaled_error, storage_dtype
+from .buffers import FLOATS, count_bad, poison, refill, scaled_error, storage_dtype
 from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, launch_args, make_inputs, outputs,
                      seed_for)
 from .ref import eval_ref
@@ -117,7 +117,7 @@ def time_job(ctx: JobContext) -> None:
                 if c.name == "candidate":
                     rep.bad += n
                     rep.bad_by[a.name] = n
-                    if tolerances.get(a.name) is not None and a.numel <= SMALL_OUTPUT:
+                    if a.dtype in FLOATS and a.numel <= SMALL_OUTPUT:
                         rep.apart[a.name] = _largest_difference(torch, c.outputs[a.name], expected[a.name])
             if c.name == "candidate":
                 seen.append(rep)
@@ -179,7 +179,7 @@ class _Rep:
     state: Any
     bad: Any
     bad_by: dict[str, Any] = field(default_factory=dict)
-    apart: dict[str, Any] = field(default_factory=dict)
+    apart: dict[str, Any] = field(default_factory=dict)  # small float outputs: the largest difference seen
 
 
 # Outputs of at most this many elements may have a scale near zero (a sum whose inputs cancel):
@@ -197,21 +197,24 @@ def held_to_their_errors(ctx: JobContext, bench: Any, pristine: dict[str, Any], 
     bound of that run (FACTOR times the original's error on these very inputs, or the job's
     bound), and the difference seen in the timed run no larger than the two kernels' errors
     there can make it. A sum that happens to be near zero has a tiny scale and the same rounding:
-    that passes. A stale, cached or skipped result is far from both: that fails, as do
-    disagreements too many to be such chance, or in outputs no double-precision run judges or too
+    that passes. An output held to the spec's own tolerance (no double-precision run judges it)
+    is held to the original's own spread instead, where the original's runs differ (atomics):
+    the user's tolerance cannot hold a kernel to less than the original gives against itself.
+    A stale, cached or skipped result is far from both: that fails, as do disagreements too many
+    to be such chance, from an original that gives the same result every run, or in outputs too
     large for their scale to collapse (SMALL_OUTPUT).
     Returns what the check's detail adds; raises the verdict otherwise."""
     flagged = [r for r in reps if int(r.bad.item())]
     limit = max(2, int(SAMPLED_OUT * len(reps)))
     if len(flagged) > limit:
         problem = f" in {len(flagged)} of {len(reps)} runs, too many to be rounding on chance inputs"
-    elif ctx.wide is None or any(int(n.item()) for r in flagged for name, n in r.bad_by.items() if name not in r.apart):
+    elif any(int(n.item()) for r in flagged for name, n in r.bad_by.items() if name not in r.apart):
         problem = ""
     else:
         problem = next((p for p in (_judged_again(ctx, bench, pristine, generator, r) for r in flagged) if p), None)
         if problem is None:
             return (f"; {len(flagged)} of {len(reps)} runs apart beyond the verification's tolerance, each within the "
-                    "original's own error on its inputs against the double-precision run")
+                    "original's own error on its inputs drawn again")
     raise Failure("wrong", f"{count} output elements of the timed runs differ from the original's on the same fresh "
                            f"inputs{problem}: the candidate caches results across launches, skips work, or depends on "
                            "state left by earlier runs", check="timed runs verified")
@@ -219,20 +222,27 @@ def held_to_their_errors(ctx: JobContext, bench: Any, pristine: dict[str, Any], 
 
 def _judged_again(ctx: JobContext, bench: Any, pristine: dict[str, Any], generator: Any, rep: _Rep) -> str:
     """One repetition's inputs drawn again and both kernels held to the double-precision run on
-    them; what fails, or ''."""
+    them (an output the spec gives its own tolerance: to the original's own spread there); what
+    fails, or ''."""
     torch = ctx.torch
     generator.set_state(rep.state)
     for a in buffers_of(bench):
         if a.name in pristine:
             refill(torch, pristine[a.name], a, generator)
     inputs = {name: t.clone() for name, t in pristine.items()}
-    double = double_outputs(ctx, bench, inputs)
+    flagged = {name: apart for name, apart in rep.apart.items() if int(rep.bad_by[name].item())}
+    grounded = {name for name in flagged if ctx.wide is not None and ctx.accuracy.compare_tolerance(name) is not None}
+    double = double_outputs(ctx, bench, inputs) if grounded else {}
     # an original that rounds differently each run (atomics) is run a few times: its error is a spread
-    originals = [launch_runs(ctx, "original", bench, inputs, "A", 1, None)[0]
-                 for _ in range(AGAIN_RUNS if ctx.accuracy.spread else 1)]
+    runs = AGAIN_RUNS if ctx.accuracy.spread or len(grounded) < len(flagged) else 1
+    originals = [launch_runs(ctx, "original", bench, inputs, "A", 1, None)[0] for _ in range(runs)]
     candidate = launch_runs(ctx, "candidate", bench, inputs, "B", 1, None)[0]
-    for name, apart in rep.apart.items():
-        if not int(rep.bad_by[name].item()):
+    for name, apart in flagged.items():
+        if name not in grounded:
+            arg = next(a for a in outputs(bench) if a.name == name)
+            problem = _within_own_spread(torch, arg, apart, originals, candidate)
+            if problem:
+                return problem
             continue
         own = max(float(scaled_error(torch, o[name], double[name]).max().item()) for o in originals)
         mine = float(scaled_error(torch, candidate[name], double[name]).max().item())
@@ -248,6 +258,32 @@ def _judged_again(ctx: JobContext, bench: Any, pristine: dict[str, Any], generat
         if not seen <= allowed:
             return (f" ({name} was {seen:.3g} apart; on the same inputs drawn again both kernels are within {allowed:.3g}"
                     " of the double-precision run together: the timed run's output was not computed from its inputs)")
+    return ""
+
+
+def _within_own_spread(torch: Any, arg: Any, apart: Any, originals: list[dict[str, Any]],
+                       candidate: dict[str, Any]) -> str:
+    """An output held to the spec's tolerance, judged again on its inputs drawn again: the
+    original run several times must differ from itself (else the timed run's disagreement is the
+    candidate's alone), the candidate must lie within the spec's tolerance or FACTOR times that
+    spread of the original, and the timed run's difference within FACTOR times the two
+    together. '' when it holds."""
+    name = arg.name
+    first = originals[0][name]
+    own = max(float(_largest_difference(torch, o[name], first).item()) for o in originals[1:])
+    seen = float(apart.item())
+    if not own > 0:
+        return (f" ({name} was {seen:.3g} apart; drawn again, the original gives the same {name} every run: the timed "
+                "run's disagreement is the candidate's)")
+    mine = float(_largest_difference(torch, candidate[name], first).item())
+    if not (mine <= FACTOR * own or not int(count_bad(torch, candidate[name], first, arg).item())):
+        return (f" (drawn again, {name} is {mine:.3g} from the original's, whose own runs differ by {own:.3g}: "
+                f"bound {FACTOR * own:.3g})")
+    allowed = FACTOR * (own + mine)
+    if not seen <= allowed:
+        return (f" ({name} was {seen:.3g} apart; on the same inputs drawn again the original's runs differ by "
+                f"{own:.3g} and the candidate by {mine:.3g} from it, together within {allowed:.3g}: the timed run's "
+                "output was not computed from its inputs)")
     return ""
 
 
