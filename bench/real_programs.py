@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import console, save, table
+from _common import console, fsr_optimize, save, table
 
 from fsr_lsp.capture import latest_capture
 from fsr_lsp.drafting.proof import Proof, prove_with
@@ -186,18 +186,7 @@ def optimized(corpus: Path, entry: Entry, seconds: float, work: Path, captured: 
         folder = work / re.sub(r"\W+", "_", entry.name)
         shutil.copytree(source.parent, folder)
         (folder / ".git").mkdir(exist_ok=True)  # the workspace root: its own .fsr/, nothing from an earlier run
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", source.name, "--kernel", kernel,
-                           "--time-budget", str(seconds)], capture_output=True, text=True, cwd=folder,
-                          timeout=seconds * 4 + 180)
-    out = proc.stdout + proc.stderr
-    first = re.search(r"first fully verified win after ([\d.]+) s; the search took ([\d.]+) s", out)
-    final = re.search(rf"{re.escape(kernel)}: (\w[\w ]*?): (.*)", out)
-    speedup = re.search(r"([\d.]+)x", final.group(2)) if final else None
-    return {"status": final.group(1) if final else f"rc {proc.returncode}",
-            "speedup": float(speedup.group(1)) if speedup and final and final.group(1) == "improved" else None,
-            "first_win_s": float(first.group(1)) if first else None, "wall_s": time.perf_counter() - t0,
-            "log": proc.stdout[-3000:] + proc.stderr[-1000:]}
+    return fsr_optimize(folder, source.name, kernel, seconds)
 
 
 def main() -> int:
@@ -211,6 +200,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, Evaluator(timeout=300.0) as evaluator:
         gpu = evaluator.start().name
         for entry in entries:
+            began = time.perf_counter()
             naive = timed(evaluator, args.corpus, *entry.naive, Path(tmp))
             hands = [timed(evaluator, args.corpus, f, k, Path(tmp)) for f, k in entry.hand]
             ours = optimized(args.corpus, entry, args.seconds, Path(tmp), naive["folder"])
@@ -220,10 +210,10 @@ def main() -> int:
             sizes = {h["bench"] for h in [naive, *hands] if h["ms"]}
             results.append({"entry": entry.name, "project": entry.project, "gpu": gpu, "naive": naive, "hand": hands,
                             "best": best, "hand_speedup": hand_x, "ours": ours, "share_of_log": share,
-                            "one_size": len(sizes) <= 1})
+                            "one_size": len(sizes) <= 1, "entry_s": time.perf_counter() - began})
             console.print(f"{entry.name}: naive {naive['ms']} ms, best hand {best and best['ms']} ms "
                           f"({best and best['kernel']}), fsr {ours['status']} {ours['speedup']}x "
-                          f"(first win {ours['first_win_s']} s)", markup=False)
+                          f"(first win {ours['first_win_s']} s); {time.perf_counter() - began:.0f} s", markup=False)
             for h in [naive, *hands]:
                 if not h["ms"]:
                     console.print(f"  not timed: {h['file']} {h['kernel']}: {h.get('why', '')}", markup=False)
