@@ -46,10 +46,16 @@ def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: s
     import time
 
     t0 = time.perf_counter()
+    debug = Path(folder) / "fsr-debug.log"  # fsr's own log: a failure's traceback, for the result
     proc = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", file, "--kernel", kernel,
                            "--time-budget", str(seconds), *extra], capture_output=True, text=True, cwd=folder,
-                          timeout=seconds * 4 + 180)
+                          timeout=seconds * 4 + 180, env={**os.environ, "FSR_LOG_FILE": str(debug)})
     out = proc.stdout + proc.stderr
+    if proc.returncode not in (0, 130) and debug.exists():
+        text = debug.read_text(errors="replace")
+        at = text.rfind("Traceback (most recent call last)")
+        out += "\n" + (text[at:at + 4000] if at >= 0 else "")
+        proc = subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, out[len(proc.stdout):])
     first = re.search(r"first fully verified win after ([\d.]+) s; the search took ([\d.]+) s", out)
     final = re.search(rf"{re.escape(kernel)}: (\w[\w ]*?): (.*)", out)
     speedup = re.search(r"([\d.]+)x", final.group(2)) if final else None

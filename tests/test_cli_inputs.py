@@ -127,6 +127,18 @@ def test_a_failure_inside_the_search_is_one_line(tmp_path):
     r = fsr("optimize", f, "-k", "saxpy", "--workspace", tmp_path, env=STAND_INS)
     assert r.returncode == 1 and one_line(r).splitlines()[-1] == "fsr: the search failed: database is locked"
     assert len([line for line in r.stderr.splitlines() if line.startswith("fsr:")]) == 1
+    assert "Traceback" not in r.stderr
+
+
+def test_a_failure_inside_the_search_leaves_its_traceback_in_fsrs_own_log(tmp_path):
+    """One line for the user; the traceback where FSR_LOG_FILE says, for whoever reports the bug."""
+    f = tmp_path / "saxpy.cu"
+    f.write_text(SAXPY)
+    log = tmp_path / "debug.log"
+    r = fsr("optimize", f, "-k", "saxpy", "--workspace", tmp_path, env={**STAND_INS, "FSR_LOG_FILE": str(log)})
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    text = log.read_text()
+    assert "the search of saxpy failed" in text and "Traceback (most recent call last)" in text, text[-2000:]
 
 
 def optimize_slowly(tmp_path, llm):

@@ -5,6 +5,7 @@ first), with a progress bar, a table and a report."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import threading
 import time
@@ -56,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:  # a --gpu that names no GPU
         optimizer.close()
         return fail(str(e), 2)
-    except Exception as e:  # a bug of ours, a locked history: one line, never a traceback
+    except Exception as e:  # a bug of ours, a locked history: one line, never a traceback (it goes to the log)
+        logging.getLogger("fsr_lsp.cli").debug("the search of %s failed", args.kernel, exc_info=True)
         optimizer.close()
         return fail(f"the search failed: {said(e)}", 1)
     try:  # the answer first, then the workers go

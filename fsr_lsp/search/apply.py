@@ -50,7 +50,9 @@ def rewrite_file(text: str, kernel_name: str, candidate: str) -> Rewrite:
         if spec_edit is not None:
             edits.append(spec_edit)
             launch_changed = True
-            launches, notes = launch_edits(src, kernel_name, parse_spec(src, kernel).spec, parse_spec(cand_src, cand).spec)
+            original = parse_spec(src, kernel).spec
+            # the candidate's block may state only its launch, over the original's spec (as _spec_edit reads it)
+            launches, notes = launch_edits(src, kernel_name, original, parse_spec(cand_src, cand, base=original).spec)
             edits += launches
     d = kernel.definition_span
     edits.append((d.start_byte, d.end_byte, body))

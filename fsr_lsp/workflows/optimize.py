@@ -10,6 +10,7 @@ file for the CLI) is the caller's.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import threading
 import time
@@ -33,6 +34,8 @@ from ..search.generators.llm import LLMGenerator
 from ..search.generators.tuner import BuiltinGenerator
 from ..search.gpu_bench import GpuBench
 from ..settings import Settings
+
+log = logging.getLogger("fsr_lsp.workflows.optimize")
 
 STAND_IN = "FSR_LSP_BENCH"  # "module:factory" of an evaluator stand-in (tests only)
 PROVER = "FSR_LSP_PROVER"  # "module:function" proving drafts without a GPU (tests only)
@@ -169,7 +172,10 @@ class Optimizer:
                                  report, job.cancel, started=job.started, include_dirs=job.eval_options().include_dirs)
         from .perf_check import record_search  # what it timed: a later edit is checked against it
 
-        record_search(job.workspace, job.path, job.searched_text, job.kernel, outcome)
+        try:
+            record_search(job.workspace, job.path, job.searched_text, job.kernel, outcome)
+        except Exception:  # bookkeeping for later edits: never worth the search's result
+            log.debug("recording what the search of %s timed failed", job.kernel, exc_info=True)
         return outcome
 
     def prepare(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome | None:
