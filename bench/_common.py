@@ -36,12 +36,14 @@ def spread_pct(values: list[float]) -> float:
     return 100.0 * (max(values) - min(values)) / statistics.median(values)
 
 
-def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: str) -> dict:
+def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: str, keep: Path | None = None) -> dict:
     """`fsr optimize FILE --kernel KERNEL --time-budget SECONDS` run in `folder` as a user runs it
     (its own process, its own evaluator, the workspace's .fsr/): its verdict, the verified
     speedup, when its first fully verified win came (seconds into the search, as it prints),
-    its winner's note and its wall time."""
+    its winner's note and its wall time. `keep`: where fsr's own debug log goes afterwards (the
+    search's timeline, for whoever asks where its seconds went)."""
     import re
+    import shutil
     import subprocess
     import time
 
@@ -51,6 +53,9 @@ def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: s
                            "--time-budget", str(seconds), *extra], capture_output=True, text=True, cwd=folder,
                           timeout=seconds * 4 + 180, env={**os.environ, "FSR_LOG_FILE": str(debug)})
     out = proc.stdout + proc.stderr
+    if keep is not None and debug.exists():
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(debug, keep)
     if proc.returncode not in (0, 130) and debug.exists():
         text = debug.read_text(errors="replace")
         at = text.rfind("Traceback (most recent call last)")

@@ -12,6 +12,7 @@ each kernel.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -38,7 +39,8 @@ def main(seconds: float, only: list[str]) -> int:
             folder.mkdir()
             (folder / ".git").mkdir()  # the workspace root: its own .fsr/
             shutil.copy(path, folder / path.name)
-            r = fsr_optimize(folder, path.name, kernel, seconds)
+            logs = Path(os.environ["OUT"]) / "logs" if os.environ.get("OUT") else None
+            r = fsr_optimize(folder, path.name, kernel, seconds, keep=logs / f"{path.stem}.log" if logs else None)
             speedup = r["speedup"] or 1.0
             speedups.append(speedup)
             first = r["first_win_s"]
