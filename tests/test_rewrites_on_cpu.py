@@ -70,7 +70,7 @@ def proposals(source: str, kernel: str) -> dict[str, str]:
     """The structural rewrites of the kernel, by label (a label given twice numbered)."""
     ctx = context(source, kernel)
     out: dict[str, str] = {}
-    for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition):
+    for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, gpu=ctx.gpu):
         label = p.generator if p.generator not in out else f"{p.generator} #{sum(k.startswith(p.generator) for k in out) + 1}"
         out[label] = p.source
     return out
@@ -117,6 +117,9 @@ BROKEN = {
     "the online softmax's butterfly adding the other lane's sum unscaled":
         lambda: broken("softmax, the sum without a store", "builtin:online-softmax",
                        r"other_sum \* expf\(other_max - larger\)", "other_sum"),
+    "the grid-stride atomic sum, striding a block's width only (elements summed twice, others never)":
+        lambda: broken("atomic sum, guarded", "builtin:atomic-grid-sum", r"fsr_i \+= \(long long\)blockDim\.x \* gridDim\.x",
+                       "fsr_i += (long long)blockDim.x"),
     "the block sum, the last warp's partial left out":
         lambda: broken("reduction", "builtin:block-sum", r"threadIdx\.x < 8 \?", "threadIdx.x < 7 ?"),
     "the shared tiles without the barrier before the next tile's loads":
@@ -321,3 +324,21 @@ def test_each_block_finds_its_shared_memory_poisoned_not_zero_nor_what_the_last_
     out = np.zeros(4, np.uint32)
     EmulatedKernel(built.binary).launch([out.ctypes.data], LaunchPlan((2, 1, 1), (1, 1, 1), 16))
     assert list(out) == [0xCDCDCDCD] * 4
+
+
+def test_the_grid_stride_atomic_sum_is_verified_where_each_thread_strides_over_many_elements():
+    """On the search's GPU the grid of one wave is larger than a CPU-sized bench needs, so each
+    thread would add one element: here a GPU of 2 SMs (4 blocks resident) makes every thread
+    walk its stride many times, the tail included (8000 = 7 x 1024 + 832)."""
+    import dataclasses
+
+    from fsr_lsp.search.generators.structural.atomic_sum import atomic_sums
+
+    for name in ("guarded", "braced, &p[0], a product"):
+        source = atomic.SPEC + atomic.SUMS[name]
+        ctx = context(source, "atomic_total")
+        tiny = dataclasses.replace(ctx.gpu, sm_count=2, max_threads_per_sm=512)
+        (grid,) = [a for a in atomic_sums(ctx.kernel, ctx.spec, ctx.definition, tiny) if a.scope == "grid"]
+        assert 'grid = "min(cdiv(n, 256), 4)"' in grid.launch
+        result = evaluate_on_cpu(source, "atomic_total", grid.launch + grid.definition, "{ n = 8000 }")
+        assert result.status == "verified", (name, result.message, grid.definition)

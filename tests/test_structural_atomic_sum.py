@@ -93,3 +93,32 @@ def test_an_integer_count_gets_it_and_a_block_of_no_warp_multiple_does_not():
     assert "int fsr_sum = (i < n) ? (int)(x[i] > 0.5f ? 1 : 0) : 0;" in warp.source, warp.source
     vetted_and_compiled(text, "atomic_total", warp.source)
     assert sums(SPEC.replace("block = 256", "block = 48") + SUMS["guarded"]) == []
+
+
+def test_where_the_gpu_is_known_the_plain_shape_also_strides_over_a_grid_of_one_wave():
+    """`i = <global index>; if (i < n) atomicAdd(p, v);` (as the olcf exercise writes it, a size_t
+    index and a macro bound): a third rewrite, first in the list, with a grid of one wave of
+    resident blocks. A body with more in it, or no GPU, gets none."""
+    from fsr_lsp.search.generators.structural.atomic_sum import atomic_sums
+
+    from .search_helpers import GPU
+
+    olcf = "#define N 8388608\n" + SPEC + (
+        "__global__ void atomic_total(const float* x, float* total, int n)\n{\n"
+        "    size_t idx = threadIdx.x + blockDim.x * blockIdx.x;\n    if (idx < N) atomicAdd(total, x[idx]);\n}\n")
+    for text in (SPEC + SUMS["guarded"], SPEC + SUMS["braced, &p[0], a product"], olcf):
+        ctx = context(text, "atomic_total")
+        proposals = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, gpu=GPU)
+                     if p.generator.startswith("builtin:atomic-")]
+        assert [p.generator for p in proposals] == ["builtin:atomic-grid-sum", "builtin:atomic-block-sum",
+                                                     "builtin:atomic-warp-sum"]
+        grid = proposals[0].source
+        assert 'grid = "min(cdiv(n, 256), 1056)"' in grid and "block = 256" in grid  # 132 SMs x 8 blocks
+        assert grid.count("atomicAdd(") == 1 and "fsr_i += (long long)blockDim.x * gridDim.x" in grid
+        vetted_and_compiled(text, "atomic_total", grid, launch_changed=True)
+    assert "size_t idx = (size_t)fsr_i;" in grid and "fsr_i < (long long)(N)" in grid
+    for name in ("a loop before it",):
+        ctx = context(SPEC + SUMS[name], "atomic_total")
+        assert [a.scope for a in atomic_sums(ctx.kernel, ctx.spec, ctx.definition, GPU)] == ["warp", "block"]
+    ctx = context(SPEC + SUMS["guarded"], "atomic_total")
+    assert [a.scope for a in atomic_sums(ctx.kernel, ctx.spec, ctx.definition)] == ["warp", "block"]

@@ -54,15 +54,15 @@ def summed(text: str, name: str):
     return [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition) if p.generator == "builtin:block-sum"]
 
 
-def vetted_and_compiled(text: str, name: str, source: str) -> CompileResult | None:
-    """The rewrite passes the candidate rules with the original's launch and, where nvcc is
-    here, compiles: its compile result (None without nvcc)."""
+def vetted_and_compiled(text: str, name: str, source: str, launch_changed: bool = False) -> CompileResult | None:
+    """The rewrite passes the candidate rules with the original's launch (or its own, where
+    `launch_changed`) and, where nvcc is here, compiles: its compile result (None without nvcc)."""
     src = SourceText(text)
     kernel = find_kernel(src, name)
     spec = parse_spec(src, kernel).spec
     vetted = check_candidate(src, kernel, spec, source)
     assert vetted.ok, vetted.reason
-    assert not vetted.launch_changed
+    assert vetted.launch_changed == launch_changed
     if find_nvcc() is None:
         return None
     compiled = compile_kernel(vetted.source, kernel_ref(kernel, spec), CompileOptions(arch="sm_90a", compiler="nvcc"))

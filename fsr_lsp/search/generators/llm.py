@@ -41,7 +41,7 @@ class LLMGenerator:
         if ctx.round == 0 and ctx.rounds > 1:
             # fsr's own structural rewrite, where one applies, goes first and alone: the model's
             # first round then sees it measured (its code, its speedup) as an example
-            structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round)
+            structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu)
                           if p.key not in self._losers]
             structural = screened_order(ctx, structural, self._losers)  # the ones that lose here left out
             if structural:

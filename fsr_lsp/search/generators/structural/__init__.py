@@ -6,6 +6,7 @@ saying what it did. They go first in a search: where one applies, it is the like
 
 from __future__ import annotations
 
+from ....evaluator.records import GpuInfo
 from ....kernels import Kernel
 from ....specs import Spec
 from ...proposal import Proposal
@@ -69,7 +70,10 @@ def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
             "measured in the first round"]
 
 
-def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: int = 0) -> list[Proposal]:
+def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: int = 0,
+                         gpu: GpuInfo | None = None) -> list[Proposal]:
+    """Every structural rewrite that applies; `gpu`, where known, sizes those whose launch
+    depends on it (a grid of one wave)."""
     out = []
     rows = warp_per_row(kernel, spec, definition)
     if rows is not None:
@@ -84,9 +88,11 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
     summed = block_sum(kernel, spec, definition)
     if summed is not None:
         out.append(Proposal(source=summed.definition, generator="builtin:block-sum", note=summed.note, round=round_))
-    for atomic in reversed(atomic_sums(kernel, spec, definition)):  # the block's first: 8x fewer atomics again
-        out.append(Proposal(source=atomic.definition, generator=f"builtin:atomic-{atomic.scope}-sum", note=atomic.note,
-                            round=round_))
+    atomics = atomic_sums(kernel, spec, definition, gpu)
+    order = {"grid": 0, "block": 1, "warp": 2}  # fewest atomics first
+    for atomic in sorted(atomics, key=lambda a: order[a.scope]):
+        out.append(Proposal(source=atomic.launch + atomic.definition, generator=f"builtin:atomic-{atomic.scope}-sum",
+                            note=atomic.note, round=round_))
     for transposed in transpose_tile(kernel, spec, definition):
         out.append(Proposal(source=transposed.launch + transposed.definition,
                             generator=f"builtin:transpose-tile-{transposed.exchanged}",

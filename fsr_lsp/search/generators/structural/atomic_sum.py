@@ -16,6 +16,10 @@ The recogniser is strict, because a shuffle needs every lane of the warp:
 - the element type is float, double, int or unsigned int, and the block one dimension of a
   multiple of 32 (the block form: up to 1024);
 - a guard that picks one thread a block (`threadIdx.x == 0`) already adds once a block: no rewrite.
+Where the GPU is known and the body is just `i = <global index>; if (i < n) atomicAdd(p, v);`, a
+third rewrite also strides each thread over the elements (one wave of resident blocks, each
+thread summing its elements in a register first), then sums the block and adds once a block:
+a block per 256 elements still sends tens of thousands of atomics to one address.
 Summing a warp first adds floats in another order: the result rounds differently, which the
 accuracy check against the original judges like any candidate's.
 """
@@ -27,9 +31,10 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from ....evaluator.records import GpuInfo
 from ....kernels import Kernel
 from ....specs import Spec
-from .syntax import dims, indent_of, kernel_body, shuffle_sum, single_statement, walk, warps_sum
+from .syntax import dims, indent_of, is_global_index, kernel_body, shuffle_sum, single_statement, walk, warps_sum
 
 _TYPES = {"float32": ("float", "0.0f"), "float64": ("double", "0.0"), "int32": ("int", "0"),
           "uint32": ("unsigned int", "0u")}
@@ -42,12 +47,14 @@ class AtomicSum:
     definition: str
     note: str
     pointer: str
-    scope: str  # "warp" or "block"
+    scope: str  # "warp", "block" or "grid" (a grid-stride loop, then the block's)
+    launch: str = ""  # an @fsr block with the new launch, when it changes
 
 
-def atomic_sums(kernel: Kernel, spec: Spec, definition: str) -> list[AtomicSum]:
-    """The rewrites (a warp's atomic, then a block's), or [] when the kernel has no atomic sum
-    into one address by every thread."""
+def atomic_sums(kernel: Kernel, spec: Spec, definition: str, gpu: GpuInfo | None = None) -> list[AtomicSum]:
+    """The rewrites (a warp's atomic, then a block's, then, where the GPU is known, a block's
+    over a grid-stride loop), or [] when the kernel has no atomic sum into one address by every
+    thread."""
     block = dims(spec.block)
     if len(block) != 1 or not isinstance(block[0], int) or block[0] % 32 or _FORBIDDEN.search(definition):
         return []
@@ -80,8 +87,56 @@ def atomic_sums(kernel: Kernel, spec: Spec, definition: str) -> list[AtomicSum]:
             out.append(AtomicSum(head + _block(kind, guard, address, value, threads, indent) + tail,
                                  f"one atomicAdd a block into `{pointer}` (was one a thread): warp shuffles, then the "
                                  "warps' sums in shared memory", pointer, "block"))
+            strided = _grid_stride(body, st, text, data, spec, kind, guard, address, value, threads, gpu)
+            if strided is not None:
+                out.append(strided)
         return out
     return []
+
+
+_DECLARED = re.compile(r"((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|size_t|unsigned|"
+                       r"int64_t|uint64_t|int32_t|uint32_t)(?:\s+int)?)\s+(\w+)\s*=\s*(.+);")
+
+
+def _grid_stride(body: Node, st: Node, text, data: bytes, spec: Spec, kind: str, guard: str | None, address: str,
+                 value: str, threads: int, gpu: GpuInfo | None) -> AtomicSum | None:
+    """The block form over a grid-stride loop, for a body of exactly `T i = <global index>;`
+    then `if (i < bound) atomicAdd(p, v);`: the grid capped at one wave of resident blocks,
+    each thread adding its elements (`v` at each `i`) in a register before the block's sum."""
+    statements = [n for n in body.named_children if n.type != "comment"]
+    if gpu is None or not gpu.sm_count or guard is None or len(dims(spec.grid)) != 1:
+        return None
+    if len(statements) != 2 or statements[1].id != st.id or statements[0].type != "declaration":
+        return None
+    declared = _DECLARED.fullmatch(text(statements[0]))
+    if declared is None or not is_global_index(declared.group(3)):
+        return None
+    index_type, var = declared.group(1), declared.group(2)
+    bounded = re.fullmatch(rf"{re.escape(var)}\s*<\s*(.+)", guard)
+    if bounded is None or re.search(rf"\b{re.escape(var)}\b|\+\+|--|=", bounded.group(1)):
+        return None  # the bound must not move with the index or change anything
+    ctype, zero = _TYPES[kind]
+    resident = max(1, min(32, (gpu.max_threads_per_sm or 2048) // threads))
+    blocks = gpu.sm_count * resident
+    grid = spec.grid[0] if isinstance(spec.grid, (list, tuple)) else spec.grid
+    indent = indent_of(data, statements[0])
+    i = indent
+    definition = (data[:statements[0].start_byte].decode()
+                  + f"{{  // fsr: each thread sums its elements over a grid-stride loop, then one atomicAdd a block\n"
+                  f"{i}    __shared__ {ctype} fsr_warp_sums[{threads // 32}];\n"
+                  f"{i}    {ctype} fsr_sum = {zero};\n"
+                  f"{i}    for (long long fsr_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+                  f"fsr_i < (long long)({bounded.group(1)}); fsr_i += (long long)blockDim.x * gridDim.x) {{\n"
+                  f"{i}        {index_type} {var} = ({index_type})fsr_i;\n"
+                  f"{i}        fsr_sum += ({ctype})({value});\n"
+                  f"{i}    }}\n"
+                  + shuffle_sum("fsr_sum", i + "    ")
+                  + warps_sum("fsr_warp_sums", zero, threads // 32, f"atomicAdd({address}, fsr_sum);", i + "    ")
+                  + f"{i}}}" + data[st.end_byte:].decode())
+    launch = f'/* @fsr\ngrid = "min({grid}, {blocks})"\nblock = {threads}\n*/\n'
+    note = (f"one atomicAdd a block into `{address}` over a grid-stride loop: at most {blocks} blocks (one wave), "
+            "each thread summing its elements in a register, then warp shuffles and the warps' sums")
+    return AtomicSum(definition, note, address, "grid", launch)
 
 
 def _outside_loops(node: Node, body: Node) -> bool:

@@ -50,7 +50,7 @@ class BuiltinGenerator:
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
         tried = {t.proposal.key for t in ctx.history} | self._losers
         # A new split of the work first, where one applies: it is verified before any tuning
-        structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round)
+        structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu)
                       if p.key not in tried]
         if structural and ctx.round == 0:  # alone: its verdict, and a first win, come without waiting for tuning
             if ctx.screen is None:
