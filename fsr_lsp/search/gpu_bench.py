@@ -33,6 +33,12 @@ class GpuBench:
     def flags(self) -> tuple[str, ...]:
         return self.options.flags
 
+    def compile_ahead(self, proposals: list[Proposal]) -> None:
+        """Let the backend compile these while its GPU worker starts (where it can)."""
+        ahead = getattr(self.backend, "compile_ahead", None)
+        if ahead is not None:
+            ahead([self._request(p, self.options) for p in proposals])
+
     def baseline(self) -> EvalResult:
         return self.backend.evaluate([EvalRequest(self.source, self.kernel, None, self.options)], self.cancel)[0]
 

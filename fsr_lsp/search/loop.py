@@ -77,6 +77,9 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
     texts = kernel_source(src, kernel)
     kernel_text = texts.unit
     bench_plan = build_plans(kernel, spec)[-1]
+    likely = getattr(generator, "likely_first", None)
+    if likely is not None and hasattr(bench, "compile_ahead"):  # compiled while the GPU worker starts
+        bench.compile_ahead(likely(kernel, spec, texts.definition))
     report(Progress(0, config.rounds, 0, 0, None, "measuring the original"))
     baseline = bench.baseline()
     if not baseline.verified:

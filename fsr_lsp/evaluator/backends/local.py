@@ -21,6 +21,7 @@ from ..job.prepare import prepare
 from ..profile.profile import Profiled, profile
 from ..profile.profile_lines import profile_lines
 from ..records import EvalResult, GpuInfo
+from ..support import predicted_arch
 from .calls import remote_call
 from .request import EvalRequest
 
@@ -61,6 +62,32 @@ class LocalBackend:
     @property
     def gpus(self) -> int:
         return len(self.evaluators)
+
+    def compile_ahead(self, requests: list[EvalRequest]) -> threading.Thread | None:
+        """Compile these on a thread while the first worker starts (about 4 s of torch and CUDA),
+        for the arch nvidia-smi predicts: their cubins land in the compile cache the real
+        requests read, so the first candidates wait for no compiler. Nothing where the worker is
+        up already or the arch cannot be told; a failure here is the real request's to report."""
+        if getattr(self.evaluator, "alive", True) or not requests:
+            return None
+        arch = predicted_arch(self.evaluator.device_index)
+        if arch is None:
+            return None
+
+        def one(r: EvalRequest) -> None:
+            try:
+                prepare(r.source, r.kernel, r.candidate, arch, r.options)
+            except Exception:  # noqa: BLE001 - said again, with its reason, when the request runs
+                log.debug("compiling ahead failed", exc_info=True)
+
+        def run() -> None:
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(requests))) as pool:
+                list(pool.map(one, requests))
+            log.debug("compiled ahead: %d requests", len(requests))
+
+        thread = threading.Thread(target=run, daemon=True, name="fsr-compile-ahead")
+        thread.start()
+        return thread
 
     def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None,
                  on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:

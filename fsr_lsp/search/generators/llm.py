@@ -13,7 +13,9 @@ import threading
 import time
 from typing import Any, Callable
 
+from ...kernels import Kernel
 from ...llmclient import ChatClient, ChatError
+from ...specs import Spec
 from ..config import LLMConfig
 from ..context import RoundContext
 from ..labels import code_label, model_label
@@ -36,6 +38,11 @@ class LLMGenerator:
         self._parallel = parallel
         self._chat = ChatClient(config, client=client, sleep=sleep)
         self._losers: set[str] = set()  # structural rewrites that screened slower than the original
+
+    def likely_first(self, kernel: Kernel, spec: Spec, definition: str) -> list[Proposal]:
+        """fsr's structural rewrites open the first round here too (compiled ahead while the
+        worker starts)."""
+        return structural_proposals(kernel, spec, definition)
 
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
         if ctx.round == 0 and ctx.rounds > 1:

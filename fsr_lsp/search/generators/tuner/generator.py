@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import time
 
+from ....kernels import Kernel
+from ....specs import Spec
 from ...context import RoundContext
 from ...proposal import Proposal, Tried
 from ..screening import screened_order
@@ -27,8 +29,9 @@ from .strategy import Annealer
 ANNEAL_BUDGET = 64  # configurations screened per round after the sweep
 ROUND_SECONDS = 40.0  # of screening per round at most
 # The first round is short, so that a first verified win shows within seconds of the start: a
-# few seconds of screening, its two best configurations verified; later rounds screen longer.
-FIRST_ROUND_SECONDS = 2.0
+# second or so of screening (on an H200 a first win waits about 4 s for the worker to start),
+# its two best configurations verified; later rounds screen longer.
+FIRST_ROUND_SECONDS = 1.2
 FIRST_ROUND_PROPOSALS = 2
 SWEEP_SHARE = 0.5  # of a round's screening time for the sweep of launch shapes at most
 VERIFY_SHARE = 0.4  # of the search's remaining time left for the full verification of what screening found
@@ -46,6 +49,11 @@ class BuiltinGenerator:
         self._losers: set[str] = set()  # structural rewrites that screened slower than the original
 
     # ------------------------------------------------------------ the generator interface
+
+    def likely_first(self, kernel: Kernel, spec: Spec, definition: str) -> list[Proposal]:
+        """What round 0 will likely propose, known before the GPU is: the structural rewrites
+        (compiled ahead while the worker starts)."""
+        return structural_proposals(kernel, spec, definition)
 
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
         tried = {t.proposal.key for t in ctx.history} | self._losers
