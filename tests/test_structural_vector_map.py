@@ -48,6 +48,20 @@ MAPS = {
         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         "    if (i < N) {\n        if (x[i] > 0)\n            y[i] = x[i];\n    }\n}\n", "relu_into"),
 }
+GELU_ARGS = 'out = "out[N]"\ninp = "in[N] normal(0, 3)"'
+GELU_BODY = ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < N) {{\n        float xi = {load};\n"
+             "        float cube = 0.044715f * xi * xi * xi;\n"
+             "        out[i] = {store}(0.5f * xi * (1.0f + tanhf(0.7978845608f * (xi + cube))));\n    }}\n}}\n")
+MAPS.update({
+    "GELU over __half": ("#include <cuda_fp16.h>\n" + SPEC.replace("{args}", GELU_ARGS) +
+                         "__global__ void gelu_half(__half* out, const __half* inp, int N)\n{\n" +
+                         GELU_BODY.format(load="__half2float(inp[i])", store="__float2half"), "gelu_half"),
+    # the packed idiom of training code: a typedef'd 16-bit type, cast to float and back
+    "GELU over __nv_bfloat16 through a typedef": (
+        "#include <cuda_bf16.h>\ntypedef __nv_bfloat16 floatX;\n" + SPEC.replace("{args}", GELU_ARGS) +
+        "__global__ void gelu_bf16(floatX* out, const floatX* inp, int N)\n{\n" +
+        GELU_BODY.format(load="(float)inp[i]", store="(floatX)"), "gelu_bf16"),
+})
 HEAD = "__global__ void k(const float* x, float* y, int N)\n{\n"
 INDEX = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
 TWO_D_SPEC = """/* @fsr
@@ -84,6 +98,10 @@ NOT_MAPS = {
     "no guard": (None, HEAD + INDEX + "    y[i] = x[i];\n}\n"),
     "a read of the input after the output is written (in place it would differ)":
         (None, HEAD + INDEX + "    if (i < N) { y[i] = 1.0f; y[i] += x[i]; }\n}\n"),
+    "a float input and a __half output (one 128-bit access holds 4 of one, 8 of the other)": (
+        "#include <cuda_fp16.h>\n" + SPEC.replace("{args}", 'x = "in[N]"\ny = "out[N]"'),
+        "__global__ void k(const float* x, __half* y, int N)\n{\n" + INDEX +
+        "    if (i < N) y[i] = __float2half(x[i]);\n}\n"),
     "a double output": (SPEC.replace("{args}", 'x = "in[N]"\ny = "out[N]"'),
                         HEAD.replace("float* y", "double* y") + INDEX + "    if (i < N) y[i] = x[i];\n}\n"),
     "a launch that leaves elements out": (SPEC.replace("{args}", 'x = "in[N]"\ny = "out[N]"').replace(
@@ -102,8 +120,9 @@ def vetted(text: str, name: str, source: str):
     """The candidate checked as a search checks it: its `@fsr` block, over the original spec,
     changes the launch (a quarter of the threads, 256 a block) and nothing else."""
     _, spec, checked = relaunched(text, name, source)
-    (own,) = [k for k in discover_kernels(source) if k.name == name]
-    block = parse_spec(SourceText(source), own, base=spec)
+    placed = text[:text.index("/* @fsr")] + source  # in the file's unit: its includes and typedefs above it
+    (own,) = [k for k in discover_kernels(placed) if k.name == name]
+    block = parse_spec(SourceText(placed), own, base=spec)
     assert block.spec is not None and not block.errors, block.problems
     assert block.spec.grid == checked.spec.grid and block.spec.without_launch() == spec.without_launch()
     return checked
@@ -149,6 +168,12 @@ def test_element_wise_maps_are_recognised(case):
     if case.startswith("vector add"):
         assert "for (int idx = first; idx < N; idx += stride)" in p.source and "float4 c4;" in p.source
         assert "c_idx = a_idx + b_idx;  // the sum" in p.source
+    if case.startswith("GELU over"):  # eight 16-bit elements a 128-bit access, each by reference into it
+        scalar = "__half" if "__half" in case else "__nv_bfloat16"  # the type the typedef names
+        assert 'grid = "cdiv(N, 2048)"' in p.source and "const int vectors = N / 8;" in p.source
+        assert f"const {scalar}* inp_lanes = reinterpret_cast<const {scalar}*>(&inp8);" in p.source, p.source
+        assert f"out_lanes[7], inp_lanes[7]);" in p.source and "reinterpret_cast<uint4*>(out)[v] = out8;" in p.source
+        assert p.note.startswith("eight elements a thread through uint4 loads and stores (eight ")
     if case.startswith("int buffers"):
         # a lane the statements may leave alone keeps what memory held: the output is loaded first
         assert "int4 y4 = reinterpret_cast<const int4*>(y)[v];" in p.source and "float4" not in p.source

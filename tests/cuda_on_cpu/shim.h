@@ -233,6 +233,23 @@ inline float __half2float(__half h) { return static_cast<float>(h); }
 inline __half __hadd(__half a, __half b) { return static_cast<__half>(a + b); }
 inline __half __hmul(__half a, __half b) { return static_cast<__half>(a * b); }
 
+// bfloat16 (cuda_bf16.h, empty in include/ too): the top 16 bits of a float, rounded to nearest
+// even as __float2bfloat16 rounds; arithmetic goes through float, as CUDA's host code does.
+struct __nv_bfloat16 {
+    unsigned short bits;
+    __nv_bfloat16() = default;
+    __nv_bfloat16(float x) {
+        unsigned u;
+        std::memcpy(&u, &x, 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u) { bits = static_cast<unsigned short>((u >> 16) | 0x40u); return; }
+        u += 0x7fffu + ((u >> 16) & 1u);
+        bits = static_cast<unsigned short>(u >> 16);
+    }
+    operator float() const { unsigned u = static_cast<unsigned>(bits) << 16; float x; std::memcpy(&x, &u, 4); return x; }
+};
+inline __nv_bfloat16 __float2bfloat16(float x) { return __nv_bfloat16(x); }
+inline float __bfloat162float(__nv_bfloat16 h) { return static_cast<float>(h); }
+
 namespace fsr_emu {
 
 // Shared memory holds garbage when a block starts (what an earlier block left, say): a kernel

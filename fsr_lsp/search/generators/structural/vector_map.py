@@ -6,7 +6,9 @@ it loads one 32-bit value of each input and stores one of each output, so the GP
 or store instruction for every four bytes and an index computation for every element. The
 rewrite gives each thread four consecutive elements through `float4` (or `int4`) accesses, one
 instruction for sixteen bytes, and strides over the grid; the last `N % 4` elements are done one
-at a time. The element-wise statements themselves become a `__device__` function of one element,
+at a time. Maps over `__half` or `__nv_bfloat16` (a typedef of either included) take eight
+elements a thread, packed in a `uint4` and reached through an array of eight, as hand-written
+training code packs them; every buffer of the map must then be 16-bit. The element-wise statements themselves become a `__device__` function of one element,
 called for each lane of the vector, so every element is computed by the kernel's own text.
 
 A 128-bit access needs a 16-byte aligned address, and a caller may pass `p + 1`: the rewrite
@@ -16,7 +18,7 @@ one element at a time (grid-stride, since the grid is now a quarter of the eleme
 The recogniser is strict: a 1-D launch whose grid covers the guard's bound at every size of the
 spec; a body that declares the thread's index (`blockIdx.x * blockDim.x + threadIdx.x`, any
 order) and guards it by a size parameter (`if (i < n) { ... }` or `if (i >= n) return;`); and
-element-wise statements that use the index only as `p[i]` of float or int buffers, write a
+element-wise statements that use the index only as `p[i]` of float, int, half or bfloat16 buffers, write a
 buffer only by a statement `p[i] = ...` (or `p[i] += ...`), never read one buffer after writing
 another (an in-place call, `out == in`, reads what it read before), and have no loops, jumps,
 atomics, barriers, shared memory or other thread indices. Anything else and it says nothing.
@@ -34,10 +36,12 @@ from ....kernels import Kernel
 from ....specs import Spec
 from ....specs.expr import ExprError, evaluate_int
 from .syntax import dims, is_global_index, kernel_body, size_argument, threads_within_launch_bounds, walk
-from .vector_text import ELEMENTS, Buffer, Helper, Names, kernel_body as vector_kernel_body
+from .vector_text import Buffer, Helper, Names, elements_of, kernel_body as vector_kernel_body
 
 BLOCK = 256  # threads a block of the rewrite: 1024 elements a block
-_VECTORS = {"float32": ("float", "float4"), "int32": ("int", "int4")}  # element type -> (C type, 128-bit type)
+# element type -> (C type, 128-bit type, bits): 16-bit elements go eight to a uint4, as real code packs them
+_VECTORS = {"float32": ("float", "float4", 32), "int32": ("int", "int4", 32),
+            "float16": ("__half", "uint4", 16), "bfloat16": ("__nv_bfloat16", "uint4", 16)}
 _INDEX_TYPES = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long",
                 "size_t", "int64_t", "uint32_t", "uint64_t"}
 _FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__syncwarp|__shfl\w*|atomic\w+|threadIdx|blockDim|blockIdx|"
@@ -114,10 +118,12 @@ class _Map:
         kernel_text = signature + vector_kernel_body(helper, self.names, index, index_type, first_value, bound)
         used = tuple(b.name for b in self.buffers.values())
         kinds = sorted({b.vector for b in self.buffers.values()})
-        note = (f"four elements a thread through {'/'.join(kinds)} loads and stores, grid-stride, scalar tail; "
-                "scalar path when a pointer is not 16-byte aligned")
+        elements = elements_of(list(self.buffers.values()))
+        packed = f" (eight {self.buffers[used[0]].scalar} a 128-bit access)" if elements == 8 else ""
+        note = (f"{'four' if elements == 4 else 'eight'} elements a thread through {'/'.join(kinds)} loads and stores"
+                f"{packed}, grid-stride, scalar tail; scalar path when a pointer is not 16-byte aligned")
         count_text = count if re.fullmatch(r"\w+", count) else f"({count})"
-        return VectorMap(helper_text, kernel_text, f"cdiv({count_text}, {block * ELEMENTS})", block, note, used)
+        return VectorMap(helper_text, kernel_text, f"cdiv({count_text}, {block * elements})", block, note, used)
 
     # ---------------------------------------------------------------- the thread's element
 
@@ -282,8 +288,10 @@ class _Map:
         p = self.params[name]
         if p.dtype not in _VECTORS or (p.lanes or 1) != 1 or "volatile" in p.type_text:
             raise _NotApplicable
-        scalar, vector = _VECTORS[p.dtype]
-        self.buffers[name] = Buffer(name, scalar, vector, p.pointee_const)
+        scalar, vector, bits = _VECTORS[p.dtype]
+        if any(b.bits != bits for b in self.buffers.values()):
+            raise _NotApplicable  # one 128-bit access a buffer holds the same number of elements for all
+        self.buffers[name] = Buffer(name, scalar, vector, p.pointee_const, bits)
         return self.buffers[name]
 
     def _reads_before_other_writes(self, statements: list[Node], written: set[str]) -> set[str]:

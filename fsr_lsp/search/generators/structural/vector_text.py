@@ -13,12 +13,18 @@ ELEMENTS = 4  # a thread's elements: one 128-bit access of 32-bit elements
 _LANES = ("x", "y", "z", "w")
 
 
+def elements_of(buffers: list["Buffer"]) -> int:
+    """Elements a 128-bit access holds: 4 of 32 bits, 8 of 16 (`__half`, `__nv_bfloat16`)."""
+    return 8 if buffers and buffers[0].bits == 16 else ELEMENTS
+
+
 @dataclass
 class Buffer:
     name: str
-    scalar: str  # its C element type: float or int
-    vector: str  # float4 or int4
+    scalar: str  # its C element type: float, int, __half or __nv_bfloat16
+    vector: str  # float4 or int4; uint4 for 16-bit elements, reached through an array of eight
     const: bool
+    bits: int = 32
     read: bool = False  # its element is read (or updated: `p[i] += e`)
     written: bool = False
     assigned: bool = False  # by a statement `p[i] = ...` of the element-wise statements themselves
@@ -67,7 +73,9 @@ def kernel_body(helper: Helper, names: Names, index: str, index_type: str, first
     first, stride, aligned = names.fresh("first"), names.fresh("stride"), names.fresh("aligned")
     vectors, v = names.fresh("vectors"), names.fresh("v")
     buffers = helper.buffers
-    registers = {b.name: names.fresh(f"{b.name}{ELEMENTS}") for b in buffers}
+    elements = elements_of(buffers)
+    registers = {b.name: names.fresh(f"{b.name}{elements}") for b in buffers}
+    lanes = {b.name: names.fresh(f"{b.name}_lanes") for b in buffers} if elements == 8 else {}
     scalar_call = helper.call({b.name: f"{b.name}[{index}]" for b in buffers})
     checks = " | ".join(f"reinterpret_cast<size_t>({b.name})" for b in buffers)
     checks = f"({checks})" if len(buffers) > 1 else checks
@@ -75,8 +83,8 @@ def kernel_body(helper: Helper, names: Names, index: str, index_type: str, first
     i = "    "
     lines = [
         "{",
-        f"{i}// fsr: {ELEMENTS} elements a thread through {kinds} (128-bit) loads and stores, grid-stride, and",
-        f"{i}// the last {bound} % {ELEMENTS} elements one at a time. A 128-bit access needs a 16-byte aligned",
+        f"{i}// fsr: {elements} elements a thread through {kinds} (128-bit) loads and stores, grid-stride, and",
+        f"{i}// the last {bound} % {elements} elements one at a time. A 128-bit access needs a 16-byte aligned",
         f"{i}// address and a caller may pass `p + 1`: then every element goes one at a time, grid-stride.",
         f"{i}const {index_type} {first} = {first_value};",
         f"{i}const {index_type} {stride} = gridDim.x * blockDim.x;",
@@ -86,7 +94,7 @@ def kernel_body(helper: Helper, names: Names, index: str, index_type: str, first
         f"{i}{i}{i}{scalar_call}",
         f"{i}{i}return;",
         f"{i}}}",
-        f"{i}const {index_type} {vectors} = {bound} / {ELEMENTS};",
+        f"{i}const {index_type} {vectors} = {bound} / {elements};",
         f"{i}for ({index_type} {v} = {first}; {v} < {vectors}; {v} += {stride}) {{",
     ]
     for b in buffers:
@@ -95,14 +103,19 @@ def kernel_body(helper: Helper, names: Names, index: str, index_type: str, first
                          f"reinterpret_cast<const {b.vector}*>({b.name})[{v}];")
         else:
             lines.append(f"{i}{i}{b.vector} {registers[b.name]};")
-    for lane in _LANES:
-        lines.append(f"{i}{i}{helper.call({b.name: f'{registers[b.name]}.{lane}' for b in buffers})}")
+        if lanes:  # the eight 16-bit elements of the 128 bits, by reference
+            lines.append(f"{i}{i}{'const ' if not b.written else ''}{b.scalar}* {lanes[b.name]} = "
+                         f"reinterpret_cast<{'const ' if not b.written else ''}{b.scalar}*>(&{registers[b.name]});")
+    for lane in range(elements):
+        element = {b.name: f"{lanes[b.name]}[{lane}]" if lanes else f"{registers[b.name]}.{_LANES[lane]}"
+                   for b in buffers}
+        lines.append(f"{i}{i}{helper.call(element)}")
     for b in buffers:
         if b.written:
             lines.append(f"{i}{i}reinterpret_cast<{b.vector}*>({b.name})[{v}] = {registers[b.name]};")
     lines += [
         f"{i}}}",
-        f"{i}for ({index_type} {index} = {vectors} * {ELEMENTS} + {first}; {index} < {bound}; {index} += {stride})",
+        f"{i}for ({index_type} {index} = {vectors} * {elements} + {first}; {index} < {bound}; {index} += {stride})",
         f"{i}{i}{scalar_call}",
         "}",
     ]
