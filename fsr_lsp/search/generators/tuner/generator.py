@@ -22,6 +22,7 @@ from ...context import RoundContext
 from ...proposal import Proposal, Tried
 from ..screening import screened_order
 from ..structural import structural_proposals
+from .reblock import reblocked
 from .render import render
 from .space import KNOBS, Config, Space, space_of
 from .strategy import Annealer
@@ -67,6 +68,8 @@ class BuiltinGenerator:
             if not structural:  # every one screened slower than the original: round 0 tunes instead
                 return self._tuned(ctx, n, tried | self._losers)
             return structural[:n]
+        # the structural leader re-blocked (tuned further), ahead of the tuner's configurations of the original
+        structural += reblocked(ctx.kernel, ctx.seeds, tried, ctx.round)[: max(0, n - len(structural))]
         return structural + self._tuned(ctx, max(0, n - len(structural)) if structural else n, tried)
 
     def _tuned(self, ctx: RoundContext, n: int, tried: set[str]) -> list[Proposal]:
