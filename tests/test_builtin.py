@@ -467,3 +467,26 @@ def test_the_models_first_round_takes_fsrs_structural_rewrites_as_the_screen_ran
         ctx.screen = ByGenerator({"builtin:warp-per-row": 1.4, "builtin:online-softmax": 1.2})
         asked = gen.propose(ctx, 1)
         assert [p.generator for p in asked] == ["llm:m"] and len(llm.requests) == 1
+
+
+def test_the_model_is_told_which_of_fsrs_rewrites_lost_at_their_screening(monkeypatch):
+    """Issue 45 item 4: the model's later rounds see what was already tried, fsr's rewrites that
+    screened slower than the original (never verified, so in no history) included."""
+    from fsr_lsp.search.config import LLMConfig
+    from fsr_lsp.search.generators.llm import LLMGenerator
+
+    from .fake_llm import FakeLLM, answer
+
+    monkeypatch.setenv("FSR_TEST_KEY", "unused-0123456789")
+    source = SOFTMAX.read_text()
+    code = source[source.index("__global__"):]
+    with FakeLLM([answer(f"```cuda\n{code}```")]) as llm:
+        gen = LLMGenerator(LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_TEST_KEY", timeout=5))
+        ctx = context(source, "softmax_forward")
+        ctx.screen = ByGenerator({"builtin:warp-per-row": 1.4, "builtin:online-softmax": 0.3})
+        gen.propose(ctx, 4)
+        later = context(source, "softmax_forward", round_=1)
+        gen.propose(later, 1)
+        prompt = str(llm.requests[-1])
+        assert "one warp per row" in prompt and "screened slower than the original on this GPU" in prompt, prompt[-3000:]
+        assert "online softmax" not in prompt.split("## Candidates so far")[1].split("screened slower")[0]

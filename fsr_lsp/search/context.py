@@ -41,6 +41,7 @@ class RoundContext:
     profile: ProfileFacts | None = None  # profiler facts about the leader (from round 2 on)
     profile_note: str = ""  # why there are none, when profiling was attempted
     focus: str = ""  # a profile finding the user asked the search to address, from round 1 on
+    screened_out: list[str] = field(default_factory=list)  # rewrites dropped as slower at their screening, by note
 
     @property
     def definition(self) -> str:

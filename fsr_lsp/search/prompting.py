@@ -132,9 +132,11 @@ def describe_profile(ctx: RoundContext) -> str:
 def history_section(ctx: RoundContext, show: tuple[str, ...] = ("fastest", "slowest")) -> str:
     """Earlier candidates with their measured times; the fastest and the slowest verified ones
     shown side by side so the model can contrast what helped and what hurt."""
-    if not ctx.history:
+    if not ctx.history and not ctx.screened_out:
         return "No candidates have been tried yet."
     lines = ["## Candidates so far (speedup over the original; higher is better)", ""]
+    lines += [f"- {note[:200]}: screened slower than the original on this GPU at the bench size; dropped "
+              "before verification" for note in ctx.screened_out]
     for t in ctx.history[-MAX_HISTORY_LINES:]:
         what = (t.proposal.note or t.proposal.generator)[:200]
         if t.verified and t.result.speedup:
