@@ -1,10 +1,10 @@
 """The built-in tuner: its space, its rewrites (deterministic, well-formed, compiling with
 nvcc), and its strategy against a synthetic cost model, with and without screening."""
 
+import contextlib
 import dataclasses
 import math
 import random
-import threading
 from pathlib import Path
 
 import pytest
@@ -447,9 +447,9 @@ def test_without_a_screen_round_0_keeps_the_structural_rewrites_as_they_come():
     assert {p.generator for p in BuiltinGenerator().propose(ctx, 4)} == structural_of(ctx)
 
 
-def test_the_models_first_round_takes_fsrs_structural_rewrites_as_the_screen_ranks_them(monkeypatch):
-    """With a model, round 0 is fsr's own rewrites, ranked and weeded as the tuner's are; when
-    every one loses on this GPU the model is asked at once."""
+@contextlib.contextmanager
+def model_on_softmax(monkeypatch):
+    """The model's generator against a stand-in endpoint that answers with the naive softmax."""
     from fsr_lsp.search.config import LLMConfig
     from fsr_lsp.search.generators.llm import LLMGenerator
 
@@ -459,7 +459,14 @@ def test_the_models_first_round_takes_fsrs_structural_rewrites_as_the_screen_ran
     source = SOFTMAX.read_text()
     code = source[source.index("__global__"):]
     with FakeLLM([answer(f"```cuda\n{code}```")]) as llm:
-        gen = LLMGenerator(LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_TEST_KEY", timeout=5))
+        yield LLMGenerator(LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_TEST_KEY", timeout=5)), llm
+
+
+def test_the_models_first_round_takes_fsrs_structural_rewrites_as_the_screen_ranks_them(monkeypatch):
+    """With a model, round 0 is fsr's own rewrites, ranked and weeded as the tuner's are; when
+    every one loses on this GPU the model is asked at once."""
+    source = SOFTMAX.read_text()
+    with model_on_softmax(monkeypatch) as (gen, llm):
         ctx = context(source, "softmax_forward")
         ctx.screen = ByGenerator({"builtin:warp-per-row": 1.4, "builtin:online-softmax": 0.3})
         assert [p.generator for p in gen.propose(ctx, 4)] == ["builtin:online-softmax"] and not llm.requests
@@ -472,16 +479,8 @@ def test_the_models_first_round_takes_fsrs_structural_rewrites_as_the_screen_ran
 def test_the_model_is_told_which_of_fsrs_rewrites_lost_at_their_screening(monkeypatch):
     """Issue 45 item 4: the model's later rounds see what was already tried, fsr's rewrites that
     screened slower than the original (never verified, so in no history) included."""
-    from fsr_lsp.search.config import LLMConfig
-    from fsr_lsp.search.generators.llm import LLMGenerator
-
-    from .fake_llm import FakeLLM, answer
-
-    monkeypatch.setenv("FSR_TEST_KEY", "unused-0123456789")
     source = SOFTMAX.read_text()
-    code = source[source.index("__global__"):]
-    with FakeLLM([answer(f"```cuda\n{code}```")]) as llm:
-        gen = LLMGenerator(LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_TEST_KEY", timeout=5))
+    with model_on_softmax(monkeypatch) as (gen, llm):
         ctx = context(source, "softmax_forward")
         ctx.screen = ByGenerator({"builtin:warp-per-row": 1.4, "builtin:online-softmax": 0.3})
         gen.propose(ctx, 4)
