@@ -53,6 +53,13 @@ GELU_BODY = ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < N)
              "        float cube = 0.044715f * xi * xi * xi;\n"
              "        out[i] = {store}(0.5f * xi * (1.0f + tanhf(0.7978845608f * (xi + cube))));\n    }}\n}}\n")
 MAPS.update({
+    # named coefficients declared before the thread's index, as real code writes them
+    "GELU with constants before the index, an early return": (
+        SPEC.replace("{args}", GELU_ARGS) + "__global__ void gelu_named(float* out, const float* inp, int N)\n{\n"
+        "    const float COEF = 0.044715f;\n    const float SCALE = 0.5f * (1.0f + 0.0f);\n"
+        "    const int i = blockDim.x*blockIdx.x + threadIdx.x;\n    if (i >= N) {\n        return;\n    }\n"
+        "    float xi = inp[i];\n    out[i] = SCALE*xi*(1.0f + tanhf(0.7978845608f*xi*(1.0f + COEF*xi*xi)));\n}\n",
+        "gelu_named"),
     "GELU over __half": ("#include <cuda_fp16.h>\n" + SPEC.replace("{args}", GELU_ARGS) +
                          "__global__ void gelu_half(__half* out, const __half* inp, int N)\n{\n" +
                          GELU_BODY.format(load="__half2float(inp[i])", store="__float2half"), "gelu_half"),
@@ -102,6 +109,9 @@ NOT_MAPS = {
         "#include <cuda_fp16.h>\n" + SPEC.replace("{args}", 'x = "in[N]"\ny = "out[N]"'),
         "__global__ void k(const float* x, __half* y, int N)\n{\n" + INDEX +
         "    if (i < N) y[i] = __float2half(x[i]);\n}\n"),
+    "a constant computed from a parameter before the index": (
+        None, "__global__ void k(const float* x, float* y, int N)\n{\n    const float half_n = N * 0.5f;\n" + INDEX +
+        "    if (i < N) y[i] = x[i] * half_n;\n}\n"),
     "a double output": (SPEC.replace("{args}", 'x = "in[N]"\ny = "out[N]"'),
                         HEAD.replace("float* y", "double* y") + INDEX + "    if (i < N) y[i] = x[i];\n}\n"),
     "a launch that leaves elements out": (SPEC.replace("{args}", 'x = "in[N]"\ny = "out[N]"').replace(
@@ -168,6 +178,9 @@ def test_element_wise_maps_are_recognised(case):
     if case.startswith("vector add"):
         assert "for (int idx = first; idx < N; idx += stride)" in p.source and "float4 c4;" in p.source
         assert "c_idx = a_idx + b_idx;  // the sum" in p.source
+    if case.startswith("GELU with constants"):  # the helper declares them; the kernel's vectors need none
+        assert "    const float COEF = 0.044715f;\n    const float SCALE = 0.5f * (1.0f + 0.0f);\n" in p.source
+        assert p.source.count("const float COEF") == 1
     if case.startswith("GELU over"):  # eight 16-bit elements a 128-bit access, each by reference into it
         scalar = "__half" if "__half" in case else "__nv_bfloat16"  # the type the typedef names
         assert 'grid = "cdiv(N, 2048)"' in p.source and "const int vectors = N / 8;" in p.source

@@ -88,6 +88,7 @@ class _Map:
         self.named: set[str] = set()  # identifiers of the element-wise statements
         self.names = Names(set(re.findall(r"\b\w+\b", definition)))
         self.element: dict[str, str] = {}  # buffer -> the helper's parameter for its element
+        self.constants: set[str] = set()  # named constants declared before the thread's index
 
     def s(self, node: Node) -> str:
         return self.data[node.start_byte:node.end_byte].decode()
@@ -97,6 +98,9 @@ class _Map:
         if body is None:
             raise _NotApplicable
         statements = [n for n in body.named_children if n.type != "comment"]
+        constants = []
+        while statements and self._constant(statements[0]):  # `const float GELU_COEF_A = 0.044715f;` first
+            constants.append(statements.pop(0))
         if not statements:
             raise _NotApplicable
         index, index_type, first_value = self._index(statements[0])
@@ -113,7 +117,8 @@ class _Map:
         helper = Helper(self.names.fresh(f"fsr_{self.kernel.name}_element"), list(self.buffers.values()),
                         [p for p in self.kernel.params if not p.is_pointer and p.name in self.named])
         self.element = {b: self.names.fresh(f"{b}_{index}") for b in self.buffers}
-        helper_text = helper.definition(self.kernel.name, self.element, self._statements(span))
+        declared = "".join(f"    {' '.join(self.s(c).split())}\n" for c in constants)  # the helper's own constants
+        helper_text = helper.definition(self.kernel.name, self.element, declared + self._statements(span))
         signature = self.data[:body.start_byte].decode()
         kernel_text = signature + vector_kernel_body(helper, self.names, index, index_type, first_value, bound)
         used = tuple(b.name for b in self.buffers.values())
@@ -126,6 +131,23 @@ class _Map:
         return VectorMap(helper_text, kernel_text, f"cdiv({count_text}, {block * elements})", block, note, used)
 
     # ---------------------------------------------------------------- the thread's element
+
+    def _constant(self, st: Node) -> bool:
+        """`const float NAME = <literals and earlier constants>;`, declared before the thread's index
+        (as real code names its coefficients): the helper declares it too."""
+        if st.type != "declaration" or not re.match(r"(const|constexpr)\b", self.s(st)):
+            return False
+        declarators = st.children_by_field_name("declarator")
+        if len(declarators) != 1 or declarators[0].type != "init_declarator":
+            return False
+        name, value = declarators[0].child_by_field_name("declarator"), declarators[0].child_by_field_name("value")
+        if name is None or name.type != "identifier" or value is None:
+            return False
+        words = set(re.findall(r"\b[A-Za-z_]\w*\b", self.s(value))) - self.constants
+        if any(not re.fullmatch(r"\d*[eE]?|[fFlLuU]+", w) for w in words):
+            return False  # a parameter, a call, the thread's index: no constant
+        self.constants.add(self.s(name))
+        return True
 
     def _index(self, st: Node) -> tuple[str, str, str]:
         """(name, type, value) of `int i = blockIdx.x * blockDim.x + threadIdx.x;`, the body's first statement."""
