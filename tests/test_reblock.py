@@ -79,3 +79,15 @@ def test_the_reblocked_rewrites_are_verified_in_the_cpu_emulator(file, kernel, g
     for p in reblocked(ctx.kernel, [t], set(), 1):
         result = evaluate_on_cpu(source, kernel, p.source, bench)
         assert result.status == "verified", (p.note, result.message)
+
+
+def test_only_the_grids_divisor_follows_the_block():
+    """A size inside the grid that happens to equal the block (256 rows a batch) stays; a grid
+    of another form is not re-blocked (found in review: both literals were replaced)."""
+    from fsr_lsp.search.generators.tuner.reblock import _regrid
+
+    assert _regrid("cdiv((B * 256) * 32, 256)", 256, 128, (1,)) == "cdiv((B * 256) * 32, 128)"
+    assert _regrid("cdiv(N, 1024)", 256, 512, (4, 8)) == "cdiv(N, 2048)"
+    assert _regrid("cdiv(N, 2048)", 256, 128, (4, 8)) == "cdiv(N, 1024)"
+    assert _regrid("cdiv(N, 1024)", 256, 128, (1,)) is None  # a warp per row's grid is never 4 x its block
+    assert _regrid("(rows * 32 + 255) / 256", 256, 128, (1,)) is None

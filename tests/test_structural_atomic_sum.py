@@ -122,3 +122,22 @@ def test_where_the_gpu_is_known_the_plain_shape_also_strides_over_a_grid_of_one_
         assert [a.scope for a in atomic_sums(ctx.kernel, ctx.spec, ctx.definition, GPU)] == ["warp", "block"]
     ctx = context(SPEC + SUMS["guarded"], "atomic_total")
     assert [a.scope for a in atomic_sums(ctx.kernel, ctx.spec, ctx.definition)] == ["warp", "block"]
+
+
+def test_the_grid_stride_form_refuses_a_guard_or_value_a_strided_loop_would_change():
+    """A guard with more than the bound in it (`i < n && n > 4` read as one bound would sum
+    x[0] alone), or a value that reads the launch (`x[i] * blockIdx.x`): no grid-stride form
+    (found in review)."""
+    from fsr_lsp.search.generators.structural.atomic_sum import atomic_sums
+
+    from .search_helpers import GPU
+
+    base = SPEC + SUMS["guarded"]
+    for old, new in (("if (i < n)", "if (i < n && n > 4)"), ("x[i]);", "x[i] * blockIdx.x);"),
+                     ("if (i < n)", "if (i < (n > 4 ? n : 4))"), ("x[i]);", "x[i] / gridDim.x);")):
+        text = base.replace(old, new)
+        assert text != base
+        ctx = context(text, "atomic_total")
+        assert "grid" not in [a.scope for a in atomic_sums(ctx.kernel, ctx.spec, ctx.definition, GPU)], new
+    ctx = context(base.replace("if (i < n)", "if (i < n * 2 - (n + 0))"), "atomic_total")
+    assert "grid" in [a.scope for a in atomic_sums(ctx.kernel, ctx.spec, ctx.definition, GPU)]  # arithmetic is fine

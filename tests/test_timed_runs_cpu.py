@@ -137,3 +137,28 @@ def test_with_the_specs_tolerance_a_deterministic_original_keeps_its_tolerance()
     r = run_own_tolerance("total_exact", "total_atomic")
     assert r.status == "wrong" and timed(r).status == "fail", r.message
     assert "the original gives the same total every run" in r.message, r.message
+
+
+def test_a_nan_the_original_writes_every_run_excuses_no_difference():
+    """NaN against NaN is no spread: counted infinite, an output holding one NaN would have let
+    a stale result anywhere else pass (found in review)."""
+    from fsr_lsp.evaluator.gpu.timing import _largest_difference, _within_own_spread
+    from fsr_lsp.evaluator.job.plan import build_plans
+    from fsr_lsp.kernels import find_kernel
+    from fsr_lsp.source import SourceText
+    from fsr_lsp.specs import parse_spec
+
+    nan, inf = float("nan"), float("inf")
+    same = torch.tensor([nan, inf, 1.0])
+    assert float(_largest_difference(torch, same, same.clone())) == 0.0
+    assert float(_largest_difference(torch, same, torch.tensor([nan, inf, 2.0]))) == 1.0
+    assert float(_largest_difference(torch, same, torch.tensor([0.0, inf, 1.0]))) == inf
+    src = SourceText(OWN_TOLERANCE)
+    kernel = find_kernel(src, "total")
+    (arg,) = [a for a in build_plans(kernel, parse_spec(src, kernel).spec)[-1].args if a.name == "total"]
+    runs = [{"total": torch.tensor([nan, 1.0, 2.0])} for _ in range(4)]
+    problem = _within_own_spread(torch, arg, torch.tensor(1e3), runs, {"total": torch.tensor([nan, 1.0, 2.0])})
+    assert "the original gives the same total every run" in problem
+    runs[2] = {"total": torch.tensor([nan, 1.0, 2.0 + 1e-6])}  # a real spread: a timed run 1e3 apart is still stale
+    problem = _within_own_spread(torch, arg, torch.tensor(1e3), runs, {"total": torch.tensor([nan, 1.0, 2.0])})
+    assert "not computed from its inputs" in problem, problem

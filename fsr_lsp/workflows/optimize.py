@@ -174,8 +174,10 @@ class Optimizer:
 
         try:
             record_search(job.workspace, job.path, job.searched_text, job.kernel, outcome)
-        except Exception:  # bookkeeping for later edits: never worth the search's result
-            log.debug("recording what the search of %s timed failed", job.kernel, exc_info=True)
+        except Exception as e:  # bookkeeping for later edits: never worth the search's result
+            log.warning("what the search of %s timed was not recorded (a later edit's check has no baseline): %s",
+                        job.kernel, e)
+            log.debug("recording the search's timings failed", exc_info=True)
         return outcome
 
     def prepare(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome | None:

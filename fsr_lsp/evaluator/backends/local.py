@@ -70,9 +70,7 @@ class LocalBackend:
         up already or the arch cannot be told; a failure here is the real request's to report."""
         if getattr(self.evaluator, "alive", True) or not requests:
             return None
-        arch = predicted_arch(self.evaluator.device_index)
-        if arch is None:
-            return None
+        arch = ""
 
         def one(r: EvalRequest) -> None:
             try:
@@ -81,6 +79,10 @@ class LocalBackend:
                 log.debug("compiling ahead failed", exc_info=True)
 
         def run() -> None:
+            nonlocal arch
+            arch = predicted_arch(self.evaluator.device_index) or ""  # nvidia-smi: off the search's thread
+            if not arch:
+                return
             with ThreadPoolExecutor(max_workers=min(self.workers, len(requests))) as pool:
                 list(pool.map(one, requests))
             log.debug("compiled ahead: %d requests", len(requests))

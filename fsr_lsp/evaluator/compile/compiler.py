@@ -393,7 +393,7 @@ def _cache_store(options: CompileOptions, key: str, result: CompileResult) -> No
                              (".json", json.dumps({"entry": result.binary.entry, "compiler": result.compiler,
                                                    "log": result.log,
                                                    "resources": asdict(result.resources) if result.resources else None}).encode())):
-            tmp = d / f"{key}{suffix}.{os.getpid()}.tmp"
+            tmp = d / f"{key}{suffix}.{os.getpid()}.{threading.get_ident()}.tmp"  # threads compile side by side
             tmp.write_bytes(data)
             os.replace(tmp, d / f"{key}{suffix}")
     except OSError:

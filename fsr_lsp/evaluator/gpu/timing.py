@@ -14,6 +14,7 @@ repetitions of this run, of the geometric interquartile mean of the paired ratio
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from dataclasses import dataclass, field
@@ -237,10 +238,11 @@ def _judged_again(ctx: JobContext, bench: Any, pristine: dict[str, Any], generat
     runs = AGAIN_RUNS if ctx.accuracy.spread or len(grounded) < len(flagged) else 1
     originals = [launch_runs(ctx, "original", bench, inputs, "A", 1, None)[0] for _ in range(runs)]
     candidate = launch_runs(ctx, "candidate", bench, inputs, "B", 1, None)[0]
+    again = launch_runs(ctx, "candidate", bench, inputs, "A", 1, None)[0] if len(grounded) < len(flagged) else None
     for name, apart in flagged.items():
         if name not in grounded:
             arg = next(a for a in outputs(bench) if a.name == name)
-            problem = _within_own_spread(torch, arg, apart, originals, candidate)
+            problem = _within_own_spread(torch, arg, apart, originals, candidate, again)
             if problem:
                 return problem
             continue
@@ -252,6 +254,8 @@ def _judged_again(ctx: JobContext, bench: Any, pristine: dict[str, Any], generat
                     f"original is {own:.3g}: bound {bound:.3g})")
         errors = max(_largest_difference(torch, o[name], double[name]) for o in originals) + \
             _largest_difference(torch, candidate[name], double[name])
+        if not math.isfinite(float(errors.item())):  # a NaN or infinity the double-precision run has not: no bound
+            return f" (drawn again, {name} is not finite where the double-precision run is: nothing bounds the difference)"
         scale = double[name].double().abs().max()
         allowed = float((FACTOR * errors + FLOOR_ULPS * EPS["float32"] * scale).item())
         seen = float(apart.item())
@@ -262,36 +266,42 @@ def _judged_again(ctx: JobContext, bench: Any, pristine: dict[str, Any], generat
 
 
 def _within_own_spread(torch: Any, arg: Any, apart: Any, originals: list[dict[str, Any]],
-                       candidate: dict[str, Any]) -> str:
+                       candidate: dict[str, Any], again: dict[str, Any] | None = None) -> str:
     """An output held to the spec's tolerance, judged again on its inputs drawn again: the
     original run several times must differ from itself (else the timed run's disagreement is the
     candidate's alone), the candidate must lie within the spec's tolerance or FACTOR times that
-    spread of the original, and the timed run's difference within FACTOR times the two
-    together. '' when it holds."""
+    spread of the original, and the timed run's difference may exceed the candidate's distance
+    from the original by no more than FACTOR times the two kernels' own spreads (the candidate's
+    from its second run, `again`). '' when it holds."""
     name = arg.name
     first = originals[0][name]
     own = max(float(_largest_difference(torch, o[name], first).item()) for o in originals[1:])
     seen = float(apart.item())
-    if not own > 0:
+    if not own > 0 or not math.isfinite(own):
         return (f" ({name} was {seen:.3g} apart; drawn again, the original gives the same {name} every run: the timed "
                 "run's disagreement is the candidate's)")
     mine = float(_largest_difference(torch, candidate[name], first).item())
     if not (mine <= FACTOR * own or not int(count_bad(torch, candidate[name], first, arg).item())):
         return (f" (drawn again, {name} is {mine:.3g} from the original's, whose own runs differ by {own:.3g}: "
                 f"bound {FACTOR * own:.3g})")
-    allowed = FACTOR * (own + mine)
+    spread = float(_largest_difference(torch, again[name], candidate[name]).item()) if again is not None else 0.0
+    allowed = mine + FACTOR * (own + spread)
     if not seen <= allowed:
-        return (f" ({name} was {seen:.3g} apart; on the same inputs drawn again the original's runs differ by "
-                f"{own:.3g} and the candidate by {mine:.3g} from it, together within {allowed:.3g}: the timed run's "
-                "output was not computed from its inputs)")
+        return (f" ({name} was {seen:.3g} apart; on the same inputs drawn again the candidate is {mine:.3g} from the "
+                f"original, whose runs differ by {own:.3g} (the candidate's by {spread:.3g}): within {allowed:.3g} "
+                "together, the timed run's output was not computed from its inputs)")
     return ""
 
 
 def _largest_difference(torch: Any, a: Any, b: Any) -> Any:
-    """max |a - b| in float64 on the device, NaN counting as infinite."""
-    d = (a.double() - b.double()).abs()
-    return torch.nan_to_num(d, nan=float("inf")).max() if d.numel() else torch.zeros((), dtype=torch.float64,
-                                                                                      device=d.device)
+    """max |a - b| in float64 on the device: equal values (the same infinity) and NaN against NaN
+    count as 0, a NaN or an infinity against anything else as infinite. (An original that writes
+    the same NaN every run has no spread there: counted infinite, it would excuse any difference.)"""
+    x, y = a.double(), b.double()
+    d = (x - y).abs()
+    same = (x == y) | (x.isnan() & y.isnan())
+    d = torch.where(same, torch.zeros_like(d), torch.nan_to_num(d, nan=float("inf")))
+    return d.max() if d.numel() else torch.zeros((), dtype=torch.float64, device=d.device)
 
 
 def _log_times(kernel: str, size: str, times: dict[str, list[float]]) -> None:

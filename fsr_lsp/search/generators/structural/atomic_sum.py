@@ -94,6 +94,7 @@ def atomic_sums(kernel: Kernel, spec: Spec, definition: str, gpu: GpuInfo | None
     return []
 
 
+_THREAD = r"\b(threadIdx|blockIdx|blockDim|gridDim|warpSize)\b"  # what a grid-stride loop changes the meaning of
 _DECLARED = re.compile(r"((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|size_t|unsigned|"
                        r"int64_t|uint64_t|int32_t|uint32_t)(?:\s+int)?)\s+(\w+)\s*=\s*(.+);")
 
@@ -112,9 +113,10 @@ def _grid_stride(body: Node, st: Node, text, data: bytes, spec: Spec, kind: str,
     if declared is None or not is_global_index(declared.group(3)):
         return None
     index_type, var = declared.group(1), declared.group(2)
-    bounded = re.fullmatch(rf"{re.escape(var)}\s*<\s*(.+)", guard)
-    if bounded is None or re.search(rf"\b{re.escape(var)}\b|\+\+|--|=", bounded.group(1)):
-        return None  # the bound must not move with the index or change anything
+    bounded = re.fullmatch(rf"{re.escape(var)}\s*<\s*([\w\s.*+/()-]+)", guard)  # arithmetic only: no &&, ||, ?:
+    if bounded is None or re.search(rf"\b{re.escape(var)}\b|\+\+|--|{_THREAD}", bounded.group(1)) or \
+            re.search(_THREAD, value):
+        return None  # a bound that moves with the index or the thread, or a value that depends on the launch
     ctype, zero = _TYPES[kind]
     resident = max(1, min(32, (gpu.max_threads_per_sm or 2048) // threads))
     blocks = gpu.sm_count * resident

@@ -8,14 +8,13 @@ from __future__ import annotations
 import re
 
 from ....kernels import Kernel
-from ....specs.expr import has_literal, replace_literal
 from ...proposal import Proposal, Tried
 from ..structural.syntax import threads_within_launch_bounds
 
-TUNABLE = ("builtin:warp-per-row", "builtin:online-softmax", "builtin:vector-map")
+# generator -> the elements a thread its grid is written for (`cdiv(rows * 32, 256)`; `cdiv(N, 256 * 4)`)
+TUNABLE = {"builtin:warp-per-row": (1,), "builtin:online-softmax": (1,), "builtin:vector-map": (4, 8)}
 _BLOCK = re.compile(r"^block\s*=\s*(\d+)\s*$", re.M)
 _GRID = re.compile(r'^grid\s*=\s*"([^"\n]*)"\s*$', re.M)
-PER_THREAD = (1, 2, 4, 8)  # a grid written as threads x elements a thread (`cdiv(N, 1024)` for 256 x 4)
 
 
 def reblocked(kernel: Kernel, leaders: list[Tried], tried: set[str], round_: int) -> list[Proposal]:
@@ -33,7 +32,7 @@ def reblocked(kernel: Kernel, leaders: list[Tried], tried: set[str], round_: int
     for new in (old // 2, old * 2):
         if not 64 <= new <= 1024 or threads_within_launch_bounds(kernel, new) != new:
             continue
-        expr = _regrid(grid.group(1), old, new)
+        expr = _regrid(grid.group(1), old, new, TUNABLE[leader.generator])
         if expr is None:
             continue
         source = leader.source[:grid.start(1)] + expr + leader.source[grid.end(1):]
@@ -45,10 +44,17 @@ def reblocked(kernel: Kernel, leaders: list[Tried], tried: set[str], round_: int
     return out
 
 
-def _regrid(expr: str, old: int, new: int) -> str | None:
-    """The grid for `new` threads a block where it was written for `old` (its literal, or the
-    literal of `old` times the elements a thread), or None where the grid does not name it."""
-    for per in PER_THREAD:
-        if has_literal(expr, old * per):
-            return str(replace_literal(expr, old * per, new * per))
+_CDIV = re.compile(r"\s*cdiv\((.+),\s*(\d+)\s*\)\s*")
+
+
+def _regrid(expr: str, old: int, new: int, per_thread: tuple[int, ...]) -> str | None:
+    """`cdiv(X, old * k)` as `cdiv(X, new * k)` for the rewrite's k elements a thread: only the
+    divisor changes (a literal inside X, a size of 256 rows say, stays), or None for any other grid."""
+    m = _CDIV.fullmatch(expr)
+    if m is None:
+        return None
+    divisor = int(m.group(2))
+    for per in per_thread:
+        if divisor == old * per:
+            return f"cdiv({m.group(1)}, {new * per})"
     return None
