@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -42,11 +46,6 @@ def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: s
     speedup, when its first fully verified win came (seconds into the search, as it prints),
     its winner's note and its wall time. `keep`: where fsr's own debug log goes afterwards (the
     search's timeline, for whoever asks where its seconds went)."""
-    import re
-    import shutil
-    import subprocess
-    import time
-
     t0 = time.perf_counter()
     debug = Path(folder) / "fsr-debug.log"  # fsr's own log: a failure's traceback, for the result
     proc = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", file, "--kernel", kernel,
@@ -56,11 +55,11 @@ def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: s
     if keep is not None and debug.exists():
         keep.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(debug, keep)
+    trace = ""  # where fsr failed: its traceback from its own log (the user sees one line)
     if proc.returncode not in (0, 130) and debug.exists():
         text = debug.read_text(errors="replace")
         at = text.rfind("Traceback (most recent call last)")
-        out += "\n" + (text[at:at + 4000] if at >= 0 else "")
-        proc = subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, out[len(proc.stdout):])
+        trace = text[at:at + 4000] if at >= 0 else ""
     first = re.search(r"first fully verified win after ([\d.]+) s; the search took ([\d.]+) s", out)
     final = re.search(rf"{re.escape(kernel)}: (\w[\w ]*?): (.*)", out)
     speedup = re.search(r"([\d.]+)x", final.group(2)) if final else None
@@ -71,4 +70,4 @@ def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: s
             "first_win_s": float(first.group(1)) if first else None,
             "search_s": float(first.group(2)) if first else None, "wall_s": time.perf_counter() - t0,
             "message": final.group(2) if final else "", "winner": winner,
-            "log": proc.stdout[-3000:] + proc.stderr[-1000:]}
+            "log": proc.stdout[-3000:] + proc.stderr[-1000:] + trace}
