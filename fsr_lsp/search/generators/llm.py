@@ -37,8 +37,7 @@ class LLMGenerator:
         self.name = f"llm:{config.model}"
         self._parallel = parallel
         self._chat = ChatClient(config, client=client, sleep=sleep)
-        self._losers: set[str] = set()  # structural rewrites that screened slower than the original
-        self._notes: dict[str, str] = {}  # structural rewrites' notes, by key: what the model is told of the losers
+        self._losers: dict[str, str] = {}  # structural rewrites that screened slower than the original: key -> note
 
     def likely_first(self, kernel: Kernel, spec: Spec, definition: str) -> list[Proposal]:
         """fsr's structural rewrites open the first round here too (compiled ahead while the
@@ -51,12 +50,11 @@ class LLMGenerator:
             # first round then sees it measured (its code, its speedup) as an example
             structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu)
                           if p.key not in self._losers]
-            self._notes.update({p.key: p.note or p.generator for p in structural})
             structural = screened_order(ctx, structural, self._losers)  # the ones that lose here left out
             if structural:
                 return structural[:n]
         # the model is told what was tried: the verified history, and fsr's rewrites that lost at their screening
-        ctx.screened_out = [self._notes[k] for k in sorted(self._losers) if k in self._notes]
+        ctx.screened_out = [self._losers[k] for k in sorted(self._losers)]
         prompts = [propose_prompt(ctx, i, n) for i in range(n)]
         outcomes = self._ask_all(prompts, ctx)
         proposals = [self._proposal(ctx, prompt, answer) for prompt, answer in zip(prompts, outcomes)

@@ -12,10 +12,11 @@ from ..proposal import Proposal
 LOSS_MARGIN = 0.05
 
 
-def screened_order(ctx: RoundContext, structural: list[Proposal], losers: set[str]) -> list[Proposal]:
+def screened_order(ctx: RoundContext, structural: list[Proposal], losers: dict[str, str]) -> list[Proposal]:
     """The structural rewrites by their screened time at the bench size, fastest first; one
     that screens clearly slower than the original (a tile that loses on this GPU) is added to
-    `losers` (the caller drops it for the whole search) and left out. One the screen could not
+    `losers`, its key to its note (the caller drops it for the whole search, and may say so to a
+    model), and left out. One the screen could not
     time (it failed the screen's check, or did not compile) goes last: its full verdict says
     why. Without a screen, as they came. Screening results are never verdicts."""
     if ctx.screen is None or not structural:
@@ -30,7 +31,7 @@ def screened_order(ctx: RoundContext, structural: list[Proposal], losers: set[st
         if r.passed_screen and r.candidate_time is not None and r.original_time is not None:
             ratio = r.candidate_time.median_ms / r.original_time.median_ms
             if ratio > 1 + LOSS_MARGIN:
-                losers.add(p.key)
+                losers[p.key] = p.note or p.generator
                 dropped += 1
             else:
                 timed.append((ratio, p))

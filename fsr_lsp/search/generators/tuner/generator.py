@@ -47,7 +47,7 @@ class BuiltinGenerator:
         self._configs: dict[str, Config] = {}  # proposal key -> configuration
         self._tuners: dict[str, tuple[Space, Annealer]] = {}
         self.screened = 0  # configurations screened so far (all kernels)
-        self._losers: set[str] = set()  # structural rewrites that screened slower than the original
+        self._losers: dict[str, str] = {}  # structural rewrites that screened slower than the original: key -> note
 
     # ------------------------------------------------------------ the generator interface
 
@@ -57,7 +57,7 @@ class BuiltinGenerator:
         return structural_proposals(kernel, spec, definition)
 
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
-        tried = {t.proposal.key for t in ctx.history} | self._losers
+        tried = {t.proposal.key for t in ctx.history} | set(self._losers)
         # A new split of the work first, where one applies: it is verified before any tuning
         structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu)
                       if p.key not in tried]
@@ -66,7 +66,7 @@ class BuiltinGenerator:
                 return structural[:n]
             structural = screened_order(ctx, structural, self._losers)
             if not structural:  # every one screened slower than the original: round 0 tunes instead
-                return self._tuned(ctx, n, tried | self._losers)
+                return self._tuned(ctx, n, tried | set(self._losers))
             return structural[:n]
         # the structural leader re-blocked (tuned further), ahead of the tuner's configurations of the original
         structural += reblocked(ctx.kernel, ctx.seeds, tried, ctx.round)[: max(0, n - len(structural))]
