@@ -21,6 +21,11 @@ from fsr_lsp.evaluator.records import GpuInfo, KernelBinary, LaunchPlan, Resourc
 
 GPU = GpuInfo(0, "CPU test double", "9.0", 4, 1 << 20, 1 << 30, bandwidth_gbps=100.0)
 KERNELS: dict[str, Callable[..., None]] = {}
+PRINTED: list[str] = []  # what the Python kernels "printf" (device_printf), read as the worker reads stdout
+
+
+def device_printf(text: str) -> None:
+    PRINTED.append(text)
 
 
 def kernel(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -108,3 +113,8 @@ class FakeSession:
 
     def synchronize(self) -> None:
         pass
+
+    def take_printed(self) -> str:
+        text = "".join(PRINTED)
+        PRINTED.clear()
+        return text

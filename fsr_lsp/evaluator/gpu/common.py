@@ -9,6 +9,7 @@ from ..job.captured_buffers import read_saved
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
 from .accuracy import Accuracy
 from .buffers import generate, storage_dtype
+from .printed import Printed
 from .session import GpuSession, LoadedKernel
 from .textures import TextureError
 
@@ -38,6 +39,9 @@ class JobContext:
     # per size label and float output: the most NaN or inf the original gave on the spec's own
     # inputs (a mask's -inf, say); a range set where it gives more is outside its domain
     nonfinite: dict[str, dict[str, int]] = field(default_factory=dict)
+    # what each launch of the last launch_runs printed (device printf; gpu/printed.py)
+    printed: list[Printed] = field(default_factory=list)
+    printed_compared: int = 0  # runs whose printed lines were compared with the original's
 
     @property
     def torch(self) -> Any:

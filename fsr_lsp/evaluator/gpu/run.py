@@ -63,6 +63,7 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
     except torch.cuda.OutOfMemoryError as e:
         result.status, result.message, result.restart_worker = "oom", f"out of GPU memory: {e}".splitlines()[0], True
     finally:
+        session.take_printed()  # what the timed runs printed is nobody's to compare: emptied
         _release(session)
     result.seconds = time.perf_counter() - started
     return result

@@ -12,6 +12,7 @@ from .buffers import poisoned
 from .common import Failure, JobContext, buffers_of, guarded_launch, launch_args, outputs
 from .guards import Guarded, describe_overrun, guarded
 from .oracle import OracleProblem
+from .printed import Printed
 from .shared import SharedPoison
 
 WIDE_CHECK = "double-precision reference"
@@ -28,12 +29,15 @@ def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any
     args = launch_args(plan.args, {name: g.tensor for name, g in guards.items()})
     footprint = kernel.shared_bytes + launch.smem
     snapshots = []
+    ctx.session.take_printed()  # what earlier work printed is no launch's of these
+    ctx.printed = []
     for k in range(launches):
         if shared is not None:
             shared(footprint)
         started = time.perf_counter()
         guarded_launch(ctx.session, who, plan.label, lambda: kernel.launch(args, launch))
         _native_time(ctx, who, plan, time.perf_counter() - started)
+        ctx.printed.append(Printed.of(ctx.session.take_printed()))
         _check_bands(ctx, who, plan, guards)
         last = k == launches - 1
         snapshots.append({name: g.tensor if last else g.tensor.clone() for name, g in guards.items()})

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
 from ..compile.relocatable import device_runtime, is_relocatable
+from .printed import PrintedOutput
 from .textures import Textures
 
 
@@ -78,6 +79,11 @@ class GpuSession:
         self._cooperative: dict[str, Any] = {}  # cubin digest -> the same kernel loaded for cooperative launches
         self._shared_poison: Any = None
         self._pages: Any = None
+        self.printed: PrintedOutput | None = None  # set by the worker, whose stdout it holds
+
+    def take_printed(self) -> str:
+        """What kernels printed since the last call; "" where stdout is not ours to read."""
+        return self.printed.take() if self.printed is not None else ""
         self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
         self.info.bandwidth_gbps = self._measure_bandwidth()
 

@@ -32,6 +32,7 @@ from .accuracy import FACTOR, FLOOR_ULPS
 from .buffers import FLOATS, describe
 from .common import Failure, JobContext, captured_inputs, inputs_only, make_inputs, outputs, seed_for
 from .oracle import OracleProblem, kept_poison, oracle_problem, rounding_spread
+from .printed import Printed, printed_difference
 from .range_check import check_ranges, range_plan
 from .ref import RefError, eval_ref
 from .runs import double_outputs, launch_runs
@@ -78,7 +79,9 @@ def verify(ctx: JobContext) -> Counts:
             launches = max(1, job.defences.chained_launches) if j == 0 else 1
             try:
                 expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
+                printed = ctx.printed[0]
                 again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
+                printed_again = ctx.printed[0]
                 rerun = lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0]  # noqa: E731
                 spread: set[str] = set()
                 problem = oracle_problem(ctx, plan, inputs, expected[0], again[0], rerun,
@@ -106,7 +109,7 @@ def verify(ctx: JobContext) -> Counts:
                 else:
                     counts.ref_compared += 1
             if ctx.candidate is not None:
-                _check_candidate(ctx, plan, inputs, expected, reference, seed, shared, double)
+                _check_candidate(ctx, plan, inputs, expected, reference, seed, shared, double, (printed, printed_again))
             counts.seeds.append(seed)
         if usable:
             counts.sizes.append(plan.label)
@@ -209,6 +212,9 @@ def _checks(ctx: JobContext, counts: Counts, ref_usable: bool, shared: SharedPoi
             Check("inputs unchanged", "pass", "in buffers compared bit for bit after each run"),
             Check("repeatable", "pass", "two runs per input agree (no race or uninitialised read seen)"),
         ]
+        if ctx.printed_compared:
+            out.append(Check("prints as the original", "pass",
+                             f"device printf output compared with the original's in {ctx.printed_compared} runs"))
         if k > 1:
             out.append(Check("chained launches", "pass",
                              f"{k} launches back to back on the same buffers at every size, each compared with the original's"))
@@ -240,9 +246,11 @@ def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, se
 
 
 def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, expected: list[dict], reference: dict | None,
-                     seed: int, shared: SharedPoison | None, double: dict | None) -> None:
+                     seed: int, shared: SharedPoison | None, double: dict | None,
+                     original_printed: tuple[Printed, Printed]) -> None:
     torch = ctx.torch
     runs = launch_runs(ctx, "candidate", plan, inputs, "A", len(expected), shared)
+    _compare_printed(ctx, plan, seed, ctx.printed[0], *original_printed)
     second = launch_runs(ctx, "candidate", plan, inputs, "B", 1, shared)[0]
     _compare(ctx, plan, runs[0], second, expected[0], seed, double)
     for snapshot in (runs[0], runs[-1]):
@@ -281,6 +289,17 @@ def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, expected: li
             m = describe(torch, "matches ref", plan.label, seed, args[name], runs[0][name], value, None)
             if m is not None:
                 raise Failure("wrong", f"the candidate disagrees with ref.{name}: {m.describe()}", check="matches ref", mismatch=m)
+
+
+def _compare_printed(ctx: JobContext, plan: SizePlan, seed: int, candidate: Printed, first: Printed,
+                     second: Printed) -> None:
+    """The candidate prints what the original prints on the same inputs (gpu/printed.py)."""
+    if not (candidate.lines or first.lines or second.lines):
+        return
+    ctx.printed_compared += 1
+    why = printed_difference(candidate, first, second)
+    if why is not None:
+        raise Failure("wrong", f"at {plan.label} (seed {seed}) the candidate {why}", check="prints as the original")
 
 
 def _compare(ctx: JobContext, plan: SizePlan, first: dict, second: dict, expected: dict, seed: int,

@@ -24,6 +24,9 @@ Handler = Callable[[EvalJob, Callable[[str], None]], EvalResult]
 
 def worker_main(conn: Any, device_index: int) -> None:
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
+    from ..gpu.printed import PrintedOutput
+
+    printed = PrintedOutput.redirect_stdout()  # kernels' printf: never into the parent's stdout
     from ..gpu.session import GpuSession, Unavailable
 
     try:
@@ -31,6 +34,7 @@ def worker_main(conn: Any, device_index: int) -> None:
     except Unavailable as e:
         conn.send(("unavailable", str(e)))
         return
+    session.printed = printed
     from ..gpu.run import run_job
 
     serve(conn, session.info, lambda job, report: run_job(session, job, report))
