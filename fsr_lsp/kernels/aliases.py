@@ -41,7 +41,7 @@ def type_aliases(text: str, defined: set[str] = frozenset()) -> dict[str, str]: 
             target, seen = raw[target], seen + 1
         if element_type(target)[0] is not None:
             out[name] = target
-    if "struct" in text:
+    if "struct" in text or "union" in text:
         out.update({k: v for k, v in struct_types(text, out).items() if k not in out})
         if "template" in text:
             out.update(struct_templates(text))  # keyed `Pack<T, N>`: no plain name collides

@@ -81,7 +81,7 @@ _LIBRARY: dict[str, tuple[str, int]] = {
     **{name: ("uint8", 64) for name in ("curandStatePhilox4_32_10", "curandStatePhilox4_32_10_t")},
 }
 
-_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "__grid_constant__"}
+_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "union", "__grid_constant__"}
 _TOKEN = re.compile(r"[A-Za-z_]\w*|::|[*&\[\]<>,()]|\d+")
 
 

@@ -8,7 +8,27 @@ be what random values of one type make them.
 A template struct of one element type (`template <typename T, int N> struct Pack { T elem[N]; }`,
 the packs vectorised code loads) is a layout over its parameters (`T[N]`), instantiated where a
 kernel names it (`Pack<T, pack_size>*` is `T[pack_size]`, and `half[2]` once the kernel's own
-template arguments are known)."""
+template arguments are known).
+
+A union is the layout every member gives its bytes: a single-member union is its member's
+layout, and one whose members are all the same lanes (`union { float2 v; float a[2]; }`) is
+those lanes. Members are resolved as struct fields are (scalars, arrays, CUDA vector types, the
+file's aliases and structs); named by its tag or its typedef, a union serves kernel parameters
+and struct fields alike, and an anonymous struct or union inside another is its members in place.
+Members of different sizes, or any member fsr cannot read, leave it unknown: its size would be
+its largest member's, and the bytes past a smaller member are no value of its type.
+
+Members of one size but different lanes are one layout only when every member is integer data
+(`union { uint64_t a; uint2 b; }`): then the union is the widest integer lane any member reads,
+tiled over its bytes (`unsigned long[1]` here, `int[3]` for `union { int a[3]; short b[6]; }`),
+signed only when every member is. Integers are compared exactly, as bits (their storage is a
+signed integer of the same width), so two buffers of lanes are equal exactly when their bytes
+are, and then every integer view of those bytes (the uint2's halves, the uint64_t whole) is
+equal too: nothing a kernel reads through another member is hidden. The widest lane keeps the
+member that reads most bytes at once a value of the spec's range. A float member among
+different lanes stays unknown: compared as floats, integer bit patterns that are NaNs or
+denormals would be judged by a tolerance, not exactly, and compared as integers, a float result
+that differs only by rounding would fail."""
 
 from __future__ import annotations
 
@@ -29,25 +49,30 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
 
 
 def struct_types(text: str, known: dict[str, str] | None = None) -> dict[str, str]:
-    """Struct name -> an element type spelling (`float[2]`) for every struct in `text` whose
-    layout is its lanes of one type and nothing else; `known` aliases serve its field types."""
+    """Struct or union name -> an element type spelling (`float[2]`) for every struct in `text`
+    whose layout is its lanes of one type and nothing else, and every union whose members give
+    its bytes one such layout; `known` aliases serve its field types."""
     known = dict(known or {})
     macros = {m.group(1): m.group(2) for m in _DEFINE.finditer(text)}
     out: dict[str, str] = {}
-    for node in nodes_of(parse(text.encode()).root_node, "struct_specifier"):
+    aligns: dict[str, int] = {}  # the alignment of each struct or union of `out`, for fields of its type
+    for node in nodes_of(parse(text.encode()).root_node, "struct_specifier", "union_specifier"):
         body = node.child_by_field_name("body")
         if body is None or _template_of(node) is not None:
             continue  # templates are layouts over their parameters (struct_templates)
-        layout = _layout(body, {**known, **out}, macros)
-        if layout is None or not _aligned_size(node, layout, macros):
+        found = _aggregate(node, body, {**known, **out}, aligns, macros)
+        align = _aligned_size(node, found, macros) if found is not None else None
+        if found is None or align is None:
             continue
+        dtype, lanes, _ = found
         for name in _names_of(node):
-            out[name] = layout
+            out[name] = f"{C_SPELLING[dtype]}[{lanes}]"
+            aligns[name] = align
     return out
 
 
 def _names_of(struct: Node) -> list[str]:
-    """The struct's tag, and the name a `typedef struct {...} Name;` gives it."""
+    """The struct's (or union's) tag, and the name a `typedef struct {...} Name;` gives it."""
     names = []
     tag = struct.child_by_field_name("name")
     if tag is not None and tag.text:
@@ -60,8 +85,66 @@ def _names_of(struct: Node) -> list[str]:
     return names
 
 
-def _layout(body: Node, known: dict[str, str], macros: dict[str, str]) -> str | None:
-    dtype, lanes, offset, widest = None, 0, 0, 1
+# (dtype, lanes, alignment in bytes): a member's layout, or a whole struct's or union's
+_Layout = tuple[str, int, int]
+_INTEGERS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+
+
+def _aggregate(node: Node, body: Node, known: dict[str, str], aligns: dict[str, int],
+               macros: dict[str, str]) -> _Layout | None:
+    if node.type == "union_specifier":
+        return _union_layout(body, known, aligns, macros)
+    return _layout(body, known, aligns, macros)
+
+
+def _layout(body: Node, known: dict[str, str], aligns: dict[str, int], macros: dict[str, str]) -> _Layout | None:
+    """A struct's fields one after another: lanes of one type with no padding between them or
+    at the end."""
+    members = _members(body, known, aligns, macros)
+    if not members or len({dtype for dtype, _, _ in members}) != 1:
+        return None
+    dtype, offset, widest = members[0][0], 0, 1
+    for _, lanes, align in members:
+        if offset % align:
+            return None  # padding before this field
+        widest = max(widest, align)
+        offset += ITEMSIZE[dtype] * lanes
+    if offset % widest:
+        return None  # padding at the end (sizeof rounds up to the widest alignment)
+    return dtype, offset // ITEMSIZE[dtype], widest
+
+
+def _union_layout(body: Node, known: dict[str, str], aligns: dict[str, int],
+                  macros: dict[str, str]) -> _Layout | None:
+    """A union's members over the same bytes: their common layout, or integer lanes when every
+    member is integer data of the same size (the module's docstring says why that is exact)."""
+    members = _members(body, known, aligns, macros)
+    if not members:
+        return None
+    sizes = {ITEMSIZE[dtype] * lanes for dtype, lanes, _ in members}
+    align = max(a for _, _, a in members)
+    if len(sizes) != 1:
+        return None  # sizeof is the largest member's: the smaller ones leave bytes no value of theirs covers
+    size = sizes.pop()
+    if size % align:
+        return None  # padding at the end
+    views = {(dtype, lanes) for dtype, lanes, _ in members}
+    if len(views) == 1:
+        dtype, lanes = views.pop()
+        return dtype, lanes, align
+    dtypes = {dtype for dtype, _, _ in members}
+    if not dtypes <= _INTEGERS:
+        return None  # a float view beside another: neither float nor integer comparison fits both
+    lane = max(ITEMSIZE[d] for d in dtypes)
+    signed = all(not d.startswith("u") for d in dtypes)
+    return f"{'int' if signed else 'uint'}{8 * lane}", size // lane, align
+
+
+def _members(body: Node, known: dict[str, str], aligns: dict[str, int],
+             macros: dict[str, str]) -> list[_Layout] | None:
+    """Each data member of a struct or union body, in order, as (dtype, lanes, alignment) with
+    its array sizes multiplied in; None when one is not lanes of an element type fsr knows."""
+    out: list[_Layout] = []
     for field in body.named_children:
         if field.type in ("function_definition", "comment", "access_specifier", "declaration"):
             continue  # member functions and their declarations take no room
@@ -71,28 +154,45 @@ def _layout(body: Node, known: dict[str, str], macros: dict[str, str]) -> str | 
             continue  # a static member is not in the struct's bytes
         kind = field.child_by_field_name("type")
         declarators = field.children_by_field_name("declarator")
-        if kind is None or not declarators:
+        if kind is None:
             return None
         if any(d.type == "function_declarator" for d in declarators):
             continue
-        base = " ".join((kind.text or b"").decode().split())
-        fdtype, flanes = element_type(known.get(base, base))
-        if fdtype is None or (dtype is not None and fdtype != dtype):
+        member = _member_type(kind, known, aligns, macros)
+        if member is None:
             return None
-        dtype = fdtype
-        align = ITEMSIZE[fdtype] * (flanes if flanes in (2, 4) else 1)  # float2/float4 align to their size
-        if offset % align:
-            return None  # padding before this field
-        widest = max(widest, align)
+        dtype, lanes, align = member
+        if not declarators:
+            if _inline_body(kind) is None or kind.child_by_field_name("name") is not None:
+                return None
+            out.append(member)  # an anonymous struct or union: its members are the outer one's, in place
+            continue
         for d in declarators:
             count = _count(d, macros)
             if count is None:
                 return None
-            lanes += flanes * count
-            offset += ITEMSIZE[fdtype] * flanes * count
-    if dtype is None or lanes == 0 or offset % widest:
-        return None  # nothing, or padding at the end (sizeof rounds up to the widest alignment)
-    return f"{C_SPELLING[dtype]}[{lanes}]"
+            out.append((dtype, lanes * count, align))
+    return out
+
+
+def _inline_body(kind: Node) -> Node | None:
+    return kind.child_by_field_name("body") if kind.type in ("struct_specifier", "union_specifier") else None
+
+
+def _member_type(kind: Node, known: dict[str, str], aligns: dict[str, int],
+                 macros: dict[str, str]) -> _Layout | None:
+    """The layout of one member's type: a struct or union written in place, or a name (an
+    element type, an alias, a struct or union of the file: `union benchtype` or `benchtype`)."""
+    body = _inline_body(kind)
+    if body is not None:
+        return None if _alignment(kind) is not None else _aggregate(kind, body, known, aligns, macros)
+    base = re.sub(r"^(?:struct|union)\s+", "", " ".join((kind.text or b"").decode().split()))
+    dtype, lanes = element_type(known.get(base, base))
+    if dtype is None:
+        return None
+    if base in aligns:
+        return dtype, lanes, aligns[base]
+    return dtype, lanes, ITEMSIZE[dtype] * (lanes if lanes in (2, 4) else 1)  # float2/float4 align to their size
 
 
 def _count(declarator: Node, macros: dict[str, str]) -> int | None:
@@ -218,15 +318,18 @@ def _template_layout(body: Node, params: list[str], macros: dict[str, str]) -> s
     return f"{base}[{' * '.join(lengths)}]"
 
 
-def _aligned_size(struct: Node, layout: str, macros: dict[str, str]) -> bool:
-    """No `alignas`, or one (a constant) that the struct's size is a multiple of: no padding."""
+def _aligned_size(struct: Node, layout: _Layout, macros: dict[str, str]) -> int | None:
+    """The struct's alignment: its own, or an `alignas` (a constant) that its size is a multiple
+    of; None for an alignas that pads it or that fsr cannot read."""
+    dtype, lanes, align = layout
     node = _alignment(struct)
     if node is None:
-        return True
+        return align
     inner = (node.text or b"").decode().strip()[len("alignas"):].strip()
-    align = _integer(inner[1:-1], macros) if inner.startswith("(") and inner.endswith(")") else None
-    dtype, lanes = element_type(layout)
-    return align is not None and align > 0 and dtype is not None and (ITEMSIZE[dtype] * lanes) % align == 0
+    said = _integer(inner[1:-1], macros) if inner.startswith("(") and inner.endswith(")") else None
+    if said is None or said <= 0 or (ITEMSIZE[dtype] * lanes) % said:
+        return None
+    return max(said, align)
 
 
 def _alignment(struct: Node) -> Node | None:
