@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from fsr_lsp.drafting.origin import kernel_specs
 
 KERNEL = """__global__ void add(float* c, const float* a, int n)
@@ -292,3 +294,41 @@ int main() {
     (s,) = kernel_specs([tmp_path / "s.cu"])
     assert s.origin == "drafted", s.problems
     assert 'in = "in[-(3) : (N + 2 * 3) - (3)]"' in s.spec, s.spec
+
+
+@pytest.mark.parametrize("grid, expected", [
+    ("ceil(n / 256)", 'grid = "(n / 256)"'),  # integers: C truncates first, ceil() has nothing to round
+    ("ceil((float)n / 256)", 'grid = "cdiv(n, 256)"'),
+    ("(int)ceil(n / 256.0)", 'grid = "cdiv(n, 256.0)"'),
+    ("ceilf(n / (float)threads)", 'grid = "cdiv(n, 256)"'),
+    ("std::ceil(double(n) / threads)", 'grid = "cdiv(n, 256)"'),
+    ("floor(n / 256)", 'grid = "(n / 256)"'),
+    ("floor((n + 255.0) / 256)", None),  # a float floored: not read
+])
+def test_grids_rounded_by_ceil_or_floor_divide_as_c_does(tmp_path: Path, grid, expected):
+    s = spec(tmp_path, """
+int main() {
+    int n = 5000; const int threads = 256;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    add<<<GRID, threads>>>(c, a, n);
+}
+""".replace("GRID", grid))
+    if expected is None:
+        assert s.origin != "drafted" and any("rounded by floor()" in p for p in s.problems), s.problems
+        return
+    assert s.origin == "drafted", s.problems
+    assert expected in s.spec, s.spec
+
+
+def test_static_and_functional_casts_are_casts(tmp_path: Path):
+    s = spec(tmp_path, """
+int main() {
+    int n = 5000;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    add<<<static_cast<int>(std::ceil(static_cast<float>(n) / 128)), 128>>>(c, a, n);
+}
+""")
+    assert s.origin == "drafted", s.problems
+    assert 'grid = "cdiv(n, 128)"' in s.spec

@@ -100,13 +100,26 @@ def test_the_users_own_block_is_never_relaxed(evaluator):
     assert p.status == "failed" and p.check == "every output written" and "relaxed" not in p.message
 
 
-def test_a_test_size_the_original_cannot_take_is_left_out(evaluator):
-    """It assumes whole blocks: n=1, 17 and 1000 go; the bench size, the launch a run made, stays."""
+def test_a_kernel_written_for_whole_blocks_is_tested_at_whole_blocks_of_the_bench_launch(evaluator):
+    """It assumes whole blocks: n=1, 17 and 1000 fail, so the tests move to whole blocks of the
+    bench launch's 256 elements a block (and no edge size); the bench size, the launch a run made, stays."""
     p = proved(evaluator, "shift_whole_blocks")
     assert p.proven, p.message
-    assert "tests = []" in p.spec and "bench = { n = 4096 }" in p.spec
-    assert "the original fails at n=1 (in bounds): that size is left out" in p.message
-    assert "proven on the original at n=4096" in p.message
+    assert "tests = [{ n = 256 }, { n = 768 }, { n = 3328 }]" in p.spec and "edge = false" in p.spec
+    assert "bench = { n = 4096 }" in p.spec
+    assert "the original fails at n=1 (in bounds): it takes `n` in whole blocks of 256" in p.message
+    assert "proven on the original at n=256, n=768, n=3328, n=4096" in p.message
+
+
+def test_a_size_that_fails_in_whole_blocks_is_left_out_alone():
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.drafting.relax import relax
+
+    tiled = DRAFT.format(y="out").replace("tests = [ { n = 1 }, { n = 17 }, { n = 1000 } ]",
+                                          "tests = [ { n = 256 }, { n = 768 } ]")
+    sized = job(place_spec(FILE.format(name="shift"), "shift", tiled).text, "shift", "shift", None)
+    step = relax(tiled, sized, "in bounds", "y", "writes past the end of `y` at n=256")
+    assert step is not None and "that size is left out" in step[1] and "tests = [{ n = 768 }]" in step[0]
 
 
 def test_an_edge_size_the_original_cannot_take_turns_the_edge_off_and_the_bench_size_never_goes():
@@ -198,7 +211,7 @@ def test_when_giving_up_guesses_does_not_help_the_first_failure_is_the_one_repor
     p = proved(evaluator, "axpy_writes_past_end", "inout")
     assert p.status == "failed" and (p.check, p.argument) == ("in bounds", "y")
     assert "at n=1:" in p.message and "that size is left out" not in p.message
-    assert "giving up 3 of the draft's guesses did not help (then: in bounds `y`" in p.message
+    assert "giving up 4 of the draft's guesses did not help (then: in bounds `y`" in p.message
 
 
 def test_a_drafted_in_buffer_the_original_writes_becomes_inout_and_the_users_own_block_fails(evaluator):
@@ -225,7 +238,7 @@ def test_a_kernel_indexing_by_its_captured_data_is_checked_at_the_captured_size_
     message = "writes up to 648 bytes past the end of `y` at n=17"
     one = relax(DRAFT.format(y="out"), sized, "in bounds (memcheck)", "y", message)
     assert one is not None and "n = 17" not in one[0].split("tests", 1)[1].splitlines()[0]
-    assert "n = 1000" in one[0]  # without a capture: that size alone goes
+    assert "n = 256" in one[0] and "whole blocks of 256" in one[1]  # without a capture: whole blocks instead
     captured = dataclasses.replace(sized, real_inputs={"x": "0:/tmp/inputs.bin"})
     step = relax(DRAFT.format(y="out"), captured, "in bounds (memcheck)", "y", message)
     assert step is not None and "tests = []" in step[0] and "edge = false" in step[0]

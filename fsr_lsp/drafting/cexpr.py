@@ -27,6 +27,10 @@ GUESSED_SIZE = 1 << 20  # bench value of a size the launch site gives no value f
 _BINARY = {"+", "-", "*", "/", "%", "<<", ">>"}
 _MIN_MAX = {"min": "min", "max": "max", "std::min": "min", "std::max": "max", "fminf": "min", "fmaxf": "max",
             "MIN": "min", "MAX": "max"}
+_ROUNDING = {"ceil": "ceil", "ceilf": "ceil", "std::ceil": "ceil", "floor": "floor", "floorf": "floor",
+             "std::floor": "floor"}
+_FLOAT_TYPES = {"float", "double", "long double"}
+_FUNCTIONAL_CASTS = _FLOAT_TYPES | {"int", "unsigned", "long", "size_t", "int64_t", "uint64_t", "int32_t", "uint32_t"}
 _NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)([uUlLfF]*)$")
 
 
@@ -156,6 +160,10 @@ class Translator:
         arg_texts = [text_of(a) for a in args.named_children] if args is not None else []
         if fn in _MIN_MAX and len(arg_texts) == 2:
             return f"{_MIN_MAX[fn]}({', '.join(self.expr(a) for a in arg_texts)})"
+        if (fn in _FUNCTIONAL_CASTS or re.fullmatch(r"static_cast<[\w :]+>", fn)) and len(arg_texts) == 1:
+            return self._node(args.named_children[0], text, depth + 1)  # `double(n)`: a cast, dropped as casts are
+        if fn in _ROUNDING and len(args.named_children) == 1:
+            return self._rounded(fn, args.named_children[0], text, depth)
         if fn in self.scope.macros:
             params, body = self.scope.macros[fn]
             if len(params) != len(arg_texts):
@@ -172,6 +180,24 @@ class Translator:
             count = self.scope.allocations[container.group(1)].count  # `h.size()` of `std::vector<float> h(n)`
             return f"({self._node(_expression_node(count), count, depth + 1)})"
         raise Unresolved(f"a call to {fn}()")
+
+    def _rounded(self, fn: str, arg: Node, text: str, depth: int) -> str:
+        """`ceil(n / 256.0)` is `cdiv(n, 256)`; `ceil(n / 256)` over integers is C's truncating
+        division, rounded up after the fact (the grid a program with n=1 launches has 0 blocks);
+        `floor()` of an integer is that integer.
+        Casts are dropped in translation, so whether the division is a float's is read here."""
+        while arg.type == "parenthesized_expression" and arg.named_children:
+            arg = arg.named_children[0]
+        floating = _floating(arg)
+        if arg.type == "binary_expression" and text_of(arg.child_by_field_name("operator")) == "/" and floating \
+                and _ROUNDING[fn] == "ceil":
+            a = self._node(arg.child_by_field_name("left"), text, depth + 1)
+            b = self._node(arg.child_by_field_name("right"), text, depth + 1)
+            return f"cdiv({a}, {b})"
+        if floating:
+            raise Unresolved(f"`{text_of(arg)}` rounded by {fn}(): only a quotient rounded up reads as a size")
+        inner = self._node(arg, text, depth + 1)  # an integer already: rounding keeps it
+        return inner if _enclosed(inner) else f"({inner})"
 
     def _sizeof(self, node: Node) -> int:
         inner = node.child_by_field_name("type")
@@ -219,6 +245,24 @@ def _expression_node(text: str) -> Node:
     if value is None or tree.root_node.has_error:
         raise Unresolved(f"`{text}` is not an expression fsr can read")
     return value.named_children[0] if value.type == "parenthesized_expression" else value
+
+
+def _floating(node: Node) -> bool:
+    """Whether C evaluates the expression in floating point: a float literal or a cast to a
+    floating type anywhere in its arithmetic (names are taken for the integers sizes are)."""
+    t = node.type
+    if t == "number_literal":
+        body = text_of(node).lower()
+        return not body.startswith("0x") and any(c in body for c in ".ef")
+    if t == "cast_expression":
+        kind = " ".join(text_of(node.child_by_field_name("type")).split())
+        return kind in _FLOAT_TYPES or _floating(node.child_by_field_name("value"))
+    if t in ("binary_expression", "parenthesized_expression", "unary_expression"):
+        return any(_floating(c) for c in node.named_children)
+    if t == "call_expression":
+        fn = " ".join(text_of(node.child_by_field_name("function")).split())
+        return fn in _FLOAT_TYPES or fn in ("static_cast<float>", "static_cast<double>")
+    return False
 
 
 def _number(text: str) -> str:

@@ -6,8 +6,10 @@ user's own block is never changed. Each step is said in the proof's message.
   `inout` (its unwritten elements must keep their values; a rewrite may not clobber them);
 - an `in` buffer the original writes (a reduction's second pass over its own output, an
   in-place update): checked as `inout` (what the original leaves in it is compared too);
-- a test size the original fails at (a reduction that assumes whole blocks): left out; the edge
-  size (no block multiple): `edge = false`. The bench size, the launch a run really made, stays.
+- a test size the original fails at (a reduction that assumes whole blocks): the tests move to
+  whole blocks of the bench launch's tile (`_whole_blocks`), or where they are whole blocks
+  already, that size is left out; the edge size (no block multiple): `edge = false`. The bench
+  size, the launch a run really made, stays.
 - when a run's inputs were saved (a capture) and the original goes out of bounds at a smaller
   size, its indices come from its data (values drawn in the run's range, a scan's offsets), and
   those fit the captured size alone: every smaller size goes at once, and the spec is checked
@@ -29,6 +31,7 @@ IN_BOUNDS_CHECKS = ("in bounds", "in bounds (memcheck)")
 DIRECTION_CHECKS = ("every output written", "outputs not read before written", "outputs not read before written (initcheck)")
 NOT_ABOUT_INPUTS = ("compiles", "timeout", "spec")  # failures other inputs cannot mend
 MAX_STEPS = 4
+TILE_MULTIPLES = (1, 3, 13)  # whole blocks to test at, below the bench size
 
 
 def relax(block: str, job: EvalJob | None, check: str, argument: str, message: str) -> tuple[str, str] | None:
@@ -53,9 +56,46 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
                        f"{CAPTURED_ONLY}")
     if failed_at.role == "edge":
         return set_key(block, "edge", "false"), f"the original fails at {failed_at.label}, no block multiple: edge = false"
+    tiled = _whole_blocks(block, job, failed_at, check)
+    if tiled is not None:
+        return tiled
     kept = [p.sizes for p in job.sizes if p.role == "test" and p.label != failed_at.label]
-    tests = "[" + ", ".join("{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in s.items()) + " }" for s in kept) + "]"
-    return set_key(block, "tests", tests), f"the original fails at {failed_at.label} ({check}): that size is left out"
+    return set_key(block, "tests", _tests(kept)), f"the original fails at {failed_at.label} ({check}): that size is left out"
+
+
+def _tests(sizes: list[dict[str, int]]) -> str:
+    return "[" + ", ".join("{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in s.items()) + " }" for s in sizes) + "]"
+
+
+def _whole_blocks(block: str, job: EvalJob, failed_at, check: str) -> tuple[str, str] | None:
+    """Test sizes in whole blocks of the bench launch's elements a block, in place of the draft's.
+
+    A kernel that reads `arr[i + blockDim.x]` unguarded, or reduces whole tiles, is written for
+    sizes in whole blocks: that is its domain, and the bench launch (a run's, when captured) shows
+    the tile. Testing there keeps several sizes checked; dropping the failing sizes one by one
+    would leave the bench size alone, and spend the steps the direction guesses need."""
+    bench = next((p for p in job.sizes if p.role == "bench"), None)
+    tests = [p for p in job.sizes if p.role == "test"]
+    if bench is None or failed_at.role != "test":
+        return None
+    varying = {k for p in tests for k, v in p.sizes.items() if v != bench.sizes.get(k)}
+    axes = [d for d in range(3) if failed_at.original.grid[d] != bench.original.grid[d]]
+    if len(varying) != 1 or len(axes) != 1:
+        return None
+    name, blocks = varying.pop(), bench.original.grid[axes[0]]
+    total = bench.sizes.get(name, 0)
+    if blocks <= 1 or total % blocks or total // blocks <= 1:
+        return None
+    tile = total // blocks
+    if all(p.sizes[name] % tile == 0 for p in tests):
+        return None  # whole blocks already: what fails there goes size by size
+    sizes = [tile * m for m in TILE_MULTIPLES if tile * m < total]
+    if not sizes:
+        return None
+    block = set_key(set_key(block, "tests", _tests([{**failed_at.sizes, name: s} for s in sizes])), "edge", "false")
+    return block, (f"the original fails at {failed_at.label} ({check}): it takes `{name}` in whole blocks of {tile} "
+                   f"(the bench launch's {blocks} blocks over {name}={total}), so it is tested at "
+                   f"{name}={', '.join(map(str, sizes))} instead, with no edge size")
 
 
 def _structure_from_capture(block: str, job: EvalJob) -> tuple[str, str] | None:
