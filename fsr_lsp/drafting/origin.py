@@ -79,7 +79,7 @@ def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafte
     found = discover(src)
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
                for o in found.orphan_specs]
-    types = type_aliases("\n".join(headers), defined_macros(src.data)) if headers else {}
+    types = type_aliases("\n".join([*headers, src.text]), defined_macros(src.data))  # the file's own types too
     return [spec_of(name, src, with_aliases(k, types), launches, drafter, orphans, types, capture) for k in found.kernels]
 
 

@@ -177,7 +177,8 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
     docs[path.resolve()] = text
     headers = included_texts(text, (path.parent, *map(Path, include_dirs))) if "#include" in text else []
     defined = flag_defines(flags)
-    types = type_aliases("\n".join(headers), defined_macros(text.encode()) | defined) if headers else {}
+    # the file's own typedefs, structs and unions too: `sizeof(benchtype)` sizes its buffers
+    types = type_aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined)
     capture = index.capture()
     capture = capture.preferring(path.parent) if capture is not None else None
     launches = index.launches(docs, path.resolve())
@@ -191,7 +192,8 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
             found = defines_for(kernel, text, headers, compiled_types(launched[0].name, len(kernel.params)), defined)
             if found is not None:
                 extra, kernel = found
-        kernel_types = type_aliases("\n".join(headers), defined_macros(text.encode()) | defined | extra) if extra else types
+        kernel_types = type_aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined | extra) \
+            if extra else types
         spec = spec_of(index.relative(path), src, kernel, launches, drafter, types=kernel_types, capture=capture)
         if extra:
             spec.flags = tuple(f"-D{name}" for name in sorted(extra))
