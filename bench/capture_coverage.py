@@ -18,12 +18,31 @@ bench and the commands cannot disagree. Programs that do not build or launch not
 counted apart, and so are launched kernels that take no pointer (nothing to compare).
 Programs are taken in turn; one past `--per-program` seconds waits behind the others.
 
+Projects written for older CUDA toolkits are built with their own build files as written, plus
+these compatibility shims for the newer toolkit the bench runs with (nothing else is changed):
+- every nvcc call goes through a wrapper the bench writes (`nvcc-shim/nvcc` in its output
+  folder): first on PATH and `$(CUDA_PATH)/bin/nvcc` for make, `CMAKE_CUDA_COMPILER` for CMake
+  (its CUDA compiler launcher instead where CMake will not configure with it),
+  `CUDA_NVCC_EXECUTABLE` for FindCUDA, the compiler of the single-file builds. It drops the
+  architecture flags (`-arch`, `-code`, `-gencode`, in all their spellings) that this nvcc
+  cannot compile for (as `nvcc --list-gpu-arch` / `--list-gpu-code` say, asked once), keeps the
+  others untouched, and when it dropped some and none is left adds the bench's architecture;
+  and it pre-includes <cassert> in `.cu` compiles, which older toolkits' headers included;
+- CMake is configured with `CMAKE_POLICY_VERSION_MINIMUM=3.5` (CMake 4 refuses older minimums)
+  and an include, run at the end of configuration, that sets every target's
+  `CUDA_ARCHITECTURES` to the bench's (a project that sets `CMAKE_CUDA_ARCHITECTURES` itself,
+  e.g. to "60;70", names architectures this toolkit dropped);
+- make is given `GENCODE_FLAGS` (as the CUDA samples' Makefiles read it) with the bench's
+  architecture, and `CUDA_PATH` a mirror of the real CUDA root (links) whose `bin/nvcc` is the
+  wrapper.
+
     python bench/capture_coverage.py DIR... [--run-timeout 20] [--deadline 480] [--include DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import re
 import shlex
@@ -78,16 +97,19 @@ def make_folders(project: Path) -> list[Path]:
 
 
 def nvcc_programs(project: Path, out: Path, includes: list[Path], sources: list[Path],
-                  extra: tuple[str, ...] = NVCC_EXTRA) -> list[Program]:
+                  extra: tuple[str, ...] = NVCC_EXTRA, nvcc: str = "nvcc", arch: str = "native") -> list[Program]:
     """One program per `.cu` file holding `main`, built alone (`extra`: what the projects'
-    build files add), or, where that fails, with the helper sources beside it."""
+    build files add), or, where that fails, with the helper sources beside it (`nvcc`: the
+    compiler, e.g. the bench's shim; `arch`: nvcc's `-arch`)."""
+    compiler = nvcc
+
     def build(source: Path) -> Program:
         prog = Program(str(source.relative_to(project)), source.parent, [source])
         binary = out / (prog.name.replace("/", "_") + ".bin")
 
         def nvcc(*files: Path) -> list[str]:
-            return ["nvcc", "-O2", "-arch=native", "-std=c++17", "-w", *[f"-I{d}" for d in includes], "-o", str(binary),
-                    *map(str, files), *extra]
+            return [compiler, "-O2", f"-arch={arch}", "-std=c++17", "-w", *[f"-I{d}" for d in includes],
+                    "-o", str(binary), *map(str, files), *extra]
 
         prog.binary, prog.unbuilt = _run_build(nvcc(source), source.parent, binary)
         helpers = _helper_sources(source)
@@ -108,32 +130,55 @@ def _helper_sources(source: Path) -> list[Path]:
                   and not MAIN.search(p.read_text(errors="replace")))
 
 
-def make_programs(project: Path, folders: list[Path], helpers: list[Path]) -> list[Program]:
-    """`make` in each folder, with this GPU's architecture (the helper headers' folders on
-    CPATH); each executable it leaves is a program whose own sources are the folder's."""
-    cuda = str(Path(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc").resolve().parent.parent)
+def make_programs(project: Path, folders: list[Path], helpers: list[Path], shim: Path | None = None,
+                  arch: str = "native") -> list[Program]:
+    """`make` in each folder, with this GPU's architecture (`arch`, nvcc's `-arch`; the helper
+    headers' folders on CPATH; `shim`, the bench's nvcc wrapper, first on PATH and as
+    `$(CUDA_PATH)/bin/nvcc`); each executable it leaves is a program whose own sources are the
+    folder's."""
+    cuda = Path(_real_nvcc() or "/usr/local/cuda/bin/nvcc").resolve().parent.parent
     env = dict(os.environ, CPATH=":".join(map(str, helpers)))
+    if shim is not None:
+        env["PATH"] = f"{shim.parent}{os.pathsep}{env.get('PATH', '')}"
+        cuda = _shimmed_root(shim, cuda)
+    words = [f"CUDA_PATH={cuda}", f"GENCODE_FLAGS=-arch={arch}"]
 
     def build(folder: Path) -> list[Program]:
         before = _executables(folder)
-        _, why = _run_build(["make", "-k", "-j4", f"CUDA_PATH={cuda}", "GENCODE_FLAGS=-arch=native"], folder, None, env)
+        _, why = _run_build(["make", "-k", "-j4", *words], folder, None, env)
         made = sorted(_executables(folder) - before)
         sources = sorted(p for p in folder.iterdir() if p.suffix in SOURCES + HEADERS)
         name = str(folder.relative_to(project))
         if not made:
             return [Program(name, folder, sources, unbuilt=f"make: {why or 'built no program'}")]
-        inputs = _make_inputs(folder, cuda, env)
+        inputs = _make_inputs(folder, words, env)
         return [Program(f"{name}/{b.name}", folder, _sources_of(b, folder, inputs) or sources, binary=b) for b in made]
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         return [p for progs in pool.map(build, folders) for p in progs]
 
 
-def _make_inputs(folder: Path, cuda: str, env: dict) -> dict[Path, list[Path]]:
-    """What each file make builds is made from, read from its commands (`make -n -B`), so a
-    folder holding several programs (each `.cu` its own, the same kernel name in two of them)
-    gives each program its own sources."""
-    proc = subprocess.run(["make", "-n", "-B", f"CUDA_PATH={cuda}", "GENCODE_FLAGS=-arch=native"], cwd=folder,
+def _shimmed_root(shim: Path, real: Path) -> Path:
+    """The CUDA root `real` as links, its `bin/nvcc` the bench's wrapper: a Makefile's
+    `$(CUDA_PATH)/bin/nvcc` goes through the wrapper, its headers and libraries are the real ones."""
+    root = shim.parent / "cuda"
+    if not root.is_dir():
+        (root / "bin").mkdir(parents=True)
+        for entry in real.iterdir():
+            if entry.name != "bin":
+                (root / entry.name).symlink_to(entry)
+        for entry in (real / "bin").iterdir() if (real / "bin").is_dir() else ():
+            if entry.name != "nvcc":
+                (root / "bin" / entry.name).symlink_to(entry)
+        (root / "bin" / "nvcc").symlink_to(shim)
+    return root
+
+
+def _make_inputs(folder: Path, words: list[str], env: dict) -> dict[Path, list[Path]]:
+    """What each file make builds is made from, read from its commands (`make -n -B`, with the
+    variables `words` the build was given), so a folder holding several programs (each `.cu`
+    its own, the same kernel name in two of them) gives each program its own sources."""
+    proc = subprocess.run(["make", "-n", "-B", *words], cwd=folder,
                           capture_output=True, text=True, timeout=60, env=env)
     inputs: dict[Path, list[Path]] = {}
     for line in proc.stdout.splitlines():
@@ -168,16 +213,31 @@ def cmake_roots(project: Path) -> list[Path]:
     return [d for d in lists if not any(other != d and other in d.parents for other in lists)]
 
 
-def cmake_programs(project: Path, out: Path, roots: list[Path], arch: str) -> list[Program]:
-    """Each root configured and built by CMake (Release, this GPU's architecture), out of its
-    tree; each executable it leaves is a program whose own sources are the root's CUDA sources
-    (which target holds which source CMake does not say without its file API)."""
+def cmake_programs(project: Path, out: Path, roots: list[Path], arch: str, shim: Path | None = None) -> list[Program]:
+    """Each root configured and built by CMake (Release, this GPU's architecture `arch` for every
+    target, whatever the project sets; `shim`, the bench's nvcc wrapper, as CMake's CUDA compiler
+    and FindCUDA's nvcc), out of its tree; each executable it leaves is a program whose own
+    sources are the root's CUDA sources (which target holds which source CMake does not say
+    without its file API)."""
+    out.mkdir(parents=True, exist_ok=True)
+    every_target = out / "cuda_architectures.cmake"
+    every_target.write_text(_EVERY_TARGET.replace("@ARCH@", arch))
+    # the shim as CMake's CUDA compiler (its device links too), or, where CMake will not configure
+    # with it, as the compilers' launcher (compiles only); FindCUDA's nvcc either way
+    shimmed = [[f"-DCMAKE_CUDA_COMPILER={shim}", f"-DCUDA_NVCC_EXECUTABLE={shim}"],
+               [f"-DCMAKE_CUDA_COMPILER_LAUNCHER={shim}", f"-DCUDA_NVCC_EXECUTABLE={shim}"]] if shim else [[]]
+
     def build(root: Path) -> list[Program]:
         name = str(root.relative_to(project)) if root != project else "."
         folder = out / ("cmake_" + re.sub(r"\W+", "_", name))
-        configure = ["cmake", "-S", str(root), "-B", str(folder), "-DCMAKE_BUILD_TYPE=Release",
-                     f"-DCMAKE_CUDA_ARCHITECTURES={arch}"]
-        _, why = _run_build(configure, root, None)
+        for words in shimmed:
+            shutil.rmtree(folder, ignore_errors=True)
+            configure = ["cmake", "-S", str(root), "-B", str(folder), "-DCMAKE_BUILD_TYPE=Release",
+                         f"-DCMAKE_CUDA_ARCHITECTURES={arch}", "-DCMAKE_POLICY_VERSION_MINIMUM=3.5",
+                         f"-DCMAKE_PROJECT_INCLUDE={every_target}", *words]
+            _, why = _run_build(configure, root, None)
+            if not why:
+                break
         if not why:
             _, why = _run_build(["cmake", "--build", str(folder), "-j", "16"], root, None)
         made = sorted(p for p in folder.rglob("*") if p.is_file() and os.access(p, os.X_OK) and "CMakeFiles" not in
@@ -192,22 +252,170 @@ def cmake_programs(project: Path, out: Path, roots: list[Path], arch: str) -> li
         return [p for progs in pool.map(build, roots) for p in progs]
 
 
+# Included after each project() call (CMAKE_PROJECT_INCLUDE): once, at the end of the top
+# directory's configuration (every add_subdirectory done by then), every target of every directory
+# gets the bench's architecture, whatever CMAKE_CUDA_ARCHITECTURES the project set.
+_EVERY_TARGET = """\
+get_property(_fsr_bench_deferred GLOBAL PROPERTY FSR_BENCH_CUDA_ARCHITECTURES_DEFERRED)
+if(NOT _fsr_bench_deferred)
+  set_property(GLOBAL PROPERTY FSR_BENCH_CUDA_ARCHITECTURES_DEFERRED ON)
+  function(_fsr_bench_cuda_architectures dir)
+    get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(target IN LISTS targets)
+      get_property(type TARGET "${target}" PROPERTY TYPE)
+      if(NOT type STREQUAL "INTERFACE_LIBRARY")
+        set_property(TARGET "${target}" PROPERTY CUDA_ARCHITECTURES "@ARCH@")
+      endif()
+    endforeach()
+    get_property(subdirectories DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+    foreach(sub IN LISTS subdirectories)
+      _fsr_bench_cuda_architectures("${sub}")
+    endforeach()
+  endfunction()
+  if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.19)  # cmake_language(DEFER)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}"
+                   CALL _fsr_bench_cuda_architectures "${CMAKE_SOURCE_DIR}")
+  endif()
+endif()
+"""
+
+
+def shim_nvcc_args(args: list[str], supported: set[int], arch: str) -> list[str]:
+    """nvcc's arguments as the bench's wrapper passes them on: the architecture flags naming an
+    architecture outside `supported` (the numbers this nvcc lists) dropped, the others untouched;
+    `-arch={arch}` added when some were dropped and no architecture is left; `-include cassert`
+    before a `.cu` compile. (Copied into the wrapper: only `re` here.)"""
+    import re
+
+    specials = ("native", "all", "all-major")
+
+    def ok(value: str) -> bool:
+        name = value.strip().strip("\"'")
+        m = re.fullmatch(r"(?:sm|compute|lto)_(\d+)[a-z]?", name)
+        return name in specials or m is None or int(m.group(1)) in supported
+
+    def names(value: str) -> list[str]:
+        return [v for v in value.strip().strip("\"'").strip("[]").split(",") if v]
+
+    flags = {"-arch": "arch", "--gpu-architecture": "arch", "-code": "code", "--gpu-code": "code",
+             "-gencode": "gencode", "--generate-code": "gencode"}
+    items: list[tuple[str, list[str]]] = []  # (kind, the words as passed on), kind "" for any other word
+    dropped = False
+    i = 0
+    while i < len(args):
+        word = args[i]
+        flag, _, value = word.partition("=")
+        kind = flags.get(flag)
+        if kind is None or (not value and i + 1 >= len(args)):
+            items.append(("", [word]))
+            i += 1
+            continue
+        joined = bool(value)
+        if not joined:
+            value = args[i + 1]
+        i += 1 if joined else 2
+
+        def spelled(new: str, flag: str = flag, joined: bool = joined) -> list[str]:
+            return [f"{flag}={new}"] if joined else [flag, new]
+
+        original = spelled(value)
+        if kind == "gencode":
+            m = re.fullmatch(r"\s*arch=([^,]+),\s*code=(.+)", value)
+            if m is None:
+                items.append((kind, original))
+                continue
+            codes = names(m.group(2))
+            kept = [c for c in codes if ok(c)]
+            if not ok(m.group(1)) or not kept:
+                dropped = True
+            elif kept == codes:
+                items.append((kind, original))
+            else:
+                dropped = True
+                items.append((kind, spelled(f"arch={m.group(1)},code=[{','.join(kept)}]")))
+            continue
+        values = names(value)
+        kept = [v for v in values if ok(v)]
+        if kept == values:
+            items.append((kind, original))
+        else:
+            dropped = True
+            if kept:
+                items.append((kind, spelled(",".join(kept))))
+    if dropped and not any(kind in ("arch", "gencode") for kind, _ in items):
+        # no architecture left: the bench's (a -code left alone would not go with it)
+        items = [item for item in items if item[0] != "code"] + [("arch", [f"-arch={arch}"])]
+    out = [w for _, words in items for w in words]
+    if any(w.endswith(".cu") and not w.startswith("-") for w in args) and "cassert" not in out:
+        out = ["-include", "cassert", *out]
+    return out
+
+
+def _real_nvcc(shim_dir: Path | None = None) -> str | None:
+    """The nvcc on PATH (the bench's own wrapper's folder left out), by absolute path."""
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and (shim_dir is None or Path(p).resolve() != shim_dir.resolve())
+                           and not Path(p, "fsr-bench-nvcc-shim").exists())
+    found = shutil.which("nvcc", path=path) or shutil.which("/usr/local/cuda/bin/nvcc")
+    return str(Path(found).absolute()) if found else None
+
+
+def nvcc_shim(out: Path, arch: str) -> Path | None:
+    """The bench's nvcc wrapper, written to `out`/nvcc-shim/nvcc: the real nvcc (by absolute path)
+    with `shim_nvcc_args`' arguments, the architectures it supports asked once, here. Also works
+    as a compiler launcher (its first argument nvcc itself). None when there is no nvcc."""
+    folder = out / "nvcc-shim"
+    real = _real_nvcc(folder)
+    if real is None:
+        return None
+    supported: set[int] = set()
+    for ask in ("--list-gpu-arch", "--list-gpu-code"):
+        listed = subprocess.run([real, ask], capture_output=True, text=True, timeout=60).stdout
+        supported |= {int(n) for n in re.findall(r"^(?:sm|compute|lto)_(\d+)", listed, re.M)}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "fsr-bench-nvcc-shim").write_text("a marker: this folder's nvcc is the bench's wrapper\n")
+    shim = folder / "nvcc"
+    shim.write_text(
+        f"#!{sys.executable} -IS\n"
+        "# The capture bench's nvcc: compatibility shims for projects written for older toolkits.\n"
+        "import os\nimport sys\n\n"
+        f"REAL = {real!r}\nSUPPORTED = {sorted(supported)!r}\nARCH = {arch!r}\n\n\n"
+        f"{inspect.getsource(shim_nvcc_args)}\n\n"
+        "args = sys.argv[1:]\n"
+        "exe = REAL\n"
+        "if args and os.path.isabs(args[0]) and os.path.basename(args[0]) == 'nvcc':  # as a launcher\n"
+        "    exe, args = args[0], args[1:]\n"
+        "if not SUPPORTED:  # the real nvcc listed nothing: passed on as it is\n"
+        "    os.execv(exe, [exe, *args])\n"
+        "os.execv(exe, [exe, *shim_nvcc_args(args, set(SUPPORTED), ARCH)])\n")
+    shim.chmod(0o755)
+    return shim
+
+
+def nvcc_arch(cmake_arch: str) -> str:
+    """nvcc's `-arch` for a CMake architecture list: "90" (or "90-real;80") is sm_90, "native" native."""
+    first = cmake_arch.split(";")[0].removesuffix("-real").removesuffix("-virtual")
+    return f"sm_{first}" if first[:1].isdigit() else first
+
+
 def all_programs(project: Path, out: Path, includes: list[Path], helpers: list[Path],
                  cmake_arch: str = "native") -> list[Program]:
     """A CMake project by CMake; folders with their own Makefile by make; every other `.cu`
-    holding `main` (and those of folders whose make or CMake built nothing, e.g. an
-    architecture this toolkit dropped) by nvcc."""
+    holding `main` (and those of folders whose make or CMake built nothing) by nvcc. Every nvcc
+    call goes through the bench's wrapper (`nvcc_shim`), the architecture `cmake_arch` for all."""
+    arch = nvcc_arch(cmake_arch)
+    shim = nvcc_shim(out, arch)
     roots = cmake_roots(project) if shutil.which("cmake") else []
-    by_cmake = cmake_programs(project, out, roots, cmake_arch)
+    by_cmake = cmake_programs(project, out, roots, cmake_arch, shim)
     under_cmake = [p.folder for p in by_cmake if p.binary is not None]
     cmake_built = {r for r in roots if any(f == r or r in f.parents for f in under_cmake)}
-    made = [p for p in make_programs(project, make_folders(project), helpers)
+    made = [p for p in make_programs(project, make_folders(project), helpers, shim, arch)
             if not any(r == p.folder or r in p.folder.parents for r in cmake_built)]
     built_by_make = {p.folder for p in made if p.binary is not None}
     mains = sorted(p for p in project.rglob("*.cu") if p.parent not in built_by_make
                    and not any(r == p.parent or r in p.parents for r in cmake_built)
                    and MAIN.search(p.read_text(errors="replace")))
-    singles = nvcc_programs(project, out, includes, mains)
+    singles = nvcc_programs(project, out, includes, mains, nvcc=str(shim or "nvcc"), arch=arch)
     retried = {p.folder for p in singles}
     return [p for p in by_cmake if p.binary is not None or not any(p.folder in f.parents or p.folder == f
                                                                    for f in retried)] + \
