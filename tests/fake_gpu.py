@@ -21,6 +21,8 @@ from fsr_lsp.evaluator.records import GpuInfo, KernelBinary, LaunchPlan, Resourc
 
 GPU = GpuInfo(0, "CPU test double", "9.0", 4, 1 << 20, 1 << 30, bandwidth_gbps=100.0)
 KERNELS: dict[str, Callable[..., None]] = {}
+SYMBOLS: dict[str, int] = {}  # `__constant__` symbol -> bytes, in every fake module
+GLOBALS: dict[tuple[str, str], bytes] = {}  # (kernel, symbol) -> what the evaluator set
 PRINTED: list[str] = []  # what the Python kernels "printf" (device_printf), read as the worker reads stdout
 
 
@@ -80,6 +82,12 @@ class FakeKernel:
     def launch(self, args: list[Any], launch: LaunchPlan) -> None:
         self.launches += 1
         self.fn(*args)
+
+    def global_size(self, name: str) -> int:
+        return SYMBOLS.get(name, 0)
+
+    def set_global(self, name: str, data: bytes) -> None:
+        GLOBALS[self.digest, name] = data
 
 
 class FakeSession:

@@ -74,6 +74,14 @@ class LaunchPlan:
 
 
 @dataclass(frozen=True)
+class ConstantPlan:
+    """A `__constant__` symbol the program sets at run time: filled per input set (job/constants.py)."""
+
+    name: str
+    dtype: str  # the element type its bytes are drawn as ("float32", "int32", ...)
+
+
+@dataclass(frozen=True)
 class TexturePlan:
     """A texture object at one size (specs.TextureArg with its sizes evaluated)."""
 
@@ -185,6 +193,7 @@ class EvalJob:
     wide: KernelBinary | None = None
     wide_why: str = ""
     range_skip: list[str] = field(default_factory=list)  # range sets left out: the original faulted on them
+    constants: list[ConstantPlan] = field(default_factory=list)  # `__constant__` data set by the host at run time
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -112,6 +113,14 @@ class EmulatedKernel(FakeKernel):
         self.library = ctypes.CDLL(entry["library"])
         self.library.fsr_launch.restype = ctypes.c_int
 
+    def global_size(self, name: str) -> int:
+        """A `__constant__` symbol's bytes (plain globals here: the shim defines the word away)."""
+        return _symbol_sizes(self.digest).get(name, 0)
+
+    def set_global(self, name: str, data: bytes) -> None:
+        size = self.global_size(name)
+        ctypes.memmove(ctypes.addressof(ctypes.c_char.in_dll(self.library, name)), data[:size], min(size, len(data)))
+
     def launch(self, args: list[Any], launch: LaunchPlan) -> None:
         self.launches += 1
         values = [np.array([a if a is not None else 0], dtype=np.uintp if kind == "ptr" else kind)
@@ -126,6 +135,18 @@ class EmulatedKernel(FakeKernel):
             raise RuntimeError("misaligned address: an access not aligned to its type's size, which faults on a GPU")
         if failed == 3:
             raise RuntimeError("a warp shuffle read a lane that had returned (or is past the warp's last): undefined")
+
+
+@functools.lru_cache(maxsize=None)
+def _symbol_sizes(library: str) -> dict[str, int]:
+    """Data symbols of a built library and their sizes (`nm -S`)."""
+    listing = subprocess.run(["nm", "-S", "--defined-only", library], capture_output=True, text=True).stdout
+    sizes = {}
+    for line in listing.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "bBdDrR":
+            sizes[parts[3]] = int(parts[1], 16)
+    return sizes
 
 
 class EmulatedSession(FakeSession):

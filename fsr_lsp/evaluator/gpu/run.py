@@ -10,6 +10,7 @@ from typing import Any
 from ..records import Check, EvalJob, EvalResult
 from .accuracy import scalar_dtypes, wide_args
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, pointer, seed_for
+from .constants import fill_constants
 from .session import GpuSession
 from .timing import time_job
 from .unmapped import unmapped_layer
@@ -147,6 +148,7 @@ def _sanitize_runs(ctx: JobContext) -> None:
     session, job = ctx.session, ctx.job
     who = "original" if job.sanitize_original or ctx.candidate is None else "candidate"
     kernel = ctx.kernel(who)
+    fill_constants(ctx, seed_for(job, 0, 0))
     cuda = session.cuda
     keep: list[Any] = []
     spacers: list[Any] = []

@@ -156,7 +156,7 @@ class GpuSession:
             module = self._linked(binary.cubin) if is_relocatable(binary.flags) else \
                 self.cuda.module_from_buffer(binary.cubin)
             self._modules[key] = (module, module.get_function(binary.entry))
-        _, fn = self._modules[key]
+        module, fn = self._modules[key]
         fmt = "".join("P" if d is None else _SCALAR_FORMAT[d] for d in dtypes)
         fn.prepare(fmt)
         shared = fn.get_attribute(self.cuda.function_attribute.SHARED_SIZE_BYTES)
@@ -167,7 +167,8 @@ class GpuSession:
             if key not in self._cooperative:
                 self._cooperative[key] = CooperativeKernel(binary.cubin, binary.entry)
             cooperative = self._cooperative[key]
-        return LoadedKernel(self, fn, [d for d in dtypes], digest=key, shared_bytes=int(shared), cooperative=cooperative)
+        return LoadedKernel(self, fn, [d for d in dtypes], digest=key, shared_bytes=int(shared), cooperative=cooperative,
+                            module=module)
 
 
 @dataclass
@@ -178,6 +179,21 @@ class LoadedKernel:
     digest: str = ""  # of the cubin and entry: the same kernel in another job
     shared_bytes: int = 0  # static shared memory per block
     cooperative: Any = None  # a CooperativeKernel when the kernel syncs its whole grid
+    module: Any = None  # the pycuda module holding the kernel (its `__constant__` data)
+
+    def global_size(self, name: str) -> int:
+        """Bytes of the module's symbol `name`; 0 where the module has none (compiled away)."""
+        try:
+            return int(self.module.get_global(name)[1])
+        except Exception:  # noqa: BLE001 - pycuda's LogicError: no such symbol
+            return 0
+
+    def set_global(self, name: str, data: bytes) -> None:
+        """The symbol's bytes, in this module and in the cooperative launcher's copy of it."""
+        ptr, size = self.module.get_global(name)
+        self.session.cuda.memcpy_htod(ptr, data[:size])
+        if self.cooperative is not None:
+            self.cooperative.set_global(name, data)
 
     def resources(self) -> Resources:
         attr = self.session.cuda.function_attribute

@@ -30,6 +30,7 @@ from ..records import Check, EvalJob, SizePlan
 from ..job.widening import grounded_buffers
 from .accuracy import FACTOR, FLOOR_ULPS
 from .buffers import FLOATS, describe
+from .constants import fill_constants
 from .common import Failure, JobContext, captured_inputs, inputs_only, make_inputs, outputs, seed_for
 from .oracle import OracleProblem, kept_poison, oracle_problem, rounding_spread
 from .printed import Printed, printed_difference
@@ -76,6 +77,7 @@ def verify(ctx: JobContext) -> Counts:
             else:
                 ctx.report(f"checking {plan.label} (seed {seed})")
                 inputs = make_inputs(ctx.session, plan, seed)
+            fill_constants(ctx, seed)  # the host's `__constant__` data, drawn for this input set too
             launches = max(1, job.defences.chained_launches) if j == 0 else 1
             try:
                 expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)

@@ -12,13 +12,14 @@ from functools import lru_cache
 from typing import Callable
 
 from ...kernels import Kernel, discover
-from ...kernels.aliases import with_included_aliases
+from ...kernels.aliases import type_aliases, with_included_aliases
 from ...kernels.lexical import code_only
 from ...source import SourceText
 from ...specs import Spec, parse_spec
 from ...specs.param_types import template_substitution
 from .candidate import CandidateCheck, check_candidate
 from .captured_buffers import with_captured_sources
+from .constants import runtime_constants
 from ..compile.compiler_output import scrub
 from ..compile.compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
 from ..compile.limits import CompileLimits
@@ -146,6 +147,8 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
             result.compile = {"original": orig, "candidate": cand}
             return Prepared(result=result)
         checks.append(Check("compile candidate", "pass", f"{cand.compiler}, {cand.seconds:.2f} s" + (" (cached)" if cand.cached else "")))
+    constants, left = runtime_constants(source, type_aliases(source))
+    warnings += left
     seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
     sizes, unmet = with_captured_sources(build_plans(kernel, spec, cand_spec), dict(options.real_inputs))
     if unmet:
@@ -172,6 +175,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         real_inputs={} if options.screen else dict(options.real_inputs),
         wide=wide,
         wide_why=wide_why,
+        constants=constants,
     )
     pre = Prepared(job=job, kernel=kernel, spec=spec, launch_changed=launch_changed)
     pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,
