@@ -80,12 +80,12 @@ class GpuSession:
         self._shared_poison: Any = None
         self._pages: Any = None
         self.printed: PrintedOutput | None = None  # set by the worker, whose stdout it holds
+        self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
+        self.info.bandwidth_gbps = self._measure_bandwidth()
 
     def take_printed(self) -> str:
         """What kernels printed since the last call; "" where stdout is not ours to read."""
         return self.printed.take() if self.printed is not None else ""
-        self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
-        self.info.bandwidth_gbps = self._measure_bandwidth()
 
     def _measure_bandwidth(self, nbytes: int = 1 << 30) -> float:
         """GB/s of a device-to-device copy (read + write), the ceiling for memory-bound kernels."""
