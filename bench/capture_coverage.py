@@ -416,6 +416,11 @@ def all_programs(project: Path, out: Path, includes: list[Path], helpers: list[P
                    and not any(r == p.parent or r in p.parents for r in cmake_built)
                    and MAIN.search(p.read_text(errors="replace")))
     singles = nvcc_programs(project, out, includes, mains, nvcc=str(shim or "nvcc"), arch=arch)
+    failed = {p.folder: p.unbuilt for p in [*by_cmake, *made] if p.binary is None and p.unbuilt}
+    for single in singles:  # the project's own build's failure is the one to read first
+        why = next((w for f, w in failed.items() if f == single.folder or f in single.folder.parents), "")
+        if single.unbuilt and why:
+            single.unbuilt = f"{why[:300]}; then alone by nvcc: {single.unbuilt}"
     retried = {p.folder for p in singles}
     return [p for p in by_cmake if p.binary is not None or not any(p.folder in f.parents or p.folder == f
                                                                    for f in retried)] + \
