@@ -8,6 +8,7 @@ is never the answer."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -148,4 +149,60 @@ def test_the_editors_drafts_resolve_with_the_settings_flags_as_optimize_does(tmp
     optimized = plan(tmp_path, file, Settings(compiler_flags=("-DENABLE_BF16",)))
     assert optimized.spec.flags == own.flags and optimized.draft == own.spec
     bare = Drafts().spec(tmp_path, file, GELU, kernel, {})
-    assert bare.flags == ("-DENABLE_BF16",) and bare.spec == own.spec
+    assert bare.flags == ("-DENABLE_BF16",) and bare.spec.replace('defines = ["ENABLE_BF16"]\n', "") == own.spec
+    assert 'defines = ["ENABLE_BF16"]' in bare.spec  # the block keeps what only the run's build had
+
+
+def test_a_placed_block_keeps_its_defines_when_the_capture_is_gone(tmp_path):
+    """The captured draft, placed in the file, types and compiles the kernel as bf16 with no capture
+    left and no flag in the settings: the block's `defines` are the build's -D."""
+    from unittest import mock
+
+    from fsr_lsp.evaluator.job import prepare as preparing
+
+    file = project(tmp_path)
+    write_capture(tmp_path, [gelu_launch(4096, "__nv_bfloat16", 2)])
+    drafted = plan(tmp_path, file).spec
+    assert 'defines = ["ENABLE_BF16"]' in drafted.spec
+    placed = drafted.spec + "\n" + GELU
+    file.write_text(placed)
+    shutil.rmtree(tmp_path / ".fsr")
+    again = plan(tmp_path, file).spec
+    assert again.origin == "attached" and again.flags == ("-DENABLE_BF16",), again.problems
+    seen = []
+
+    def compile_kernel(source, ref, options):
+        seen.append(options.flags)
+        raise preparing.CompilerMissing("stop here: the flags are what is checked")
+
+    with mock.patch.object(preparing, "compile_kernel", compile_kernel):
+        preparing.prepare(placed, "gelu_forward", None, "sm_90", preparing.EvalOptions(include_dirs=(str(tmp_path),)))
+    assert seen and "-DENABLE_BF16" in seen[0]
+    (kernel,) = discover(SourceText(placed)).kernels
+    from fsr_lsp.specs.defines import with_defines
+
+    typed = with_included_aliases(kernel, placed, (str(tmp_path),), with_defines((), kernel))
+    assert [p.dtype for p in typed.params][:2] == ["bfloat16", "bfloat16"]
+
+
+def test_defines_in_a_block_are_macro_names_only():
+    from fsr_lsp.specs import parse_spec
+
+    block = """/* @fsr
+bench = { n = 16 }
+grid = "cdiv(n, 64)"
+block = 64
+defines = ["ENABLE_BF16", "-Xcompiler=-fplugin=evil.so"]
+[args]
+n = "n"
+x = "inout[n]"
+*/
+__global__ void k(int n, float* x) { }
+"""
+    src = SourceText(block)
+    (kernel,) = discover(src).kernels
+    result = parse_spec(src, kernel)
+    assert result.spec is None and any("defines must be a list of macros" in p.message for p in result.problems)
+    from fsr_lsp.specs.defines import block_defines
+
+    assert block_defines(kernel) == ()

@@ -1,5 +1,5 @@
 """`__constant__` data the host sets at run time (a filter, a table): the evaluator fills it per
-input set in both modules (job/constants.py, gpu/constants.py). Left as loaded (zeros), a
+input set in both modules (job/constants.py, gpu/constant_fill.py). Left as loaded (zeros), a
 candidate that ignores the filter would pass. Run through the evaluator's own prepare and
 run_job, the kernels built and run on the CPU (tests/cuda_on_cpu); tests/gpu/test_constants_gpu.py
 runs the same on CUDA."""

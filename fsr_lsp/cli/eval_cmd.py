@@ -17,6 +17,7 @@ from ..evaluator.backends import local_gpus
 from ..evaluator.compile.compiler import CompilerMissing
 from ..evaluator.job.prepare import prepare
 from ..kernels.aliases import with_included_aliases
+from ..specs.defines import with_defines
 from ..settings import Settings, settings_from_args
 from ..kernels import discover
 from ..source import SourceText
@@ -159,7 +160,7 @@ def _precheck(args: argparse.Namespace, source: str, include_dirs: tuple[str, ..
         return f"no kernel named {args.kernel} in {args.file} (kernels there: {names})"
     if not kernel.complete:
         return f"{args.kernel} in {args.file} is incomplete: its braces do not balance"
-    kernel = with_included_aliases(kernel, source, include_dirs, flags)  # its types as the evaluator reads them
+    kernel = with_included_aliases(kernel, source, include_dirs, with_defines(tuple(flags), kernel))  # as the evaluator types it
     result = parse_spec(src, kernel)
     if result.spec is None:
         errors = [f"line {p.span.start.line + 1}: {p.message}" for p in result.problems if p.severity == "error"]

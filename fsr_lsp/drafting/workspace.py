@@ -17,6 +17,8 @@ from ..kernels import Kernel, discover
 from ..kernels.aliases import compiled_as, defines_for, flag_defines, included_texts, type_aliases, with_aliases
 from ..kernels.lexical import defined_macros
 from ..source import SourceText
+from ..specs.defines import block_defines, defines_value
+from ..specs.edit import set_key
 from .captured import compiled_types
 from .host import Launch, find_launches
 from .origin import Drafter, KernelSpec, spec_of
@@ -185,22 +187,27 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
     src = SourceText.of(text)
     out = []
     for kernel in kernels:
-        kernel = compiled_as(with_aliases(kernel, types), text, headers, defined)
-        extra: set[str] = set()
+        own = flag_defines(block_defines(kernel)) - defined  # its placed block's `defines`
+        kernel_defined = defined | own
+        kernel = compiled_as(with_aliases(kernel, types), text, headers, kernel_defined)
+        extra: set[str] = set(own)
         launched = capture.of(kernel.name) if capture is not None else []
-        if launched:
+        if launched and not own:
             found = defines_for(kernel, text, headers, compiled_types(launched[0].name, len(kernel.params)), defined)
             if found is not None:
                 extra, kernel = found
         kernel_types = type_aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined | extra) \
             if extra else types
         spec = spec_of(index.relative(path), src, kernel, launches, drafter, types=kernel_types, capture=capture)
-        if extra:
+        if own:
+            spec.flags = block_defines(kernel)
+        elif extra:
             spec.flags = tuple(f"-D{name}" for name in sorted(extra))
+            if spec.spec:  # the placed block keeps them: typed and compiled so without the capture
+                spec.spec = set_key(spec.spec, "defines", defines_value(spec.flags))
             spec.problems.append(
                 f"compiled with {' '.join(spec.flags)}: the captured launch's symbol (`{launched[0].name}`) says the "
                 f"run's build compiled {', '.join(f'`{p.name}` as {p.dtype}' for p in kernel.params if p.is_pointer)}, "
-                f"which the file's headers give with {', '.join(sorted(extra))} defined (add it to fsr.compiler.flags "
-                f"to make it yours)")
+                f"which the file's headers give with {', '.join(sorted(extra))} defined (the block's `defines` keeps it)")
         out.append(spec)
     return out

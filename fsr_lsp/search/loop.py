@@ -21,6 +21,7 @@ from ..evaluator.profile.profile import ProfileFacts
 from ..evaluator.records import EvalResult
 from ..kernels import find_kernel, kernel_source
 from ..kernels.aliases import with_included_aliases
+from ..specs.defines import with_defines
 from ..source import SourceText
 from ..specs import parse_spec, render_spec
 from .config import SearchConfig
@@ -68,7 +69,7 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
     kernel = find_kernel(src, kernel_name)
     if kernel is None:
         return SearchOutcome("failed", f"no kernel named {kernel_name}")
-    kernel = with_included_aliases(kernel, source, include_dirs, bench.flags)  # as the evaluator types it
+    kernel = with_included_aliases(kernel, source, include_dirs, with_defines(bench.flags, kernel))  # as the evaluator does
     spec_result = parse_spec(src, kernel)
     if spec_result.spec is None:
         why = "; ".join(p.message for p in spec_result.problems) or "no spec"

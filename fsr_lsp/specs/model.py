@@ -106,6 +106,7 @@ class Spec:
     template: str | None = None  # template arguments used to instantiate a templated kernel
     inferred: bool = False
     edge: bool = True  # add a size that is no block multiple (false: the kernel requires multiples, say)
+    defines: tuple[str, ...] = ()  # macros its build defines (specs/defines.py): typed and compiled with them
 
     def arg(self, name: str) -> Arg | None:
         return next((a for a in self.args if a.name == name), None)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..kernels.kernel import Kernel, Param, SpecComment
 from ..source import SourceText, Span
+from .defines import defines_problem
 from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
 from .overlay import overlay
@@ -19,7 +20,7 @@ from .texture import is_texture, read_texture, texture_arg
 from .param_types import param_dtype, template_substitution
 from .windows import read_window
 
-KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge")
+KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge", "defines")
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
 MAX_TESTS = 64
 MAX_SMEM = 227 * 1024  # dynamic shared memory per block, the most of any GPU (Hopper, opt-in)
@@ -95,6 +96,10 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
         ctx.add("no test sizes: only the bench size will be checked (add tests = [ {...}, ... ])", "bench",
                 severity="warning", code="spec-no-tests")
     all_sizes = [bench, *tests]
+    defines = data.get("defines", [])
+    if defines_problem(defines) is not None:
+        ctx.add(defines_problem(defines), "defines")  # type: ignore[arg-type]
+        defines = []
     template = data.get("template")
     if template is not None and not isinstance(template, str):
         ctx.add('template must be a string of template arguments, e.g. template = "float, 256"', "template")
@@ -120,7 +125,7 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
     if grid is None or block is None or args is None:
         return None
     return Spec(bench=bench, tests=tuple(tests), grid=grid, block=tuple(int(b) for b in block), args=args,
-                smem=smem, rtol=rtol, atol=atol, ref=ref, template=template, edge=edge)
+                smem=smem, rtol=rtol, atol=atol, ref=ref, template=template, edge=edge, defines=tuple(defines))
 
 
 def _sizes(ctx: _Ctx, value: Any, key: str, names: tuple[str, ...] | None) -> SizeSet:

@@ -10,7 +10,7 @@ from typing import Any
 from ..records import Check, EvalJob, EvalResult
 from .accuracy import scalar_dtypes, wide_args
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, pointer, seed_for
-from .constants import fill_constants
+from .constant_fill import fill_constants
 from .session import GpuSession
 from .timing import time_job
 from .unmapped import unmapped_layer

@@ -30,7 +30,7 @@ from ..records import Check, EvalJob, SizePlan
 from ..job.widening import grounded_buffers
 from .accuracy import FACTOR, FLOOR_ULPS
 from .buffers import FLOATS, describe
-from .constants import fill_constants
+from .constant_fill import fill_constants
 from .common import Failure, JobContext, captured_inputs, inputs_only, make_inputs, outputs, seed_for
 from .oracle import OracleProblem, kept_poison, oracle_problem, rounding_spread
 from .printed import Printed, printed_difference

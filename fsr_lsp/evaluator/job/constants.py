@@ -4,7 +4,7 @@ A convolution's filter or a lookup table is declared without an initializer and 
 host (`cudaMemcpyToSymbol`) before the launch. Left as the module loads it, zeros, the original
 and a candidate would be compared on one filter, all zeros: a candidate that ignores the filter
 would pass. So each input set fills these symbols with values of their type, the same bytes in
-the original's module and the candidate's (gpu/run.py). Floats are drawn normal(0, 1); whole
+the original's module and the candidate's (gpu/constant_fill.py). Floats are drawn normal(0, 1); whole
 numbers in [0, 8), small enough to index the arrays such tables index, and not all alike.
 A constant with an initializer is the program's own data and is left as written; one of a type
 fsr cannot fill (a struct with padding, pointers) is left as loaded, and the job says so.

@@ -16,6 +16,7 @@ from ...kernels.aliases import type_aliases, with_included_aliases
 from ...kernels.lexical import code_only
 from ...source import SourceText
 from ...specs import Spec, parse_spec
+from ...specs.defines import with_defines
 from ...specs.param_types import template_substitution
 from .candidate import CandidateCheck, check_candidate
 from .captured_buffers import with_captured_sources
@@ -92,6 +93,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     if kernel is None:
         names = ", ".join(k.name for k in kernels) or "none"
         return Prepared(result=_early(kernel_name, "spec_error", f"no kernel named {kernel_name} (kernels in the file: {names})", started))
+    options = dataclasses.replace(options, flags=with_defines(options.flags, kernel))  # the block's own `defines`
     kernel = with_included_aliases(kernel, source, options.include_dirs, options.flags)  # `floatX` in a header, -D
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
                for o in found.orphan_specs]

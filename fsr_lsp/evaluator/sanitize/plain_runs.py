@@ -72,7 +72,7 @@ def why_not_plain(job: EvalJob) -> str:
         return f"{FORCE_TORCH} is set"
     if job.mode != "sanitize":
         return f"a {job.mode}-mode job"
-    if job.constants:  # gpu/constants.py draws them with torch, as every other run of the job
+    if job.constants:  # gpu/constant_fill.py draws them with torch, as every other run of the job
         return f"`{job.constants[0].name}` is __constant__ data the host sets"
     host_bytes = 0
     for plan in job.sizes:
