@@ -114,3 +114,15 @@ def test_a_timed_run_never_shares_the_gpu():
             assert exclusive and sharing == 0
         else:
             assert not exclusive and sharing >= 1
+
+
+def test_a_kernel_that_calls_printf_leaves_the_bench_size_to_the_gpu_checks():
+    """Device printf under a tool costs per call what the native time does not show."""
+    from fsr_lsp.evaluator.sanitize.sanitizer_plan import calls_printf
+
+    plain = small_job()
+    printing = dataclasses.replace(plain, original=dataclasses.replace(plain.original, cubin=b"\x7fELF...vprintf..."))
+    assert not calls_printf(plain) and calls_printf(printing)
+    memcheck = plan_tool("memcheck", printing, NATIVE, uses_shared=True, prints=True)
+    assert [p.label for p in memcheck.sizes] == ["n=1", "n=1000", "n=65537"]
+    assert "calls printf" in dict(memcheck.left_out)["n=16777216"]

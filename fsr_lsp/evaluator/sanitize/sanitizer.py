@@ -30,7 +30,7 @@ from pathlib import Path
 from ... import scratch
 from ..records import Check, EvalJob, SizePlan
 from .sanitize_main import waiting_child_command
-from .sanitizer_plan import ToolPlan, plan_tool, uses_shared_memory
+from .sanitizer_plan import ToolPlan, calls_printf, plan_tool, uses_shared_memory
 from ..worker.serde import to_json
 from ..support import find_cuda_tool, last_line
 
@@ -113,7 +113,8 @@ def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS
             prewarm.close()
         return [Check(f"sanitizer {t}", "skip", "compute-sanitizer not found") for t in tools]
     shared = True if static_shared is None else uses_shared_memory(job, static_shared)
-    plans = {t: plan_tool(t, job, native_ms or {}, shared) for t in tools}
+    prints = calls_printf(job)
+    plans = {t: plan_tool(t, job, native_ms or {}, shared, prints) for t in tools}
     runs = {t: plans[t] for t in tools if not plans[t].skipped and plans[t].sizes}
     outputs = _run_children([(t, _sanitize_job(job, plans[t].sizes, original=False)) for t in runs], tool_path,
                             device_index, timeout, cancel, prewarm)

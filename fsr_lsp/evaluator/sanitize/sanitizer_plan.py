@@ -47,7 +47,18 @@ def uses_shared_memory(job: EvalJob, static_shared_bytes: int, who: str = "candi
                                           for p in job.sizes)
 
 
-def plan_tool(tool: str, job: EvalJob, native_ms: dict[str, float], uses_shared: bool) -> ToolPlan:
+PRINTS = ("the kernel calls printf, which the tool handles call by call at a cost the native time does not "
+          "show (a check printing per element on random inputs ran past the proof's limit); the test sizes carry "
+          "the check")
+
+
+def calls_printf(job: EvalJob) -> bool:
+    """Device printf compiles to a call of `vprintf`, which the cubin names."""
+    return any(b is not None and b"vprintf" in b.cubin for b in (job.original, job.candidate))
+
+
+def plan_tool(tool: str, job: EvalJob, native_ms: dict[str, float], uses_shared: bool,
+              prints: bool = False) -> ToolPlan:
     """The sizes `tool` runs at, with the reason for each left out."""
     plan = ToolPlan(tool)
     if tool == "racecheck" and not uses_shared:
@@ -60,6 +71,8 @@ def plan_tool(tool: str, job: EvalJob, native_ms: dict[str, float], uses_shared:
         why = f"predicted {predicted:.0f} s ({ms:.3g} ms native x {factor:g} under {tool})"
         if p.role == "bench" and p.buffer_bytes > job.defences.layered_max_bytes:
             plan.left_out.append((p.label, f"over {job.defences.layered_max_bytes >> 20} MiB of buffers"))
+        elif p.role == "bench" and prints:
+            plan.left_out.append((p.label, PRINTS))
         elif p.role == "bench" and predicted > BENCH_BUDGET_S:
             plan.left_out.append((p.label, why + "; the test sizes carry the check"))
         elif predicted > SIZE_LIMIT_S:
