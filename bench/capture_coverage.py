@@ -603,9 +603,15 @@ def main() -> int:
     parser.add_argument("--save-as", default="capture_coverage", help="the results file's name (two runs side by side)")
     args = parser.parse_args()
     deadline = time.monotonic() + args.deadline
-    results = [measure(p.resolve(), args, deadline) for p in args.projects]
+    results = []
+    for project in args.projects:  # saved as each ends: a run cut short keeps the projects it finished
+        results.append(measure(project.resolve(), args, deadline))
+        save(args.save_as, {"date": time.strftime("%Y-%m-%d"), "results": results, "complete": False})
+        r = results[-1]
+        console.print(f"{r['project']}: {r['proven']} of {r['launched']} launched kernels proven, "
+                      f"{r['not_reached']} not reached", highlight=False)
     report(results)
-    save(args.save_as, {"date": time.strftime("%Y-%m-%d"), "results": results})
+    save(args.save_as, {"date": time.strftime("%Y-%m-%d"), "results": results, "complete": True})
     return 0
 
 
