@@ -230,6 +230,7 @@ def cmake_programs(project: Path, out: Path, roots: list[Path], arch: str, shim:
     def build(root: Path) -> list[Program]:
         name = str(root.relative_to(project)) if root != project else "."
         folder = out / ("cmake_" + re.sub(r"\W+", "_", name))
+        started = time.time()
         for words in shimmed:
             shutil.rmtree(folder, ignore_errors=True)
             configure = ["cmake", "-S", str(root), "-B", str(folder), "-DCMAKE_BUILD_TYPE=Release",
@@ -240,8 +241,10 @@ def cmake_programs(project: Path, out: Path, roots: list[Path], arch: str, shim:
                 break
         if not why:
             _, why = _run_build(["cmake", "--build", str(folder), "-j", "16"], root, None)
-        made = sorted(p for p in folder.rglob("*") if p.is_file() and os.access(p, os.X_OK) and "CMakeFiles" not in
-                      p.parts and p.read_bytes()[:4] == b"\x7fELF") if folder.is_dir() else []
+        made = sorted(p for p in folder.rglob("*") if _elf(p) and "CMakeFiles" not in p.parts) if folder.is_dir() else []
+        # EXECUTABLE_OUTPUT_PATH / RUNTIME_OUTPUT_DIRECTORY may put a program beside the sources
+        made += sorted(p for p in root.rglob("*") if folder not in p.parents and "CMakeFiles" not in p.parts
+                       and _elf(p) and p.stat().st_mtime >= started)
         sources = sorted(p for p in root.rglob("*") if p.suffix in SOURCES + HEADERS)
         if not made:
             return [Program(f"{name} (cmake)", root, sources, unbuilt=f"cmake: {why or 'built no program'}")]
@@ -425,6 +428,14 @@ def all_programs(project: Path, out: Path, includes: list[Path], helpers: list[P
     return [p for p in by_cmake if p.binary is not None or not any(p.folder in f.parents or p.folder == f
                                                                    for f in retried)] + \
         [p for p in made if p.binary is not None or p.folder not in retried] + singles
+
+
+def _elf(path: Path) -> bool:
+    """An executable ELF file (a built program, not a script)."""
+    if not path.is_file() or not os.access(path, os.X_OK):
+        return False
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
 
 
 def _executables(folder: Path) -> set[Path]:

@@ -129,6 +129,20 @@ def test_a_find_cuda_project_with_an_old_minimum_and_a_dropped_architecture_is_b
     assert [(p.name, p.unbuilt) for p in programs] == [("./sgemm (cmake)", "")]
 
 
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="no cmake")
+def test_a_program_cmake_leaves_beside_the_sources_is_found(tmp_path, nvcc_on_path):
+    """NVIDIA_SGEMM_PRACTICE sets EXECUTABLE_OUTPUT_PATH to its source folder: the program is
+    there, not in the build folder."""
+    project = _project(tmp_path, {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.24)\nproject(demo LANGUAGES CXX CUDA)\n"
+                          "set(EXECUTABLE_OUTPUT_PATH ${PROJECT_SOURCE_DIR})\n"
+                          "add_executable(beside src/run.cu sgemm.cu)\n",
+        "src/run.cu": KERNEL + RUN, "sgemm.cu": CALLS_RUN})
+    programs = coverage.all_programs(project, tmp_path / "out", [], [], cmake_arch="90")
+    assert [(p.name, p.unbuilt) for p in programs] == [("./beside (cmake)", "")]
+    assert programs[0].binary == project / "beside" and programs[0].folder == project
+
+
 def test_a_makefile_with_a_dropped_architecture_is_built_by_make(tmp_path, nvcc_on_path):
     project = _project(tmp_path, {
         "sample/Makefile": "app: main.cu run.cu\n"
