@@ -24,6 +24,9 @@ def _handle(job, report):
         os.kill(os.getpid(), signal.SIGSEGV)
     if job.kernel == "hang":
         time.sleep(3600)
+    if job.kernel == "slow":  # each launch takes seconds: as a check printing 4 M lines does
+        report("checking n=4194304: one launch of the original took 1.3 s")
+        time.sleep(3600)
     if job.kernel == "bug":
         raise ValueError("an evaluator bug")
     restart = job.kernel == "poisoned"

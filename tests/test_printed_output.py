@@ -144,3 +144,4 @@ def test_take_reads_what_c_and_fd_1_printed_then_starts_again_empty():
 def test_the_view_helper_is_what_the_kernels_here_read():  # guards the fixtures above, not fsr
     x = np.arange(4, dtype=np.float32)
     assert len(_errors(4, x.ctypes.data)) == 2
+

@@ -54,6 +54,15 @@ def test_a_hang_is_killed_at_the_timeout(evaluator):
     assert evaluator.run(job("a")).status == "verified"
 
 
+def test_a_timeout_says_hung_or_slow_as_the_last_launch_showed(evaluator):
+    hung = evaluator.run(job("hang"), timeout=1.0)
+    assert "a kernel probably hangs" in hung.message
+    slow = evaluator.run(job("slow"), timeout=1.0)
+    assert slow.status == "timeout" and "probably hangs" not in slow.message
+    assert "one launch of the original took 1.3 s: the kernel is slow at this size, not hung" in slow.message
+    assert evaluator.run(job("a")).status == "verified"
+
+
 def test_an_evaluator_bug_is_a_crashed_result_not_an_exception(evaluator):
     r = evaluator.run(job("bug"))
     assert r.status == "crashed" and "internal evaluator error: an evaluator bug" in r.message and "ValueError" not in r.message

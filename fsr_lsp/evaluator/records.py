@@ -73,6 +73,9 @@ class LaunchPlan:
 
 
 
+SLOW_MARK = "one launch of the"  # in a stage's text: the last launch was slow (gpu/runs.py, worker_client.py)
+
+
 @dataclass(frozen=True)
 class ConstantPlan:
     """A `__constant__` symbol the program sets at run time: filled per input set (job/constants.py)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..records import SizePlan
+from ..records import SLOW_MARK, SizePlan
 from .accuracy import to_wide, wide_args
 from .buffers import poisoned
 from .common import Failure, JobContext, buffers_of, guarded_launch, launch_args, outputs
@@ -16,6 +16,9 @@ from .printed import Printed
 from .shared import SharedPoison
 
 WIDE_CHECK = "double-precision reference"
+
+
+SLOW_LAUNCH_S = 0.25  # a launch this long is reported: verification runs each size dozens of times
 
 
 def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any], which: str, launches: int,
@@ -36,7 +39,10 @@ def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any
             shared(footprint)
         started = time.perf_counter()
         guarded_launch(ctx.session, who, plan.label, lambda: kernel.launch(args, launch))
-        _native_time(ctx, who, plan, time.perf_counter() - started)
+        took = time.perf_counter() - started
+        _native_time(ctx, who, plan, took)
+        if took >= SLOW_LAUNCH_S:  # a time limit reached later says "slow", not "hung"
+            ctx.report(f"checking {plan.label}: {SLOW_MARK} {who} took {took:.2g} s")
         ctx.printed.append(Printed.of(ctx.session.take_printed()))
         _check_bands(ctx, who, plan, guards)
         last = k == launches - 1

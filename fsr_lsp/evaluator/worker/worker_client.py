@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable
 
 from .gpu_gate import gate
-from ..records import EvalJob, EvalResult, GpuInfo
+from ..records import SLOW_MARK, EvalJob, EvalResult, GpuInfo
 from .serde import from_data, to_data
 from .worker import worker_main
 
@@ -172,8 +172,7 @@ class Evaluator:
                 if time.monotonic() - started > limit:
                     self._kill()
                     self.restarts += 1
-                    return _result(job, "timeout", f"no result within {limit:.0f} s while {stage}: a kernel probably "
-                                                   "hangs; the worker was killed and will restart", started, gpu)
+                    return _result(job, "timeout", _timeout_text(limit, stage), started, gpu)
 
     def _lost(self, job: EvalJob, stage: str, started: float) -> EvalResult:
         """The worker went away mid-job: say how, while doing what."""
@@ -212,3 +211,13 @@ def _exit_text(code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit code {code}"
+
+
+def _timeout_text(limit: float, stage: str) -> str:
+    """Why a job ran out of time: a kernel that hangs, or (its last launch said so) one that is
+    slow at this size, which a longer limit or smaller sizes would let finish."""
+    if SLOW_MARK in stage:
+        return (f"no result within {limit:.0f} s while {stage}: the kernel is slow at this size, not hung (its "
+                f"checks launch it dozens of times); a longer --timeout or smaller sizes in the spec let it finish; "
+                f"the worker was killed and will restart")
+    return f"no result within {limit:.0f} s while {stage}: a kernel probably hangs; the worker was killed and will restart"
