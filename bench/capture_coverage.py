@@ -432,8 +432,8 @@ def all_programs(project: Path, out: Path, includes: list[Path], helpers: list[P
 
 def _elf(path: Path) -> bool:
     """An executable ELF file (a built program, not a script)."""
-    if not path.is_file() or not os.access(path, os.X_OK):
-        return False
+    if not path.is_file() or not os.access(path, os.X_OK) or ".so" in path.suffixes:
+        return False  # a shared library is no program
     with open(path, "rb") as f:
         return f.read(4) == b"\x7fELF"
 

@@ -145,3 +145,22 @@ def test_the_view_helper_is_what_the_kernels_here_read():  # guards the fixtures
     x = np.arange(4, dtype=np.float32)
     assert len(_errors(4, x.ctypes.data)) == 2
 
+
+
+_written: dict[int, float] = {}
+
+
+@kernel("checks_axpy_first_launch_only")
+def checks_axpy_first_launch_only(n, a, x, y):
+    """Prints as the original, except on a buffer it wrote last launch (a chained launch)."""
+    again = _written.get(y) == float(view(y, n)[-1])
+    _axpy(n, a, x, y)
+    _written[y] = float(view(y, n)[-1])
+    if not again:
+        device_printf("".join(_errors(n, x)))
+
+
+def test_printing_is_compared_on_every_chained_launch():
+    result = run(AXPY, "axpy", "checks_axpy", "checks_axpy_first_launch_only")
+    assert result.status == "wrong", result.message
+    assert failed(result).name == "prints as the original"

@@ -327,3 +327,15 @@ def test_when_no_whole_number_input_is_left_every_saved_input_takes_the_runs_own
     assert step is not None and 'x = "in[n] captured()"' in step[0] and "uniform" not in step[0]
     assert "tests = []" in step[0] and "depends on the data's structure" in step[1]
     assert relax(step[0], captured, "in bounds", "y", overflow) is None
+
+
+def test_whole_blocks_need_a_tile_of_whole_threads():
+    """cdiv(n, 256) at n=1000 is 4 blocks of 250: no tile a 256-thread block was written for."""
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.drafting.relax import relax
+
+    draft = DRAFT.format(y="out").replace("bench = {{ n = 4096 }}".format(), "bench = { n = 1000 }") \
+        .replace("tests = [ { n = 1 }, { n = 17 }, { n = 1000 } ]", "tests = [ { n = 1 }, { n = 17 } ]")
+    sized = job(place_spec(FILE.format(name="shift"), "shift", draft).text, "shift", "shift", None)
+    step = relax(draft, sized, "in bounds", "y", "writes past the end of `y` at n=1")
+    assert step is not None and "whole blocks" not in step[1] and "that size is left out" in step[1]

@@ -80,3 +80,68 @@ def test_a_candidate_that_hardcodes_one_filter_is_wrong_and_a_faithful_rewrite_i
     assert evaluate_on_cpu(CONV, "conv", BOX_FILTER).status == "wrong"
     result = evaluate_on_cpu(CONV, "conv", GOOD)
     assert result.status == "verified", result.message
+
+
+SEPARABLE = """/* @fsr
+bench = { n = 2000 }
+tests = [ { n = 1 }, { n = 1000 } ]
+grid = "cdiv(n, 128)"
+block = 128
+[args]
+n = "n"
+x = "in[n + 2]"
+y = "out[n]"
+*/
+__constant__ float c_row[3];
+__constant__ float c_col[3];
+
+__global__ void sep(int n, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = 0.0f;
+        for (int k = 0; k < 3; ++k) s += c_row[k] * x[i + k] + 2.0f * c_col[k];
+        y[i] = s;
+    }
+}
+"""
+SWAPPED = SEPARABLE[SEPARABLE.index("__global__"):].replace("c_row[k] * x[i + k] + 2.0f * c_col[k]",
+                                                            "c_col[k] * x[i + k] + 2.0f * c_row[k]")
+
+
+@needs_cxx
+def test_two_tables_of_one_type_hold_different_values_so_reading_one_for_the_other_fails():
+    from .cuda_on_cpu import evaluate_on_cpu
+
+    result = evaluate_on_cpu(SEPARABLE, "sep", SWAPPED)
+    assert result.status == "wrong", result.message
+
+
+def test_constants_under_guards_conditionals_and_extern_c_are_file_scope_and_a_namespaced_one_is_said():
+    text = """#ifndef FILTER_H
+#define FILTER_H
+__constant__ float c_guarded[4];
+#endif
+#if USE_TABLE
+__constant__ int c_table[8];
+#else
+__constant__ short c_other[8];
+#endif
+extern "C" { __constant__ double c_linked[2]; }
+namespace ns { __constant__ float c_ns[2]; }
+"""
+    plans, left = runtime_constants(text, {})
+    assert [(p.name, p.dtype) for p in plans] == [("c_guarded", "float32"), ("c_table", "int32"),
+                                                  ("c_other", "int16"), ("c_linked", "float64")]
+    assert len(left) == 1 and "`c_ns` (in a namespace)" in left[0]
+
+
+def test_a_constant_of_a_typedef_the_builds_macro_chooses_is_filled_as_that_type(tmp_path):
+    from fsr_lsp.evaluator.job.prepare import EvalOptions, constant_aliases
+
+    (tmp_path / "types.h").write_text("#if defined(ENABLE_BF16)\ntypedef __nv_bfloat16 floatX;\n#else\n"
+                                      "typedef float floatX;\n#endif\n")
+    source = '#include "types.h"\n__constant__ floatX c_scale[4];\n'
+    plain = runtime_constants(source, constant_aliases(source, EvalOptions(include_dirs=(str(tmp_path),))))[0]
+    bf16 = runtime_constants(source, constant_aliases(source, EvalOptions(include_dirs=(str(tmp_path),),
+                                                                          flags=("-DENABLE_BF16",))))[0]
+    assert [p.dtype for p in plain] == ["float32"] and [p.dtype for p in bf16] == ["bfloat16"]

@@ -138,3 +138,14 @@ def test_a_kernel_the_tool_cannot_check_is_skipped_saying_why_not_failed():
            "========= ERROR SUMMARY: 1 error\n")
     outcome = sanitizer._outcome("initcheck", (sanitizer._EXIT_ON_ERROR, out), ToolPlan("initcheck"), 60.0)
     assert outcome.check.status == "skip" and "Dynamic Parallelism is not supported" in outcome.check.detail
+
+
+def test_a_kernel_that_prints_cannot_excuse_itself_with_the_tools_not_supported_line():
+    """Its printf shares the tool's output: the line could be the kernel's own."""
+    from fsr_lsp.evaluator.sanitize.sanitizer_plan import ToolPlan
+
+    out = ("========= COMPUTE-SANITIZER\n"
+           "========= Warning: CUDA Dynamic Parallelism is not supported by the selected tool\n"
+           "========= ERROR SUMMARY: 1 error\n")
+    outcome = sanitizer._outcome("racecheck", (sanitizer._EXIT_ON_ERROR, out), ToolPlan("racecheck"), 60.0, prints=True)
+    assert outcome.check.status == "fail"

@@ -122,7 +122,7 @@ def test_a_kernel_that_calls_printf_leaves_the_bench_size_to_the_gpu_checks():
 
     plain = small_job()
     printing = dataclasses.replace(plain, original=dataclasses.replace(plain.original, cubin=b"\x7fELF...vprintf..."))
-    assert not calls_printf(plain) and calls_printf(printing)
+    assert not calls_printf(plain.original) and calls_printf(printing.original)
     memcheck = plan_tool("memcheck", printing, NATIVE, uses_shared=True, prints=True)
     assert [p.label for p in memcheck.sizes] == ["n=1", "n=1000", "n=65537"]
     assert "calls printf" in dict(memcheck.left_out)["n=16777216"]

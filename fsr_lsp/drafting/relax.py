@@ -87,6 +87,8 @@ def _whole_blocks(block: str, job: EvalJob, failed_at, check: str) -> tuple[str,
     if blocks <= 1 or total % blocks or total // blocks <= 1:
         return None
     tile = total // blocks
+    if tile % bench.original.block[axes[0]]:
+        return None  # no whole number of elements a thread: not a tile the kernel was written for
     if all(p.sizes[name] % tile == 0 for p in tests):
         return None  # whole blocks already: what fails there goes size by size
     sizes = [tile * m for m in TILE_MULTIPLES if tile * m < total]

@@ -203,7 +203,7 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
             spec.flags = block_defines(kernel)
         elif extra:
             spec.flags = tuple(f"-D{name}" for name in sorted(extra))
-            if spec.spec:  # the placed block keeps them: typed and compiled so without the capture
+            if spec.spec and spec.origin != "attached":  # a placed draft keeps them: typed and compiled so without the capture
                 spec.spec = set_key(spec.spec, "defines", defines_value(spec.flags))
             spec.problems.append(
                 f"compiled with {' '.join(spec.flags)}: the captured launch's symbol (`{launched[0].name}`) says the "

@@ -78,6 +78,8 @@ def render_spec(spec: Spec) -> str:
         lines.append(f"ref = {table(spec.ref)}")
     if not spec.edge:
         lines.append("edge = false")
+    if spec.defines:
+        lines.append("defines = [" + ", ".join(value(d) for d in spec.defines) + "]")
     lines.append("[args]")
     for a in spec.args:
         if isinstance(a, TextureArg):

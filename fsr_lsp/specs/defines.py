@@ -15,7 +15,7 @@ from typing import Any
 from ..kernels.kernel import Kernel
 from .locate import strip_stars
 
-MACRO = re.compile(r"[A-Za-z_]\w*(?:=[\w.+-]*)?")
+MACRO = re.compile(r"[A-Za-z_]\w*(?:=[\w.+-]*)?", re.ASCII)
 
 
 def defines_problem(value: Any) -> str | None:

@@ -3,6 +3,7 @@ why): drawn per input set, the same bytes in every module of the job."""
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from .buffers import storage_dtype
@@ -13,17 +14,23 @@ WHOLE_LIMIT = 8  # whole numbers in [0, WHOLE_LIMIT): indices into the arrays su
 
 
 def fill_constants(ctx: JobContext, seed: int) -> None:
-    """Every run-time constant of the job, drawn for `seed`, in the original's module, the
-    candidate's and the double-precision original's (as doubles where its copy is twice as wide)."""
+    """Every run-time constant of the job, drawn for `seed` and its own name (two tables of one
+    type never hold the same values, so reading one for the other shows), in each module that
+    holds it: the original's, the candidate's, and the double-precision original's (as doubles
+    where its copy is twice as wide). One no module holds is said once."""
     torch = ctx.torch
     for plan in ctx.job.constants:
-        size = ctx.original.global_size(plan.name)
+        sizes = [(k, k.global_size(plan.name)) for k in (ctx.original, ctx.candidate) if k is not None]
+        size = max((s for _, s in sizes), default=0)
         if not size:
-            continue  # compiled away: nothing reads it
-        values = _draw(torch, plan.dtype, size, seed)
+            note = f"__constant__ `{plan.name}` is not in the compiled module (renamed or unused): left as loaded"
+            if note not in ctx.result.warnings:
+                ctx.result.warnings.append(note)
+            continue
+        values = _draw(torch, plan.dtype, size, seed ^ zlib.crc32(plan.name.encode()))
         data = _bytes(torch, values)
-        for kernel in (ctx.original, ctx.candidate):
-            if kernel is not None and kernel.global_size(plan.name):
+        for kernel, own in sizes:
+            if own:
                 kernel.set_global(plan.name, data)
         wide = ctx.wide
         if wide is not None and wide.global_size(plan.name):

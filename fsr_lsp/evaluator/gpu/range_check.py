@@ -28,6 +28,7 @@ from typing import Any
 from ..records import Check, EvalJob, Mismatch, SizePlan
 from .accuracy import EPS, FACTOR, FLOOR_ULPS
 from .buffers import FLOATS, SCALED_DEFAULT, describe, scaled_error
+from .constant_fill import fill_constants
 from .common import Failure, JobContext, make_inputs, outputs, seed_for
 from .input_sets import InputSet, input_sets, perturbed, probed, reshape
 from .oracle import OracleProblem
@@ -85,6 +86,7 @@ def check_ranges(ctx: JobContext, index: int, shared: SharedPoison | None) -> Ch
             continue
         ctx.report(f"checking {plan.label} ({which.label})")
         seed = seed_for(job, index, SEED_OFFSET + k)
+        fill_constants(ctx, seed)  # drawn from the seed, as the cached original's run had them
         inputs = set_inputs(ctx, plan, seed, which)
         original = _original_on(ctx, plan, which, seed, inputs, shared)
         if original.out_of_domain:

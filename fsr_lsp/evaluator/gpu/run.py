@@ -37,6 +37,7 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
             _sanitize_runs(ctx)
             result.message = "ran under compute-sanitizer"
         elif job.mode == "time":
+            fill_constants(ctx, seed_for(job, 0, 0))  # both modules on the same tables
             time_job(ctx)
             phase("time")
             result.status = "timed"

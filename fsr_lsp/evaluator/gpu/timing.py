@@ -142,6 +142,7 @@ def time_job(ctx: JobContext) -> None:
         repetition(r, timed=True)
         if r % 32 == 31:
             ctx.report(f"timing at {bench.label}: {r + 1}/{reps} runs")
+            session.take_printed()  # what a printing kernel wrote meanwhile: nobody's to compare
     sync("timing")
     times = {c.name: [s.elapsed_time(e) for s, e in c.times] for c in contenders}
     _log_times(job.kernel, bench.label, times)

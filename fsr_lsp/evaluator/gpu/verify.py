@@ -81,7 +81,7 @@ def verify(ctx: JobContext) -> Counts:
             launches = max(1, job.defences.chained_launches) if j == 0 else 1
             try:
                 expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
-                printed = ctx.printed[0]
+                printed = list(ctx.printed)  # what each of its chained launches printed
                 again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
                 printed_again = ctx.printed[0]
                 rerun = lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0]  # noqa: E731
@@ -249,10 +249,13 @@ def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, se
 
 def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, expected: list[dict], reference: dict | None,
                      seed: int, shared: SharedPoison | None, double: dict | None,
-                     original_printed: tuple[Printed, Printed]) -> None:
+                     original_printed: tuple[list[Printed], Printed]) -> None:
     torch = ctx.torch
     runs = launch_runs(ctx, "candidate", plan, inputs, "A", len(expected), shared)
-    _compare_printed(ctx, plan, seed, ctx.printed[0], *original_printed)
+    chained, again = original_printed
+    repeats = chained[0].same_as(again)  # the original prints the same on the same inputs
+    for k, printed in enumerate(ctx.printed):  # every chained launch, the first against both of the original's runs
+        _compare_printed(ctx, plan, seed, printed, chained[k], again if k == 0 or not repeats else chained[k])
     second = launch_runs(ctx, "candidate", plan, inputs, "B", 1, shared)[0]
     _compare(ctx, plan, runs[0], second, expected[0], seed, double)
     for snapshot in (runs[0], runs[-1]):

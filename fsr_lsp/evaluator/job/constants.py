@@ -26,8 +26,9 @@ def runtime_constants(source: str, aliases: dict[str, str]) -> tuple[list[Consta
         return plans, left
     tree = parse(source.encode())
     for node in nodes_of(tree.root_node, "declaration"):
-        if node.parent is None or node.parent.type != "translation_unit":
-            continue  # file scope only: a block's declarations are no module symbols
+        scope = _file_scope(node)
+        if scope is None:
+            continue  # a block's declarations are no module symbols
         qualifiers = {c.text.decode() for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")
                       and c.text}
         if "__constant__" not in qualifiers or "extern" in qualifiers:
@@ -40,6 +41,12 @@ def runtime_constants(source: str, aliases: dict[str, str]) -> tuple[list[Consta
                 continue  # the program's own values
             name = _name_of(declarator)
             if name is None:
+                left.append(f"__constant__ `{(declarator.text or b'').decode()}` is left as loaded (zeros): fsr cannot "
+                            f"read its declarator, so the kernel is checked on that value only")
+                continue
+            if scope == "namespace":
+                left.append(f"__constant__ `{name}` (in a namespace) is left as loaded (zeros): its symbol is mangled, "
+                            f"so the kernel is checked on that value only")
                 continue
             dtype, _ = element_type(aliases.get(base, base))
             if dtype is None:
@@ -48,6 +55,24 @@ def runtime_constants(source: str, aliases: dict[str, str]) -> tuple[list[Consta
                 continue
             plans.append(ConstantPlan(name=name, dtype=dtype))
     return plans, left
+
+
+_TRANSPARENT = {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef",
+                "linkage_specification", "declaration_list"}
+
+
+def _file_scope(node) -> str | None:
+    """"file" for a declaration at file scope (include guards, #if branches and extern "C" blocks
+    are still file scope), "namespace" inside a namespace, None inside a function or a type."""
+    scope = "file"
+    parent = node.parent
+    while parent is not None and parent.type != "translation_unit":
+        if parent.type == "namespace_definition":
+            scope = "namespace"
+        elif parent.type not in _TRANSPARENT:
+            return None
+        parent = parent.parent
+    return scope
 
 
 def _name_of(declarator) -> str | None:

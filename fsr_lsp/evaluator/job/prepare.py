@@ -9,10 +9,12 @@ import re
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable
 
 from ...kernels import Kernel, discover
-from ...kernels.aliases import type_aliases, with_included_aliases
+from ...kernels.aliases import flag_defines, included_texts, type_aliases, with_included_aliases
+from ...kernels.lexical import defined_macros
 from ...kernels.lexical import code_only
 from ...source import SourceText
 from ...specs import Spec, parse_spec
@@ -149,7 +151,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
             result.compile = {"original": orig, "candidate": cand}
             return Prepared(result=result)
         checks.append(Check("compile candidate", "pass", f"{cand.compiler}, {cand.seconds:.2f} s" + (" (cached)" if cand.cached else "")))
-    constants, left = runtime_constants(source, type_aliases(source))
+    constants, left = runtime_constants(source, constant_aliases(source, options))
     warnings += left
     seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
     sizes, unmet = with_captured_sources(build_plans(kernel, spec, cand_spec), dict(options.real_inputs))
@@ -183,6 +185,12 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,
                            compile={"original": orig, **({"candidate": cand} if cand else {})})
     return pre
+
+
+def constant_aliases(source: str, options: EvalOptions) -> dict[str, str]:
+    """Type names as the build reads them: the file's and its headers', under its -D macros."""
+    headers = included_texts(source, tuple(map(Path, options.include_dirs))) if "#include" in source else []
+    return type_aliases("\n".join([*headers, source]), defined_macros(source.encode()) | flag_defines(options.flags))
 
 
 def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: CompileResult,

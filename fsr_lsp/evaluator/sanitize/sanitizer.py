@@ -113,7 +113,7 @@ def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS
             prewarm.close()
         return [Check(f"sanitizer {t}", "skip", "compute-sanitizer not found") for t in tools]
     shared = True if static_shared is None else uses_shared_memory(job, static_shared)
-    prints = calls_printf(job)
+    prints = calls_printf(job.original)  # the original's: a candidate's printf must not buy it fewer checks
     plans = {t: plan_tool(t, job, native_ms or {}, shared, prints) for t in tools}
     runs = {t: plans[t] for t in tools if not plans[t].skipped and plans[t].sizes}
     outputs = _run_children([(t, _sanitize_job(job, plans[t].sizes, original=False)) for t in runs], tool_path,
@@ -126,7 +126,7 @@ def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS
         if tool not in runs:
             checks.append(Check(f"sanitizer {tool}", "skip", plan.describe()))
             continue
-        outcome = _outcome(tool, outputs[tool], plan, timeout)
+        outcome = _outcome(tool, outputs[tool], plan, timeout, calls_printf(job.candidate or job.original))
         if tool == "memcheck" and outcome.check.status == "fail" and outcome.accesses:
             shared_fault = _shared_with_original(tool_path, job, plan.sizes, device_index, timeout, outcome, cancel)
             if shared_fault:
@@ -260,7 +260,8 @@ def _run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index:
     return out
 
 
-def _outcome(tool: str, result: tuple[int | None, str], plan: ToolPlan, timeout: float) -> Outcome:
+def _outcome(tool: str, result: tuple[int | None, str], plan: ToolPlan, timeout: float,
+             prints: bool = False) -> Outcome:
     returncode, out = result
     name = f"sanitizer {tool}"
     if returncode is None:
@@ -268,7 +269,9 @@ def _outcome(tool: str, result: tuple[int | None, str], plan: ToolPlan, timeout:
     summary = _SUMMARY.search(out)
     errors = int(summary.group(1) or summary.group(2)) if summary else None
     unsupported = _UNSUPPORTED.search(out)
-    if unsupported and not accesses_in(out):  # e.g. initcheck and a kernel that launches kernels
+    # the output also holds what the kernel printed: a kernel that prints could write the tool's
+    # "not supported" line itself, so only a kernel that cannot print is excused by it
+    if unsupported and not accesses_in(out) and not prints:
         return Outcome(Check(name, "skip", f"the tool cannot check this kernel: {unsupported.group(0).strip()}"), [])
     if returncode == _EXIT_ON_ERROR or (errors or 0) > 0:
         accesses = accesses_in(out)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..records import EvalJob, SizePlan
+from ..records import EvalJob, KernelBinary, SizePlan
 
 SLOWDOWN = {"memcheck": 1_000.0, "racecheck": 40_000.0, "initcheck": 1_000.0, "synccheck": 1_000.0}
 BENCH_BUDGET_S = 3.0  # the bench size runs under a tool only if predicted within this
@@ -52,9 +52,9 @@ PRINTS = ("the kernel calls printf, which the tool handles call by call at a cos
           "the check")
 
 
-def calls_printf(job: EvalJob) -> bool:
+def calls_printf(binary: KernelBinary) -> bool:
     """Device printf compiles to a call of `vprintf`, which the cubin names."""
-    return any(b is not None and b"vprintf" in b.cubin for b in (job.original, job.candidate))
+    return b"vprintf" in binary.cubin
 
 
 def plan_tool(tool: str, job: EvalJob, native_ms: dict[str, float], uses_shared: bool,
