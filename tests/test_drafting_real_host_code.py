@@ -303,12 +303,14 @@ int main() {
     ("ceilf(n / (float)threads)", 'grid = "cdiv(n, 256)"'),
     ("std::ceil(double(n) / threads)", 'grid = "cdiv(n, 256)"'),
     ("floor(n / 256)", 'grid = "(n / 256)"'),
+    ("ceil(nf / 256)", 'grid = "cdiv((n), 256)"'),  # a float variable: a float quotient
+    ("ceil((int)nf / 256)", 'grid = "((n) / 256)"'),  # cast back to an integer first
     ("floor((n + 255.0) / 256)", None),  # a float floored: not read
 ])
 def test_grids_rounded_by_ceil_or_floor_divide_as_c_does(tmp_path: Path, grid, expected):
     s = spec(tmp_path, """
 int main() {
-    int n = 5000; const int threads = 256;
+    int n = 5000; const int threads = 256; float nf = n;
     float *a, *c;
     cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
     add<<<GRID, threads>>>(c, a, n);

@@ -188,7 +188,7 @@ class Translator:
         Casts are dropped in translation, so whether the division is a float's is read here."""
         while arg.type == "parenthesized_expression" and arg.named_children:
             arg = arg.named_children[0]
-        floating = _floating(arg)
+        floating = _floating(arg, self.scope.floating)
         if arg.type == "binary_expression" and text_of(arg.child_by_field_name("operator")) == "/" and floating \
                 and _ROUNDING[fn] == "ceil":
             a = self._node(arg.child_by_field_name("left"), text, depth + 1)
@@ -247,18 +247,20 @@ def _expression_node(text: str) -> Node:
     return value.named_children[0] if value.type == "parenthesized_expression" else value
 
 
-def _floating(node: Node) -> bool:
-    """Whether C evaluates the expression in floating point: a float literal or a cast to a
-    floating type anywhere in its arithmetic (names are taken for the integers sizes are)."""
+def _floating(node: Node, names: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
+    """Whether C evaluates the expression in floating point: a float literal, a name declared
+    float or double (`names`), or a cast to a floating type anywhere in its arithmetic."""
     t = node.type
+    if t == "identifier":
+        return text_of(node) in names
     if t == "number_literal":
         body = text_of(node).lower()
         return not body.startswith("0x") and any(c in body for c in ".ef")
     if t == "cast_expression":
         kind = " ".join(text_of(node.child_by_field_name("type")).split())
-        return kind in _FLOAT_TYPES or _floating(node.child_by_field_name("value"))
+        return kind in _FLOAT_TYPES or (kind not in _FUNCTIONAL_CASTS and _floating(node.child_by_field_name("value"), names))
     if t in ("binary_expression", "parenthesized_expression", "unary_expression"):
-        return any(_floating(c) for c in node.named_children)
+        return any(_floating(c, names) for c in node.named_children)
     if t == "call_expression":
         fn = " ".join(text_of(node.child_by_field_name("function")).split())
         return fn in _FLOAT_TYPES or fn in ("static_cast<float>", "static_cast<double>")

@@ -46,6 +46,7 @@ class Scope:
     called_from: str = ""  # where its parameters got their values: `line 25`
     lists: dict[str, list[str]] = field(default_factory=dict)  # `int sizes[] = {32, 64, 128}` -> its items
     template_order: list[str] = field(default_factory=list)  # the host function's own template parameters
+    floating: set[str] = field(default_factory=set)  # names declared float or double (`ceil(nf / 256)` rounds up)
 
 
 # `atoi(argv[1])`, `(int)strtol(argv[2], 0, 10)`, `std::stoi(argv[3])`: a size known only when the program runs
@@ -151,6 +152,8 @@ def _collect_declaration(src: SourceText, node: Node, scope: Scope) -> None:
                                                                      for x in dims), via="torch tensor")
         else:
             scope.values[name] = value_text
+            if " ".join(type_text.replace("const", "").split()) in ("float", "double", "long double"):
+                scope.floating.add(name)
 
 
 PREFERRED_ITEM = 256  # the usual default block size
