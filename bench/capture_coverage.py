@@ -439,8 +439,7 @@ def _elf(path: Path) -> bool:
 
 
 def _executables(folder: Path) -> set[Path]:
-    return {p for p in folder.iterdir() if p.is_file() and os.access(p, os.X_OK) and p.suffix not in SOURCES + HEADERS
-            and p.read_bytes()[:4] == b"\x7fELF"}
+    return {p for p in folder.iterdir() if p.suffix not in SOURCES + HEADERS and _elf(p)}
 
 
 def _run_build(cmd: list[str], cwd: Path, binary: Path | None, env: dict | None = None) -> tuple[Path | None, str]:
