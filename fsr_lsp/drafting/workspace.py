@@ -187,7 +187,8 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
     src = SourceText.of(text)
     out = []
     for kernel in kernels:
-        own = flag_defines(block_defines(kernel)) - defined  # its placed block's `defines`
+        own_flags = block_defines(kernel)  # its placed block's `defines`
+        own = flag_defines(own_flags) - defined
         kernel_defined = defined | own
         kernel = compiled_as(with_aliases(kernel, types), text, headers, kernel_defined)
         extra: set[str] = set(own)
@@ -200,7 +201,7 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
             if extra else types
         spec = spec_of(index.relative(path), src, kernel, launches, drafter, types=kernel_types, capture=capture)
         if own:
-            spec.flags = block_defines(kernel)
+            spec.flags = own_flags
         elif extra:
             spec.flags = tuple(f"-D{name}" for name in sorted(extra))
             if spec.spec and spec.origin != "attached":  # a placed draft keeps them: typed and compiled so without the capture

@@ -151,7 +151,9 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
             result.compile = {"original": orig, "candidate": cand}
             return Prepared(result=result)
         checks.append(Check("compile candidate", "pass", f"{cand.compiler}, {cand.seconds:.2f} s" + (" (cached)" if cand.cached else "")))
-    constants, left = runtime_constants(source, constant_aliases(source, options))
+    # the headers' types are read only for a file that has __constant__ data: this runs per candidate
+    constants, left = runtime_constants(source, constant_aliases(source, options)) if "__constant__" in source \
+        else ([], [])
     warnings += left
     seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
     sizes, unmet = with_captured_sources(build_plans(kernel, spec, cand_spec), dict(options.real_inputs))
