@@ -111,7 +111,7 @@ class ArgPlan:
     object (passed as its 64-bit handle, `value`, once the GPU session has made and filled it)."""
 
     name: str
-    kind: Literal["buffer", "scalar", "texture"]
+    kind: Literal["buffer", "scalar", "texture", "struct"]  # struct: a by-value struct, its members after it
     dtype: str  # numpy-style element type
     lanes: int = 1
     length: int = 0  # in elements of the C type (a float4 counts once)
@@ -124,6 +124,7 @@ class ArgPlan:
     atol: float = 0.0
     tolerance: Literal["default", "spec"] = "default"  # "spec": the spec's own rtol/atol, compared as they say
     offset: int = 0  # elements of the buffer before the kernel's pointer (a spec's `in[-3 : n + 3]`)
+    member: str = ""  # the struct parameter this is a member of (`A` for `A.elements`; gpu/packing.py)
 
     @property
     def numel(self) -> int:

@@ -13,6 +13,7 @@ from typing import Iterable
 from .c_types import element_type
 from .lexical import active_text, defined_macros
 from .kernel import Kernel, Param
+from .struct_fields import with_struct_fields
 from .structs import instantiated, struct_templates, struct_types
 
 _TYPEDEF = re.compile(r"\btypedef\s+([\w\s:]+?)\s+(\w+)\s*;")
@@ -119,9 +120,19 @@ def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path
         headers = included_texts(text, include_dirs)
         return compiled_as(with_aliases(kernel, type_aliases("\n".join(headers), defined_macros(text.encode()) | defined)
                                         if headers else {}), text, headers, defined)
-    if all(p.dtype is not None for p in kernel.params if p.is_pointer):
+    if all(_typed(p) for p in kernel.params):
         return kernel
-    return with_aliases(kernel, included_aliases(text, include_dirs))
+    headers = included_texts(text, include_dirs)
+    if not headers:
+        return kernel
+    joined = "\n".join(headers)
+    aliases = type_aliases(joined, defined_macros(text.encode()))
+    return with_struct_fields(with_aliases(kernel, aliases), joined, aliases)
+
+
+def _typed(p: Param) -> bool:
+    """An element type known, or for a struct passed by value, its members."""
+    return p.dtype is not None or bool(p.fields)
 
 
 # ---------------------------------------------------------------- types as a build with -D flags compiles them

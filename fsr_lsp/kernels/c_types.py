@@ -159,3 +159,28 @@ def abi_signature(params: tuple[Param, ...]) -> tuple[tuple[str, bool], ...]:
     """What must match between an original and a candidate: base type and pointer-ness
     per position. Qualifiers (`const`, `__restrict__`) and names may change."""
     return tuple((p.base_type, p.is_pointer) for p in params)
+
+
+POINTER_BYTES = 8  # a 64-bit build's pointer: its size and alignment
+
+
+def layout(fields: list[tuple[int, int]]) -> tuple[list[int], int, int]:
+    """Offsets of members of (size, alignment) laid out in order, the struct's size (rounded up
+    to its alignment) and its alignment: the C ABI's rule, which nvcc and the host compiler share."""
+    offsets, at, widest = [], 0, 1
+    for size, align in fields:
+        at = -(-at // align) * align
+        offsets.append(at)
+        at += size
+        widest = max(widest, align)
+    return offsets, -(-at // widest) * widest, widest
+
+
+def member_size(dtype: str | None, lanes: int, is_pointer: bool) -> tuple[int, int]:
+    """(size, alignment) of one member: a pointer's, or lanes of `dtype` (float2 and float4
+    align to their size, float3 to one lane)."""
+    if is_pointer:
+        return POINTER_BYTES, POINTER_BYTES
+    assert dtype is not None
+    size = ITEMSIZE[dtype] * lanes
+    return size, size if lanes in (2, 4) else ITEMSIZE[dtype]

@@ -16,6 +16,7 @@ from .fallback import scan_kernel
 from .lexical import lex, macro_aliases, spec_blocks
 from .kernel import Kernel
 from .treesitter import kernels_from_tree, parse
+from .struct_fields import with_struct_fields
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def _discover(data: bytes, kernel_macros: frozenset[bytes] = frozenset()) -> Dis
             found.append(kernel)
     found.sort(key=lambda k: k.definition_span.start_byte)
     aliases = type_aliases(src.text)
-    found = [with_aliases(k, aliases) for k in found]
+    found = [with_struct_fields(with_aliases(k, aliases), src.text, aliases) for k in found]
     kernels, orphans = attach_specs(src, masked, found, spec_blocks(src, lexed))
     return Discovery(kernels, orphans)
 

@@ -17,6 +17,7 @@ class Param:
     pointee_const: bool
     dtype: str | None  # numpy-style element type (`float32`), None when unknown (templates)
     lanes: int = 1  # 4 for `float4`
+    fields: tuple["Param", ...] = ()  # a struct passed by value: its data members (kernels/struct_fields.py)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ inference from a signature (infer.py), rendering and templates (blocks.py), key 
 
 from .expr import ExprError, evaluate, evaluate_int
 from .infer import infer_spec
-from .model import BufferArg, Init, NullArg, Problem, ScalarArg, Spec, SpecResult, default_init, tolerance
+from .model import BufferArg, Init, NullArg, Problem, ScalarArg, Spec, SpecResult, StructArg, default_init, tolerance
 from .parse import parse_spec
 from .blocks import render_spec, spec_template
 
@@ -17,6 +17,7 @@ __all__ = [
     "ScalarArg",
     "Spec",
     "SpecResult",
+    "StructArg",
     "default_init",
     "evaluate",
     "evaluate_int",

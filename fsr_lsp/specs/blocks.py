@@ -8,7 +8,7 @@ import json
 
 from ..kernels.kernel import Kernel
 from .infer import BENCH_N, DEFAULT_BLOCK, SCALAR_FLOAT, infer_from_signature
-from .model import BufferArg, NullArg, Spec, TextureArg, init_spelling
+from .model import BufferArg, NullArg, ScalarArg, Spec, StructArg, TextureArg, init_spelling
 from .texture import is_texture, texture_spelling
 
 
@@ -42,6 +42,11 @@ def spec_template(kernel: Kernel) -> str:
             direction = "in" if p.pointee_const else "inout"
             note = "" if p.pointee_const else "  # TODO: out if the kernel never reads it"
             lines.append(f'{p.name} = "{direction}[{total}]"{note}')
+        elif p.fields:
+            members = [f'{f.name} = "{"in" if f.pointee_const else "inout"}[{total}]"' if f.is_pointer else
+                       f'{f.name} = {SCALAR_FLOAT if f.dtype and f.dtype.startswith(("float", "bfloat")) else 1}'
+                       for f in p.fields]
+            lines.append(f"{p.name} = {{ {', '.join(members)} }}  # TODO: a struct: each member as a parameter")
         elif p in ints:
             lines.append(f'{p.name} = "{p.name}"')
         else:
@@ -84,15 +89,19 @@ def render_spec(spec: Spec) -> str:
     for a in spec.args:
         if isinstance(a, TextureArg):
             lines.append(f'{a.name} = "{texture_spelling(a)}"')
-        elif isinstance(a, NullArg):
-            lines.append(f'{a.name} = "null"')
-        elif isinstance(a, BufferArg):
-            init = a.init
-            init_text = init_spelling(init)
-            extent = f"{a.start} : {a.stop}" if a.start != "0" else a.length
-            lines.append(f'{a.name} = "{a.direction}[{extent}] {init_text}"' if a.direction != "out"
-                         else f'{a.name} = "out[{extent}]"')
+        elif isinstance(a, StructArg):
+            lines.append(f"{a.name} = {{ " + ", ".join(f"{f.name} = {_arg_value(f, value)}" for f in a.fields) + " }")
         else:
-            lines.append(f"{a.name} = {value(a.value)}")
+            lines.append(f"{a.name} = {_arg_value(a, value)}")
     lines.append("*/")
     return "\n".join(lines) + "\n"
+
+
+def _arg_value(a: BufferArg | ScalarArg | NullArg, value) -> str:
+    """A pointer's or a scalar's value as TOML (a parameter's, or a struct member's)."""
+    if isinstance(a, NullArg):
+        return '"null"'
+    if isinstance(a, BufferArg):
+        extent = f"{a.start} : {a.stop}" if a.start != "0" else a.length
+        return f'"{a.direction}[{extent}] {init_spelling(a.init)}"' if a.direction != "out" else f'"out[{extent}]"'
+    return value(a.value)

@@ -89,7 +89,22 @@ class NullArg:
     name: str
 
 
-Arg = BufferArg | ScalarArg | TextureArg | NullArg
+@dataclass(frozen=True)
+class StructArg:
+    """A struct passed by value whose members are scalars and pointers (`Matrix A` of
+    `{ int width, height, stride; float* elements; }`): each member as a parameter would be,
+    `A = { width = "N", height = "N", stride = "N", elements = "in[N * N]" }`. A pointer member
+    is a buffer of its own, named `A.elements` in verdicts; the evaluator packs the members into
+    the struct's bytes (kernels/struct_fields.py)."""
+
+    name: str
+    fields: tuple["BufferArg | ScalarArg | NullArg", ...]  # in the struct's member order, named by member
+
+    def member(self, field: str) -> "BufferArg | ScalarArg | NullArg | None":
+        return next((f for f in self.fields if f.name == field), None)
+
+
+Arg = BufferArg | ScalarArg | TextureArg | NullArg | StructArg
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ from .locate import locate, strip_stars
 from .overlay import overlay
 from .torch_ref import read_ref
 from .inits import INIT_FORMS, INT_RANGE, read_init
-from .model import (Arg, BufferArg, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, TextureArg)
+from .model import (Arg, BufferArg, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, StructArg,
+                    TextureArg)
 from .texture import is_texture, read_texture, texture_arg
 from .param_types import param_dtype, template_substitution
 from .windows import read_window
@@ -41,8 +43,9 @@ class _Ctx:
     problems: list[Problem] = field(default_factory=list)
 
     def at(self, key: str | None = None, section: str | None = None) -> Span:
-        """The span of `key = ...` in the block (section-aware), or the block's first line."""
-        return locate(self.src, self.comment, self.body, key, section)
+        """The span of `key = ...` in the block (section-aware), or the block's first line; a
+        struct member's (`A.elements`) is its parameter's line."""
+        return locate(self.src, self.comment, self.body, key.split(".")[0] if key else key, section)
 
     def add(self, message: str, key: str | None = None, section: str | None = None,
             severity: Severity = "error", code: str = "spec") -> None:
@@ -239,6 +242,38 @@ def _args(ctx: _Ctx, table: Any, sizes: list[SizeSet], template: str | None) -> 
 def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str, str]) -> Arg:
     if is_texture(p):
         return _texture(ctx, p, value, sizes)
+    if p.fields:
+        return _struct(ctx, p, value, sizes, subst)
+    return _plain_arg(ctx, p, value, sizes, subst, p.name)
+
+
+def _struct(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str, str]) -> StructArg:
+    """A struct passed by value: one entry per member, each read as a parameter of its type."""
+    names = [f.name for f in p.fields]
+    example = ", ".join(f"{f.name} = " + ('"in[n]"' if f.is_pointer else "...") for f in p.fields)
+    if not isinstance(value, dict):
+        raise ctx.fail(f"{p.name} is a struct ({p.base_type}) passed by value: give each member, "
+                       f"{p.name} = {{ {example} }}", p.name, "args", code="spec-bad-arg")
+    unknown = [k for k in value if k not in names]
+    missing = [n for n in names if n not in value]
+    if unknown or missing:
+        said = "; ".join(filter(None, [missing and f"no entry for {', '.join(missing)}",
+                                       unknown and f"{', '.join(unknown)} is no member"]))
+        raise ctx.fail(f"{p.name} ({p.base_type}, members {', '.join(names)}): {said}", p.name, "args",
+                       code="spec-bad-arg")
+    fields = []
+    for f in p.fields:
+        arg = _plain_arg(ctx, f, value[f.name], sizes, subst, f"{p.name}.{f.name}")
+        assert isinstance(arg, (BufferArg, ScalarArg, NullArg))
+        fields.append(arg)
+    return StructArg(p.name, tuple(fields))
+
+
+def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str, str], key: str) -> Arg:
+    """A pointer or a scalar: a parameter, or a member of a struct parameter (`key` names it in
+    messages, `A.elements`; problems are placed on the parameter's line)."""
+    if p.name != key:
+        return _renamed(_plain_arg(ctx, dataclasses.replace(p, name=key), value, sizes, subst, key), p.name)
     if not p.is_pointer:
         if isinstance(value, str) and _BUFFER.match(value):
             raise ctx.fail(f"{p.name} is a scalar ({p.type_text}); give a number or a size expression, not {value!r}", p.name, "args")
@@ -284,6 +319,10 @@ def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str,
                 p.name, "args", severity="warning")
     return BufferArg(p.name, direction, length.strip(), init, start, stop)
 
+
+
+def _renamed(arg: Arg, name: str) -> Arg:
+    return dataclasses.replace(arg, name=name)
 
 
 def _texture(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> TextureArg:

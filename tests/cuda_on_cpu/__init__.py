@@ -123,7 +123,8 @@ class EmulatedKernel(FakeKernel):
 
     def launch(self, args: list[Any], launch: LaunchPlan) -> None:
         self.launches += 1
-        values = [np.array([a if a is not None else 0], dtype=np.uintp if kind == "ptr" else kind)
+        values = [np.frombuffer(a, dtype=np.uint8).copy() if isinstance(a, bytes)  # a struct passed by value
+                  else np.array([a if a is not None else 0], dtype=np.uintp if kind == "ptr" else kind)
                   for a, kind in zip(args, self.params)]
         addresses = (ctypes.c_void_p * len(values))(*[v.ctypes.data for v in values])
         grid = (ctypes.c_uint * 3)(*launch.grid)

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..records import ArgPlan, Check, Mismatch, SizePlan
 from .buffers import FLOATS, scaled_error
+from .packing import launch_dtypes
 
 FACTOR = 4.0  # a candidate may be this many times less accurate than the original ...
 FLOOR_ULPS = 16  # ... or within this many units in the last place of the output's scale
@@ -128,8 +129,9 @@ class Accuracy:
 
 
 def scalar_dtypes(args: list[ArgPlan]) -> list[str | None]:
-    """How a launch passes each argument: None for a buffer's pointer, else the scalar's type."""
-    return [None if a.kind == "buffer" else a.dtype for a in args]
+    """How a launch passes each parameter: None for a buffer's pointer, a struct's dtype for a
+    struct passed by value (gpu/packing.py), else the scalar's type."""
+    return launch_dtypes(args)
 
 
 def wide_args(plan: SizePlan) -> list[ArgPlan]:

@@ -9,6 +9,7 @@ from ..job.captured_buffers import read_saved
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
 from .accuracy import Accuracy
 from .buffers import generate, storage_dtype
+from .packing import launch_values
 from .printed import Printed
 from .session import GpuSession, LoadedKernel
 from .textures import TextureError
@@ -113,11 +114,14 @@ def pointer(arg: ArgPlan, address: int, element_bytes: int) -> int:
     return address + arg.offset * arg.lanes * element_bytes
 
 
-def launch_args(plan_args: list[ArgPlan], tensors: dict[str, Any]) -> list[Any]:
-    """The kernel's arguments: each buffer's pointer (tensors by name), scalars and texture
-    handles by value."""
-    return [pointer(a, tensors[a.name].data_ptr(), tensors[a.name].element_size()) if a.kind == "buffer" else a.value
-            for a in plan_args]
+def launch_args(plan_args: list[ArgPlan], tensors: dict[str, Any], placed: dict[str, int] | None = None) -> list[Any]:
+    """The kernel's arguments: each buffer's pointer (tensors by name; `placed` gives another
+    address for some), scalars and texture handles by value, a struct's members packed into its
+    bytes (gpu/packing.py)."""
+    placed = placed or {}
+    values = [pointer(a, placed.get(a.name, tensors[a.name].data_ptr()), tensors[a.name].element_size())
+              if a.kind == "buffer" else a.value for a in plan_args]
+    return launch_values(plan_args, values)
 
 
 def guarded_launch(session: GpuSession, who: str, where: str, launch: Callable[[], None], what: str | None = None,

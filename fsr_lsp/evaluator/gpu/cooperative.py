@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from .driver_api import check, libcuda
+from .packing import is_struct
 
 _MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 _CTYPES: dict[str, Any] = {
@@ -62,7 +63,8 @@ class CooperativeKernel:
         if smem > 48 * 1024 and smem != self._smem_set:
             _check(_driver().cuFuncSetAttribute(self._fn, _MAX_DYNAMIC_SHARED, smem), "cuFuncSetAttribute")
             self._smem_set = smem
-        holders = [ctypes.c_uint64(v) if d is None else _CTYPES[d](v) for v, d in zip(values, dtypes)]
+        holders = [ctypes.c_uint64(v) if d is None else ctypes.create_string_buffer(v, len(v)) if is_struct(d)
+                   else _CTYPES[d](v) for v, d in zip(values, dtypes)]
         params = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.cast(ctypes.byref(h), ctypes.c_void_p)
                                                             for h in holders])
         _check(_driver().cuLaunchCooperativeKernel(self._fn, *grid, *block, smem, None, params),

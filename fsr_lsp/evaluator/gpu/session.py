@@ -11,6 +11,7 @@ from typing import Any
 
 from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
 from ..compile.relocatable import device_runtime, is_relocatable
+from .packing import SCALAR_FORMAT, is_struct, param_format
 from .printed import PrintedOutput
 from .textures import Textures
 
@@ -19,10 +20,7 @@ class Unavailable(RuntimeError):
     """No GPU evaluation is possible here; the message says why in one line."""
 
 
-# Kernel scalar dtype -> pycuda struct format char. 16-bit floats travel as their bit patterns.
-_SCALAR_FORMAT = {"float32": "f", "float64": "d", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q",
-                  "int16": "h", "uint16": "H", "int8": "b", "uint8": "B", "bool": "B",
-                  "float16": "H", "bfloat16": "H"}
+_SCALAR_FORMAT = SCALAR_FORMAT  # kernel scalar dtype -> pycuda struct format char
 
 
 class GpuSession:
@@ -157,8 +155,7 @@ class GpuSession:
                 self.cuda.module_from_buffer(binary.cubin)
             self._modules[key] = (module, module.get_function(binary.entry))
         module, fn = self._modules[key]
-        fmt = "".join("P" if d is None else _SCALAR_FORMAT[d] for d in dtypes)
-        fn.prepare(fmt)
+        fn.prepare(param_format(dtypes))
         shared = fn.get_attribute(self.cuda.function_attribute.SHARED_SIZE_BYTES)
         cooperative = None
         if binary.cooperative:
@@ -219,8 +216,8 @@ def _uuid(props: Any) -> str:
 
 
 def _scalar_bits(torch: Any, value: Any, dtype: str | None) -> Any:
-    if dtype is None:
-        return value  # a device pointer (int)
+    if dtype is None or is_struct(dtype):
+        return value  # a device pointer (int), a struct's bytes
     if dtype in ("float16", "bfloat16"):
         t = torch.tensor([float(value)], dtype=getattr(torch, dtype))
         return int(t.view(torch.int16).item()) & 0xFFFF

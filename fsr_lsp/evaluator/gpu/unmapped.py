@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..records import Check, SizePlan
 from .buffers import poisoned
-from .common import JobContext, buffers_of, guarded_launch, launch_args, make_inputs, pointer, seed_for
+from .common import JobContext, buffers_of, guarded_launch, launch_args, make_inputs, seed_for
 from .guards import UnmappedPages, UnmappedUnavailable, placements
 
 
@@ -59,8 +59,7 @@ def _run_placed(ctx: JobContext, who: str, plan: SizePlan, inputs: dict, name: s
                for a in buffers_of(plan)}
     ptr = pages.place(nbytes, at_end=where == "end")
     session.cuda.memcpy_dtod(ptr, tensors[name].data_ptr(), nbytes)
-    args = [pointer(a, ptr, tensors[name].element_size()) if a.name == name else arg
-            for a, arg in zip(plan.args, launch_args(plan.args, tensors))]
+    args = launch_args(plan.args, tensors, placed={name: ptr})
     side = "past the end" if where == "end" else "before the start"
     what = (f"the {who} kernel faulted with `{name}` {'ending' if where == 'end' else 'starting'} at unmapped memory at "
             f"{plan.label}: it reads or writes {side} of `{name}`")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...kernels import Kernel
 from ...kernels.c_types import element_type
 from ...specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
-from ...specs.model import NullArg, SizeSet, TextureArg
+from ...kernels.kernel import Param
+from ...specs.model import Arg, NullArg, SizeSet, StructArg, TextureArg
 from ...specs.param_types import param_dtype, template_substitution
 from ..records import ArgPlan, LaunchPlan, SizePlan, TexturePlan
 
@@ -28,7 +31,7 @@ def build_plans(kernel: Kernel, spec: Spec, candidate_spec: Spec | None = None) 
             label=", ".join(f"{k}={v}" for k, v in sizes.items()),
             role=role,
             sizes=dict(sizes),
-            args=[_arg_plan(kernel, spec, i, sizes, subst) for i in range(len(kernel.params))],
+            args=[plan for i in range(len(kernel.params)) for plan in _arg_plans(kernel, spec, i, sizes, subst)],
             original=launch_plan(spec, sizes),
             candidate=launch_plan(cand, sizes),
         ))
@@ -56,9 +59,21 @@ def _dim3(values: list[int]) -> tuple[int, int, int]:
     return padded[0], padded[1], padded[2]
 
 
-def _arg_plan(kernel: Kernel, spec: Spec, index: int, sizes: SizeSet, subst: dict[str, str]) -> ArgPlan:
-    param = kernel.params[index]
-    arg = spec.args[index]
+def _arg_plans(kernel: Kernel, spec: Spec, index: int, sizes: SizeSet, subst: dict[str, str]) -> list[ArgPlan]:
+    """One parameter's plan; a struct passed by value is a head and its members (`A.elements`),
+    each planned as a parameter of the member's type would be."""
+    param, arg = kernel.params[index], spec.args[index]
+    if not isinstance(arg, StructArg):
+        return [_arg_plan(param, arg, spec, sizes, subst)]
+    members = []
+    for field, value in zip(param.fields, arg.fields):
+        name = f"{arg.name}.{field.name}"
+        plan = _arg_plan(dataclasses.replace(field, name=name), dataclasses.replace(value, name=name), spec, sizes, subst)
+        members.append(dataclasses.replace(plan, member=arg.name))
+    return [ArgPlan(name=arg.name, kind="struct", dtype="struct"), *members]
+
+
+def _arg_plan(param: Param, arg: Arg, spec: Spec, sizes: SizeSet, subst: dict[str, str]) -> ArgPlan:
     if isinstance(arg, TextureArg):
         return _texture_plan(arg, sizes)
     if isinstance(arg, NullArg):  # the pointer's 8 bytes, all zero

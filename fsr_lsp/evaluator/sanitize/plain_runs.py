@@ -17,7 +17,7 @@ nearest buffer is the one read past); every buffer alive to the end; `out` buffe
 written, so initcheck sees a kernel that reads one first; a line `fsr-buffer NAME SIZE ADDR
 NBYTES` per buffer on stdout for the parent (sanitizer.py) to place the tool's reports; a
 buffer whose kernel pointer lies `offset` elements in gets that pointer (`gpu.common.pointer`);
-scalars passed as the torch session passes them (`gpu.session._SCALAR_FORMAT`; 16-bit floats
+scalars passed as the torch session passes them (`gpu.packing.SCALAR_FORMAT`; 16-bit floats
 as their bits); relocatable code linked with the device runtime; cooperative kernels launched
 through `gpu.cooperative`; a CUDA error turned into the verdict the torch path gives.
 
@@ -45,7 +45,7 @@ from ..gpu.buffers import FLOATS
 from ..gpu.common import Failure, pointer, seed_for
 from ..gpu.cooperative import CooperativeKernel
 from ..gpu.run import SPACER_BYTES
-from ..gpu.session import _SCALAR_FORMAT
+from ..gpu.packing import bfloat16_bits, is_struct, launch_values, param_format
 
 MESSAGE = "ran under compute-sanitizer (no torch)"
 # Inputs drawn on the host beyond this (ncu's bench size can be large; the sanitizers' sizes are
@@ -140,22 +140,12 @@ def stored(values: np.ndarray, dtype: str) -> np.ndarray:
     return values.astype(np.int64).astype(STORAGE[dtype])  # integers of another width wrap: their bits
 
 
-def bfloat16_bits(values: Any) -> np.ndarray:
-    """The bfloat16 nearest each value (ties to even), as bits: the top 16 bits of its float32,
-    rounded as torch rounds (plain truncation would differ from the torch path's bits by one unit
-    in the last place); NaN is 0x7FC0, as torch gives."""
-    f = np.asarray(values, dtype=np.float32)
-    bits = f.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    return np.where(np.isnan(f), np.uint16(0x7FC0), rounded).astype(np.uint16)
-
-
 def scalar_value(value: Any, dtype: str | None) -> Any:
     """A kernel argument as the launch passes it (`gpu.session._scalar_bits` without torch):
     a pointer as is, a 16-bit float as its bits (through float32, as torch converts), a float
     as float, anything else as int."""
-    if dtype is None:
-        return value
+    if dtype is None or is_struct(dtype):
+        return value  # a pointer, a struct's packed bytes
     if dtype == "float16":
         return int(np.float32(value).astype(np.float16).view(np.uint16))
     if dtype == "bfloat16":
@@ -167,7 +157,7 @@ def scalar_value(value: Any, dtype: str | None) -> Any:
 
 def scalar_format(dtypes: list[str | None]) -> str:
     """pycuda's format of the arguments: P for a pointer, the torch session's letter for a scalar."""
-    return "".join("P" if d is None else _SCALAR_FORMAT[d] for d in dtypes)
+    return param_format(dtypes)
 
 
 # ------------------------------------------------------------------ the run
@@ -315,7 +305,7 @@ class _Run:
                     values.append(pointer(a, address, ITEMSIZE[a.dtype]))
                     print(Buffer(a.name, label, address, a.nbytes).line(), file=self.out, flush=True)
                 launch = plan.candidate if self.who == "candidate" else plan.original
-                launches.append(Launch(plan.label, values, launch))
+                launches.append(Launch(plan.label, launch_values(plan.args, values), launch))
             spacers.append(driver.mem_alloc(SPACER_BYTES))
             driver.Context.synchronize()
         except driver.MemoryError as e:

@@ -1,0 +1,186 @@
+"""Structs passed by value whose members are scalars and pointers (`Matrix A`, a params struct):
+read from the file, written in a spec member by member, laid out as the C ABI lays them out,
+packed into the launch, and judged by the evaluator with kernels run on the CPU: a rewrite that
+reads a member for another (a row's width for its stride, alpha for beta) is wrong."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.evaluator.gpu.packing import launch_dtypes, launch_values, pack, param_format, struct_dtype
+from fsr_lsp.evaluator.job.plan import build_plans
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.kernels.c_types import layout, member_size
+from fsr_lsp.kernels.struct_fields import struct_fields
+from fsr_lsp.source import SourceText
+from fsr_lsp.specs import StructArg, parse_spec, render_spec
+from fsr_lsp.specs.blocks import spec_template
+
+DATA = Path(__file__).parent / "data" / "structs"
+MATMUL = DATA / "matmul_struct.cu"
+PARAMS = DATA / "saxpy_params.cu"
+
+
+# ------------------------------------------------------------------ which structs qualify
+
+
+def test_members_of_a_struct_of_scalars_and_pointers_are_read_as_parameters_are():
+    fields = struct_fields(PARAMS.read_text())["SaxpyParams"]
+    assert [(f.name, f.dtype, f.is_pointer, f.pointee_const) for f in fields] == [
+        ("n", "int32", False, False), ("alpha", "float32", False, False), ("x", "float32", True, True),
+        ("y", "float32", True, False), ("flag", "int8", False, False), ("beta", "float64", False, False)]
+    assert [f.name for f in struct_fields(MATMUL.read_text())["Matrix"]] == ["width", "height", "stride", "elements"]
+
+
+@pytest.mark.parametrize("body", [
+    "float a[4]; float* p;",  # an array member
+    "int bits : 3; float* p;",  # a bit field
+    "struct { int a; } inner; float* p;",  # a nested struct
+    "float** rows;",  # a pointer to pointers
+    "float4 v; float* p;",  # a vector member: no one value a spec gives
+    "Unknown u; float* p;",  # a type fsr cannot read
+])
+def test_a_struct_whose_layout_would_be_a_guess_is_left_out(body):
+    assert "S" not in struct_fields(f"struct S {{ {body} }};")
+
+
+def test_base_classes_alignas_and_templates_are_left_out():
+    text = ("struct B { int n; }; struct D : B { float* p; };\n"
+            "struct alignas(16) A { float* p; int n; };\n"
+            "template <typename T> struct T1 { T* p; int n; };\n")
+    found = struct_fields(text)
+    assert set(found) == {"B"}
+
+
+def test_aliases_type_members_and_a_typedef_name_serves():
+    found = struct_fields("typedef float real; typedef struct { real* data; long long n; } Vec;", {"real": "float"})
+    assert [(f.name, f.dtype) for f in found["Vec"]] == [("data", "float32"), ("n", "int64")]
+
+
+# ------------------------------------------------------------------ the C ABI's layout
+
+
+class _Host(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int), ("alpha", ctypes.c_float), ("x", ctypes.c_void_p), ("y", ctypes.c_void_p),
+                ("flag", ctypes.c_int8), ("beta", ctypes.c_double)]
+
+
+def test_layout_is_the_host_compilers():
+    fields = struct_fields(PARAMS.read_text())["SaxpyParams"]
+    offsets, size, align = layout([member_size(f.dtype, f.lanes, f.is_pointer) for f in fields])
+    assert offsets == [getattr(_Host, name).offset for name, _ in _Host._fields_]
+    assert (size, align) == (ctypes.sizeof(_Host), ctypes.alignment(_Host))
+
+
+def test_members_are_packed_at_their_offsets():
+    kernel = find_kernel(PARAMS.read_text(), "saxpy_params")
+    spec = parse_spec(SourceText(PARAMS.read_text()), kernel).spec
+    plan = build_plans(kernel, spec)[0]
+    names = [a.name for a in plan.args]
+    assert names == ["p", "p.n", "p.alpha", "p.x", "p.y", "p.flag", "p.beta"]
+    values = [None, 1, 1.5, 0x7000_0000_1000, 0x7000_0000_2000, 1, 0.25]
+    packed = pack(plan.args[1:], values[1:])
+    host = _Host(1, 1.5, 0x7000_0000_1000, 0x7000_0000_2000, 1, 0.25)
+    assert packed == bytes(host)
+    assert launch_values(plan.args, values) == [packed]
+    assert launch_dtypes(plan.args) == [struct_dtype(40, 8)]
+
+
+def test_a_struct_after_an_int_is_aligned_in_the_parameter_buffer():
+    fmt = param_format(["int32", struct_dtype(24, 8), None, "float32"])
+    assert fmt == "i" + "x" * 4 + "24s" + "Pf"
+    assert struct.calcsize(fmt[:fmt.index("24s")]) == 8  # the struct starts at its alignment
+
+
+# ------------------------------------------------------------------ the spec
+
+
+def test_spec_names_each_member_and_renders_back():
+    text = MATMUL.read_text()
+    spec = parse_spec(SourceText(text), find_kernel(text, "MatMulKernel")).spec
+    assert isinstance(spec.args[0], StructArg)
+    assert spec.args[0].member("stride").value == "N + 5"
+    rendered = render_spec(spec)
+    assert 'A = { width = "N", height = "N", stride = "N + 5", elements = "in[N * (N + 5)] normal()" }' in rendered
+    again = text.replace(text[text.index("/* @fsr"):text.index("*/") + 3], rendered.rstrip("\n"))
+    assert parse_spec(SourceText(again), find_kernel(again, "MatMulKernel")).spec.args == spec.args
+
+
+@pytest.mark.parametrize("change, said", [
+    ('stride = "N + 5", elements', 'no entry for elements'),
+    ('A = {', 'is a struct (Matrix) passed by value'),
+    ('elements = "in[N * (N + 5)]"', 'length'),
+])
+def test_a_member_missing_or_wrong_is_an_error_on_its_parameter(change, said):
+    text = MATMUL.read_text()
+    if change.startswith("stride"):
+        bad = text.replace('stride = "N + 5", elements = "in[N * (N + 5)]"', 'stride = "N + 5", elemnts = "in[N]"')
+    elif change.startswith("A ="):
+        bad = text.replace('A = { width = "N", height = "N", stride = "N + 5", elements = "in[N * (N + 5)]" }',
+                           'A = "in[N]"')
+    else:
+        bad = text.replace(change, 'elements = "in[N * M]"')
+    result = parse_spec(SourceText(bad), find_kernel(bad, "MatMulKernel"))
+    assert result.spec is None
+    problem = result.errors[0]
+    assert said in problem.message
+    line = bad.splitlines()[problem.span.start.line]
+    assert line.startswith("A = ")  # placed on the parameter's own line
+
+
+def test_the_template_for_a_kernel_without_a_spec_lists_the_members():
+    text = MATMUL.read_text()
+    bare = text[:text.index("/* @fsr")] + text[text.index("*/") + 3:]
+    template = spec_template(find_kernel(bare, "MatMulKernel"))
+    assert 'A = { width = 1, height = 1, stride = 1, elements = "inout[n]" }' in template
+
+
+# ------------------------------------------------------------------ judged on the CPU
+
+cuda_on_cpu = pytest.importorskip("tests.cuda_on_cpu")
+needs_cxx = pytest.mark.skipif(cuda_on_cpu.cxx() is None and os.environ.get("FSR_REQUIRE_NVCC") != "1",
+                               reason="no C++ compiler (g++) to build kernels for the CPU")
+
+
+@needs_cxx
+def test_a_faithful_rewrite_of_a_struct_kernel_is_verified_and_width_for_stride_is_wrong():
+    pytest.importorskip("torch")
+    source = MATMUL.read_text()
+    good = cuda_on_cpu.evaluate_on_cpu(source, "MatMulKernel", (DATA / "matmul_struct_good.cu").read_text())
+    assert good.status == "verified", good.message
+    accuracy = next(c for c in good.checks if c.name == "accuracy")
+    assert "double precision" in accuracy.detail and "C.elements" in accuracy.detail  # the double build's own layout
+    bad = cuda_on_cpu.evaluate_on_cpu(source, "MatMulKernel",
+                                      (DATA / "matmul_struct_width_for_stride.cu").read_text())
+    assert bad.status == "wrong" and "C.elements" in bad.message, bad.message
+
+
+SAXPY_BETA_AS_ALPHA = """__global__ void saxpy_params(SaxpyParams p)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n)
+        p.y[i] = p.alpha * p.x[i] + p.alpha * p.y[i] + (p.flag ? 1.0f : 0.0f);
+}
+"""
+SAXPY_FMA = """__global__ void saxpy_params(SaxpyParams p)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= p.n) return;
+    float y = p.y[i];
+    p.y[i] = fmaf(p.alpha, __ldg(p.x + i), (float)p.beta * y) + (p.flag ? 1.0f : 0.0f);
+}
+"""
+
+
+@needs_cxx
+def test_scalar_members_of_mixed_sizes_reach_the_kernel_at_their_offsets():
+    pytest.importorskip("torch")
+    source = PARAMS.read_text()
+    assert cuda_on_cpu.evaluate_on_cpu(source, "saxpy_params", SAXPY_FMA).status == "verified"
+    bad = cuda_on_cpu.evaluate_on_cpu(source, "saxpy_params", SAXPY_BETA_AS_ALPHA)
+    assert bad.status == "wrong" and "p.y" in bad.message, bad.message
