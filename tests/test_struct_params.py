@@ -184,3 +184,15 @@ def test_scalar_members_of_mixed_sizes_reach_the_kernel_at_their_offsets():
     assert cuda_on_cpu.evaluate_on_cpu(source, "saxpy_params", SAXPY_FMA).status == "verified"
     bad = cuda_on_cpu.evaluate_on_cpu(source, "saxpy_params", SAXPY_BETA_AS_ALPHA)
     assert bad.status == "wrong" and "p.y" in bad.message, bad.message
+
+
+@needs_cxx
+def test_scalars_around_a_struct_reach_the_kernel_where_it_reads_them():
+    pytest.importorskip("torch")
+    from .gpu.test_struct_params_gpu import SHIFTED_BETA_AS_ALPHA, SHIFTED_GOOD
+
+    source = (DATA / "after_int.cu").read_text()
+    good = cuda_on_cpu.evaluate_on_cpu(source, "shifted_saxpy", SHIFTED_GOOD)
+    assert good.status == "verified", good.message  # the literals equal what the original read
+    bad = cuda_on_cpu.evaluate_on_cpu(source, "shifted_saxpy", SHIFTED_BETA_AS_ALPHA)
+    assert bad.status == "wrong" and "p.y" in bad.message, bad.message

@@ -233,6 +233,21 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
       } else {
         std::string h = hex(p.bytes, p.size < 256 ? p.size : 256);
         item += ",\"hex\":\"" + h + "\"";
+        // a struct passed by value: each aligned 8-byte word that points into an allocation
+        // (its pointer members; which words are members, the struct's declaration says)
+        std::string words;
+        for (size_t at = 0; p.size > 8 && at + 8 <= p.size && at < 256; at += 8) {
+          uint64_t word = 0, word_base = 0;
+          size_t word_size = 0;
+          std::string word_via;
+          memcpy(&word, p.bytes + at, 8);
+          if (!find_allocation(word, &word_base, &word_size, &word_via)) continue;
+          words += std::string(words.empty() ? "" : ",") + "{\"at\":" + std::to_string(at) + ",\"size\":" +
+                   std::to_string(word_size) + ",\"offset\":" + std::to_string(word - word_base) + ",\"via\":\"" +
+                   escaped(word_via) + "\"}";
+          sig += "|w" + std::to_string(at) + ":" + std::to_string(word_size) + "+" + std::to_string(word - word_base);
+        }
+        if (!words.empty()) item += ",\"words\":[" + words + "]";
         std::string texture = p.size == 8 ? texture_of(value) : "";
         if (!texture.empty()) item += ",\"texture\":" + texture;
         sig += "|" + h;

@@ -26,6 +26,8 @@ class CapturedParam:
     raw: bytes | None  # its value, when it is no pointer into device memory
     alloc: Allocation | None
     texture: dict | None = None  # when its value is a live texture object: its resource and sampler
+    words: tuple[tuple[int, Allocation], ...] = ()  # a struct passed by value: (byte offset, allocation) of each
+    # aligned word pointing into one (its pointer members)
 
     def as_int(self, signed: bool = True) -> int | None:
         if self.raw is None or self.size not in (1, 2, 4, 8) or len(self.raw) != self.size:
@@ -252,9 +254,12 @@ def _launch(entry: dict, folder: Path) -> CapturedLaunch:
     for p in entry["params"]:
         alloc = p.get("alloc")
         raw = bytes.fromhex(p["hex"]) if isinstance(p.get("hex"), str) and re.fullmatch(r"[0-9a-f]*", p["hex"]) else None
+        words = tuple((int(w["at"]), Allocation(int(w["size"]), int(w["offset"]), str(w.get("via", ""))))
+                      for w in p.get("words") or ())
         params.append(CapturedParam(int(p["offset"]), int(p["size"]), raw,
                                     Allocation(int(alloc["size"]), int(alloc["offset"]), str(alloc.get("via", "")))
-                                    if alloc else None, p["texture"] if isinstance(p.get("texture"), dict) else None))
+                                    if alloc else None, p["texture"] if isinstance(p.get("texture"), dict) else None,
+                                    words))
     snapshot = {int(k): folder / Path(v).name for k, v in (entry.get("snapshot") or {}).items()}
     return CapturedLaunch(str(entry["kernel"]), str(entry["name"]), str(entry["base"]),
                           _dims(entry["grid"]), _dims(entry["block"]), int(entry["smem"]), tuple(params),

@@ -15,33 +15,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
-import struct
 
 from ..capture import Capture, CapturedLaunch
-from ..kernels.c_types import ITEMSIZE
 from ..kernels import Kernel, Param
-from ..kernels.c_types import element_type
-from ..kernels.brackets import nesting
-from ..kernels.lexical import lex, spec_blocks, split_top_level
-from ..kernels.structs import substituted
+from ..kernels.lexical import lex, spec_blocks
 from ..source import SourceText
 from ..specs import BufferArg, ScalarArg, evaluate, evaluate_int, parse_spec, render_spec
-from ..specs.texture import is_texture
 from ..specs.model import Spec
 from .captured_ranges import captured_values, init_from_values
+from .captured_values import NotCaptured, CapturedValues, values_of
 from .captured_sizes import grid_expression, named_values
 from .captured_textures import NotATexture, texture_value
-from .draft import Draft, positive, read_back, toml_dims
+from .draft import Draft, read_back
+from .spec_text import positive, toml_dims
 from .writes import Access, direction, index_arrays, pointer_access
 
 TEST_SIZES = (1, 17, 1000, 33, 100, 4096)
 TESTS_WANTED = 3
 CAPTURED_ONLY = "verified at the captured size only"
-
-
-class NotCaptured(ValueError):
-    """Why a captured launch gives no spec."""
 
 
 def _lines(src: SourceText, kernel: Kernel, draft: Draft | None, launch, values, out: Draft):
@@ -67,7 +58,7 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
         out.problems.append(f"{kernel.name} was not launched in {capture.describe()}"
                             + (" or any earlier capture" if capture.runs else ""))
         return out
-    if not any(p.is_pointer for p in kernel.params):  # its work is invisible to a comparison
+    if not any(p.is_pointer or any(f.is_pointer for f in p.fields) for p in kernel.params):  # invisible work
         out.problems.append(f"{kernel.name} takes no pointers, so there is nothing to compare: it was launched, "
                             f"but no spec can check what it does")
         return out
@@ -75,7 +66,7 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
     launch = _chosen(launches)
     n_variants = len({(x.template_args, x.grid, x.block) for x in launches})
     try:
-        values = _values(kernel, launch)
+        values = values_of(kernel, launch)
     except NotCaptured as e:
         out.problems.append(f"not from the capture: {e}")
         return out
@@ -116,7 +107,7 @@ def _saved(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
             if i in launch.snapshot and c.alloc is not None}
 
 
-def _in_captured_ranges(kernel: Kernel, text: str, values: "_Values", out: Draft) -> str:
+def _in_captured_ranges(kernel: Kernel, text: str, values: "CapturedValues", out: Draft) -> str:
     """The spec with each saved input drawn in the range the run's values had (captured_ranges)."""
     spec = _parsed(kernel, text)
     if spec is None:
@@ -158,95 +149,7 @@ def _threads(x: CapturedLaunch) -> int:
     return x.grid[0] * x.grid[1] * x.grid[2] * x.block[0] * x.block[1] * x.block[2]
 
 
-@dataclasses.dataclass
-class _Values:
-    template: str
-    scalars: dict[str, int | float]  # by parameter name
-    extents: dict[str, int]  # pointer parameter -> elements from the pointer to its allocation's end
-    dtypes: dict[str, str]
-    textures: dict[str, dict]  # texture parameter -> what the capture read of it
-    nulls: set[str] = dataclasses.field(default_factory=set)  # pointers the run passed as null
-    before: dict[str, int] = dataclasses.field(default_factory=dict)  # elements of its allocation before a pointer
-
-
-def _values(kernel: Kernel, launch: CapturedLaunch) -> _Values:
-    if not launch.params and kernel.params:
-        raise NotCaptured("the driver gave no parameter layout (cuFuncGetParamInfo needs a CUDA 12.4 driver)")
-    if len(launch.params) != len(kernel.params):
-        raise NotCaptured(f"the captured `{launch.name}` has {len(launch.params)} parameters, the kernel "
-                          f"{len(kernel.params)} (another kernel of the same name?)")
-    template = launch.template_args
-    if bool(template) != bool(kernel.template_params):
-        raise NotCaptured(f"the captured `{launch.name}` is {'a template instantiation' if template else 'no template'}, "
-                          f"the kernel {'is none' if template else 'a template'} (another kernel of the same name?)")
-    subst = dict(zip([t.split("=")[0].split()[-1] for t in kernel.template_params],
-                     [a.strip() for a in split_top_level(template)]))
-    values = _Values(template, {}, {}, {}, {})
-    compiled = compiled_types(launch.name, len(kernel.params))
-    for i, (p, c) in enumerate(zip(kernel.params, launch.params)):
-        if is_texture(p):
-            if c.texture is None:
-                raise NotCaptured(f"`{p.name}` is no texture object the driver knows (destroyed before the launch?)")
-            values.textures[p.name] = c.texture
-            continue
-        dtype, lanes = (p.dtype, p.lanes) if p.dtype else element_type(substituted(p.base_type, subst))
-        if dtype is None:
-            raise NotCaptured(f"the element type of `{p.name}` ({p.base_type}) is unknown")
-        built = element_type(compiled[i]) if compiled else (None, 1)
-        if built[0] is not None and (built[0], built[1]) != (dtype, lanes or 1):
-            raise NotCaptured(f"`{p.name}` is `{p.base_type}`, which the run's build compiled as `{compiled[i]}` (the "
-                              f"kernel's symbol says so) and fsr reads as {dtype}{'x' + str(lanes) if lanes > 1 else ''} "
-                              "(the file as a build without -D flags takes it): a spec from this capture would give "
-                              "the kernel the wrong element type")
-        values.dtypes[p.name] = dtype
-        if p.is_pointer:
-            if c.alloc is None and c.raw is not None and len(c.raw) == 8 and not any(c.raw):
-                values.nulls.add(p.name)  # an optional buffer left out: the kernel gets null, as in the run
-                continue
-            if c.alloc is None:
-                raise NotCaptured(f"`{p.name}` points to no allocation the run made")
-            values.extents[p.name] = (c.alloc.size - c.alloc.offset) // (ITEMSIZE[dtype] * lanes)
-            if c.alloc.offset and c.alloc.offset % (ITEMSIZE[dtype] * lanes) == 0:
-                values.before[p.name] = c.alloc.offset // (ITEMSIZE[dtype] * lanes)  # `d_in + RADIUS`: a halo before it
-            if values.extents[p.name] < 1:
-                raise NotCaptured(f"`{p.name}` points to the end of its allocation")
-        else:
-            values.scalars[p.name] = _scalar(p, dtype, c.raw)
-    return values
-
-
-_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict)\b|[*&]")
-
-
-def compiled_types(demangled: str, count: int) -> list[str]:
-    """The element type of each parameter as the build compiled it, read from the kernel's
-    demangled symbol (`void K<16>(__nv_bfloat16*, float const*, int)`); [] when it says nothing
-    (a C-linkage kernel's symbol is its bare name) or another count of parameters."""
-    if not demangled.endswith(")") or "(" not in demangled:
-        return []
-    # the parameter list: the last `(` at the top level (a template argument may hold one)
-    start = max((i for i, (ch, depth) in enumerate(nesting(demangled, "(", ")")) if ch == "(" and depth == 0), default=-1)
-    if start < 0:
-        return []
-    inner = demangled[start + 1:-1].strip()
-    types = [" ".join(_QUALIFIERS.sub(" ", t).split()) for t in split_top_level(inner)] if inner and inner != "void" else []
-    return types if len(types) == count else []
-
-
-def _scalar(p: Param, dtype: str, raw: bytes | None) -> int | float:
-    if raw is None:
-        raise NotCaptured(f"the value of `{p.name}` was not recorded")
-    formats = {"float32": "<f", "float64": "<d", "float16": "<e"}
-    if dtype in formats:
-        if len(raw) != struct.calcsize(formats[dtype]):
-            raise NotCaptured(f"`{p.name}` is {len(raw)} bytes, a {dtype} is {struct.calcsize(formats[dtype])}")
-        return struct.unpack(formats[dtype], raw)[0]
-    if dtype in ITEMSIZE and not dtype.startswith(("float", "bfloat")) and len(raw) == ITEMSIZE[dtype]:
-        return int.from_bytes(raw, "little", signed=dtype.startswith("int"))
-    raise NotCaptured(f"`{p.name}` ({dtype}) cannot be read from {len(raw)} captured bytes")
-
-
-def _from_draft(kernel: Kernel, text: str, launch: CapturedLaunch, values: _Values) -> tuple[list[str] | None, str]:
+def _from_draft(kernel: Kernel, text: str, launch: CapturedLaunch, values: CapturedValues) -> tuple[list[str] | None, str]:
     """The draft's lines with the captured sizes, when it reproduces the capture; else (None, why)."""
     spec = _parsed(kernel, text)
     if spec is None:
@@ -274,7 +177,7 @@ def _from_draft(kernel: Kernel, text: str, launch: CapturedLaunch, values: _Valu
     return body, "the draft from the launch site reproduces the captured grid, block and extents: its sizes take the captured values"
 
 
-def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values: _Values) -> str:
+def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values: CapturedValues) -> str:
     grid = _padded([evaluate_int(g, sizes, "grid") for g in spec.grid])
     if grid != launch.grid:
         return f"the draft's grid at the captured sizes is {grid}, the run launched {launch.grid}"
@@ -300,9 +203,9 @@ def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values:
     return ""
 
 
-def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch, values: _Values,
+def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch, values: CapturedValues,
                         out: Draft) -> tuple[list[str], str]:
-    sizes = {k: int(v) for k, v in values.scalars.items()
+    sizes = {_size_name(k): int(v) for k, v in values.scalars.items()
              if isinstance(v, int) and v >= 1 and not values.dtypes[k].startswith(("float", "bfloat"))}
     named = named_values(sizes)
     lengths = {k: named.get(v, str(v)) for k, v in values.extents.items()}
@@ -342,28 +245,12 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
             args.append(f'{p.name} = "{textures[p.name][0]}"')
             out.provenance[p.name] = f"the texture object the run passed: {textures[p.name][0]}"
             continue
-        if p.name in values.nulls:
-            args.append(f'{p.name} = "null"')
-            out.provenance[p.name] = "the run passed a null pointer"
-            continue
-        if not p.is_pointer:
-            value = values.scalars[p.name]
-            args.append(f'{p.name} = "{p.name}"' if p.name in sizes else f"{p.name} = {value!r}")
-            out.provenance[p.name] = f"the run passed {value!r}"
-            continue
-        d = direction(access.get(p.name) or Access(written=True, read=True, accumulates=False), p.pointee_const)
-        init = ""
-        target = indexes.get(p.name)
-        if d == "in" and target in values.extents and values.dtypes[p.name].startswith(("int", "uint")):
-            bound = values.extents[target] if not tests else max(1, min(evaluate_int(lengths[target], t, "length")
-                                                                       for t in tests))
-            init = f" randint(0, {bound})"
-        elif d == "inout" and access.get(p.name) and access[p.name].accumulates:
-            out.problems.append(f"{p.name} accumulates (atomics or +=): give its start value, e.g. zeros()")
-        extent = lengths[p.name] if p.name not in values.before else f"-{values.before[p.name]} : {lengths[p.name]}"
-        args.append(f'{p.name} = "{d}[{extent}]{init}"')
-        out.provenance[p.name] = f"{values.extents[p.name]} elements to the end of its allocation" + (
-            f", {values.before[p.name]} before the pointer" if p.name in values.before else "")
+        entry = _Entry(values, sizes, lengths, tests, access, indexes, out)
+        if p.fields:  # a struct passed by value: each member as a parameter of its type
+            members = [f"{f.name} = {entry.value(f, f'{p.name}.{f.name}')}" for f in p.fields]
+            args.append(f"{p.name} = {{ {', '.join(members)} }}")
+        else:
+            args.append(f"{p.name} = {entry.value(p, p.name)}")
     lines = ["bench = { " + ", ".join(f"{k} = {v}" for k, v in sizes.items()) + " }"]
     if tests:
         lines.append("tests = [ " + ", ".join("{ " + ", ".join(f"{k} = {v}" for k, v in t.items()) + " }"
@@ -374,6 +261,47 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
     if values.template:
         lines.append(f"template = {json.dumps(values.template)}")
     return lines + ["[args]", *args], note
+
+
+def _size_name(name: str) -> str:
+    """A size named after a scalar: its own name, `A_width` for a struct's member `A.width`."""
+    return name.replace(".", "_")
+
+
+@dataclasses.dataclass
+class _Entry:
+    """The spec's value for one parameter or struct member, from the run's."""
+
+    values: CapturedValues
+    sizes: dict[str, int]
+    lengths: dict[str, str]
+    tests: list[dict[str, int]]
+    access: dict
+    indexes: dict[str, str]
+    out: Draft
+
+    def value(self, p: Param, name: str) -> str:
+        values, out = self.values, self.out
+        if name in values.nulls:
+            out.provenance[name] = "the run passed a null pointer"
+            return '"null"'
+        if not p.is_pointer:
+            value = values.scalars[name]
+            out.provenance[name] = f"the run passed {value!r}"
+            return f'"{_size_name(name)}"' if _size_name(name) in self.sizes else repr(value)
+        d = direction(self.access.get(name) or Access(written=True, read=True, accumulates=False), p.pointee_const)
+        init = ""
+        target = self.indexes.get(name)
+        if d == "in" and target in values.extents and values.dtypes[name].startswith(("int", "uint")):
+            bound = values.extents[target] if not self.tests else \
+                max(1, min(evaluate_int(self.lengths[target], t, "length") for t in self.tests))
+            init = f" randint(0, {bound})"
+        elif d == "inout" and self.access.get(name) and self.access[name].accumulates:
+            out.problems.append(f"{name} accumulates (atomics or +=): give its start value, e.g. zeros()")
+        extent = self.lengths[name] if name not in values.before else f"-{values.before[name]} : {self.lengths[name]}"
+        out.provenance[name] = f"{values.extents[name]} elements to the end of its allocation" + (
+            f", {values.before[name]} before the pointer" if name in values.before else "")
+        return f'"{d}[{extent}]{init}"'
 
 
 def _padded(values: list[int]) -> tuple[int, int, int]:

@@ -29,6 +29,7 @@ from ..specs import evaluate, evaluate_int, parse_spec
 from ..specs.expr import ExprError
 from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
 from .host import Launch, Scope, find_launches
+from .spec_text import positive, toml_dims
 from .writes import Access, direction, index_arrays, pointer_access
 
 TEST_SIZES = (1, 17, 1000)  # each capped at the size's bench value
@@ -125,6 +126,8 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         raise Unresolved("the launch has no block size")
     if len(launch.args) != len(kernel.params):
         raise Unresolved(f"the launch passes {len(launch.args)} arguments to {len(kernel.params)} parameters")
+    if any(p.fields for p in kernel.params):  # members are set in host code (`d_A.elements = ...`), not at the launch
+        raise Unresolved("it takes structs by value: a captured run (fsr capture) gives their members")
     block = _dims(config[1], t, constant=True)
     grid = _dims(config[0], t, constant=False)
     smem = t.expr(config[2]) if len(config) > 2 and config[2].strip() not in ("0", "") else None
@@ -353,17 +356,6 @@ def _drop_sizeof(nbytes: str, size: int, scope: Scope) -> str | None:
         return None
 
 
-def positive(exprs: list[str], sizes: dict[str, int]) -> bool:
-    """Every expression evaluates to at least 1 at these sizes (a length, a grid)."""
-    for e in exprs:
-        try:
-            if evaluate_int(e, sizes, "check") < 1:
-                return False
-        except Exception:
-            return False
-    return True
-
-
 def _zeroed(src: SourceText, launch: Launch) -> set[str]:
     """Pointers set to zero with cudaMemset before the launch (an accumulator's start)."""
     text = src.slice(0, launch.byte)
@@ -383,12 +375,6 @@ def _strip(text: str) -> str:
 
 def _split(text: str) -> list[str]:
     return [part.strip() for part in split_top_level(text) if part.strip()]
-
-
-def toml_dims(values: list) -> str:
-    """Spec dims as TOML: one entry bare, several a list; numbers plain, expressions quoted."""
-    rendered = [str(v) if isinstance(v, int) or str(v).isdigit() else json.dumps(v) for v in values]
-    return rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
 
 
 def _toml_value(value: str, p: Param, subst: dict[str, str]) -> str:

@@ -19,7 +19,7 @@ from ..kernels.lexical import defined_macros
 from ..source import SourceText
 from ..specs.defines import block_defines, defines_value
 from ..specs.edit import set_key
-from .captured import compiled_types
+from .captured_values import compiled_types
 from .host import Launch, find_launches
 from .origin import Drafter, KernelSpec, spec_of
 

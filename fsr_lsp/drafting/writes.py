@@ -31,9 +31,10 @@ class Access:
 
 
 def pointer_access(src: SourceText, kernel: Kernel) -> dict[str, Access]:
-    """Access per pointer parameter of the kernel."""
+    """Access per pointer parameter of the kernel, and per pointer member of a struct it takes
+    by value (`C.elements`, stored through as `C.elements[i] = ...`)."""
     body = _kernel_body(src, kernel)
-    params = {p.name for p in kernel.params if p.is_pointer and p.name}
+    params = pointer_names(kernel)
     if body is None:
         return {p: Access(False, True, False) for p in params}
     roots = {p: p for p in params}
@@ -67,6 +68,12 @@ def pointer_access(src: SourceText, kernel: Kernel) -> dict[str, Access]:
                         accumulated.add(root)
     read = _reads(body, roots, write_sites | alias_values)
     return {p: Access(p in written, p in read or p in accumulated, p in accumulated) for p in params}
+
+
+def pointer_names(kernel: Kernel) -> set[str]:
+    """The kernel's pointer parameters and its by-value structs' pointer members (`A.elements`)."""
+    return {p.name for p in kernel.params if p.is_pointer and p.name} | \
+        {f"{p.name}.{f.name}" for p in kernel.params for f in p.fields if f.is_pointer}
 
 
 def index_arrays(src: SourceText, kernel: Kernel) -> dict[str, str]:
@@ -153,6 +160,8 @@ def _root(node: Node | None, roots: dict[str, str], pointer_arithmetic: bool = F
             node = node.child_by_field_name("argument")
             pointer_arithmetic = op in ("*", "&")
         elif t == "field_expression":
+            if _member(node) in roots:  # `C.elements`: a struct's pointer member
+                return roots[_member(node)] if pointer_arithmetic else None
             node = node.child_by_field_name("argument")
         elif t in ("parenthesized_expression", "cast_expression"):
             node = node.child_by_field_name("value") or (node.named_children[-1] if node.named_children else None)
@@ -173,7 +182,16 @@ def _reads(body: Node, roots: dict[str, str], sites: set[tuple[int, int]]) -> se
     for node in nodes_of(body, "identifier"):
         if _text(node) in roots and not _inside_store(node, sites):
             out.add(roots[_text(node)])
+    if any("." in name for name in roots):
+        for node in nodes_of(body, "field_expression"):
+            if _member(node) in roots and not _inside_store(node, sites):
+                out.add(roots[_member(node)])
     return out
+
+
+def _member(node: Node) -> str:
+    """`C.elements` as written, spaces left out (`C . elements`)."""
+    return "".join(_text(node).split())
 
 
 def _inside_store(node: Node, sites: set[tuple[int, int]]) -> bool:

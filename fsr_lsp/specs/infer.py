@@ -31,6 +31,11 @@ def infer_from_signature(kernel: Kernel) -> tuple[Spec | None, str]:
     pointers = [p for p in kernel.params if p.is_pointer]
     ints = [p for p in kernel.params if not p.is_pointer and p.dtype and p.dtype.startswith(("int", "uint"))]
     others = [p for p in kernel.params if not p.is_pointer and p not in ints]
+    structs = [p.name for p in kernel.params if p.fields]
+    if structs:
+        return None, (f"{', '.join(structs)} {'is a struct' if len(structs) == 1 else 'are structs'} passed by value: "
+                      f"{'its' if len(structs) == 1 else 'their'} members come from a captured run (fsr capture) or a spec's "
+                      f"`{structs[0]} = {{ {kernel_member_example(kernel, structs[0])} }}`")
     if not pointers:
         return None, "it takes no pointers, so there is nothing to compare"
     textures = [p.name for p in kernel.params if is_texture(p)]
@@ -78,3 +83,9 @@ def _default_init(dtype: str | None):
 def _block_for(kernel: Kernel) -> int:
     bound = (kernel.launch_bounds or "").split(",")[0].strip()
     return min(DEFAULT_BLOCK, int(bound)) if bound.isdigit() else DEFAULT_BLOCK
+
+
+def kernel_member_example(kernel: Kernel, name: str) -> str:
+    """`width = ..., elements = "in[n]"`: what a spec gives a struct parameter's members."""
+    param = next(p for p in kernel.params if p.name == name)
+    return ", ".join(f'{f.name} = "in[n]"' if f.is_pointer else f"{f.name} = ..." for f in param.fields)

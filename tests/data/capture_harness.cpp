@@ -1,11 +1,20 @@
 // Drives the capture library's callback as the CUDA driver would (no GPU needed): allocations,
 // launches through kernelParams and through a parameter buffer, a repeated launch, a pointer
-// into the middle of an allocation, a freed allocation, a template kernel, a kernel filter.
+// into the middle of an allocation, a freed allocation, a template kernel, a kernel filter, a
+// struct passed by value holding a pointer.
 #include "fsr_capture.cpp"
 
 static const size_t kSizes[] = {8, 8, 4, 4}, kOffsets[] = {0, 8, 16, 20};
 
-static CUresult fake_param_info(void*, size_t i, size_t* offset, size_t* size) {
+static CUfunction const kStructKernel = reinterpret_cast<CUfunction>(0x2);  // takes one 24-byte struct
+
+static CUresult fake_param_info(void* f, size_t i, size_t* offset, size_t* size) {
+  if (f == kStructKernel) {
+    if (i >= 1) return CUDA_ERROR_INVALID_VALUE;
+    *offset = 0;
+    *size = 24;
+    return CUDA_SUCCESS;
+  }
   if (i >= 4) return CUDA_ERROR_INVALID_VALUE;
   *offset = kOffsets[i];
   *size = kSizes[i];
@@ -29,8 +38,9 @@ static void alloc(CUdeviceptr at, size_t bytes) {
   call(CUPTI_API_EXIT, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &p);
 }
 
-static void launch(const char* symbol, unsigned grid, unsigned block, void** params, void** extra = nullptr) {
-  cuLaunchKernel_params p{reinterpret_cast<CUfunction>(0x1), grid, 1, 1, block, 1, 1, 0, nullptr, params, extra};
+static void launch(const char* symbol, unsigned grid, unsigned block, void** params, void** extra = nullptr,
+                   CUfunction f = reinterpret_cast<CUfunction>(0x1)) {
+  cuLaunchKernel_params p{f, grid, 1, 1, block, 1, 1, 0, nullptr, params, extra};
   call(CUPTI_API_ENTER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, symbol);
 }
 
@@ -59,6 +69,10 @@ int main(int argc, char** argv) {
   size_t buffer_size = sizeof buffer;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &buffer_size, CU_LAUNCH_PARAM_END};
   launch("scale", 8, 128, nullptr, extra);  // extern "C": not mangled
+  struct { int width, height, stride; CUdeviceptr elements; } m{64, 60, 70, 0x300000 + 280};
+  alloc(0x300000, 4 * 61 * 70);  // the matrix starts one row (70 floats) into its allocation
+  void* by_value[] = {&m};
+  launch("_Z3mmk6Matrix", 4, 256, by_value, nullptr, kStructKernel);
   cuMemFree_v2_params freed{y};
   call(CUPTI_API_ENTER, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &freed);
   launch("_Z6rowsumILi64EEvPKfPfii", 5, 64, params);  // y is no allocation any more

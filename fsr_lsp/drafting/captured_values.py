@@ -1,0 +1,137 @@
+"""A captured launch's values, parameter by parameter: each scalar as the run passed it, each
+pointer's extent to the end of the allocation it points into (or null), a texture's description,
+and a struct passed by value member by member (`A.width`, `A.elements`), read at the offsets the
+C ABI gives its members."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import struct
+
+from ..capture import CapturedLaunch, CapturedParam
+from ..kernels import Kernel, Param
+from ..kernels.brackets import nesting
+from ..kernels.c_types import ITEMSIZE, element_type, layout, member_size
+from ..kernels.lexical import split_top_level
+from ..kernels.structs import substituted
+from ..specs.texture import is_texture
+
+
+class NotCaptured(ValueError):
+    """Why a captured launch gives no spec."""
+
+
+@dataclasses.dataclass
+class CapturedValues:
+    template: str
+    scalars: dict[str, int | float]  # by parameter name
+    extents: dict[str, int]  # pointer parameter -> elements from the pointer to its allocation's end
+    dtypes: dict[str, str]
+    textures: dict[str, dict]  # texture parameter -> what the capture read of it
+    nulls: set[str] = dataclasses.field(default_factory=set)  # pointers the run passed as null
+    before: dict[str, int] = dataclasses.field(default_factory=dict)  # elements of its allocation before a pointer
+
+
+def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
+    if not launch.params and kernel.params:
+        raise NotCaptured("the driver gave no parameter layout (cuFuncGetParamInfo needs a CUDA 12.4 driver)")
+    if len(launch.params) != len(kernel.params):
+        raise NotCaptured(f"the captured `{launch.name}` has {len(launch.params)} parameters, the kernel "
+                          f"{len(kernel.params)} (another kernel of the same name?)")
+    template = launch.template_args
+    if bool(template) != bool(kernel.template_params):
+        raise NotCaptured(f"the captured `{launch.name}` is {'a template instantiation' if template else 'no template'}, "
+                          f"the kernel {'is none' if template else 'a template'} (another kernel of the same name?)")
+    subst = dict(zip([t.split("=")[0].split()[-1] for t in kernel.template_params],
+                     [a.strip() for a in split_top_level(template)]))
+    values = CapturedValues(template, {}, {}, {}, {})
+    compiled = compiled_types(launch.name, len(kernel.params))
+    for i, (p, c) in enumerate(zip(kernel.params, launch.params)):
+        if is_texture(p):
+            if c.texture is None:
+                raise NotCaptured(f"`{p.name}` is no texture object the driver knows (destroyed before the launch?)")
+            values.textures[p.name] = c.texture
+            continue
+        if p.fields:
+            _struct_values(p, c, values)
+            continue
+        dtype, lanes = (p.dtype, p.lanes) if p.dtype else element_type(substituted(p.base_type, subst))
+        if dtype is None:
+            raise NotCaptured(f"the element type of `{p.name}` ({p.base_type}) is unknown")
+        built = element_type(compiled[i]) if compiled else (None, 1)
+        if built[0] is not None and (built[0], built[1]) != (dtype, lanes or 1):
+            raise NotCaptured(f"`{p.name}` is `{p.base_type}`, which the run's build compiled as `{compiled[i]}` (the "
+                              f"kernel's symbol says so) and fsr reads as {dtype}{'x' + str(lanes) if lanes > 1 else ''} "
+                              "(the file as a build without -D flags takes it): a spec from this capture would give "
+                              "the kernel the wrong element type")
+        _one_value(p, p.name, dtype, lanes, c, values)
+    return values
+
+
+def _one_value(p: Param, name: str, dtype: str, lanes: int, c: CapturedParam, values: "CapturedValues") -> None:
+    """A pointer's extent (or null) or a scalar's value, as the run passed it, under `name`."""
+    values.dtypes[name] = dtype
+    if not p.is_pointer:
+        values.scalars[name] = _scalar(dataclasses.replace(p, name=name), dtype, c.raw)
+        return
+    if c.alloc is None and c.raw is not None and len(c.raw) == 8 and not any(c.raw):
+        values.nulls.add(name)  # an optional buffer left out: the kernel gets null, as in the run
+        return
+    if c.alloc is None:
+        raise NotCaptured(f"`{name}` points to no allocation the run made")
+    values.extents[name] = (c.alloc.size - c.alloc.offset) // (ITEMSIZE[dtype] * lanes)
+    if c.alloc.offset and c.alloc.offset % (ITEMSIZE[dtype] * lanes) == 0:
+        values.before[name] = c.alloc.offset // (ITEMSIZE[dtype] * lanes)  # `d_in + RADIUS`: a halo before it
+    if values.extents[name] < 1:
+        raise NotCaptured(f"`{name}` points to the end of its allocation")
+
+
+def _struct_values(p: Param, c: CapturedParam, values: "CapturedValues") -> None:
+    """A struct passed by value, member by member (`A.width`, `A.elements`): each at the offset
+    the C ABI gives it in the captured bytes, a pointer member with the allocation the capture
+    found at that word."""
+    offsets, size, _ = layout([member_size(f.dtype, f.lanes, f.is_pointer) for f in p.fields])
+    if c.size != size:
+        raise NotCaptured(f"`{p.name}` is {c.size} bytes in the run's build, {p.base_type} as fsr reads it "
+                          f"{size}: its members are laid out otherwise")
+    if c.raw is None or len(c.raw) < size:
+        raise NotCaptured(f"the bytes of `{p.name}` were not recorded (a capture records 256 bytes of a struct)")
+    words = dict(c.words)
+    for f, at in zip(p.fields, offsets):
+        assert f.dtype is not None
+        step = member_size(f.dtype, f.lanes, f.is_pointer)[0]
+        raw = c.raw[at:at + step]
+        member = CapturedParam(at, step, raw, words.get(at) if f.is_pointer else None)
+        _one_value(f, f"{p.name}.{f.name}", f.dtype, f.lanes or 1, member, values)
+
+
+_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict)\b|[*&]")
+
+
+def compiled_types(demangled: str, count: int) -> list[str]:
+    """The element type of each parameter as the build compiled it, read from the kernel's
+    demangled symbol (`void K<16>(__nv_bfloat16*, float const*, int)`); [] when it says nothing
+    (a C-linkage kernel's symbol is its bare name) or another count of parameters."""
+    if not demangled.endswith(")") or "(" not in demangled:
+        return []
+    # the parameter list: the last `(` at the top level (a template argument may hold one)
+    start = max((i for i, (ch, depth) in enumerate(nesting(demangled, "(", ")")) if ch == "(" and depth == 0), default=-1)
+    if start < 0:
+        return []
+    inner = demangled[start + 1:-1].strip()
+    types = [" ".join(_QUALIFIERS.sub(" ", t).split()) for t in split_top_level(inner)] if inner and inner != "void" else []
+    return types if len(types) == count else []
+
+
+def _scalar(p: Param, dtype: str, raw: bytes | None) -> int | float:
+    if raw is None:
+        raise NotCaptured(f"the value of `{p.name}` was not recorded")
+    formats = {"float32": "<f", "float64": "<d", "float16": "<e"}
+    if dtype in formats:
+        if len(raw) != struct.calcsize(formats[dtype]):
+            raise NotCaptured(f"`{p.name}` is {len(raw)} bytes, a {dtype} is {struct.calcsize(formats[dtype])}")
+        return struct.unpack(formats[dtype], raw)[0]
+    if dtype in ITEMSIZE and not dtype.startswith(("float", "bfloat")) and len(raw) == ITEMSIZE[dtype]:
+        return int.from_bytes(raw, "little", signed=dtype.startswith("int"))
+    raise NotCaptured(f"`{p.name}` ({dtype}) cannot be read from {len(raw)} captured bytes")

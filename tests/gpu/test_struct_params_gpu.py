@@ -1,0 +1,88 @@
+"""Structs passed by value on a GPU, through the commands: `fsr eval` packs a struct's members
+into the launch (after an int, before a float: aligned in the parameter buffer), the sanitizers'
+runs pack it the same way, and a rewrite reading one member for another is wrong; `fsr capture`
+of a program passing `Matrix` structs gives a spec member by member that `fsr spec --check`
+proves."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+DATA = Path(__file__).parent.parent / "data" / "structs"
+# the scalars written as the spec gives them: equal to what the original wrote only if the launch
+# packed each where the kernel reads it
+SHIFTED_GOOD = """__global__ void shifted_saxpy(int n, SaxpyParams p, float bias, float* seen)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) {
+        seen[0] = -3.0f; seen[1] = 1.5f; seen[2] = 0.25f; seen[3] = 1.0f; seen[4] = 1.0f;
+    }
+    if (i >= n) return;
+    float y = p.y[i];
+    p.y[i] = fmaf(p.alpha, __ldg(p.x + i), (float)p.beta * y) + (p.flag ? bias : 0.0f);
+}
+"""
+SHIFTED_BETA_AS_ALPHA = SHIFTED_GOOD.replace("(float)p.beta * y", "p.alpha * y")
+
+
+def fsr(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def evaluated(folder: Path, source: str, kernel: str, candidate: str) -> subprocess.CompletedProcess:
+    (folder / "candidate.cu").write_text(candidate)
+    r = fsr("eval", source, "-k", kernel, "--candidate", "candidate.cu", cwd=folder)
+    print(r.stdout[-2500:], r.stderr[-1500:])
+    assert "Traceback" not in r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, evaluator) -> Path:  # the evaluator fixture skips without a GPU
+    out = tmp_path_factory.mktemp("structs")
+    (out / ".git").mkdir()
+    for name in ("after_int.cu", "matmul_struct.cu"):
+        shutil.copy(DATA / name, out / name)
+    return out
+
+
+def test_a_struct_between_scalars_reaches_the_kernel_and_a_member_read_for_another_is_wrong(folder: Path):
+    good = evaluated(folder, "after_int.cu", "shifted_saxpy", SHIFTED_GOOD)
+    assert good.returncode == 0 and "verified" in good.stdout
+    assert "memcheck" in good.stdout  # the sanitizer's own runs packed the struct too
+    bad = evaluated(folder, "after_int.cu", "shifted_saxpy", SHIFTED_BETA_AS_ALPHA)
+    assert bad.returncode == 1 and "p.y" in bad.stdout
+
+
+def test_matmul_over_structs_width_for_stride_is_wrong(folder: Path):
+    good = evaluated(folder, "matmul_struct.cu", "MatMulKernel", (DATA / "matmul_struct_good.cu").read_text())
+    assert good.returncode == 0 and "verified" in good.stdout
+    bad = evaluated(folder, "matmul_struct.cu", "MatMulKernel",
+                    (DATA / "matmul_struct_width_for_stride.cu").read_text())
+    assert bad.returncode == 1 and "C.elements" in bad.stdout
+
+
+def test_a_program_passing_structs_is_captured_and_its_spec_proven(folder: Path):
+    source = (DATA / "matmul_struct.cu").read_text()
+    bare = source[:source.index("/* @fsr")] + source[source.index("*/") + 3:]  # no spec: the capture's
+    (folder / "mm.cu").write_text(bare)
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    built = subprocess.run([nvcc, "-o", "mm", "mm.cu"], cwd=folder, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    r = fsr("capture", "--", "./mm", cwd=folder)
+    assert r.returncode == 0 and "MatMulKernel" in r.stdout, r.stdout + r.stderr
+    r = fsr("spec", "mm.cu", "--kernel", "MatMulKernel", "--json", "--check", cwd=folder)
+    print(r.stdout[-3000:], r.stderr[-1500:])
+    assert r.returncode == 0, r.stdout + r.stderr
+    (data,) = json.loads(r.stdout)
+    assert data["origin"] == "captured" and data["proof"]["status"] == "proven"
+    assert 'A = { width = "A_width"' in data["spec"] and "A_width = 512" in data["spec"]
