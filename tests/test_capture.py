@@ -529,3 +529,17 @@ def test_a_struct_passed_by_value_is_drafted_member_by_member_from_its_capture(t
 
     placed = bare.replace("__global__ void MatMulKernel", spec.spec + "__global__ void MatMulKernel")
     assert parse_spec(SourceText(placed), find_kernel(placed, "MatMulKernel")).errors == ()
+
+
+def test_a_vector_passed_by_value_is_captured_lane_by_lane(tmp_path: Path):
+    source = (DATA / "structs" / "vector_by_value.cu").read_text()
+    (tmp_path / "v.cu").write_text(source[source.index("*/") + 3:])
+    record = {"id": 0, "kernel": "_Z4dot4i6float4PKS_Pf", "name": "dot4(int, float4, float4 const*, float*)",
+              "base": "dot4", "grid": [8, 1, 1], "block": [128, 1, 1], "smem": 0,
+              "params": [{"offset": 0, "size": 4, "hex": i32(1000)},
+                         {"offset": 16, "size": 16, "hex": struct.pack("<4f", 1.5, -2.0, 0.25, 4.0).hex()},
+                         {**ptr(16000), "offset": 32}, {**ptr(4000), "offset": 40}]}
+    write_capture(tmp_path, [record])
+    (spec,) = kernel_specs([tmp_path / "v.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert "c = [1.5, -2.0, 0.25, 4.0]" in spec.spec and 'x = "in[n]"' in spec.spec, spec.spec

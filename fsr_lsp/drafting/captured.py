@@ -196,6 +196,9 @@ def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values:
             if length != values.extents[a.name]:
                 return (f"the draft's length of `{a.name}` at the captured sizes is {length}, its allocation "
                         f"holds {values.extents[a.name]} from the pointer on")
+        elif isinstance(a, ScalarArg) and isinstance(a.value, tuple):  # lanes of a vector by value
+            if list(a.value) != values.scalars[a.name]:
+                return f"the draft passes {a.name} = {list(a.value)}, the run passed {values.scalars[a.name]!r}"
         elif isinstance(a, ScalarArg):
             mine, run = evaluate(a.value, sizes), values.scalars[a.name]
             if abs(mine - run) > 1e-6 * max(abs(mine), abs(run)):

@@ -25,7 +25,7 @@ class NotCaptured(ValueError):
 @dataclasses.dataclass
 class CapturedValues:
     template: str
-    scalars: dict[str, int | float]  # by parameter name
+    scalars: dict[str, int | float | list]  # by parameter name (a list: the lanes of a vector by value)
     extents: dict[str, int]  # pointer parameter -> elements from the pointer to its allocation's end
     dtypes: dict[str, str]
     textures: dict[str, dict]  # texture parameter -> what the capture read of it
@@ -124,9 +124,14 @@ def compiled_types(demangled: str, count: int) -> list[str]:
     return types if len(types) == count else []
 
 
-def _scalar(p: Param, dtype: str, raw: bytes | None) -> int | float:
+def _scalar(p: Param, dtype: str, raw: bytes | None) -> int | float | list:
     if raw is None:
         raise NotCaptured(f"the value of `{p.name}` was not recorded")
+    lanes = p.lanes or 1
+    if lanes > 1 and dtype in ITEMSIZE and len(raw) == ITEMSIZE[dtype] * lanes:  # `float4 c` by value: each lane
+        step = ITEMSIZE[dtype]
+        one = dataclasses.replace(p, lanes=1)
+        return [_scalar(one, dtype, raw[i * step:(i + 1) * step]) for i in range(lanes)]
     formats = {"float32": "<f", "float64": "<d", "float16": "<e"}
     if dtype in formats:
         if len(raw) != struct.calcsize(formats[dtype]):

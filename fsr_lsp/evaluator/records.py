@@ -125,6 +125,7 @@ class ArgPlan:
     tolerance: Literal["default", "spec"] = "default"  # "spec": the spec's own rtol/atol, compared as they say
     offset: int = 0  # elements of the buffer before the kernel's pointer (a spec's `in[-3 : n + 3]`)
     member: str = ""  # the struct parameter this is a member of (`A` for `A.elements`; gpu/packing.py)
+    align: int = 0  # a scalar of several lanes passed by value (`float4 c`): its alignment
 
     @property
     def numel(self) -> int:

@@ -127,7 +127,11 @@ def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path
         return kernel
     joined = "\n".join(headers)
     aliases = type_aliases(joined, defined_macros(text.encode()))
-    return with_struct_fields(with_aliases(kernel, aliases), joined, aliases)
+    kernel = with_aliases(kernel, aliases)
+    if all(_typed(p) for p in kernel.params):
+        return kernel
+    # a struct of the file's own whose members are typed in a header (`struct LJ { real cutoff2; }`)
+    return with_struct_fields(kernel, joined + "\n" + text, {**type_aliases(text), **aliases})
 
 
 def _typed(p: Param) -> bool:

@@ -184,3 +184,11 @@ def member_size(dtype: str | None, lanes: int, is_pointer: bool) -> tuple[int, i
     assert dtype is not None
     size = ITEMSIZE[dtype] * lanes
     return size, size if lanes in (2, 4) else ITEMSIZE[dtype]
+
+
+def by_value_alignment(base: str, dtype: str, lanes: int) -> int:
+    """The alignment of a parameter of `lanes` of `dtype` passed by value: a CUDA vector type of
+    2 or 4 lanes aligns to its size (`float4` 16, `half2` 4), anything else (`float3`, a struct
+    of floats) to one lane."""
+    builtin = element_type(base) == (dtype, lanes) and lanes > 1
+    return member_size(dtype, lanes, False)[1] if builtin else ITEMSIZE[dtype]

@@ -279,7 +279,7 @@ def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dic
             raise ctx.fail(f"{p.name} is a scalar ({p.type_text}); give a number or a size expression, not {value!r}", p.name, "args")
         if not _expr_ok_scalar(ctx, p, value, sizes):
             raise _Invalid()
-        return ScalarArg(p.name, value)
+        return ScalarArg(p.name, tuple(value) if isinstance(value, list) else value)
     if not isinstance(value, str):
         raise ctx.fail(f'{p.name} is a pointer: give "in[len]", "out[len]", "inout[len]" (and an init) or "null", '
                        f'got {value!r}', p.name, "args", code="spec-bad-arg")
@@ -343,6 +343,12 @@ def _texture(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> TextureAr
 
 
 def _expr_ok_scalar(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> bool:
+    if isinstance(value, list) and p.lanes > 1:  # `float4 c`: a value per lane
+        if len(value) != p.lanes:
+            ctx.add(f"{p.name} ({p.type_text}) has {p.lanes} lanes: give one value for all or a list of "
+                    f"{p.lanes}, got {len(value)}", p.name, "args", code="spec-bad-arg")
+            return False
+        return all(_expr_ok_scalar(ctx, dataclasses.replace(p, lanes=1), v, sizes) for v in value)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         ctx.add(f"{p.name} must be a number or an expression string, got {value!r}", p.name, "args", code="spec-bad-arg")
         return False

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...kernels.c_types import layout, member_size
+from ...kernels.c_types import ITEMSIZE, layout, member_size
 from ..records import ArgPlan
 
 _PREFIX = "struct:"
@@ -66,6 +66,8 @@ def launch_dtypes(args: Sequence[ArgPlan]) -> list[str | None]:
         if a.kind == "struct":
             _, size, align = member_layout(members_of(args, i))
             out.append(struct_dtype(size, align))
+        elif a.kind == "scalar" and a.lanes > 1:  # `float4 c` by value: its lanes' bytes
+            out.append(struct_dtype(ITEMSIZE[a.dtype] * a.lanes, a.align or ITEMSIZE[a.dtype]))
         else:
             out.append(None if a.kind == "buffer" else a.dtype)
     return out
@@ -77,6 +79,9 @@ def launch_values(args: Sequence[ArgPlan], values: Sequence[Any]) -> list[Any]:
     out: list[Any] = []
     for i, a in enumerate(args):
         if a.member:
+            continue
+        if a.kind == "scalar" and a.lanes > 1:
+            out.append(b"".join(scalar_bytes(v, a.dtype) for v in values[i]))
             continue
         if a.kind != "struct":
             out.append(values[i])

@@ -10,6 +10,7 @@ from typing import Any
 from ..records import Check, EvalJob, EvalResult
 from .accuracy import scalar_dtypes, wide_args
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, pointer, seed_for
+from .packing import launch_values
 from .constant_fill import fill_constants
 from .session import GpuSession
 from .timing import time_job
@@ -169,7 +170,7 @@ def _sanitize_runs(ctx: JobContext) -> None:
                 cuda.memcpy_dtod(exact, inputs[a.name].data_ptr(), nbytes)
             args.append(pointer(a, int(exact), nbytes // max(a.numel, 1)))
             print(f"fsr-buffer {a.name} {plan.label.replace(' ', '')} {int(exact):#x} {nbytes}", flush=True)
-        launches.append((plan, args, plan.candidate if who == "candidate" else plan.original))
+        launches.append((plan, launch_values(plan.args, args), plan.candidate if who == "candidate" else plan.original))
     spacers.append(cuda.mem_alloc(SPACER_BYTES))
     session.synchronize()
     for spacer in spacers:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...kernels import Kernel
-from ...kernels.c_types import element_type
+from ...kernels.c_types import by_value_alignment, element_type
 from ...specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
 from ...kernels.kernel import Param
 from ...specs.model import Arg, NullArg, SizeSet, StructArg, TextureArg
@@ -88,8 +88,12 @@ def _arg_plan(param: Param, arg: Arg, spec: Spec, sizes: SizeSet, subst: dict[st
                        tolerance="spec" if spec.rtol is not None or spec.atol is not None else "default",
                        offset=-evaluate_int(arg.start, sizes, f"start of {arg.name}"))
     is_int = dtype.startswith(("int", "uint", "bool"))
-    value = evaluate_int(arg.value, sizes, arg.name) if is_int else float(evaluate(arg.value, sizes))
-    return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, value=value)
+    one = (lambda v: evaluate_int(v, sizes, arg.name)) if is_int else (lambda v: float(evaluate(v, sizes)))
+    if lanes > 1:  # a vector type or a struct of one type, by value: a value per lane (one number: every lane)
+        given = arg.value if isinstance(arg.value, (list, tuple)) else [arg.value] * lanes
+        return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, lanes=lanes, value=tuple(one(v) for v in given),
+                       align=by_value_alignment(param.base_type, dtype, lanes))
+    return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, value=one(arg.value))
 
 
 def _texture_plan(arg: TextureArg, sizes: SizeSet) -> ArgPlan:
