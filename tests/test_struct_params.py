@@ -254,3 +254,81 @@ def test_a_struct_of_the_file_typed_by_a_header_is_read(tmp_path):
     kernel = with_included_aliases(find_kernel(text, "force"), text, [tmp_path])
     assert [(f.name, f.dtype) for f in kernel.params[0].fields] == [
         ("cutoff2", "float32"), ("e24s6", "float32"), ("n", "int32"), ("out", "float32")]
+
+
+# ------------------------------------------------------------------ template params structs
+
+
+def test_a_template_struct_is_its_members_with_the_arguments_substituted():
+    from fsr_lsp.kernels.struct_fields import resolved, struct_declarations
+
+    text = (DATA / "template_params.cu").read_text()
+    decl = struct_declarations(text)["ScaleParams"]
+    assert decl.template == ("T",)
+    fields = resolved(decl, ["double"], {})
+    assert [(f.name, f.dtype, f.is_pointer) for f in fields] == [
+        ("out", "float64", True), ("in", "float64", True), ("n", "int32", False), ("scale", "float64", False)]
+    kernel = find_kernel(text, "scale_kernel")  # ScaleParams<T>: T is the kernel's, known from the spec
+    assert [(f.name, f.dtype) for f in kernel.params[0].fields] == [
+        ("out", None), ("in", None), ("n", "int32"), ("scale", None)]
+    assert "ScaleParams" not in struct_fields(text)  # a template is read only where it is instantiated
+
+
+@needs_cxx
+def test_a_template_struct_kernel_is_judged_with_its_spec_template():
+    pytest.importorskip("torch")
+    source = (DATA / "template_params.cu").read_text()
+    kernel = find_kernel(source, "scale_kernel")
+    plan = build_plans(kernel, parse_spec(SourceText(source), kernel).spec)[0]
+    assert [(a.name, a.dtype) for a in plan.args[1:]] == [
+        ("p.out", "float32"), ("p.in", "float32"), ("p.n", "int32"), ("p.scale", "float32")]
+    good = source[source.index("template <typename T>\n__global__"):].replace("p.scale * p.in[i]", "p.in[i] * p.scale")
+    assert cuda_on_cpu.evaluate_on_cpu(source, "scale_kernel", good).status == "verified"
+    bad = good.replace("p.in[i] * p.scale", "p.in[i] * (T)0.75f + (T)(p.n == 1000)")
+    result = cuda_on_cpu.evaluate_on_cpu(source, "scale_kernel", bad)
+    assert result.status == "wrong" and "p.out" in result.message, result.message
+
+
+# ------------------------------------------------------------------ enums, and types fsr cannot pass
+
+ENUM_KERNEL = """enum Act { RELU = 0, GELU = 1 };
+enum class Mode : unsigned char { A, B };
+/* @fsr
+bench = { n = 4096 }
+tests = [ { n = 1 }, { n = 1000 } ]
+grid = "cdiv(n, 128)"
+block = 128
+[args]
+x = "in[n]"
+y = "out[n]"
+n = "n"
+act = 1
+mode = 1
+*/
+__global__ void act_kernel(const float* x, float* y, int n, Act act, Mode mode)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = (act == RELU ? fmaxf(x[i], 0.f) : x[i] * 0.5f) + (mode == Mode::B ? 1.f : 0.f);
+}
+"""
+
+
+def test_an_enum_is_an_integer_of_its_type():
+    kernel = find_kernel(ENUM_KERNEL, "act_kernel")
+    assert [(p.name, p.dtype) for p in kernel.params[3:]] == [("act", "int32"), ("mode", "uint8")]
+
+
+def test_a_type_fsr_cannot_pass_is_an_error_on_its_line_not_a_crash():
+    text = ENUM_KERNEL.replace("enum Act { RELU = 0, GELU = 1 };", "").replace("act == RELU", "true")
+    result = parse_spec(SourceText(text), find_kernel(text, "act_kernel"))
+    assert result.spec is None
+    assert "fsr cannot pass a value of type 'Act'" in result.errors[0].message
+    assert text.splitlines()[result.errors[0].span.start.line].startswith("act = ")
+
+
+@needs_cxx
+def test_a_kernel_taking_enums_is_judged():
+    pytest.importorskip("torch")
+    assert cuda_on_cpu.evaluate_on_cpu(ENUM_KERNEL, "act_kernel", None).status == "verified"
+    wrong = ENUM_KERNEL[ENUM_KERNEL.index("__global__"):].replace("mode == Mode::B ? 1.f", "mode == Mode::A ? 1.f")
+    assert cuda_on_cpu.evaluate_on_cpu(ENUM_KERNEL, "act_kernel", wrong).status == "wrong"

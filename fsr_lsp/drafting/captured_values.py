@@ -54,7 +54,7 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
             values.textures[p.name] = c.texture
             continue
         if p.fields:
-            _struct_values(p, c, values)
+            _struct_values(p, c, values, subst)
             continue
         dtype, lanes = (p.dtype, p.lanes) if p.dtype else element_type(substituted(p.base_type, subst))
         if dtype is None:
@@ -87,23 +87,27 @@ def _one_value(p: Param, name: str, dtype: str, lanes: int, c: CapturedParam, va
         raise NotCaptured(f"`{name}` points to the end of its allocation")
 
 
-def _struct_values(p: Param, c: CapturedParam, values: "CapturedValues") -> None:
+def _struct_values(p: Param, c: CapturedParam, values: "CapturedValues", subst: dict[str, str]) -> None:
     """A struct passed by value, member by member (`A.width`, `A.elements`): each at the offset
     the C ABI gives it in the captured bytes, a pointer member with the allocation the capture
-    found at that word."""
-    offsets, size, _ = layout([member_size(f.dtype, f.lanes, f.is_pointer) for f in p.fields])
+    found at that word; a member typed by the kernel's template parameter, as the launch instantiated it."""
+    types = []
+    for f in p.fields:
+        dtype, lanes = (f.dtype, f.lanes) if f.dtype else element_type(substituted(f.base_type, subst))
+        if dtype is None:
+            raise NotCaptured(f"the element type of `{p.name}.{f.name}` ({f.base_type}) is unknown")
+        types.append((dtype, lanes or 1))
+    offsets, size, _ = layout([member_size(d, n, f.is_pointer) for f, (d, n) in zip(p.fields, types)])
     if c.size != size:
         raise NotCaptured(f"`{p.name}` is {c.size} bytes in the run's build, {p.base_type} as fsr reads it "
                           f"{size}: its members are laid out otherwise")
     if c.raw is None or len(c.raw) < size:
         raise NotCaptured(f"the bytes of `{p.name}` were not recorded (a capture records 256 bytes of a struct)")
     words = dict(c.words)
-    for f, at in zip(p.fields, offsets):
-        assert f.dtype is not None
-        step = member_size(f.dtype, f.lanes, f.is_pointer)[0]
-        raw = c.raw[at:at + step]
-        member = CapturedParam(at, step, raw, words.get(at) if f.is_pointer else None)
-        _one_value(f, f"{p.name}.{f.name}", f.dtype, f.lanes or 1, member, values)
+    for f, at, (dtype, lanes) in zip(p.fields, offsets, types):
+        step = member_size(dtype, lanes, f.is_pointer)[0]
+        member = CapturedParam(at, step, c.raw[at:at + step], words.get(at) if f.is_pointer else None)
+        _one_value(f, f"{p.name}.{f.name}", dtype, lanes, member, values)
 
 
 _QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict)\b|[*&]")

@@ -19,6 +19,9 @@ from .structs import instantiated, struct_templates, struct_types
 _TYPEDEF = re.compile(r"\btypedef\s+([\w\s:]+?)\s+(\w+)\s*;")
 _USING = re.compile(r"\busing\s+(\w+)\s*=\s*([\w\s:]+?)\s*;")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+([\w \t:]+?)[ \t]*$", re.M)
+# `enum Act {`, `enum class Mode : uint8_t {`, `typedef enum { ... } Name;`: an integer of the enum's type
+_ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?(\w+)\s*(?::\s*([\w\s:]+?))?\s*\{")
+_TYPEDEF_ENUM = re.compile(r"\btypedef\s+enum\s*(?:\w+\s*)?(?::\s*([\w\s:]+?)\s*)?\{[^{}]*\}\s*(\w+)\s*;")
 
 
 def type_aliases(text: str, defined: set[str] = frozenset()) -> dict[str, str]:  # type: ignore[assignment]
@@ -35,6 +38,11 @@ def type_aliases(text: str, defined: set[str] = frozenset()) -> dict[str, str]: 
         raw[m.group(1)] = " ".join(m.group(2).split())
     for m in _DEFINE.finditer(text):
         raw.setdefault(m.group(1), " ".join(m.group(2).split()))
+    if "enum" in text:
+        for m in _ENUM.finditer(text):
+            raw.setdefault(m.group(1), " ".join((m.group(2) or "int").split()))
+        for m in _TYPEDEF_ENUM.finditer(text):
+            raw.setdefault(m.group(2), " ".join((m.group(1) or "int").split()))
     out = {}
     for name in raw:
         target, seen = raw[name], 0

@@ -8,8 +8,10 @@ value, and the evaluator packs them into the struct's bytes at the offsets the C
 
 A struct qualifies when every data member is one scalar of an element type fsr knows (vector
 types included) or one pointer to such an element type (`void*` is bytes); member functions and
-static members take no room and are skipped. Arrays, bit fields, nested structs, references,
-base classes, `alignas` and templates leave it out: its layout would be a guess."""
+static members take no room and are skipped. A template struct (`Lmha_params<float>`) is its
+members with the arguments substituted; a member typed by the kernel's own template parameter
+waits for the spec's `template`. Arrays, bit fields, nested structs, references, base classes and
+`alignas` leave it out: its layout would be a guess."""
 
 from __future__ import annotations
 
@@ -18,27 +20,65 @@ import re
 
 from tree_sitter import Node
 
+from .brackets import split_top_level
 from .c_types import element_type, parse_param
 from .kernel import Kernel, Param
+from .structs import substituted
 from .treesitter import nodes_of, parse
+
+
+@dataclasses.dataclass(frozen=True)
+class StructDecl:
+    """A struct's data members as written (type text, declarator), and the names of its template
+    parameters when it is a template (`template <typename T> struct Lmha_params { T* out; ... }`)."""
+
+    members: tuple[tuple[str, str], ...]
+    template: tuple[str, ...] = ()
+
 
 def struct_fields(text: str, aliases: dict[str, str] | None = None) -> dict[str, tuple[Param, ...]]:
     """Struct name (its tag and its typedef name) -> its data members, as parameters are read
     (`dtype`, `lanes`, `is_pointer`), for every struct of `text` that qualifies (module
-    docstring). Element types named through `aliases` are resolved."""
+    docstring) and is no template. Element types named through `aliases` are resolved."""
+    out = {}
+    for name, decl in struct_declarations(text).items():
+        fields = None if decl.template else resolved(decl, [], aliases or {})
+        if fields:
+            out[name] = fields
+    return out
+
+
+def struct_declarations(text: str) -> dict[str, StructDecl]:
+    """Every struct of `text` whose members could qualify, templates included, unresolved."""
     if "struct" not in text and "class" not in text:
         return {}
-    aliases = aliases or {}
-    out: dict[str, tuple[Param, ...]] = {}
+    out: dict[str, StructDecl] = {}
     for node in nodes_of(parse(text.encode()).root_node, "struct_specifier", "class_specifier"):
         body = node.child_by_field_name("body")
         if body is None or _unusual(node):
             continue
-        fields = _fields(body, aliases)
-        if fields:
+        members = _members(body)
+        if members:
             for name in _names_of(node):
-                out[name] = fields
+                out[name] = StructDecl(members, _template_names(node))
     return out
+
+
+def resolved(decl: StructDecl, args: list[str], aliases: dict[str, str],
+             open_names: frozenset[str] = frozenset()) -> tuple[Param, ...] | None:
+    """The struct's members with its template arguments substituted (`T*` of `Lmha_params<float>`
+    is a float buffer); a member whose type is one of `open_names` (the kernel's own template
+    parameters, known once a spec names them) stays untyped. None when a member does not qualify."""
+    if len(args) != len(decl.template):
+        return None
+    subst = dict(zip(decl.template, args))
+    out = []
+    for type_text, declarator in decl.members:
+        field = _field(substituted(type_text, subst), declarator, aliases, open_names)
+        if field is None:
+            return None
+        out.append(field)
+    return tuple(out) or None
 
 
 def with_struct_fields(kernel: Kernel, text: str, aliases: dict[str, str] | None = None) -> Kernel:
@@ -46,31 +86,50 @@ def with_struct_fields(kernel: Kernel, text: str, aliases: dict[str, str] | None
     its headers): only where one is still untyped, so a file without one pays nothing."""
     if all(p.is_pointer or p.dtype is not None or p.fields for p in kernel.params):
         return kernel
-    found = struct_fields(text, aliases)
+    found = struct_declarations(text)
     if not found:
         return kernel
-    params = tuple(dataclasses.replace(p, fields=found[_bare(p.base_type)])
-                   if not p.is_pointer and p.dtype is None and not p.fields and _bare(p.base_type) in found else p
-                   for p in kernel.params)
-    return dataclasses.replace(kernel, params=params)
+    open_names = frozenset(t.split("=")[0].split()[-1] for t in kernel.template_params if t.split())
+    params = []
+    for p in kernel.params:
+        name, args = _instance(p.base_type)
+        fields = resolved(found[name], args, aliases or {}, open_names) \
+            if not p.is_pointer and p.dtype is None and not p.fields and name in found else None
+        params.append(dataclasses.replace(p, fields=fields) if fields else p)
+    return dataclasses.replace(kernel, params=tuple(params))
 
 
-def _bare(base: str) -> str:
-    """`struct Matrix` and `Matrix` alike."""
-    return re.sub(r"^(?:struct|class)\s+", "", base)
+def _instance(base: str) -> tuple[str, list[str]]:
+    """`struct Matrix` -> (Matrix, []); `Lmha_params<float>` -> (Lmha_params, [float])."""
+    base = re.sub(r"^(?:struct|class)\s+", "", base.strip())
+    m = re.fullmatch(r"([\w:]+)\s*<(.*)>", base)
+    if not m:
+        return base.split("::")[-1], []
+    args = [a.strip() for a in split_top_level(m.group(2), ",", "<(", ">)") if a.strip()]
+    return m.group(1).split("::")[-1], args
+
+
+def _template_names(node: Node) -> tuple[str, ...]:
+    parent = node.parent
+    if parent is None or parent.type != "template_declaration":
+        return ()
+    params = parent.child_by_field_name("parameters")
+    names = []
+    for p in (params.named_children if params is not None else []):
+        ident = [c for c in p.named_children if c.type in ("type_identifier", "identifier")]
+        names.append(_text(ident[-1]) if ident else "?")
+    return tuple(names)
 
 
 def _unusual(node: Node) -> bool:
     """Anything that makes the layout more than its members in order."""
-    parent = node.parent
-    if parent is not None and parent.type == "template_declaration":
-        return True
     return any(c.type in ("base_class_clause", "alignas_qualifier", "attribute_specifier", "ms_declspec_modifier")
                for c in node.children)
 
 
-def _fields(body: Node, aliases: dict[str, str]) -> tuple[Param, ...] | None:
-    out: list[Param] = []
+def _members(body: Node) -> tuple[tuple[str, str], ...] | None:
+    """Each data member as (type text, declarator), in order; None for a member that cannot be one."""
+    out: list[tuple[str, str]] = []
     for member in body.named_children:
         if member.type in ("function_definition", "comment", "access_specifier", "declaration",
                            "template_declaration", "type_definition", "alias_declaration"):
@@ -89,17 +148,13 @@ def _fields(body: Node, aliases: dict[str, str]) -> tuple[Param, ...] | None:
         if any(d.type == "function_declarator" for d in declarators):
             continue
         type_text = _text(member)[:declarators[0].start_byte - member.start_byte]
-        for d in declarators:
-            field = _field(type_text, _text(d), aliases)
-            if field is None:
-                return None
-            out.append(field)
+        out += [(type_text, _text(d)) for d in declarators]
     return tuple(out) or None
 
 
-def _field(type_text: str, declarator: str, aliases: dict[str, str]) -> Param | None:
+def _field(type_text: str, declarator: str, aliases: dict[str, str], open_names: frozenset[str]) -> Param | None:
     """One member as a parameter would be read, or None when it is no scalar or single pointer
-    of a known element type."""
+    of a known element type (or of one of `open_names`)."""
     if re.search(r"[\[\]&()=]", declarator) or declarator.count("*") > 1:
         return None  # arrays, references, function pointers, default member initialisers
     p = parse_param(f"{type_text} {declarator}")
@@ -108,6 +163,8 @@ def _field(type_text: str, declarator: str, aliases: dict[str, str]) -> Param | 
     dtype, lanes = p.dtype, p.lanes
     if dtype is None and p.base_type in aliases:
         dtype, lanes = element_type(aliases[p.base_type])
+    if dtype is None and p.base_type in open_names:
+        return Param(p.name, p.text, p.type_text, p.base_type, p.is_pointer, p.pointee_const, None, 1)
     if dtype is None or (not p.is_pointer and lanes != 1):
         return None  # a vector member is no one value a spec can give
     return Param(p.name, p.text, p.type_text, p.base_type, p.is_pointer, p.pointee_const, dtype, lanes)
