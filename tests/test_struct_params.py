@@ -332,3 +332,37 @@ def test_a_kernel_taking_enums_is_judged():
     assert cuda_on_cpu.evaluate_on_cpu(ENUM_KERNEL, "act_kernel", None).status == "verified"
     wrong = ENUM_KERNEL[ENUM_KERNEL.index("__global__"):].replace("mode == Mode::B ? 1.f", "mode == Mode::A ? 1.f")
     assert cuda_on_cpu.evaluate_on_cpu(ENUM_KERNEL, "act_kernel", wrong).status == "wrong"
+
+
+def tiled_launch(n: int) -> dict:
+    def mat(base: int, offset: int) -> dict:
+        return {"offset": offset, "size": 24, "hex": struct.pack("<iii4xQ", n, n, n, base).hex(),
+                "words": [{"at": 16, "size": 4 * n * n, "offset": 0, "via": "cudaMalloc"}]}
+    return {"id": 0, "kernel": "_Z12tiled_matmul3MatS_S_", "name": "tiled_matmul(Mat, Mat, Mat)",
+            "base": "tiled_matmul", "grid": [n // 16, n // 16, 1], "block": [16, 16, 1], "smem": 0,
+            "params": [mat(1 << 20, 0), mat(2 << 20, 24), mat(3 << 20, 48)]}
+
+
+@needs_cxx
+def test_a_captured_struct_kernel_for_whole_tiles_is_proven_at_whole_tiles_with_its_helper_stores(tmp_path):
+    """The capture's draft tests sizes 1, 17, 33 and reads `C.elements` as input (its stores are in
+    a helper): the proof moves the tests to whole tiles (every size of the struct moves together)
+    and widens `C.elements` to inout, member of a struct as it is."""
+    pytest.importorskip("torch")
+    from fsr_lsp.capture import latest_capture
+    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.proof import prove
+
+    from .test_capture import write_capture
+
+    source = (DATA / "tiled_struct_matmul.cu").read_text()
+    (tmp_path / "mm.cu").write_text(source)
+    write_capture(tmp_path, [tiled_launch(64)])
+    (drafted,) = kernel_specs([tmp_path / "mm.cu"], capture=latest_capture(tmp_path))
+    assert 'elements' not in drafted.spec and 'data = "in[A_cols * A_cols]"' in drafted.spec, drafted.spec
+    with cuda_on_cpu.cpu_evaluator() as evaluator:
+        proof = prove(evaluator, source, "tiled_matmul", drafted.spec)
+    assert proof.proven, proof.message
+    assert 'C = { cols = "C_cols", rows = "C_rows", pitch = "C_pitch", data = "inout[A_cols * A_cols]" }' in proof.spec
+    assert "tests = [{ A_cols = 16, A_rows = 16," in proof.spec and "edge = false" in proof.spec
+    assert "in whole blocks of 16" in proof.message

@@ -78,11 +78,14 @@ def _whole_blocks(block: str, job: EvalJob, failed_at, check: str) -> tuple[str,
     tests = [p for p in job.sizes if p.role == "test"]
     if bench is None or failed_at.role != "test":
         return None
-    varying = {k for p in tests for k, v in p.sizes.items() if v != bench.sizes.get(k)}
+    varying = sorted({k for p in tests for k, v in p.sizes.items() if v != bench.sizes.get(k)})
     axes = [d for d in range(3) if failed_at.original.grid[d] != bench.original.grid[d]]
-    if len(varying) != 1 or len(axes) != 1:
+    if not varying or not axes or not _together(varying, [bench, *tests]):
+        return None  # one size, or several that always move together (a square matmul's M = N = K)
+    # the grid's axes that vary cover that size alike (a square matmul's x and y): one tile
+    if len({(bench.original.grid[d], bench.original.block[d]) for d in axes}) != 1:
         return None
-    name, blocks = varying.pop(), bench.original.grid[axes[0]]
+    name, blocks = varying[0], bench.original.grid[axes[0]]
     total = bench.sizes.get(name, 0)
     if blocks <= 1 or total % blocks or total // blocks <= 1:
         return None
@@ -94,10 +97,17 @@ def _whole_blocks(block: str, job: EvalJob, failed_at, check: str) -> tuple[str,
     sizes = [tile * m for m in TILE_MULTIPLES if tile * m < total]
     if not sizes:
         return None
-    block = set_key(set_key(block, "tests", _tests([{**failed_at.sizes, name: s} for s in sizes])), "edge", "false")
+    block = set_key(set_key(block, "tests", _tests([{**failed_at.sizes, **{k: s for k in varying}} for s in sizes])),
+                    "edge", "false")
+    name = " = ".join(varying)
     return block, (f"the original fails at {failed_at.label} ({check}): it takes `{name}` in whole blocks of {tile} "
                    f"(the bench launch's {blocks} blocks over {name}={total}), so it is tested at "
                    f"{name}={', '.join(map(str, sizes))} instead, with no edge size")
+
+
+def _together(names: list[str], plans: list) -> bool:
+    """Whether the sizes `names` hold one value in each plan (they move together)."""
+    return all(len({p.sizes.get(k) for k in names}) == 1 for p in plans)
 
 
 def _structure_from_capture(block: str, job: EvalJob) -> tuple[str, str] | None:
@@ -129,6 +139,11 @@ def _captured_size_only(block: str) -> str:
 
 
 def _as_inout(block: str, name: str, direction: str) -> str:
+    if "." in name:  # a struct's member: `C = { ..., elements = "in[...]" }`
+        struct, member = name.split(".", 1)
+        line = re.compile(rf'^[ \t*]*{re.escape(struct)}[ \t]*=[ \t]*\{{.*$', re.M)
+        return line.sub(lambda m: re.sub(rf'(\b{re.escape(member)}[ \t]*=[ \t]*"){direction}\[', r"\1inout[", m.group(0),
+                                         count=1), block, count=1)
     return re.sub(rf'({_arg_line(name)}){direction}\[', r"\1inout[", block, count=1, flags=re.M)
 
 
