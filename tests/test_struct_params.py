@@ -38,11 +38,12 @@ def test_members_of_a_struct_of_scalars_and_pointers_are_read_as_parameters_are(
 
 
 @pytest.mark.parametrize("body", [
-    "float a[4]; float* p;",  # an array member
+    "float a[UNKNOWN]; float* p;",  # an array fsr cannot size
+    "float* ps[2];",  # an array of pointers
+    "float2 vs[2]; float* p;",  # an array of vectors
     "int bits : 3; float* p;",  # a bit field
     "struct { int a; } inner; float* p;",  # a nested struct
     "float** rows;",  # a pointer to pointers
-    "float4 v; float* p;",  # a vector member: no one value a spec gives
     "Unknown u; float* p;",  # a type fsr cannot read
 ])
 def test_a_struct_whose_layout_would_be_a_guess_is_left_out(body):
@@ -366,3 +367,47 @@ def test_a_captured_struct_kernel_for_whole_tiles_is_proven_at_whole_tiles_with_
     assert 'C = { cols = "C_cols", rows = "C_rows", pitch = "C_pitch", data = "inout[A_cols * A_cols]" }' in proof.spec
     assert "tests = [{ A_cols = 16, A_rows = 16," in proof.spec and "edge = false" in proof.spec
     assert "in whole blocks of 16" in proof.message
+
+
+# ------------------------------------------------------------------ arrays and vectors inside a struct
+
+GATHER_LITERALS = """__global__ void gather2d(Strided p)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int n = p.sizes[0] * p.sizes[1];
+    if (i >= n) return;
+    int r = i / p.sizes[1], c = i % p.sizes[1];
+    float v = p.x[r * p.strides[0] + c];
+    p.y[i] = 0.5f * v + -1.0f * v * v + 2.0f + 0.25f * 2.0f;
+}
+"""
+
+
+def test_array_and_vector_members_are_their_lanes_at_their_alignment():
+    text = (DATA / "strided_params.cu").read_text()
+    kernel = find_kernel(text, "gather2d")
+    assert [(f.name, f.lanes) for f in kernel.params[0].fields] == [
+        ("x", 1), ("y", 1), ("ndim", 1), ("sizes", 4), ("strides", 4), ("w", 4)]
+    plan = build_plans(kernel, parse_spec(SourceText(text), kernel).spec)[0]  # R=3, C=5
+    members = plan.args[1:]
+    assert [a.value for a in members[2:]] == [2, (3, 5, 1, 1), (12, 1, 0, 0), (0.5, -1.0, 2.0, 0.25)]
+
+    class Host(ctypes.Structure):
+        _fields_ = [("x", ctypes.c_void_p), ("y", ctypes.c_void_p), ("ndim", ctypes.c_int),
+                    ("sizes", ctypes.c_int * 4), ("strides", ctypes.c_int * 4), ("pad", ctypes.c_byte * 12),
+                    ("w", ctypes.c_float * 4)]  # float4 is 16-aligned: 12 bytes of padding before it
+
+    packed = pack(members, [0x1000, 0x2000, 2, (3, 5, 1, 1), (12, 1, 0, 0), (0.5, -1.0, 2.0, 0.25)])
+    host = Host(0x1000, 0x2000, 2, (ctypes.c_int * 4)(3, 5, 1, 1), (ctypes.c_int * 4)(12, 1, 0, 0),
+                (ctypes.c_byte * 12)(), (ctypes.c_float * 4)(0.5, -1.0, 2.0, 0.25))
+    assert len(packed) == 80 and packed == bytes(host)
+
+
+@needs_cxx
+def test_each_array_element_inside_a_struct_reaches_the_kernel():
+    pytest.importorskip("torch")
+    source = (DATA / "strided_params.cu").read_text()
+    good = cuda_on_cpu.evaluate_on_cpu(source, "gather2d", GATHER_LITERALS)
+    assert good.status == "verified", good.message  # the literals equal what the original read
+    bad = cuda_on_cpu.evaluate_on_cpu(source, "gather2d", GATHER_LITERALS.replace("c];", "c * 2];"))
+    assert bad.status == "wrong", bad.message

@@ -12,7 +12,7 @@ import struct
 from ..capture import CapturedLaunch, CapturedParam
 from ..kernels import Kernel, Param
 from ..kernels.brackets import nesting
-from ..kernels.c_types import ITEMSIZE, element_type, layout, member_size
+from ..kernels.c_types import ITEMSIZE, by_value_alignment, element_type, layout, member_size
 from ..kernels.lexical import split_top_level
 from ..kernels.structs import substituted
 from ..specs.texture import is_texture
@@ -97,7 +97,9 @@ def _struct_values(p: Param, c: CapturedParam, values: "CapturedValues", subst: 
         if dtype is None:
             raise NotCaptured(f"the element type of `{p.name}.{f.name}` ({f.base_type}) is unknown")
         types.append((dtype, lanes or 1))
-    offsets, size, _ = layout([member_size(d, n, f.is_pointer) for f, (d, n) in zip(p.fields, types)])
+    offsets, size, _ = layout([member_size(d, 1, True) if f.is_pointer else
+                               (ITEMSIZE[d] * n, by_value_alignment(f.base_type, d, n))
+                               for f, (d, n) in zip(p.fields, types)])
     if c.size != size:
         raise NotCaptured(f"`{p.name}` is {c.size} bytes in the run's build, {p.base_type} as fsr reads it "
                           f"{size}: its members are laid out otherwise")
@@ -105,7 +107,7 @@ def _struct_values(p: Param, c: CapturedParam, values: "CapturedValues", subst: 
         raise NotCaptured(f"the bytes of `{p.name}` were not recorded (a capture records 256 bytes of a struct)")
     words = dict(c.words)
     for f, at, (dtype, lanes) in zip(p.fields, offsets, types):
-        step = member_size(dtype, lanes, f.is_pointer)[0]
+        step = member_size(dtype, 1, True)[0] if f.is_pointer else ITEMSIZE[dtype] * lanes
         member = CapturedParam(at, step, c.raw[at:at + step], words.get(at) if f.is_pointer else None)
         _one_value(f, f"{p.name}.{f.name}", dtype, lanes, member, values)
 

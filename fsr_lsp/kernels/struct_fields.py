@@ -23,8 +23,13 @@ from tree_sitter import Node
 from .brackets import split_top_level
 from .c_types import element_type, parse_param
 from .kernel import Kernel, Param
-from .structs import substituted
+from .structs import _DEFINE, _integer, substituted
 from .treesitter import nodes_of, parse
+
+
+# `constexpr int MAX_DIMS = 8;`, `static const int N = 4;`: array sizes as a #define gives them
+_CONSTANT = re.compile(r"\b(?:static\s+)?(?:constexpr|const)\s+(?:unsigned\s+|signed\s+)?(?:int|long|short|size_t|"
+                       r"unsigned)\s+(\w+)\s*=\s*([^;]+);")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +39,7 @@ class StructDecl:
 
     members: tuple[tuple[str, str], ...]
     template: tuple[str, ...] = ()
+    macros: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)  # the text's #defines (array sizes)
 
 
 def struct_fields(text: str, aliases: dict[str, str] | None = None) -> dict[str, tuple[Param, ...]]:
@@ -53,6 +59,8 @@ def struct_declarations(text: str) -> dict[str, StructDecl]:
     if "struct" not in text and "class" not in text:
         return {}
     out: dict[str, StructDecl] = {}
+    macros = {m.group(1): m.group(2) for m in _DEFINE.finditer(text)}
+    macros.update({m.group(1): m.group(2) for m in _CONSTANT.finditer(text)})
     for node in nodes_of(parse(text.encode()).root_node, "struct_specifier", "class_specifier"):
         body = node.child_by_field_name("body")
         if body is None or _unusual(node):
@@ -60,7 +68,7 @@ def struct_declarations(text: str) -> dict[str, StructDecl]:
         members = _members(body)
         if members:
             for name in _names_of(node):
-                out[name] = StructDecl(members, _template_names(node))
+                out[name] = StructDecl(members, _template_names(node), macros)
     return out
 
 
@@ -74,7 +82,7 @@ def resolved(decl: StructDecl, args: list[str], aliases: dict[str, str],
     subst = dict(zip(decl.template, args))
     out = []
     for type_text, declarator in decl.members:
-        field = _field(substituted(type_text, subst), declarator, aliases, open_names)
+        field = _field(substituted(type_text, subst), substituted(declarator, subst), aliases, open_names, decl.macros)
         if field is None:
             return None
         out.append(field)
@@ -152,22 +160,40 @@ def _members(body: Node) -> tuple[tuple[str, str], ...] | None:
     return tuple(out) or None
 
 
-def _field(type_text: str, declarator: str, aliases: dict[str, str], open_names: frozenset[str]) -> Param | None:
-    """One member as a parameter would be read, or None when it is no scalar or single pointer
-    of a known element type (or of one of `open_names`)."""
-    if re.search(r"[\[\]&()=]", declarator) or declarator.count("*") > 1:
-        return None  # arrays, references, function pointers, default member initialisers
+def _field(type_text: str, declarator: str, aliases: dict[str, str], open_names: frozenset[str],
+           macros: dict[str, str]) -> Param | None:
+    """One member as a parameter would be read, or None when it is no scalar, vector, array of
+    scalars or single pointer of a known element type (or of one of `open_names`). An array
+    (`int sizes[4]`, `int strides[MAX_DIMS]`) is its lanes, as a vector passed by value is."""
+    count, declarator = _array_count(declarator, macros)
+    if count is None or re.search(r"[\[\]&()=]", declarator) or declarator.count("*") > 1:
+        return None  # arrays fsr cannot size, references, function pointers, default member initialisers
     p = parse_param(f"{type_text} {declarator}")
     if not p.name or "<" in p.base_type:
         return None
     dtype, lanes = p.dtype, p.lanes
     if dtype is None and p.base_type in aliases:
         dtype, lanes = element_type(aliases[p.base_type])
-    if dtype is None and p.base_type in open_names:
+    if dtype is None and p.base_type in open_names and count == 1:
         return Param(p.name, p.text, p.type_text, p.base_type, p.is_pointer, p.pointee_const, None, 1)
-    if dtype is None or (not p.is_pointer and lanes != 1):
-        return None  # a vector member is no one value a spec can give
-    return Param(p.name, p.text, p.type_text, p.base_type, p.is_pointer, p.pointee_const, dtype, lanes)
+    if dtype is None or (count > 1 and (p.is_pointer or lanes != 1)):
+        return None  # arrays of pointers or of vectors: not read
+    return Param(p.name, p.text, p.type_text, p.base_type, p.is_pointer, p.pointee_const, dtype, lanes * count)
+
+
+def _array_count(declarator: str, macros: dict[str, str]) -> tuple[int | None, str]:
+    """(elements, the declarator without its array sizes): `sizes[4][2]` -> (8, `sizes`); a size
+    fsr cannot evaluate gives None."""
+    m = re.fullmatch(r"\s*([^\[]*?)\s*((?:\[[^\[\]]*\]\s*)+)", declarator)
+    if not m:
+        return 1, declarator
+    count = 1
+    for size in re.findall(r"\[([^\[\]]*)\]", m.group(2)):
+        value = _integer(size, macros)
+        if value is None or value <= 0:
+            return None, declarator
+        count *= value
+    return count, m.group(1)
 
 
 def _names_of(node: Node) -> list[str]:

@@ -52,8 +52,16 @@ def members_of(args: Sequence[ArgPlan], head: int) -> list[ArgPlan]:
 
 
 def member_layout(members: Sequence[ArgPlan]) -> tuple[list[int], int, int]:
-    """Offsets, size and alignment of a struct of these members (a buffer member is a pointer)."""
-    return layout([member_size(a.dtype, 1 if a.kind == "buffer" else a.lanes, a.kind == "buffer") for a in members])
+    """Offsets, size and alignment of a struct of these members (a buffer member is a pointer; an
+    array or vector member its lanes, aligned as the plan says)."""
+    return layout([_extent(a) for a in members])
+
+
+def _extent(a: ArgPlan) -> tuple[int, int]:
+    if a.kind == "buffer":
+        return member_size(a.dtype, 1, True)
+    size, natural = member_size(a.dtype, a.lanes, False)
+    return size, a.align or natural
 
 
 def launch_dtypes(args: Sequence[ArgPlan]) -> list[str | None]:
@@ -81,7 +89,7 @@ def launch_values(args: Sequence[ArgPlan], values: Sequence[Any]) -> list[Any]:
         if a.member:
             continue
         if a.kind == "scalar" and a.lanes > 1:
-            out.append(b"".join(scalar_bytes(v, a.dtype) for v in values[i]))
+            out.append(lanes_bytes(values[i], a))
             continue
         if a.kind != "struct":
             out.append(values[i])
@@ -95,9 +103,16 @@ def pack(members: Sequence[ArgPlan], values: Sequence[Any]) -> bytes:
     offsets, size, _ = member_layout(members)
     data = bytearray(size)  # padding is zeros
     for a, at, value in zip(members, offsets, values):
-        raw = int(value or 0).to_bytes(8, "little") if a.kind == "buffer" else scalar_bytes(value, a.dtype)
+        raw = int(value or 0).to_bytes(8, "little") if a.kind == "buffer" else lanes_bytes(value, a)
         data[at:at + len(raw)] = raw
     return bytes(data)
+
+
+def lanes_bytes(value: Any, a: ArgPlan) -> bytes:
+    """A scalar's bytes, or each lane's of a vector or array (`float4 c`, `int sizes[4]`)."""
+    if a.lanes > 1:
+        return b"".join(scalar_bytes(v, a.dtype) for v in value)
+    return scalar_bytes(value, a.dtype)
 
 
 def scalar_bytes(value: Any, dtype: str) -> bytes:
