@@ -411,3 +411,19 @@ def test_each_array_element_inside_a_struct_reaches_the_kernel():
     assert good.status == "verified", good.message  # the literals equal what the original read
     bad = cuda_on_cpu.evaluate_on_cpu(source, "gather2d", GATHER_LITERALS.replace("c];", "c * 2];"))
     assert bad.status == "wrong", bad.message
+
+
+@pytest.mark.parametrize("file, kernel", [("vector_by_value.cu", "dot4"), ("strided_params.cu", "gather2d"),
+                                          ("saxpy_params.cu", "saxpy_params")])
+def test_plans_with_lanes_and_members_cross_to_the_worker_unchanged(file, kernel):
+    """The worker gets its job as JSON: a lane tuple must come back a tuple (a list broke the
+    range sets' cache key in the GPU worker), a member keep its struct."""
+    from fsr_lsp.evaluator.records import SizePlan
+    from fsr_lsp.evaluator.worker.serde import from_json, to_json
+
+    text = (DATA / file).read_text()
+    k = find_kernel(text, kernel)
+    for plan in build_plans(k, parse_spec(SourceText(text), k).spec):
+        again = from_json(SizePlan, to_json(plan))
+        assert again == plan
+        hash(tuple(a.value for a in again.args if a.kind == "scalar"))

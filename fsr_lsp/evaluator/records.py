@@ -119,7 +119,7 @@ class ArgPlan:
     init: Init | None = None
     source: str = ""  # init captured(): "OFFSET:PATH" of the bytes a captured run had
     texture: TexturePlan | None = None
-    value: int | float | None = None
+    value: int | float | tuple[int | float, ...] | None = None  # a tuple: one per lane (`float4 c` by value)
     rtol: float = 0.0
     atol: float = 0.0
     tolerance: Literal["default", "spec"] = "default"  # "spec": the spec's own rtol/atol, compared as they say

@@ -79,7 +79,7 @@ class TextureArg:
 @dataclass(frozen=True)
 class ScalarArg:
     name: str
-    value: str | int | float | tuple  # a number or an expression over size names; a tuple: one per lane (`float4 c`)
+    value: str | int | float | tuple[str | int | float, ...]  # a number or an expression over size names; a tuple: one per lane (`float4 c`)
 
 
 @dataclass(frozen=True)

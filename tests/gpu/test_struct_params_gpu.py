@@ -86,3 +86,34 @@ def test_a_program_passing_structs_is_captured_and_its_spec_proven(folder: Path)
     (data,) = json.loads(r.stdout)
     assert data["origin"] == "captured" and data["proof"]["status"] == "proven"
     assert 'A = { width = "A_width"' in data["spec"] and "A_width = 512" in data["spec"]
+
+
+@pytest.mark.parametrize("file, kernel, good, bad", [
+    ("vector_by_value.cu", "dot4", "VECTOR_LITERALS", ("4.0f * v.w", "4.0f * v.x")),
+    ("strided_params.cu", "gather2d", "GATHER_LITERALS", ("c];", "c * 2];")),
+])
+def test_vectors_and_arrays_by_value_reach_the_kernel_at_their_alignment(folder: Path, file, kernel, good, bad):
+    """A float4 after an int (12 bytes of padding in the parameter buffer) and a struct holding
+    int arrays and a float4: a rewrite writing the spec's values as literals is verified only if
+    every lane reached the original where it reads it."""
+    from .. import test_struct_params as cpu
+
+    shutil.copy(DATA / file, folder / file)
+    text = getattr(cpu, good)
+    ok = evaluated(folder, file, kernel, text)
+    assert ok.returncode == 0 and "verified" in ok.stdout
+    wrong = evaluated(folder, file, kernel, text.replace(*bad))
+    assert wrong.returncode == 1
+
+
+def test_a_template_params_struct_and_enums(folder: Path):
+    from .. import test_struct_params as cpu
+
+    shutil.copy(DATA / "template_params.cu", folder / "template_params.cu")
+    source = (DATA / "template_params.cu").read_text()
+    good = source[source.index("template <typename T>\n__global__"):].replace("p.scale * p.in[i]", "p.in[i] * p.scale")
+    r = evaluated(folder, "template_params.cu", "scale_kernel", good)
+    assert r.returncode == 0 and "verified" in r.stdout
+    (folder / "enums.cu").write_text(cpu.ENUM_KERNEL)
+    wrong = cpu.ENUM_KERNEL[cpu.ENUM_KERNEL.index("__global__"):].replace("mode == Mode::B ? 1.f", "mode == Mode::A ? 1.f")
+    assert evaluated(folder, "enums.cu", "act_kernel", wrong).returncode == 1
