@@ -7,6 +7,7 @@ include paths, and the compiler's log comes back to be read as a local one."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
 import shutil
@@ -60,12 +61,72 @@ async def check_source(text: str, path: Path, settings: Settings, remote: Any = 
     from ..evaluator.compile.compiler import find_nvcc
 
     nvcc = find_nvcc(settings.compiler_nvcc or None)
-    if nvcc is None:
-        if remote is not None:
-            return await asyncio.to_thread(remote_check, remote, text, path, settings)
-        return CheckResult(problem=no_nvcc(settings))
-    async with _slot():  # cancelled while waiting (a newer version came): nothing was started
-        return await _nvcc_check(nvcc, text, path, settings)
+    builds = await asyncio.to_thread(define_sets, text)
+    results = []
+    for defines, kernels in builds.items():  # one build per set of its kernels' `defines` (almost always one)
+        flagged = dataclasses.replace(settings, compiler_flags=(*settings.compiler_flags, *defines))
+        if nvcc is None:
+            if remote is None:
+                return CheckResult(problem=no_nvcc(settings))
+            result = await asyncio.to_thread(remote_check, remote, text, path, flagged)
+        else:
+            async with _slot():  # cancelled while waiting (a newer version came): nothing was started
+                result = await _nvcc_check(nvcc, text, path, flagged)
+        results.append((defines, kernels, result))
+    return merged(results)
+
+
+def define_sets(text: str) -> dict[tuple[str, ...], dict[str, tuple[int, int]] | None]:
+    """The builds a file's check needs: its kernels (name -> first and last line of the
+    definition) grouped by the `defines` of their @fsr blocks (a bf16 kernel's block says
+    ENABLE_BF16, and its diagnostics and resource use are that build's). One build of every
+    kernel (`None`) where the blocks name one set or none; kernels whose blocks name none are
+    built with the first set, as the file's own build would take them."""
+    if "defines" not in text:
+        return {(): None}
+    from ..kernels import discover_kernels
+    from ..specs.defines import block_defines
+
+    groups: dict[tuple[str, ...], dict[str, tuple[int, int]]] = {}
+    plain: dict[str, tuple[int, int]] = {}  # kernels whose blocks say nothing: built as the file is
+    for kernel in discover_kernels(text):
+        span = kernel.definition_span
+        defines = block_defines(kernel)
+        (groups.setdefault(defines, {}) if defines else plain)[kernel.name] = (span.start.line, span.end.line)
+    if len(groups) <= 1:  # one set for the file (a capture's build defined it for all): one build
+        return {next(iter(groups), ()): None}
+    next(iter(groups.values())).update(plain)  # the file's other kernels with its first set
+    return groups
+
+
+def merged(results: list[tuple[tuple[str, ...], dict[str, tuple[int, int]] | None, CheckResult]]) -> CheckResult:
+    """One check from a build per set of defines. A kernel's resources, and the messages on its
+    lines or naming it, come from its own build; a message elsewhere (host code, a header) is
+    said where every build gives it (one that only some give depends on the macros)."""
+    if len(results) == 1:
+        return results[0][2]
+    out = CheckResult()
+    spans = {name: span for _, kernels, _ in results for name, span in (kernels or {}).items()}
+
+    def owner(m: Message) -> str | None:
+        if m.kernel:
+            return next((k for k in spans if m.kernel == k or m.kernel.startswith(k + "(")), None)
+        return next((k for k, (a, b) in spans.items() if a <= m.line <= b), None)
+
+    common = set.intersection(*({(m.file, m.line, m.text) for m in r.messages if owner(m) is None}
+                                for _, _, r in results))
+    said: set[tuple] = set()
+    for _, kernels, result in results:
+        out.problem = out.problem or result.problem
+        mine = set(kernels or ())
+        out.resources.update({k: r for k, r in result.resources.items() if k in mine})
+        for m in result.messages:
+            key = (m.file, m.line, m.text)
+            whose = owner(m)
+            if (whose in mine if whose is not None else key in common) and key not in said:
+                said.add(key)
+                out.messages.append(m)
+    return out
 
 
 async def _nvcc_check(nvcc: str, text: str, path: Path, settings: Settings) -> CheckResult:
