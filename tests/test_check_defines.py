@@ -75,3 +75,18 @@ def test_kernels_of_two_sets_each_take_their_own_builds_messages_and_resources(t
     broken = two.replace("y[i] *= 2.0f;", "y[i] *= undefined_name;")
     said = asyncio.run(check.check_source(broken, tmp_path / "k.cu", Settings()))
     assert [m.text for m in said.messages if m.severity == "error"] == ['identifier "undefined_name" is undefined']
+
+
+def test_a_header_line_or_a_template_kernels_ptxas_line_is_placed_by_its_own_build():
+    from fsr_lsp.server.check import CheckResult, merged
+    from fsr_lsp.server.nvcc_output import Message
+
+    spans = {"twice": (10, 20)}, {"plain": (30, 40)}
+    in_header = Message("common.h", 12, 0, "error", "header trouble")  # line 12 of a header, not of twice
+    ptxas = Message("", -1, -1, "warning", "spills", kernel="void plain<float>(float*)")
+    a = CheckResult(messages=[in_header], resources={})
+    b = CheckResult(messages=[in_header, ptxas], resources={})
+    out = merged([(("-DA",), spans[0], a), (("-DB",), spans[1], b)], "k.cu")
+    assert [m.text for m in out.messages] == ["header trouble", "spills"]  # every build's, and plain's own
+    only_a = merged([(("-DA",), spans[0], CheckResult(messages=[ptxas])), (("-DB",), spans[1], CheckResult())], "k.cu")
+    assert only_a.messages == []  # plain's ptxas line from another build than plain's: not said

@@ -427,3 +427,107 @@ def test_plans_with_lanes_and_members_cross_to_the_worker_unchanged(file, kernel
         again = from_json(SizePlan, to_json(plan))
         assert again == plan
         hash(tuple(a.value for a in again.args if a.kind == "scalar"))
+
+
+# ------------------------------------------------------------------ layouts fsr must not get wrong silently
+
+
+def test_a_vector_named_through_a_typedef_aligns_as_the_vector():
+    text = (DATA / "vector_by_value.cu").read_text().replace("float4 c,", "vec4 c,")
+    text = "typedef float4 vec4;\n" + text
+    kernel = find_kernel(text, "dot4")
+    assert kernel.params[1].align == 16
+    plan = build_plans(kernel, parse_spec(SourceText(text), kernel).spec)[0]
+    assert plan.args[1].align == 16 and param_format(launch_dtypes(plan.args)) == "i" + "x" * 12 + "16s" + "PP"
+
+
+def test_double4_aligns_to_16_as_cuda_has_it():
+    assert member_size("float64", 4, False) == (32, 16) and member_size("float32", 4, False) == (16, 16)
+
+
+def test_the_double_build_aligns_vectors_and_arrays_as_doubles():
+    from fsr_lsp.evaluator.job.widening import wide_args
+
+    text = (DATA / "strided_params.cu").read_text()
+    kernel = find_kernel(text, "gather2d")
+    plan = build_plans(kernel, parse_spec(SourceText(text), kernel).spec)[0]
+    w = {a.name: a for a in wide_args(plan)}
+    assert (w["p.w"].dtype, w["p.w"].align) == ("float64", 16)  # double4
+    vector = (DATA / "vector_by_value.cu").read_text().replace("float4 c", "float3 c").replace(
+        "c = [1.5, -2.0, 0.25, 4.0]", "c = [1.5, -2.0, 0.25]")
+    k = find_kernel(vector, "dot4")
+    c = wide_args(build_plans(k, parse_spec(SourceText(vector), k).spec)[0])[1]
+    assert (c.dtype, c.align) == ("float64", 8)  # a double3 aligns to one double
+
+
+def test_a_struct_chosen_by_if_or_retyped_by_a_define_is_read_as_that_build_reads_it():
+    from fsr_lsp.kernels.aliases import with_included_aliases
+
+    text = ("#ifdef ENABLE_BF16\ntypedef __nv_bfloat16 floatX;\n#else\ntypedef float floatX;\n#endif\n"
+            "struct P { floatX* out; floatX scale; int n; };\n#define USE_FLOAT\n#ifdef USE_FLOAT\n"
+            "struct Q { float* x; float s; };\n#else\nstruct Q { double* x; double s; };\n#endif\n"
+            "__global__ void k(P p, Q q) {}\n")
+    kernel = find_kernel(text, "k")
+    assert [f.dtype for f in kernel.params[1].fields] == ["float32", "float32"]  # the #ifdef branch taken
+    built = with_included_aliases(kernel, text, [], ["-DENABLE_BF16"])
+    assert [f.dtype for f in built.params[0].fields] == ["bfloat16", "bfloat16", "int32"]
+
+
+def test_a_name_two_namespaces_declare_and_packed_structs_are_not_read():
+    two = ("namespace a { struct P { float* x; int n; }; }\nnamespace b { struct P { int n; float* x; }; }\n"
+           "__global__ void k(a::P p) {}\n")
+    assert find_kernel(two, "k").params[0].fields == ()
+    packed = "#pragma pack(push, 1)\nstruct P { char c; float* x; };\n#pragma pack(pop)\n__global__ void k(P p) {}\n"
+    assert find_kernel(packed, "k").params[0].fields == ()
+    private = "class P { float* x; int n; public: int m; };\n__global__ void k(P p) {}\n"
+    assert find_kernel(private, "k").params[0].fields == ()
+
+
+ALIGNAS_VECTOR = """struct alignas(16) V4 { float a, b, c, d; };
+/* @fsr
+bench = { n = 256 }
+grid = "cdiv(n, 128)"
+block = 128
+[args]
+n = "n"
+v = [1.0, 2.0, 3.0, 4.0]
+y = "out[n]"
+*/
+__global__ void k(int n, V4 v, float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = v.a + v.b * v.c - v.d;
+}
+"""
+
+
+@needs_cxx
+def test_a_layout_fsr_would_pack_otherwise_than_the_compiler_fails_the_build_and_says_so():
+    """An alignas(16) struct of four floats passed by value: fsr reads it as four float lanes
+    (alignment 4, where the compiler says 16). The build's layout check refuses it, naming the
+    parameter, instead of packing the values where the kernel does not read them."""
+    pytest.importorskip("torch")
+    result = cuda_on_cpu.evaluate_on_cpu(ALIGNAS_VECTOR, "k", None)
+    assert result.status == "spec_error" and "fsr lays out `v` (V4) otherwise than this build" in result.message
+
+
+def test_a_bool_member_takes_true():
+    text = "struct F { bool on; float* y; };\n/* @fsr\nbench = { n = 4 }\ngrid = 1\nblock = 4\n[args]\n" \
+           'f = { on = true, y = "out[n]" }\n*/\n__global__ void k(F f) { f.y[threadIdx.x] = f.on; }\n'
+    spec = parse_spec(SourceText(text), find_kernel(text, "k")).spec
+    assert spec is not None and spec.args[0].member("on").value == 1
+
+
+def test_an_eight_byte_struct_is_drafted_from_its_capture(tmp_path):
+    from fsr_lsp.capture import latest_capture
+    from fsr_lsp.drafting.origin import kernel_specs
+
+    from .test_capture import ptr, write_capture
+
+    (tmp_path / "k.cu").write_text("struct Out { float* p; };\n__global__ void k(Out o, int n) "
+                                   "{ int i = threadIdx.x; if (i < n) o.p[i] = 1.0f; }\n")
+    record = {"id": 0, "kernel": "_Z1k3Outi", "name": "k(Out, int)", "base": "k", "grid": [1, 1, 1],
+              "block": [128, 1, 1], "smem": 0, "params": [ptr(512), {"offset": 8, "size": 4, "hex": "80000000"}]}
+    write_capture(tmp_path, [record])
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured" and 'o = { p = "out[n]" }' in spec.spec, (spec.problems, spec.spec)

@@ -103,9 +103,11 @@ def _struct_values(p: Param, c: CapturedParam, values: "CapturedValues", subst: 
     if c.size != size:
         raise NotCaptured(f"`{p.name}` is {c.size} bytes in the run's build, {p.base_type} as fsr reads it "
                           f"{size}: its members are laid out otherwise")
+    words = dict(c.words)
+    if c.raw is None and c.alloc is not None and c.size == 8:  # `{ float* p; }`: recorded as the pointer it is
+        c, words = dataclasses.replace(c, raw=bytes(8)), {0: c.alloc}
     if c.raw is None or len(c.raw) < size:
         raise NotCaptured(f"the bytes of `{p.name}` were not recorded (a capture records 256 bytes of a struct)")
-    words = dict(c.words)
     for f, at, (dtype, lanes) in zip(p.fields, offsets, types):
         step = member_size(dtype, 1, True)[0] if f.is_pointer else ITEMSIZE[dtype] * lanes
         member = CapturedParam(at, step, c.raw[at:at + step], words.get(at) if f.is_pointer else None)

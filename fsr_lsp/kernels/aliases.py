@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from .c_types import element_type
+from .c_types import by_value_alignment, element_type
 from .lexical import active_text, defined_macros
 from .kernel import Kernel, Param
 from .struct_fields import with_struct_fields
@@ -79,7 +79,8 @@ def _resolved(p: Param, aliases: dict[str, str]) -> Param:
     dtype, lanes = element_type(aliases[p.base_type])
     if p.type_text.count("*") > 1:
         return p
-    return dataclasses.replace(p, dtype=dtype, lanes=lanes)
+    align = by_value_alignment(aliases[p.base_type], dtype, lanes) if dtype and lanes > 1 and not p.is_pointer else 0
+    return dataclasses.replace(p, dtype=dtype, lanes=lanes, align=align)
 
 
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[\"<]([^\">]+)[\">]", re.M)
@@ -126,8 +127,14 @@ def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path
     defined = flag_defines(flags)
     if defined:
         headers = included_texts(text, include_dirs)
-        return compiled_as(with_aliases(kernel, type_aliases("\n".join(headers), defined_macros(text.encode()) | defined)
-                                        if headers else {}), text, headers, defined)
+        kernel = compiled_as(with_aliases(kernel, type_aliases("\n".join(headers), defined_macros(text.encode()) | defined)
+                                          if headers else {}), text, headers, defined)
+        if not any(p.fields for p in kernel.params):
+            return kernel
+        # a struct's members as that build types them (a `floatX` member is bf16 under -DENABLE_BF16)
+        joined = "\n".join([*headers, text])
+        unread = dataclasses.replace(kernel, params=tuple(dataclasses.replace(p, fields=()) for p in kernel.params))
+        return with_struct_fields(unread, joined, type_aliases(joined, defined), frozenset(defined))
     if all(_typed(p) for p in kernel.params):
         return kernel
     headers = included_texts(text, include_dirs)

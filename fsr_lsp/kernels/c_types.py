@@ -177,18 +177,18 @@ def layout(fields: list[tuple[int, int]]) -> tuple[list[int], int, int]:
 
 
 def member_size(dtype: str | None, lanes: int, is_pointer: bool) -> tuple[int, int]:
-    """(size, alignment) of one member: a pointer's, or lanes of `dtype` (float2 and float4
-    align to their size, float3 to one lane)."""
+    """(size, alignment) of one member: a pointer's, or lanes of `dtype` as a CUDA vector type
+    (float2 and float4 align to their size, at most 16: double4 is 16; float3 to one lane)."""
     if is_pointer:
         return POINTER_BYTES, POINTER_BYTES
     assert dtype is not None
     size = ITEMSIZE[dtype] * lanes
-    return size, size if lanes in (2, 4) else ITEMSIZE[dtype]
+    return size, min(size, 16) if lanes in (2, 4) else ITEMSIZE[dtype]
 
 
 def by_value_alignment(base: str, dtype: str, lanes: int) -> int:
     """The alignment of a parameter of `lanes` of `dtype` passed by value: a CUDA vector type of
     2 or 4 lanes aligns to its size (`float4` 16, `half2` 4), anything else (`float3`, a struct
     of floats) to one lane."""
-    builtin = element_type(base) == (dtype, lanes) and lanes > 1
+    builtin = lanes > 1 and re.fullmatch(r"\w+", base.strip()) is not None and element_type(base) == (dtype, lanes)
     return member_size(dtype, lanes, False)[1] if builtin else ITEMSIZE[dtype]

@@ -18,6 +18,7 @@ class Param:
     dtype: str | None  # numpy-style element type (`float32`), None when unknown (templates)
     lanes: int = 1  # 4 for `float4`
     fields: tuple["Param", ...] = ()  # a struct passed by value: its data members (kernels/struct_fields.py)
+    align: int = 0  # by value, a CUDA vector type named through an alias (`typedef float4 vec4`): its alignment
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from tree_sitter import Node
 from .brackets import split_top_level
 from .c_types import element_type, parse_param
 from .kernel import Kernel, Param
+from .lexical import active_text, defined_macros
 from .structs import _DEFINE, _integer, substituted
 from .treesitter import nodes_of, parse
 
@@ -54,22 +55,29 @@ def struct_fields(text: str, aliases: dict[str, str] | None = None) -> dict[str,
     return out
 
 
-def struct_declarations(text: str) -> dict[str, StructDecl]:
-    """Every struct of `text` whose members could qualify, templates included, unresolved."""
-    if "struct" not in text and "class" not in text:
+def struct_declarations(text: str, defined: frozenset[str] = frozenset()) -> dict[str, StructDecl]:
+    """Every struct of `text` whose members could qualify, templates included, unresolved: read
+    from the `#if` branches the text takes with its own `#define`s and `defined` (a build's -D);
+    a name declared twice otherwise (two namespaces) is left out, as is every struct of a text
+    that packs them (`#pragma pack`)."""
+    if "struct" not in text and "class" not in text or re.search(r"#\s*pragma\s+pack\b", text):
         return {}
+    text = active_text(text, defined_macros(text.encode()) | set(defined))
     out: dict[str, StructDecl] = {}
+    twice: set[str] = set()
     macros = {m.group(1): m.group(2) for m in _DEFINE.finditer(text)}
     macros.update({m.group(1): m.group(2) for m in _CONSTANT.finditer(text)})
     for node in nodes_of(parse(text.encode()).root_node, "struct_specifier", "class_specifier"):
         body = node.child_by_field_name("body")
         if body is None or _unusual(node):
             continue
-        members = _members(body)
-        if members:
-            for name in _names_of(node):
+        members = _members(body, node.type == "class_specifier")
+        for name in _names_of(node):
+            if name in out and out[name].members != members:
+                twice.add(name)
+            if members:
                 out[name] = StructDecl(members, _template_names(node), macros)
-    return out
+    return {k: v for k, v in out.items() if k not in twice}
 
 
 def resolved(decl: StructDecl, args: list[str], aliases: dict[str, str],
@@ -89,12 +97,14 @@ def resolved(decl: StructDecl, args: list[str], aliases: dict[str, str],
     return tuple(out) or None
 
 
-def with_struct_fields(kernel: Kernel, text: str, aliases: dict[str, str] | None = None) -> Kernel:
+def with_struct_fields(kernel: Kernel, text: str, aliases: dict[str, str] | None = None,
+                       defined: frozenset[str] = frozenset()) -> Kernel:
     """The kernel with each by-value struct parameter's members read from `text` (the file, or
-    its headers): only where one is still untyped, so a file without one pays nothing."""
+    its headers) as a build defining `defined` reads them: only where one is still untyped, so a
+    file without one pays nothing."""
     if all(p.is_pointer or p.dtype is not None or p.fields for p in kernel.params):
         return kernel
-    found = struct_declarations(text)
+    found = struct_declarations(text, defined)
     if not found:
         return kernel
     open_names = frozenset(t.split("=")[0].split()[-1] for t in kernel.template_params if t.split())
@@ -135,11 +145,15 @@ def _unusual(node: Node) -> bool:
                for c in node.children)
 
 
-def _members(body: Node) -> tuple[tuple[str, str], ...] | None:
-    """Each data member as (type text, declarator), in order; None for a member that cannot be one."""
+def _members(body: Node, private: bool = False) -> tuple[tuple[str, str], ...] | None:
+    """Each data member as (type text, declarator), in order; None for a member that cannot be
+    one, or that is not public (the build's layout check names each member: `private` for a class)."""
     out: list[tuple[str, str]] = []
     for member in body.named_children:
-        if member.type in ("function_definition", "comment", "access_specifier", "declaration",
+        if member.type == "access_specifier":
+            private = _text(member).strip().rstrip(":").strip() != "public"
+            continue
+        if member.type in ("function_definition", "comment", "declaration",
                            "template_declaration", "type_definition", "alias_declaration"):
             continue  # member functions, nested type names: no room in the struct
         if member.type != "field_declaration":
@@ -155,6 +169,8 @@ def _members(body: Node) -> tuple[tuple[str, str], ...] | None:
             return None
         if any(d.type == "function_declarator" for d in declarators):
             continue
+        if private:
+            return None
         type_text = _text(member)[:declarators[0].start_byte - member.start_byte]
         out += [(type_text, _text(d)) for d in declarators]
     return tuple(out) or None

@@ -93,6 +93,8 @@ def describe_buffers(bench: SizePlan) -> str:
             items.append(f"{a.name}: texture object over {'linear memory' if t.linear else 'a CUDA array'} of "
                          f"{'x'.join(map(str, t.dims))} {t.texel}{'x' + str(t.channels) if t.channels > 1 else ''} "
                          f"texels ({t.address}, {t.filter} filtering)")
+        elif a.kind == "struct":
+            items.append(f"{a.name}: a struct passed by value, its members below")
         else:
             items.append(f"{a.name} = {a.value}")
     return ", ".join(items)

@@ -73,7 +73,7 @@ async def check_source(text: str, path: Path, settings: Settings, remote: Any = 
             async with _slot():  # cancelled while waiting (a newer version came): nothing was started
                 result = await _nvcc_check(nvcc, text, path, flagged)
         results.append((defines, kernels, result))
-    return merged(results)
+    return merged(results, path.name)
 
 
 def define_sets(text: str) -> dict[tuple[str, ...], dict[str, tuple[int, int]] | None]:
@@ -99,7 +99,8 @@ def define_sets(text: str) -> dict[tuple[str, ...], dict[str, tuple[int, int]] |
     return groups
 
 
-def merged(results: list[tuple[tuple[str, ...], dict[str, tuple[int, int]] | None, CheckResult]]) -> CheckResult:
+def merged(results: list[tuple[tuple[str, ...], dict[str, tuple[int, int]] | None, CheckResult]],
+           name: str = "") -> CheckResult:
     """One check from a build per set of defines. A kernel's resources, and the messages on its
     lines or naming it, come from its own build; a message elsewhere (host code, a header) is
     said where every build gives it (one that only some give depends on the macros)."""
@@ -109,8 +110,10 @@ def merged(results: list[tuple[tuple[str, ...], dict[str, tuple[int, int]] | Non
     spans = {name: span for _, kernels, _ in results for name, span in (kernels or {}).items()}
 
     def owner(m: Message) -> str | None:
-        if m.kernel:
-            return next((k for k in spans if m.kernel == k or m.kernel.startswith(k + "(")), None)
+        if m.kernel:  # ptxas names it: `k`, `k(float*, int)`, `void k<float>(float*)`
+            return next((k for k in spans if re.match(rf"(?:\w[\w\s]*\s)?{re.escape(k)}\b", m.kernel)), None)
+        if m.file not in ("", name):
+            return None  # a header's line: not the document's kernel's
         return next((k for k, (a, b) in spans.items() if a <= m.line <= b), None)
 
     common = set.intersection(*({(m.file, m.line, m.text) for m in r.messages if owner(m) is None}

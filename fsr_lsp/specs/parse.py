@@ -277,9 +277,15 @@ def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dic
     if not p.is_pointer:
         if isinstance(value, str) and _BUFFER.match(value):
             raise ctx.fail(f"{p.name} is a scalar ({p.type_text}); give a number or a size expression, not {value!r}", p.name, "args")
-        if param_dtype(p, subst)[0] is None:  # a class fsr cannot read, or a template parameter the spec leaves open
+        dtype, lanes = param_dtype(p, subst)
+        if dtype is None:  # a class fsr cannot read, or a template parameter the spec leaves open
             raise ctx.fail(f"{p.name}: fsr cannot pass a value of type {p.base_type!r} (numbers, enums, vector types, "
                            "and structs of scalars and pointers it can read)", p.name, "args", code="spec-bad-arg")
+        p = dataclasses.replace(p, dtype=dtype, lanes=lanes)  # `T v` under the spec's template: float4's lanes
+        if dtype == "bool" and isinstance(value, bool):
+            value = int(value)  # `flag = true`
+        elif dtype == "bool" and isinstance(value, list):
+            value = [int(v) if isinstance(v, bool) else v for v in value]
         if not _expr_ok_scalar(ctx, p, value, sizes):
             raise _Invalid()
         return ScalarArg(p.name, tuple(value) if isinstance(value, list) else value)

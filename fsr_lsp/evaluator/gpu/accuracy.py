@@ -25,7 +25,7 @@ replace all of this.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import ArgPlan, Check, Mismatch, SizePlan
@@ -132,12 +132,6 @@ def scalar_dtypes(args: list[ArgPlan]) -> list[str | None]:
     """How a launch passes each parameter: None for a buffer's pointer, a struct's dtype for a
     struct passed by value (gpu/packing.py), else the scalar's type."""
     return launch_dtypes(args)
-
-
-def wide_args(plan: SizePlan) -> list[ArgPlan]:
-    """The plan's arguments as the double-precision run takes them: float buffers and scalars as
-    float64 (a float4 stays four lanes, now of doubles)."""
-    return [replace(a, dtype="float64") if a.dtype == "float32" and a.kind != "texture" else a for a in plan.args]
 
 
 def _outputs(plan: SizePlan) -> list[ArgPlan]:

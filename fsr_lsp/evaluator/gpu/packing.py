@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...kernels.c_types import ITEMSIZE, layout, member_size
+from ...kernels.c_types import ITEMSIZE
+from ..job.struct_layout import member_layout, members_of
 from ..records import ArgPlan
 
 _PREFIX = "struct:"
@@ -38,30 +39,6 @@ def struct_extent(dtype: str) -> tuple[int, int]:
     """(size, alignment) of a struct dtype."""
     size, align = dtype[len(_PREFIX):].split(":")
     return int(size), int(align)
-
-
-def members_of(args: Sequence[ArgPlan], head: int) -> list[ArgPlan]:
-    """The members that follow the struct head at `head`, in order."""
-    name = args[head].name
-    out = []
-    for a in args[head + 1:]:
-        if a.member != name:
-            break
-        out.append(a)
-    return out
-
-
-def member_layout(members: Sequence[ArgPlan]) -> tuple[list[int], int, int]:
-    """Offsets, size and alignment of a struct of these members (a buffer member is a pointer; an
-    array or vector member its lanes, aligned as the plan says)."""
-    return layout([_extent(a) for a in members])
-
-
-def _extent(a: ArgPlan) -> tuple[int, int]:
-    if a.kind == "buffer":
-        return member_size(a.dtype, 1, True)
-    size, natural = member_size(a.dtype, a.lanes, False)
-    return size, a.align or natural
 
 
 def launch_dtypes(args: Sequence[ArgPlan]) -> list[str | None]:

@@ -8,7 +8,8 @@ import time
 from typing import Any
 
 from ..records import Check, EvalJob, EvalResult
-from .accuracy import scalar_dtypes, wide_args
+from ..job.widening import wide_args
+from .accuracy import scalar_dtypes
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, pointer, seed_for
 from .packing import launch_values
 from .constant_fill import fill_constants

@@ -7,7 +7,8 @@ import time
 from typing import Any
 
 from ..records import SLOW_MARK, SizePlan
-from .accuracy import to_wide, wide_args
+from ..job.widening import wide_args
+from .accuracy import to_wide
 from .buffers import poisoned
 from .common import Failure, JobContext, buffers_of, guarded_launch, launch_args, outputs
 from .guards import Guarded, describe_overrun, guarded

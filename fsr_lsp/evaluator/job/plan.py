@@ -8,6 +8,7 @@ from ...kernels import Kernel
 from ...kernels.c_types import by_value_alignment, element_type
 from ...specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
 from ...kernels.kernel import Param
+from ...kernels.structs import substituted
 from ...specs.model import Arg, NullArg, SizeSet, StructArg, TextureArg
 from ...specs.param_types import param_dtype, template_substitution
 from ..records import ArgPlan, LaunchPlan, SizePlan, TexturePlan
@@ -92,7 +93,7 @@ def _arg_plan(param: Param, arg: Arg, spec: Spec, sizes: SizeSet, subst: dict[st
     if lanes > 1:  # a vector type or a struct of one type, by value: a value per lane (one number: every lane)
         given = arg.value if isinstance(arg.value, (list, tuple)) else [arg.value] * lanes
         return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, lanes=lanes, value=tuple(one(v) for v in given),
-                       align=by_value_alignment(param.base_type, dtype, lanes))
+                       align=param.align or by_value_alignment(substituted(param.base_type, subst), dtype, lanes))
     return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, value=one(arg.value))
 
 

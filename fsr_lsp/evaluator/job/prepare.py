@@ -30,6 +30,7 @@ from .preprocessing import original_includes
 from ..compile.device_unit import device_unit, error_lines, missing_headers
 from .launch_kind import needs_cooperative_launch
 from .plan import build_plans
+from .struct_layout import layout_checks
 from ..records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, SizePlan, TimingConfig
 from .widening import NotWidenable, grounded_buffers, widen
 
@@ -107,10 +108,13 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     spec = spec_result.spec
     ref = kernel_ref(kernel, spec)
     warnings = [p.message for p in spec_result.problems if p.severity == "warning"] + orphans
+    layouts = layout_checks(kernel, spec)  # '' unless it takes structs or vectors by value
     try:
-        orig = compile_kernel(source, ref, options.compile_options(arch))
+        orig = compile_kernel(source + layouts, ref, options.compile_options(arch))
         if not orig.ok:
             orig, source = _device_side(source, ref, options.compile_options(arch), orig, warnings)
+            if orig.ok and layouts:  # the device-side unit, with the layouts checked as well
+                orig = compile_kernel(source + layouts, ref, options.compile_options(arch))
     except CompilerMissing as e:
         return Prepared(result=_early(kernel_name, "unavailable", str(e), started))
     if not orig.ok:
@@ -136,15 +140,16 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
             result.checks = checks + [Check("changes the code", "fail", "same code and launch as the original")]
             return Prepared(result=result)
         shown = _candidate_log(vetted, source)
-        cand = shown(compile_kernel(vetted.source, ref, options.compile_options(arch, orig.compiler, candidate=True)))
+        cand = shown(compile_kernel(vetted.source + layouts, ref,
+                                    options.compile_options(arch, orig.compiler, candidate=True)))
         if cand.limit:
             result = _early(kernel_name, "rejected", cand.log, started)
             result.checks = checks + [Check("compile candidate", "fail", cand.log)]
             return Prepared(result=result)
         if not cand.ok and orig.compiler == "nvrtc":
-            cand = shown(compile_kernel(vetted.source, ref, options.compile_options(arch, "nvcc", candidate=True)))
+            cand = shown(compile_kernel(vetted.source + layouts, ref, options.compile_options(arch, "nvcc", candidate=True)))
             if cand.ok:  # time both with the same compiler's code
-                orig = compile_kernel(source, ref, options.compile_options(arch, "nvcc"))
+                orig = compile_kernel(source + layouts, ref, options.compile_options(arch, "nvcc"))
         if not cand.ok:
             result = _early(kernel_name, "compile_error", f"the candidate does not compile:\n{cand.log}", started)
             result.checks = checks + [Check("compile candidate", "fail", _first_error(cand.log))]
@@ -165,7 +170,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     # A screening job's outputs are checked within the default tolerance: it is never a verdict, and
     # the double run of the original at the bench size would cost as much as the screen itself.
     wide, wide_why = (None, "") if options.time_only or options.screen else \
-        _double_precision(source, ref, sizes, options, arch)
+        _double_precision(source, ref, sizes, options, arch, layout_checks(kernel, spec, wide=True) if layouts else "")
     job = EvalJob(
         kernel=kernel_name,
         original=_launched_as_needed(orig.binary, source, kernel_name),  # type: ignore[arg-type]
@@ -225,7 +230,7 @@ WIDE_MAX_BYTES = 4 << 30  # buffers above this at the bench size: no double-prec
 
 
 def _double_precision(source: str, ref: KernelRef, sizes: list[SizePlan], options: EvalOptions,
-                      arch: str) -> tuple[KernelBinary | None, str]:
+                      arch: str, checks: str = "") -> tuple[KernelBinary | None, str]:
     """The original built with float promoted to double, for the accuracy criterion, when an
     output can be judged against it; else (None, why not) where one could have been."""
     plan = sizes[0]
@@ -237,18 +242,22 @@ def _double_precision(source: str, ref: KernelRef, sizes: list[SizePlan], option
     if largest > WIDE_MAX_BYTES:  # a run of a program that fills the GPU: a double copy would not fit beside it
         return None, (f"its buffers take {largest / (1 << 30):.1f} GiB at the bench size: a double-precision copy "
                       f"would need as much again (more than {WIDE_MAX_BYTES >> 30} GiB)")
-    return _wide_binary(source, ref, options.compile_options(arch))
+    return _wide_binary(source, ref, options.compile_options(arch), checks)
 
 
 @lru_cache(maxsize=64)  # every candidate of a search shares the original: a failure is not compiled again
-def _wide_binary(source: str, ref: KernelRef, options: CompileOptions) -> tuple[KernelBinary | None, str]:
+def _wide_binary(source: str, ref: KernelRef, options: CompileOptions,
+                 checks: str = "") -> tuple[KernelBinary | None, str]:
+    """`checks`: the parameters' layouts as the double-precision plan packs them (struct_layout.py)."""
     try:
         wide = widen(source, ref)
     except NotWidenable as e:
         return None, str(e)
-    compiled = compile_kernel(wide.source, wide.ref, options)
+    compiled = compile_kernel(wide.source + checks, wide.ref, options)
     if not compiled.ok:
-        compiled, _ = _device_side(wide.source, wide.ref, options, compiled, [])
+        compiled, unit = _device_side(wide.source, wide.ref, options, compiled, [])
+        if compiled.ok and checks:
+            compiled = compile_kernel(unit + checks, wide.ref, options)
     if not compiled.ok or compiled.binary is None:
         return None, f"it does not compile with float promoted to double ({_first_error(compiled.log)[:160]})"
     return _launched_as_needed(compiled.binary, wide.source, ref.name), ""

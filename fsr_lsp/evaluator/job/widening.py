@@ -17,11 +17,11 @@ with the original, and the evaluator then falls back to a default tolerance and 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...kernels.lexical import lex
 from ..compile.compiler import KernelRef
-from ..records import SizePlan
+from ..records import ArgPlan, SizePlan
 
 # Single-precision math functions whose double version is the name without the final `f`.
 _MATH_F = """acosf acoshf asinf asinhf atan2f atanf atanhf cbrtf ceilf copysignf cosf coshf cospif erfcf
@@ -116,3 +116,19 @@ def widen(source: str, ref: KernelRef) -> Widened:
 
 def _apply_names(text: str) -> str:
     return re.sub(r"[A-Za-z_]\w*", lambda m: _RENAMES.get(m.group(), m.group()), text)
+
+
+def wide_args(plan: SizePlan) -> list[ArgPlan]:
+    """The plan's arguments as the double-precision run takes them: float buffers and scalars as
+    float64 (a float4 stays four lanes, now of doubles, aligned as a double4 is: 16; a float[3]
+    member as doubles are: 8)."""
+    return [replace(a, dtype="float64", align=_wide_align(a)) if a.dtype == "float32" and a.kind != "texture" else a
+            for a in plan.args]
+
+
+def _wide_align(a: ArgPlan) -> int:
+    if not a.align:
+        return 0
+    if a.align == 4:  # a lane's alignment (an array, a float3, a struct of floats): a double's
+        return 8
+    return min(2 * a.align, 16)  # a vector's: its size, at most 16
