@@ -24,7 +24,7 @@ from .brackets import split_top_level
 from .c_types import element_type, parse_param
 from .kernel import Kernel, Param
 from .lexical import active_text, defined_macros
-from .structs import _DEFINE, _integer, substituted
+from .structs import DEFINE_LINE, integer_constant, names_of, substituted
 from .treesitter import nodes_of, parse
 
 
@@ -65,14 +65,14 @@ def struct_declarations(text: str, defined: frozenset[str] = frozenset()) -> dic
     text = active_text(text, defined_macros(text.encode()) | set(defined))
     out: dict[str, StructDecl] = {}
     twice: set[str] = set()
-    macros = {m.group(1): m.group(2) for m in _DEFINE.finditer(text)}
+    macros = {m.group(1): m.group(2) for m in DEFINE_LINE.finditer(text)}
     macros.update({m.group(1): m.group(2) for m in _CONSTANT.finditer(text)})
     for node in nodes_of(parse(text.encode()).root_node, "struct_specifier", "class_specifier"):
         body = node.child_by_field_name("body")
         if body is None or _unusual(node):
             continue
         members = _members(body, node.type == "class_specifier")
-        for name in _names_of(node):
+        for name in names_of(node):
             if name in out and out[name].members != members:
                 twice.add(name)
             if members:
@@ -205,24 +205,11 @@ def _array_count(declarator: str, macros: dict[str, str]) -> tuple[int | None, s
         return 1, declarator
     count = 1
     for size in re.findall(r"\[([^\[\]]*)\]", m.group(2)):
-        value = _integer(size, macros)
+        value = integer_constant(size, macros)
         if value is None or value <= 0:
             return None, declarator
         count *= value
     return count, m.group(1)
-
-
-def _names_of(node: Node) -> list[str]:
-    names = []
-    tag = node.child_by_field_name("name")
-    if tag is not None and tag.text:
-        names.append(tag.text.decode())
-    parent = node.parent
-    if parent is not None and parent.type == "type_definition":
-        for d in parent.children_by_field_name("declarator"):
-            if d.type == "type_identifier" and d.text:
-                names.append(d.text.decode())
-    return names
 
 
 def _text(node: Node) -> str:

@@ -42,7 +42,7 @@ from .brackets import split_top_level
 from .c_types import C_SPELLING, ITEMSIZE, element_type
 from .treesitter import nodes_of, parse
 
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.+?)[ \t]*$", re.M)
+DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.+?)[ \t]*$", re.M)
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
         ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitOr: operator.or_,
         ast.BitAnd: operator.and_}
@@ -53,7 +53,7 @@ def struct_types(text: str, known: dict[str, str] | None = None) -> dict[str, st
     whose layout is its lanes of one type and nothing else, and every union whose members give
     its bytes one such layout; `known` aliases serve its field types."""
     known = dict(known or {})
-    macros = {m.group(1): m.group(2) for m in _DEFINE.finditer(text)}
+    macros = {m.group(1): m.group(2) for m in DEFINE_LINE.finditer(text)}
     out: dict[str, str] = {}
     aligns: dict[str, int] = {}  # the alignment of each struct or union of `out`, for fields of its type
     for node in nodes_of(parse(text.encode()).root_node, "struct_specifier", "union_specifier"):
@@ -65,13 +65,13 @@ def struct_types(text: str, known: dict[str, str] | None = None) -> dict[str, st
         if found is None or align is None:
             continue
         dtype, lanes, _ = found
-        for name in _names_of(node):
+        for name in names_of(node):
             out[name] = f"{C_SPELLING[dtype]}[{lanes}]"
             aligns[name] = align
     return out
 
 
-def _names_of(struct: Node) -> list[str]:
+def names_of(struct: Node) -> list[str]:
     """The struct's (or union's) tag, and the name a `typedef struct {...} Name;` gives it."""
     names = []
     tag = struct.child_by_field_name("name")
@@ -200,7 +200,7 @@ def _count(declarator: Node, macros: dict[str, str]) -> int | None:
     count = 1
     while declarator.type == "array_declarator":
         size = declarator.child_by_field_name("size")
-        value = _integer((size.text or b"").decode(), macros) if size is not None else None
+        value = integer_constant((size.text or b"").decode(), macros) if size is not None else None
         if value is None or value <= 0:
             return None
         count *= value
@@ -208,7 +208,7 @@ def _count(declarator: Node, macros: dict[str, str]) -> int | None:
     return count if declarator.type == "field_identifier" else None
 
 
-def _integer(text: str, macros: dict[str, str], depth: int = 0) -> int | None:
+def integer_constant(text: str, macros: dict[str, str], depth: int = 0) -> int | None:
     """An integer constant expression of literals, `#define`d names and + - * / << >> | &."""
     text = re.sub(r"(?<=\d)[uUlL]+\b", "", text.strip()).replace("/", "//")
     try:
@@ -222,7 +222,7 @@ def _eval(node: ast.AST, macros: dict[str, str], depth: int) -> int | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
     if isinstance(node, ast.Name) and node.id in macros and depth < 8:
-        return _integer(macros[node.id], macros, depth + 1)
+        return integer_constant(macros[node.id], macros, depth + 1)
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
         left, right = _eval(node.left, macros, depth), _eval(node.right, macros, depth)
         if left is None or right is None or (isinstance(node.op, ast.FloorDiv) and right == 0):
@@ -235,7 +235,7 @@ def struct_templates(text: str) -> dict[str, str]:
     """`Pack<T, N>` -> `T[N]` for every template struct in `text` whose bytes are one array of
     one element type, its length a literal, a `#define` or a template parameter: keyed by the
     struct's name with its own parameter names, so an instantiation can substitute them."""
-    macros = {m.group(1): m.group(2) for m in _DEFINE.finditer(text)}
+    macros = {m.group(1): m.group(2) for m in DEFINE_LINE.finditer(text)}
     out: dict[str, str] = {}
     for node in nodes_of(parse(text.encode()).root_node, "struct_specifier"):
         template, body, tag = _template_of(node), node.child_by_field_name("body"), node.child_by_field_name("name")
@@ -309,9 +309,9 @@ def _template_layout(body: Node, params: list[str], macros: dict[str, str]) -> s
     while d.type == "array_declarator":
         size = d.child_by_field_name("size")
         text = (size.text or b"").decode().strip() if size is not None else ""
-        if text not in params and (_integer(text, macros) or 0) <= 0:
+        if text not in params and (integer_constant(text, macros) or 0) <= 0:
             return None
-        lengths.append(text if text in params else str(_integer(text, macros)))
+        lengths.append(text if text in params else str(integer_constant(text, macros)))
         d = d.child_by_field_name("declarator")
     if d.type != "field_identifier" or not lengths:
         return None
@@ -326,7 +326,7 @@ def _aligned_size(struct: Node, layout: _Layout, macros: dict[str, str]) -> int 
     if node is None:
         return align
     inner = (node.text or b"").decode().strip()[len("alignas"):].strip()
-    said = _integer(inner[1:-1], macros) if inner.startswith("(") and inner.endswith(")") else None
+    said = integer_constant(inner[1:-1], macros) if inner.startswith("(") and inner.endswith(")") else None
     if said is None or said <= 0 or (ITEMSIZE[dtype] * lanes) % said:
         return None
     return max(said, align)
