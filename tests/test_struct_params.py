@@ -531,3 +531,17 @@ def test_an_eight_byte_struct_is_drafted_from_its_capture(tmp_path):
     write_capture(tmp_path, [record])
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured" and 'o = { p = "out[n]" }' in spec.spec, (spec.problems, spec.spec)
+
+
+def test_a_model_is_shown_the_structs_the_kernel_takes_by_value():
+    """The prompt's declarations (search/prompting.py) hold the struct's definition as the file
+    writes it: a rewrite uses its members, and must not define it again."""
+    from fsr_lsp.kernels.discover import kernel_source
+
+    text = MATMUL.read_text()
+    shown = kernel_source(SourceText(text), find_kernel(text, "MatMulKernel")).declarations
+    assert shown.startswith("typedef struct {") and "float* elements;" in shown and shown.endswith("} Matrix;")
+    plain = "/* @fsr\nbench = { n = 4 }\n*/\n__device__ float twice(float v) { return 2 * v; }\n" \
+            "__global__ void k(float* y) { y[0] = twice(y[0]); }\n"
+    assert kernel_source(SourceText(plain), find_kernel(plain, "k")).declarations == \
+        "__device__ float twice(float v) { return 2 * v; }"

@@ -15,7 +15,8 @@ from .attach import OrphanSpec, attach_specs
 from .fallback import scan_kernel
 from .lexical import lex, macro_aliases, spec_blocks
 from .kernel import Kernel
-from .treesitter import kernels_from_tree, parse
+from .structs import names_of
+from .treesitter import kernels_from_tree, nodes_of, parse
 from .struct_fields import with_struct_fields
 
 
@@ -159,6 +160,30 @@ def kernel_source(src: SourceText, kernel: Kernel) -> KernelSource:
     d = kernel.definition_span
     definition = src.slice(d.start_byte, d.end_byte)
     if kernel.spec is None:
-        return KernelSource(definition, "", "")
+        return KernelSource(definition, "", _joined("", struct_texts(src, kernel)))
     s = kernel.spec.span
-    return KernelSource(definition, src.slice(s.start_byte, s.end_byte), src.slice(s.end_byte, d.start_byte).strip())
+    between = src.slice(s.end_byte, d.start_byte).strip()
+    return KernelSource(definition, src.slice(s.start_byte, s.end_byte), _joined(between, struct_texts(src, kernel)))
+
+
+def _joined(declarations: str, structs: list[str]) -> str:
+    return "\n\n".join([*(t for t in structs if t not in declarations), *([declarations] if declarations else [])])
+
+
+def struct_texts(src: SourceText, kernel: Kernel) -> list[str]:
+    """The definitions, as the file writes them, of the structs the kernel takes by value (a
+    rewrite uses their members, and must not define them again); [] where it takes none."""
+    from .struct_fields import instance_name
+
+    wanted = {instance_name(p.base_type) for p in kernel.params if p.fields}
+    if not wanted:
+        return []
+    out = []
+    for node in nodes_of(parse(src.data).root_node, "struct_specifier", "class_specifier"):
+        if node.child_by_field_name("body") is None or node.start_byte >= kernel.definition_span.start_byte:
+            continue
+        outer = node.parent if node.parent is not None and node.parent.type in ("type_definition",
+                                                                                  "template_declaration") else node
+        if wanted & set(names_of(node)):
+            out.append(src.slice(outer.start_byte, outer.end_byte).rstrip(";") + ";")
+    return out

@@ -117,6 +117,11 @@ def with_struct_fields(kernel: Kernel, text: str, aliases: dict[str, str] | None
     return dataclasses.replace(kernel, params=tuple(params))
 
 
+def instance_name(base: str) -> str:
+    """The struct a by-value parameter's type names: `Matrix` of `const struct Matrix`, `P` of `a::P<float>`."""
+    return _instance(" ".join(w for w in base.split() if w not in ("const", "volatile")))[0]
+
+
 def _instance(base: str) -> tuple[str, list[str]]:
     """`struct Matrix` -> (Matrix, []); `Lmha_params<float>` -> (Lmha_params, [float])."""
     base = re.sub(r"^(?:struct|class)\s+", "", base.strip())
