@@ -10,8 +10,7 @@ import re
 from dataclasses import replace
 from typing import Sequence
 
-from ...kernels.c_types import ITEMSIZE, member_size
-from ...kernels.c_types import layout
+from ...kernels.c_types import ITEMSIZE, layout, member_size
 from ...kernels.kernel import Kernel
 from ...kernels.structs import substituted
 from ...specs import Spec
@@ -45,7 +44,6 @@ def _extent(a: ArgPlan) -> tuple[int, int]:
         return member_size(a.dtype, 1, True)
     size, natural = member_size(a.dtype, a.lanes, False)
     return size, a.align or natural
-
 
 
 def layout_assertions(kernel: Kernel, plan: SizePlan, subst: dict[str, str]) -> str:
