@@ -6,6 +6,7 @@ and the CLI."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 import os
 import shutil
 import struct
@@ -543,3 +544,54 @@ def test_a_vector_passed_by_value_is_captured_lane_by_lane(tmp_path: Path):
     (spec,) = kernel_specs([tmp_path / "v.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured", spec.problems
     assert "c = [1.5, -2.0, 0.25, 4.0]" in spec.spec and 'x = "in[n]"' in spec.spec, spec.spec
+
+
+SPMV = """struct Csr { const int* rowptr; const int* col; const float* val; int rows; };
+__global__ void spmv(Csr a, const float* x, float* y)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= a.rows) return;
+    float s = 0.f;
+    for (int k = a.rowptr[r]; k < a.rowptr[r + 1]; ++k) s += a.val[k] * x[a.col[k]];
+    y[r] = s;
+}
+"""
+
+
+def test_a_structs_pointer_members_saved_by_the_capture_are_drawn_in_the_runs_range(tmp_path: Path):
+    """`--snapshot-bytes` saves what a by-value struct's pointer members point to (keys "0.8": the
+    word at byte 8 of parameter 0): the draft draws each in the range the run's values had, and a
+    proof that needs the run's own bytes gives them to the member (`captured()`)."""
+    import numpy as np
+
+    from fsr_lsp.drafting.relax import _structure_from_capture
+
+    rows, nnz = 64, 256
+    rowptr = np.arange(0, nnz + 1, 4, dtype=np.int32)
+    col = (np.arange(nnz, dtype=np.int32) * 7) % 100
+    folder = tmp_path / ".fsr" / "captures" / "20260101-000000"
+    folder.mkdir(parents=True)
+    (folder / "rp.bin").write_bytes(rowptr.tobytes())
+    (folder / "col.bin").write_bytes(col.tobytes())
+    raw = struct.pack("<QQQi4x", 1 << 20, 2 << 20, 3 << 20, rows)
+    words = [{"at": 0, "size": rowptr.nbytes, "offset": 0, "via": "cudaMalloc"},
+             {"at": 8, "size": col.nbytes, "offset": 0, "via": "cudaMalloc"},
+             {"at": 16, "size": 4 * nnz, "offset": 0, "via": "cudaMalloc"}]
+    record = {"id": 0, "kernel": "_Z4spmv3CsrPKfPf", "name": "spmv(Csr, float const*, float*)", "base": "spmv",
+              "grid": [1, 1, 1], "block": [64, 1, 1], "smem": 0,
+              "params": [{"offset": 0, "size": 32, "hex": raw.hex(), "words": words}, {**ptr(400), "offset": 32},
+                         {**ptr(4 * rows), "offset": 40}],
+              "snapshot": {"0.0": "rp.bin", "0.8": "col.bin"}}
+    (folder / "capture.json").write_text(json.dumps({"command": ["./app"]}))
+    (folder / "launches-7.jsonl").write_text(json.dumps(record) + "\n")
+    (launch,) = read_capture(folder).launches
+    assert launch.snapshot == {} and launch.member_snapshot == {(0, 0): folder / "rp.bin", (0, 8): folder / "col.bin"}
+    (tmp_path / "k.cu").write_text(SPMV)
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert set(spec.inputs) == {"a.rowptr", "a.col"} and spec.inputs["a.col"].endswith("col.bin")
+    assert 'col = "in[' in spec.spec and "randint(0, 100)" in spec.spec, spec.spec  # the run's column range
+    relaxed = _structure_from_capture(spec.spec, SimpleNamespace(real_inputs=dict(spec.inputs)))
+    assert relaxed is not None and "captured()" in relaxed[0]
+    line = next(x for x in relaxed[0].splitlines() if x.startswith("a = {"))
+    assert 'rowptr = "in[' in line and line.count("captured()") == 2, line

@@ -215,7 +215,9 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
                     std::to_string(grid[2]) + "|" + std::to_string(block[0]) + "," + std::to_string(block[1]) + "," +
                     std::to_string(block[2]) + "|" + std::to_string(smem);
   std::string body;
-  std::vector<std::pair<size_t, std::pair<uint64_t, size_t>>> pointers;  // param index -> (base, size)
+  // what a snapshot may save: "3" (a pointer parameter) or "3.16" (the word at byte 16 of a struct
+  // passed by value) -> (base, size) of the allocation it points into
+  std::vector<std::pair<std::string, std::pair<uint64_t, size_t>>> pointers;
   for (size_t i = 0; i < params.size(); ++i) {
     const Param& p = params[i];
     std::string item = "{\"offset\":" + std::to_string(p.offset) + ",\"size\":" + std::to_string(p.size);
@@ -229,7 +231,7 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
                 std::to_string(value - base_addr) + ",\"base\":" + std::to_string(base_addr) + ",\"via\":\"" +
                 escaped(via) + "\"}";
         sig += "|p" + std::to_string(alloc_size) + "+" + std::to_string(value - base_addr);
-        pointers.push_back({i, {base_addr, alloc_size}});
+        pointers.push_back({std::to_string(i), {base_addr, alloc_size}});
       } else {
         std::string h = hex(p.bytes, p.size < 256 ? p.size : 256);
         item += ",\"hex\":\"" + h + "\"";
@@ -246,6 +248,7 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
                    std::to_string(word_size) + ",\"offset\":" + std::to_string(word - word_base) + ",\"via\":\"" +
                    escaped(word_via) + "\"}";
           sig += "|w" + std::to_string(at) + ":" + std::to_string(word_size) + "+" + std::to_string(word - word_base);
+          pointers.push_back({std::to_string(i) + "." + std::to_string(at), {word_base, word_size}});
         }
         if (!words.empty()) item += ",\"words\":[" + words + "]";
         std::string texture = p.size == 8 ? texture_of(value) : "";
@@ -266,17 +269,16 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
     snapshotted.insert(name);
     // The smallest buffers first, while the total stays under the cap: when a kernel's buffers
     // are too big to save whole, its small ones (token ids, offsets, flags: the indices) still are.
-    std::vector<std::pair<int, std::pair<uint64_t, size_t>>> order(pointers.begin(), pointers.end());
+    std::vector<std::pair<std::string, std::pair<uint64_t, size_t>>> order(pointers.begin(), pointers.end());
     std::stable_sort(order.begin(), order.end(),
                      [](const auto& a, const auto& b) { return a.second.second < b.second.second; });
     long total = 0;
     for (auto& pp : order) {
       if (total + static_cast<long>(pp.second.second) > snapshot_cap) break;
       total += static_cast<long>(pp.second.second);
-      std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-" +
-                         std::to_string(pp.first) + ".bin";
+      std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-" + pp.first + ".bin";
       snapshot(folder + "/" + file, pp.second.first, pp.second.second, stream);
-      snap += (snap.empty() ? "\"" : ",\"") + std::to_string(pp.first) + "\":\"" + file + "\"";
+      snap += (snap.empty() ? "\"" : ",\"") + pp.first + "\":\"" + file + "\"";
     }
   }
   fprintf(out,

@@ -56,6 +56,8 @@ class CapturedLaunch:
     params: tuple[CapturedParam, ...]
     count: int = 1  # launches with these very values
     snapshot: dict[int, Path] = field(default_factory=dict)  # parameter index -> its bytes before the launch
+    # (parameter index, byte offset) of a by-value struct's pointer member -> the bytes it pointed to
+    member_snapshot: dict[tuple[int, int], Path] = field(default_factory=dict)
 
     @property
     def template_args(self) -> str:
@@ -260,10 +262,13 @@ def _launch(entry: dict, folder: Path) -> CapturedLaunch:
                                     Allocation(int(alloc["size"]), int(alloc["offset"]), str(alloc.get("via", "")))
                                     if alloc else None, p["texture"] if isinstance(p.get("texture"), dict) else None,
                                     words))
-    snapshot = {int(k): folder / Path(v).name for k, v in (entry.get("snapshot") or {}).items()}
+    saved = {str(k): folder / Path(v).name for k, v in (entry.get("snapshot") or {}).items()}
+    snapshot = {int(k): v for k, v in saved.items() if k.isdigit()}
+    members = {(int(k.split(".")[0]), int(k.split(".")[1])): v for k, v in saved.items()
+               if re.fullmatch(r"\d+\.\d+", k)}
     return CapturedLaunch(str(entry["kernel"]), str(entry["name"]), str(entry["base"]),
                           _dims(entry["grid"]), _dims(entry["block"]), int(entry["smem"]), tuple(params),
-                          snapshot=snapshot)
+                          snapshot=snapshot, member_snapshot=members)
 
 
 def _dims(values: list) -> tuple[int, int, int]:

@@ -20,10 +20,10 @@ from ..capture import Capture, CapturedLaunch
 from ..kernels import Kernel, Param
 from ..kernels.lexical import lex, spec_blocks
 from ..source import SourceText
-from ..specs import BufferArg, ScalarArg, evaluate, evaluate_int, parse_spec, render_spec
+from ..specs import BufferArg, ScalarArg, StructArg, evaluate, evaluate_int, parse_spec, render_spec
 from ..specs.model import Spec
 from .captured_ranges import captured_values, init_from_values
-from .captured_values import NotCaptured, CapturedValues, values_of
+from .captured_values import CapturedValues, NotCaptured, launch_substitution, struct_offsets, values_of
 from .captured_sizes import grid_expression, named_values
 from .captured_textures import NotATexture, texture_value
 from .draft import Draft, read_back
@@ -103,8 +103,21 @@ def saved_inputs(kernel: Kernel, capture: Capture) -> dict[str, str]:
 
 
 def _saved(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
-    return {p.name: f"{c.alloc.offset}:{launch.snapshot[i]}" for i, (p, c) in enumerate(zip(kernel.params, launch.params))
-            if i in launch.snapshot and c.alloc is not None}
+    out = {p.name: f"{c.alloc.offset}:{launch.snapshot[i]}" for i, (p, c) in enumerate(zip(kernel.params, launch.params))
+           if i in launch.snapshot and c.alloc is not None}
+    for i, (p, c) in enumerate(zip(kernel.params, launch.params)):  # a struct's pointer members, where saved
+        saved = {at: path for (index, at), path in launch.member_snapshot.items() if index == i}
+        if not p.fields or not saved:
+            continue
+        try:
+            offsets = struct_offsets(p, launch_substitution(kernel, launch))[0]
+        except NotCaptured:
+            continue
+        words = dict(c.words)
+        for f, at in zip(p.fields, offsets):
+            if f.is_pointer and at in saved and at in words:
+                out[f"{p.name}.{f.name}"] = f"{words[at].offset}:{saved[at]}"
+    return out
 
 
 def _in_captured_ranges(kernel: Kernel, text: str, values: "CapturedValues", out: Draft) -> str:
@@ -112,17 +125,27 @@ def _in_captured_ranges(kernel: Kernel, text: str, values: "CapturedValues", out
     spec = _parsed(kernel, text)
     if spec is None:
         return text
-    args = []
-    for a in spec.args:
-        where = out.inputs.get(a.name) if isinstance(a, BufferArg) and a.direction != "out" else None
+    def in_range(a, name: str, lanes: int):
+        """`a` drawn in the range its saved bytes had (`name`: `A.elements` for a struct's member)."""
+        where = out.inputs.get(name) if isinstance(a, BufferArg) and a.direction != "out" else None
         found = None
         if where is not None:
-            lanes = next((p.lanes for p in kernel.params if p.name == a.name), 1) or 1
-            data = captured_values(where, values.extents[a.name] * lanes, values.dtypes[a.name])
-            found = init_from_values(data, values.dtypes[a.name], a.direction) if data is not None else None
-        if found is not None and found[0] != a.init:
-            a = dataclasses.replace(a, init=found[0])
-            out.provenance[a.name] = out.provenance.get(a.name, "") + f"; {found[1]}: drawn from that range"
+            data = captured_values(where, values.extents[name] * lanes, values.dtypes[name])
+            found = init_from_values(data, values.dtypes[name], a.direction) if data is not None else None
+        if found is None or found[0] == a.init:
+            return a
+        out.provenance[name] = out.provenance.get(name, "") + f"; {found[1]}: drawn from that range"
+        return dataclasses.replace(a, init=found[0])
+
+    params = {p.name: p for p in kernel.params}
+    args = []
+    for a in spec.args:
+        if isinstance(a, StructArg):
+            fields = {f.name: f for f in params[a.name].fields}
+            a = dataclasses.replace(a, fields=tuple(in_range(m, f"{a.name}.{m.name}", fields[m.name].lanes or 1)
+                                                    for m in a.fields))
+        else:
+            a = in_range(a, a.name, (params[a.name].lanes if a.name in params else 1) or 1)
         args.append(a)
     rendered = render_spec(dataclasses.replace(spec, args=tuple(args))).splitlines()
     header = text.splitlines()[1]

@@ -43,8 +43,7 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
     if bool(template) != bool(kernel.template_params):
         raise NotCaptured(f"the captured `{launch.name}` is {'a template instantiation' if template else 'no template'}, "
                           f"the kernel {'is none' if template else 'a template'} (another kernel of the same name?)")
-    subst = dict(zip([t.split("=")[0].split()[-1] for t in kernel.template_params],
-                     [a.strip() for a in split_top_level(template)]))
+    subst = launch_substitution(kernel, launch)
     values = CapturedValues(template, {}, {}, {}, {})
     compiled = compiled_types(launch.name, len(kernel.params))
     for i, (p, c) in enumerate(zip(kernel.params, launch.params)):
@@ -87,10 +86,9 @@ def _one_value(p: Param, name: str, dtype: str, lanes: int, c: CapturedParam, va
         raise NotCaptured(f"`{name}` points to the end of its allocation")
 
 
-def _struct_values(p: Param, c: CapturedParam, values: "CapturedValues", subst: dict[str, str]) -> None:
-    """A struct passed by value, member by member (`A.width`, `A.elements`): each at the offset
-    the C ABI gives it in the captured bytes, a pointer member with the allocation the capture
-    found at that word; a member typed by the kernel's template parameter, as the launch instantiated it."""
+def struct_offsets(p: Param, subst: dict[str, str]) -> tuple[list[int], int, list[tuple[str, int]]]:
+    """Each member's byte offset in a struct passed by value, its size, and each member's
+    (dtype, lanes), with the launch's template arguments `subst`."""
     types = []
     for f in p.fields:
         dtype, lanes = (f.dtype, f.lanes) if f.dtype else element_type(substituted(f.base_type, subst))
@@ -100,6 +98,20 @@ def _struct_values(p: Param, c: CapturedParam, values: "CapturedValues", subst: 
     offsets, size, _ = layout([member_size(d, 1, True) if f.is_pointer else
                                (ITEMSIZE[d] * n, by_value_alignment(f.base_type, d, n))
                                for f, (d, n) in zip(p.fields, types)])
+    return offsets, size, types
+
+
+def launch_substitution(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
+    """The kernel's template parameter names -> the arguments the captured launch instantiated."""
+    return dict(zip([t.split("=")[0].split()[-1] for t in kernel.template_params],
+                    [a.strip() for a in split_top_level(launch.template_args)]))
+
+
+def _struct_values(p: Param, c: CapturedParam, values: "CapturedValues", subst: dict[str, str]) -> None:
+    """A struct passed by value, member by member (`A.width`, `A.elements`): each at the offset
+    the C ABI gives it in the captured bytes, a pointer member with the allocation the capture
+    found at that word; a member typed by the kernel's template parameter, as the launch instantiated it."""
+    offsets, size, types = struct_offsets(p, subst)
     if c.size != size:
         raise NotCaptured(f"`{p.name}` is {c.size} bytes in the run's build, {p.base_type} as fsr reads it "
                           f"{size}: its members are laid out otherwise")

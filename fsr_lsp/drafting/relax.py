@@ -139,16 +139,15 @@ def _captured_size_only(block: str) -> str:
 
 
 def _as_inout(block: str, name: str, direction: str) -> str:
-    if "." in name:  # a struct's member: `C = { ..., elements = "in[...]" }`
-        struct, member = name.split(".", 1)
-        line = re.compile(rf'^[ \t*]*{re.escape(struct)}[ \t]*=[ \t]*\{{.*$', re.M)
-        return line.sub(lambda m: re.sub(rf'(\b{re.escape(member)}[ \t]*=[ \t]*"){direction}\[', r"\1inout[", m.group(0),
-                                         count=1), block, count=1)
     return re.sub(rf'({_arg_line(name)}){direction}\[', r"\1inout[", block, count=1, flags=re.M)
 
 
 def _arg_line(name: str) -> str:
-    """The start of the block's line for argument `name`, up to its opening quote."""
+    """The start of the block's line for argument `name`, up to its opening quote; for a struct's
+    member (`A.elements`), its struct's line up to the member's quote."""
+    if "." in name:
+        struct, member = name.split(".", 1)
+        return rf'^[ \t*]*{re.escape(struct)}[ \t]*=[ \t]*\{{[^\n]*?\b{re.escape(member)}[ \t]*=[ \t]*"'
     return rf'^[ \t*]*{re.escape(name)}[ \t]*=[ \t]*"'
 
 
