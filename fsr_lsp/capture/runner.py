@@ -89,10 +89,13 @@ def prune(workspace: Path) -> list[Path]:
 
 
 def _new_folder(root: Path) -> Path:
-    """A folder of its own, named by the time, even when captures start in the same second
-    (two terminals, a batch): created, never just looked for."""
+    """A folder of its own, named by the time to the microsecond (names sort as the runs
+    started), even when captures start together (two terminals, a batch): created, never just
+    looked for. Within one second a name could otherwise come back: a run that ended at once may
+    be pruned as superseded, and a second one starting after it would take its folder's name."""
     root.mkdir(parents=True, exist_ok=True)
-    stamp, n = time.strftime("%Y%m%d-%H%M%S"), 0
+    now = time.time()
+    stamp, n = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f".{int(now * 1e6) % 1_000_000:06d}", 0
     while True:
         folder = root / (stamp if n == 0 else f"{stamp}.{n}")
         try:
