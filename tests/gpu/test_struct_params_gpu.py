@@ -117,3 +117,55 @@ def test_a_template_params_struct_and_enums(folder: Path):
     (folder / "enums.cu").write_text(cpu.ENUM_KERNEL)
     wrong = cpu.ENUM_KERNEL[cpu.ENUM_KERNEL.index("__global__"):].replace("mode == Mode::B ? 1.f", "mode == Mode::A ? 1.f")
     assert evaluated(folder, "enums.cu", "act_kernel", wrong).returncode == 1
+
+
+SPMV_PROGRAM = """#include <cstdio>
+#include <vector>
+struct Csr { const int* rowptr; const int* col; const float* val; int rows; };
+
+__global__ void spmv(Csr a, const float* x, float* y)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= a.rows) return;
+    float s = 0.f;
+    for (int k = a.rowptr[r]; k < a.rowptr[r + 1]; ++k) s += a.val[k] * x[a.col[k]];
+    y[r] = s;
+}
+
+int main() {
+    const int rows = 1000, per = 8, n = rows * per, cols = 500;
+    std::vector<int> rowptr(rows + 1), col(n);
+    std::vector<float> val(n, 0.5f), x(cols, 1.0f);
+    for (int r = 0; r <= rows; ++r) rowptr[r] = r * per;
+    for (int k = 0; k < n; ++k) col[k] = (k * 37) % cols;
+    int *d_rowptr, *d_col; float *d_val, *d_x, *d_y;
+    cudaMalloc(&d_rowptr, sizeof(int) * (rows + 1)); cudaMalloc(&d_col, sizeof(int) * n);
+    cudaMalloc(&d_val, sizeof(float) * n); cudaMalloc(&d_x, sizeof(float) * cols); cudaMalloc(&d_y, sizeof(float) * rows);
+    cudaMemcpy(d_rowptr, rowptr.data(), sizeof(int) * (rows + 1), cudaMemcpyHostToDevice);
+    cudaMemcpy(d_col, col.data(), sizeof(int) * n, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_val, val.data(), sizeof(float) * n, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_x, x.data(), sizeof(float) * cols, cudaMemcpyHostToDevice);
+    Csr a{d_rowptr, d_col, d_val, rows};
+    spmv<<<(rows + 127) / 128, 128>>>(a, d_x, d_y);
+    cudaDeviceSynchronize();
+    printf("done\\n");
+    return 0;
+}
+"""
+
+
+def test_a_structs_members_saved_by_a_capture_are_drawn_in_the_runs_range_and_proven(folder: Path):
+    """`fsr capture --snapshot-bytes` of a program passing a CSR matrix as a struct: the members'
+    bytes are saved, the spec draws the column indices in the run's range, and it is proven."""
+    (folder / "spmv.cu").write_text(SPMV_PROGRAM)
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    built = subprocess.run([nvcc, "-o", "spmv", "spmv.cu"], cwd=folder, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    r = fsr("capture", "--snapshot-bytes", "1000000", "--", "./spmv", cwd=folder)
+    assert r.returncode == 0 and "spmv" in r.stdout, r.stdout + r.stderr
+    r = fsr("spec", "spmv.cu", "--kernel", "spmv", "--json", "--check", cwd=folder)
+    print(r.stdout[-3000:], r.stderr[-1500:])
+    assert r.returncode == 0, r.stdout + r.stderr
+    (data,) = json.loads(r.stdout)
+    assert data["origin"] == "captured" and data["proof"]["status"] == "proven"
+    assert "randint(0, 500)" in data["spec"]  # the run's column indices
