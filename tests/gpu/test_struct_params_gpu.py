@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ..test_capture import SPMV as CPU_SPMV  # the kernel the CPU test drafts from a written capture
+
 pytestmark = pytest.mark.gpu
 
 DATA = Path(__file__).parent.parent / "data" / "structs"
@@ -119,19 +121,7 @@ def test_a_template_params_struct_and_enums(folder: Path):
     assert evaluated(folder, "enums.cu", "act_kernel", wrong).returncode == 1
 
 
-SPMV_PROGRAM = """#include <cstdio>
-#include <vector>
-struct Csr { const int* rowptr; const int* col; const float* val; int rows; };
-
-__global__ void spmv(Csr a, const float* x, float* y)
-{
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= a.rows) return;
-    float s = 0.f;
-    for (int k = a.rowptr[r]; k < a.rowptr[r + 1]; ++k) s += a.val[k] * x[a.col[k]];
-    y[r] = s;
-}
-
+SPMV_PROGRAM = "#include <cstdio>\n#include <vector>\n" + CPU_SPMV + """
 int main() {
     const int rows = 1000, per = 8, n = rows * per, cols = 500;
     std::vector<int> rowptr(rows + 1), col(n);
