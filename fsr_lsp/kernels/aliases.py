@@ -111,15 +111,6 @@ def included_texts(text: str, include_dirs: Iterable[Path]) -> list[str]:
     return texts
 
 
-def included_aliases(text: str, include_dirs: Iterable[Path]) -> dict[str, str]:
-    """Aliases the file gets from the headers it includes: `floatX` is often typedef'd in a
-    project's common header."""
-    texts = included_texts(text, include_dirs)
-    # the including file's own defines choose the header's branches: llm.c's GELU defines
-    # ENABLE_BF16 before including the header whose #if typedefs floatX as __nv_bfloat16
-    return type_aliases("\n".join(texts), defined_macros(text.encode())) if texts else {}
-
-
 def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path],
                           flags: Iterable[str] = ()) -> Kernel:
     """The kernel with element types its own file leaves unknown taken from its headers, and
@@ -141,6 +132,8 @@ def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path
     if not headers:
         return kernel
     joined = "\n".join(headers)
+    # the including file's own defines choose the header's branches: llm.c's GELU defines
+    # ENABLE_BF16 before including the header whose #if typedefs floatX as __nv_bfloat16
     aliases = type_aliases(joined, defined_macros(text.encode()))
     kernel = with_aliases(kernel, aliases)
     if all(_typed(p) for p in kernel.params):
