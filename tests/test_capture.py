@@ -595,3 +595,22 @@ def test_a_structs_pointer_members_saved_by_the_capture_are_drawn_in_the_runs_ra
     assert relaxed is not None and "captured()" in relaxed[0]
     line = next(x for x in relaxed[0].splitlines() if x.startswith("a = {"))
     assert 'rowptr = "in[' in line and line.count("captured()") == 2, line
+
+
+def test_an_eight_byte_structs_saved_pointer_is_its_member(tmp_path: Path):
+    """A `{ float* p; }` struct is recorded as the pointer it is: its saved bytes are the member's."""
+    import numpy as np
+
+    folder = tmp_path / ".fsr" / "captures" / "20260101-000000"
+    folder.mkdir(parents=True)
+    (folder / "p.bin").write_bytes(np.arange(128, dtype=np.int32).tobytes())
+    record = {"id": 0, "kernel": "_Z1k2Ini", "name": "k(In, int)", "base": "k", "grid": [1, 1, 1],
+              "block": [128, 1, 1], "smem": 0, "params": [ptr(512), {"offset": 8, "size": 4, "hex": i32(128)}],
+              "snapshot": {"0": "p.bin"}}
+    (folder / "capture.json").write_text(json.dumps({"command": ["./app"]}))
+    (folder / "launches-7.jsonl").write_text(json.dumps(record) + "\n")
+    (tmp_path / "k.cu").write_text("struct In { int* p; };\n__global__ void k(In a, int n) "
+                                   "{ int i = threadIdx.x; if (i < n) a.p[i] += 1; }\n")
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert set(spec.inputs) == {"a.p"}, spec.inputs

@@ -104,16 +104,18 @@ def saved_inputs(kernel: Kernel, capture: Capture) -> dict[str, str]:
 
 def _saved(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
     out = {p.name: f"{c.alloc.offset}:{launch.snapshot[i]}" for i, (p, c) in enumerate(zip(kernel.params, launch.params))
-           if i in launch.snapshot and c.alloc is not None}
+           if i in launch.snapshot and c.alloc is not None and not p.fields}
     for i, (p, c) in enumerate(zip(kernel.params, launch.params)):  # a struct's pointer members, where saved
         saved = {at: path for (index, at), path in launch.member_snapshot.items() if index == i}
+        words = dict(c.words)
+        if p.fields and i in launch.snapshot and c.alloc is not None:  # `{ float* p; }`: saved as the pointer it is
+            saved, words = {0: launch.snapshot[i]}, {0: c.alloc}
         if not p.fields or not saved:
             continue
         try:
             offsets = struct_offsets(p, launch_substitution(kernel, launch))[0]
         except NotCaptured:
             continue
-        words = dict(c.words)
         for f, at in zip(p.fields, offsets):
             if f.is_pointer and at in saved and at in words:
                 out[f"{p.name}.{f.name}"] = f"{words[at].offset}:{saved[at]}"
