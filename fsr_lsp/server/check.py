@@ -107,7 +107,7 @@ def merged(results: list[tuple[tuple[str, ...], dict[str, tuple[int, int]] | Non
     if len(results) == 1:
         return results[0][2]
     out = CheckResult()
-    spans = {name: span for _, kernels, _ in results for name, span in (kernels or {}).items()}
+    spans = {k: span for _, kernels, _ in results for k, span in (kernels or {}).items()}
 
     def owner(m: Message) -> str | None:
         if m.kernel:  # ptxas names it: `k`, `k(float*, int)`, `void k<float>(float*)`
