@@ -108,7 +108,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     spec = spec_result.spec
     ref = kernel_ref(kernel, spec)
     warnings = [p.message for p in spec_result.problems if p.severity == "warning"] + orphans
-    layouts = layout_checks(kernel, spec)  # '' unless it takes structs or vectors by value
+    layouts, wide_layouts = layout_checks(kernel, spec)  # '' unless it takes structs or vectors by value
     try:
         orig = compile_kernel(source + layouts, ref, options.compile_options(arch))
         if not orig.ok:
@@ -170,7 +170,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     # A screening job's outputs are checked within the default tolerance: it is never a verdict, and
     # the double run of the original at the bench size would cost as much as the screen itself.
     wide, wide_why = (None, "") if options.time_only or options.screen else \
-        _double_precision(source, ref, sizes, options, arch, layout_checks(kernel, spec, wide=True) if layouts else "")
+        _double_precision(source, ref, sizes, options, arch, wide_layouts)
     job = EvalJob(
         kernel=kernel_name,
         original=_launched_as_needed(orig.binary, source, kernel_name),  # type: ignore[arg-type]

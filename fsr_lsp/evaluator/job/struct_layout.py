@@ -14,7 +14,7 @@ from ...kernels.c_types import ITEMSIZE, layout, member_size
 from ...kernels.kernel import Kernel
 from ...kernels.structs import substituted
 from ...specs import Spec
-from ...specs.param_types import template_substitution
+from ...specs.param_types import param_dtype, template_substitution
 from ..records import ArgPlan, SizePlan
 from .plan import build_plans
 from .widening import wide_args
@@ -72,14 +72,13 @@ def layout_assertions(kernel: Kernel, plan: SizePlan, subst: dict[str, str]) -> 
     return ("\n\n// fsr: the parameter layouts it packs\n" + "\n".join(lines) + "\n") if lines else ""
 
 
-def layout_checks(kernel: Kernel, spec: Spec, wide: bool = False) -> str:
-    """The assertions for the kernel's build (`wide`: for the build with float promoted to double,
-    whose struct and vector layouts are the double ones), or '' for a kernel that takes no struct
-    or vector by value."""
-    if not any(p.fields or (not p.is_pointer and p.lanes > 1) for p in kernel.params) and not kernel.template_params:
-        return ""
+def layout_checks(kernel: Kernel, spec: Spec) -> tuple[str, str]:
+    """The assertions for the kernel's build and for its build with float promoted to double
+    (whose struct and vector layouts are the double ones); ('', '') for a kernel that takes no
+    struct or vector by value (a `T` the spec's template makes `float4` is one)."""
+    subst = template_substitution(kernel, spec.template)
+    if not any(p.fields or (not p.is_pointer and param_dtype(p, subst)[1] > 1) for p in kernel.params):
+        return "", ""
     plan = build_plans(kernel, spec)[0]
-    if wide:
-        plan = replace(plan, args=wide_args(plan))
-    text = layout_assertions(kernel, plan, template_substitution(kernel, spec.template))
-    return re.sub(r"\bfloat([1-4]?)\b", r"double\1", text) if wide else text
+    wide = layout_assertions(kernel, replace(plan, args=wide_args(plan)), subst)
+    return layout_assertions(kernel, plan, subst), re.sub(r"\bfloat([1-4]?)\b", r"double\1", wide)
