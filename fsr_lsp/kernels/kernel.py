@@ -46,3 +46,9 @@ class Kernel:
     @property
     def is_template(self) -> bool:
         return bool(self.template_params)
+
+    @property
+    def takes_pointers(self) -> bool:
+        """Whether it gets any memory to work on: a pointer parameter, or a by-value struct's
+        pointer member (with none, what it does is invisible to a comparison)."""
+        return any(p.is_pointer or any(f.is_pointer for f in p.fields) for p in self.params)
