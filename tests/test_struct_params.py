@@ -360,13 +360,18 @@ def test_a_captured_struct_kernel_for_whole_tiles_is_proven_at_whole_tiles_with_
     (tmp_path / "mm.cu").write_text(source)
     write_capture(tmp_path, [tiled_launch(64)])
     (drafted,) = kernel_specs([tmp_path / "mm.cu"], capture=latest_capture(tmp_path))
-    assert 'elements' not in drafted.spec and 'data = "in[A_cols * A_cols]"' in drafted.spec, drafted.spec
+    widest = "max(A_cols, A_rows, A_pitch, B_cols, B_rows, B_pitch, C_cols, max(C_rows, C_pitch))"
+    assert 'elements' not in drafted.spec and f'data = "in[{widest} * {widest}]"' in drafted.spec, drafted.spec
     with cuda_on_cpu.cpu_evaluator() as evaluator:
         proof = prove(evaluator, source, "tiled_matmul", drafted.spec)
     assert proof.proven, proof.message
-    assert 'C = { cols = "C_cols", rows = "C_rows", pitch = "C_pitch", data = "inout[A_cols * A_cols]" }' in proof.spec
+    assert f'C = {{ cols = "C_cols", rows = "C_rows", pitch = "C_pitch", data = "inout[{widest} * {widest}]" }}' \
+        in proof.spec, proof.spec
     assert "tests = [{ A_cols = 16, A_rows = 16," in proof.spec and "edge = false" in proof.spec
-    assert "in whole blocks of 16" in proof.message
+    # the nine sizes, one value in the run, are tested apart too, in whole tiles
+    assert "{ A_cols = 16, A_rows = 32, A_pitch = 48, B_cols = 16, B_rows = 32, B_pitch = 48," in proof.spec
+    assert "{ A_cols = 32, A_rows = 16, A_pitch = 48, B_cols = 32, B_rows = 16, B_pitch = 48," in proof.spec
+    assert "in whole blocks of 16" in proof.message and "apart in whole blocks" in proof.message
 
 
 # ------------------------------------------------------------------ arrays and vectors inside a struct

@@ -28,6 +28,7 @@ from .captured_sizes import grid_expression, named_values
 from .captured_textures import NotATexture, texture_value
 from .draft import Draft, read_back
 from .spec_text import positive, toml_dims
+from .untied import apart_safe, tied_groups, untied_tests
 from .writes import Access, direction, index_arrays, pointer_access
 
 TEST_SIZES = (1, 17, 1000, 33, 100, 4096)
@@ -197,6 +198,9 @@ def _from_draft(kernel: Kernel, text: str, launch: CapturedLaunch, values: Captu
         entry = {k: min(v, sizes[k]) for k, v in t.items()}
         if entry != sizes and entry not in tests:
             tests.append(entry)
+    varying = {k for t in spec.tests for k, v in t.items() if v != spec.bench.get(k)}
+    checks = [a.length for a in spec.args if isinstance(a, BufferArg)] + [str(g) for g in spec.grid]
+    tests += [e for e in untied_tests(sizes, varying, checks) if e not in tests]
     spec = dataclasses.replace(spec, bench=sizes, tests=tuple(tests))
     body = render_spec(spec).splitlines()[1:-1]
     return body, "the draft from the launch site reproduces the captured grid, block and extents: its sizes take the captured values"
@@ -247,6 +251,9 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
         lengths[f"{k} (texture)"] = texels if not fixed else str(evaluate_int(texels, sizes, "texels"))
     covered = {v: lengths[k] for k, v in values.extents.items() if not lengths[k].isdigit()}  # what a grid covers
     grid = [grid_expression(g, b, covered, named) for g, b in zip(launch.grid, launch.block)]
+    tied = tied_groups(sizes, set(sizes))  # equal in the run: which one a length follows, the run cannot tell
+    lengths = {k: apart_safe(e, tied) if k in values.extents else e for k, e in lengths.items()}
+    grid = [apart_safe(g, tied) for g in grid]
     block = list(launch.block)
     related = sizes and all(not e.isdigit() for e in lengths.values()) and \
         all(not e.isdigit() or e == "1" for e in grid)
@@ -257,7 +264,12 @@ def _from_capture_alone(src: SourceText, kernel: Kernel, launch: CapturedLaunch,
             entry = {k: min(s, v) for k, v in sizes.items()}
             if entry != sizes and entry not in tests and len(tests) < TESTS_WANTED and positive(checks, entry):
                 tests.append(entry)
+        apart = [e for e in untied_tests(sizes, set(sizes), checks) if e not in tests]
+        tests += apart
         note = "grid and lengths follow the integer arguments at the captured values: smaller test sizes scale them"
+        if apart:
+            note += ("; " + ", ".join(" = ".join(g) for g in tied) + " held one value in the run: tested apart too, "
+                     "each length and grid over the largest of them")
     else:
         fixed = [f"`{k}` ({v} elements)" for k, v in lengths.items() if v.isdigit()]
         fixed += [f"grid {g}" for g in grid if g.isdigit() and g != "1"]

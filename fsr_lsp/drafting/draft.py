@@ -30,6 +30,7 @@ from ..specs.expr import ExprError
 from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
 from .host import Launch, Scope, find_launches
 from .spec_text import positive, toml_dims
+from .untied import untied_tests
 from .writes import Access, direction, index_arrays, pointer_access
 
 TEST_SIZES = (1, 17, 1000)  # each capped at the size's bench value
@@ -179,6 +180,7 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         entry = {k: min(s, v) if k in varying else v for k, v in t.sizes.items()}
         if entry not in tests and entry != t.sizes and positive(checks, entry) and len(tests) < TESTS_WANTED:
             tests.append(entry)
+    tests += [e for e in untied_tests(t.sizes, varying, checks) if e not in tests]  # sizes equal at the bench, apart
     if not tests and "fixed" not in t.sizes:
         draft.problems.append("no test size smaller than the bench size keeps every length positive: only the bench size")
     # 3. the arguments: directions from the body, starts from the host code

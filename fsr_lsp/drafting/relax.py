@@ -26,12 +26,14 @@ import re
 from ..evaluator.records import EvalJob
 from ..specs.edit import set_key, toml_value
 from .captured import CAPTURED_ONLY
+from .untied import tied_groups
 
 IN_BOUNDS_CHECKS = ("in bounds", "in bounds (memcheck)")
 DIRECTION_CHECKS = ("every output written", "outputs not read before written", "outputs not read before written (initcheck)")
 NOT_ABOUT_INPUTS = ("compiles", "timeout", "spec")  # failures other inputs cannot mend
-MAX_STEPS = 4
+MAX_STEPS = 6  # the two sizes-apart tests may each need one (untied.py)
 TILE_MULTIPLES = (1, 3, 13)  # whole blocks to test at, below the bench size
+APART_TILES = (1, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 12)  # whole blocks for sizes that move together, set apart
 
 
 def relax(block: str, job: EvalJob | None, check: str, argument: str, message: str) -> tuple[str, str] | None:
@@ -60,7 +62,12 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
     if tiled is not None:
         return tiled
     kept = [p.sizes for p in job.sizes if p.role == "test" and p.label != failed_at.label]
-    return set_key(block, "tests", _tests(kept)), f"the original fails at {failed_at.label} ({check}): that size is left out"
+    bench = next((p for p in job.sizes if p.role == "bench"), None)
+    apart = bench is not None and any(failed_at.sizes.get(a) != failed_at.sizes.get(b)
+                                      for g in tied_groups(bench.sizes, set(bench.sizes)) for a in g for b in g)
+    also = " (sizes equal at the bench set apart: where the original fails so, rewrites are not tested so)" if apart else ""
+    return (set_key(block, "tests", _tests(kept)),
+            f"the original fails at {failed_at.label} ({check}): that size is left out{also}")
 
 
 def _tests(sizes: list[dict[str, int]]) -> str:
@@ -80,7 +87,8 @@ def _whole_blocks(block: str, job: EvalJob, failed_at, check: str) -> tuple[str,
         return None
     varying = sorted({k for p in tests for k, v in p.sizes.items() if v != bench.sizes.get(k)})
     axes = [d for d in range(3) if failed_at.original.grid[d] != bench.original.grid[d]]
-    if not varying or not axes or not _together(varying, [bench, *tests]):
+    apart = [p for p in tests if not _together(varying, [p])]  # untied.py's tests, sizes equal at the bench apart
+    if not varying or not axes or not _together(varying, [bench, *[p for p in tests if p not in apart]]):
         return None  # one size, or several that always move together (a square matmul's M = N = K)
     # the grid's axes that vary cover that size alike (a square matmul's x and y): one tile
     if len({(bench.original.grid[d], bench.original.block[d]) for d in axes}) != 1:
@@ -97,12 +105,32 @@ def _whole_blocks(block: str, job: EvalJob, failed_at, check: str) -> tuple[str,
     sizes = [tile * m for m in TILE_MULTIPLES if tile * m < total]
     if not sizes:
         return None
-    block = set_key(set_key(block, "tests", _tests([{**failed_at.sizes, **{k: s for k in varying}} for s in sizes])),
-                    "edge", "false")
+    base = bench.sizes
+    whole = [{**base, **{k: s for k in varying}} for s in sizes]
+    apart_too = _apart_in_tiles(base, varying, tile, total) if apart else []
+    block = set_key(set_key(block, "tests", _tests(whole + apart_too)), "edge", "false")
     name = " = ".join(varying)
+    also = f", and apart in whole blocks ({_labels(apart_too)})" if apart_too else ""
     return block, (f"the original fails at {failed_at.label} ({check}): it takes `{name}` in whole blocks of {tile} "
                    f"(the bench launch's {blocks} blocks over {name}={total}), so it is tested at "
-                   f"{name}={', '.join(map(str, sizes))} instead, with no edge size")
+                   f"{name}={', '.join(map(str, sizes))} instead{also}, with no edge size")
+
+
+def _apart_in_tiles(base: dict[str, int], names: list[str], tile: int, total: int) -> list[dict[str, int]]:
+    """The sizes that move together set apart in whole tiles, in one order and the other."""
+    multiples = [m for m in APART_TILES if tile * m < total][:len(names)]
+    if len(multiples) < 2:
+        return []
+    out = []
+    for order in (multiples, multiples[::-1]):
+        entry = {**base, **{k: tile * order[i % len(order)] for i, k in enumerate(names)}}
+        if entry not in out:
+            out.append(entry)
+    return out
+
+
+def _labels(tests: list[dict[str, int]]) -> str:
+    return "; ".join(", ".join(f"{k}={v}" for k, v in t.items()) for t in tests)
 
 
 def _together(names: list[str], plans: list) -> bool:
