@@ -120,3 +120,37 @@ def test_a_square_capture_is_proven_apart_and_a_rewrite_assuming_it_square_is_wr
     source = place_spec(MATMUL, "matmul", proof.spec).text
     result = cuda_on_cpu.evaluate_on_cpu(source, "matmul", STRIDE_BY_N)
     assert result.status == "wrong", result.message
+
+
+@needs_cxx
+def test_a_matrix_struct_captured_with_width_equal_to_stride_catches_width_for_stride(tmp_path: Path):
+    """The CUDA guide's matmul over `Matrix` structs, captured with width = height = stride (64):
+    under the proven capture's spec, reading rows `width` apart where they are `stride` apart is
+    wrong (it passed every test while the nine sizes moved together)."""
+    pytest.importorskip("torch")
+    from fsr_lsp.capture import latest_capture
+    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.proof import prove
+
+    from .test_capture import DATA, matmul_launch
+
+    source = (DATA / "structs" / "matmul_struct.cu").read_text()
+    bare = source[:source.index("/* @fsr")] + source[source.index("*/") + 3:]
+    (tmp_path / "mm.cu").write_text(bare)
+    write_capture(tmp_path, [matmul_launch(64, 64)])
+    (drafted,) = kernel_specs([tmp_path / "mm.cu"], capture=latest_capture(tmp_path))
+    with cuda_on_cpu.cpu_evaluator() as evaluator:
+        proof = prove(evaluator, bare, "MatMulKernel", drafted.spec)
+    assert proof.proven, proof.message
+    placed = place_spec(bare, "MatMulKernel", proof.spec).text
+    wrong = (DATA / "structs" / "matmul_struct_width_for_stride.cu").read_text()
+    assert cuda_on_cpu.evaluate_on_cpu(placed, "MatMulKernel", wrong).status == "wrong"
+    good = (DATA / "structs" / "matmul_struct_good.cu").read_text()
+    assert cuda_on_cpu.evaluate_on_cpu(placed, "MatMulKernel", good).status == "verified"
+
+
+def test_tests_that_hold_the_sizes_apart_already_get_no_more():
+    bench = {"M": 256, "N": 256, "K": 256}
+    drafted = [{"M": 17, "N": 17, "K": 17}, {"N": 37, "M": 53, "K": 71}]
+    assert untied_tests(bench, {"M", "N", "K"}, ["M"], drafted) == []
+    assert len(untied_tests(bench, {"M", "N", "K"}, ["M"], drafted[:1])) == 2

@@ -200,7 +200,7 @@ def _from_draft(kernel: Kernel, text: str, launch: CapturedLaunch, values: Captu
             tests.append(entry)
     varying = {k for t in spec.tests for k, v in t.items() if v != spec.bench.get(k)}
     checks = [a.length for a in spec.args if isinstance(a, BufferArg)] + [str(g) for g in spec.grid]
-    tests += [e for e in untied_tests(sizes, varying, checks) if e not in tests]
+    tests += [e for e in untied_tests(sizes, varying, checks, tests) if e not in tests]
     spec = dataclasses.replace(spec, bench=sizes, tests=tuple(tests))
     body = render_spec(spec).splitlines()[1:-1]
     return body, "the draft from the launch site reproduces the captured grid, block and extents: its sizes take the captured values"

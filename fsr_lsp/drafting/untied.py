@@ -31,11 +31,13 @@ def tied_groups(bench: dict[str, int], varying: set[str] | list[str]) -> list[li
     return [names for names in by_value.values() if len(names) > 1]
 
 
-def untied_tests(bench: dict[str, int], varying: set[str] | list[str], checks: list[str]) -> list[dict[str, int]]:
+def untied_tests(bench: dict[str, int], varying: set[str] | list[str], checks: list[str],
+                 tests: list[dict[str, int]] = ()) -> list[dict[str, int]]:
     """Up to two test sizes with each tied group's sizes apart (both orders); the other varying
-    sizes at a small value, the rest at the bench. Only those keeping every check positive."""
+    sizes at a small value, the rest at the bench. Only those keeping every check positive;
+    none when `tests` already hold every group apart (a draft's own, capped at a capture's)."""
     groups = tied_groups(bench, varying)
-    if not groups:
+    if not groups or all(any(len({t.get(k) for k in g}) == len(g) for t in tests) for g in groups):
         return []
     out: list[dict[str, int]] = []
     for reverse in (False, True):
