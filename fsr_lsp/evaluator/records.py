@@ -126,6 +126,7 @@ class ArgPlan:
     offset: int = 0  # elements of the buffer before the kernel's pointer (a spec's `in[-3 : n + 3]`)
     member: str = ""  # the struct parameter this is a member of (`A` for `A.elements`; gpu/packing.py)
     align: int = 0  # a scalar of several lanes passed by value (`float4 c`): its alignment
+    free: bool = False  # a float scalar the spec gives as a number: callers may pass others (input_sets.py)
 
     @property
     def numel(self) -> int:

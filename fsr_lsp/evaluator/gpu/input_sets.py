@@ -14,10 +14,17 @@ original stays finite and, where it can be judged, accurate. A distribution the 
 (`uniform(lo, hi)`, `normal(mean, std)`) or a `domain(lo, hi)` is the user's contract: its sets
 are clamped into those bounds, stressing the edges and never passing them. Integer inputs,
 `fill`, `captured()` and texture inputs keep what the spec gives them.
+
+A float argument the spec gives as a number (`alpha = 1.0`, a run's `scale = 0.125`) is one value
+of many a caller may pass: a rewrite that folds it into a constant, or drops a multiply by it,
+is right at that value only. So one more set moves each such argument (`scalars`), judged by
+the original like the others. An argument the spec gives as an expression over the sizes
+(`inv_n = "1.0 / n"`) keeps it: that relation is the spec's contract.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +54,37 @@ BASE_SETS = (
     InputSet("outliers", f"small inputs with outliers (one in {OUTLIER_EVERY} at {OUTLIER:g} times the spread)"),
     InputSet("zeros", "inputs with zeros and subnormals among them"),
 )
+
+
+SCALAR_MOVE = 1.37  # a free float argument's value times this (0 becomes 0.37): same sign, another value
+SCALARS = "scalars"
+
+
+def free_scalars(plan: SizePlan) -> list[ArgPlan]:
+    """The float arguments the spec gives as numbers."""
+    return [a for a in plan.args if a.kind == "scalar" and a.free and isinstance(a.value, (int, float))]
+
+
+def moved_value(value: float) -> float:
+    return value * SCALAR_MOVE if value else SCALAR_MOVE - 1.0
+
+
+def scalar_sets(plan: SizePlan, skip: tuple[str, ...] = ()) -> list[InputSet]:
+    """The set moving the free float arguments, where there are any."""
+    free = free_scalars(plan)
+    if not free or SCALARS in skip:
+        return []
+    moved = ", ".join(f"{a.name} = {moved_value(float(a.value)):.6g} for {float(a.value):.6g}"  # type: ignore[arg-type]
+                      for a in free[:4])
+    return [InputSet(SCALARS, f"other values of its float arguments ({moved}{', ...' if len(free) > 4 else ''})")]
+
+
+def with_scalars_moved(plan: SizePlan) -> SizePlan:
+    """`plan` with every free float argument moved (the set `scalars`)."""
+    free = {a.name for a in free_scalars(plan)}
+    args = [dataclasses.replace(a, value=moved_value(float(a.value))) if a.name in free else a  # type: ignore[arg-type]
+            for a in plan.args]
+    return dataclasses.replace(plan, args=args)
 
 
 def probed(plan: SizePlan) -> list[ArgPlan]:

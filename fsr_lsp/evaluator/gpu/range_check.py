@@ -30,7 +30,7 @@ from .accuracy import EPS, FACTOR, FLOOR_ULPS
 from .buffers import FLOATS, SCALED_DEFAULT, describe, scaled_error
 from .constant_fill import fill_constants
 from .common import Failure, JobContext, make_inputs, outputs, seed_for
-from .input_sets import InputSet, input_sets, perturbed, probed, reshape
+from .input_sets import SCALARS, InputSet, input_sets, perturbed, probed, reshape, scalar_sets, with_scalars_moved
 from .oracle import OracleProblem
 from .runs import double_outputs, launch_runs
 from .shared import SharedPoison
@@ -73,8 +73,8 @@ def range_plan(job: EvalJob) -> int | None:
 def check_ranges(ctx: JobContext, index: int, shared: SharedPoison | None) -> Check | None:
     """Every set at `job.sizes[index]`, the candidate held to the original on those that count.
     None when there is nothing to probe (no float input drawn at random) or no candidate."""
-    job, plan = ctx.job, ctx.job.sizes[index]
-    sets = input_sets(plan, tuple(job.range_skip))
+    job, base = ctx.job, ctx.job.sizes[index]
+    sets = input_sets(base, tuple(job.range_skip)) + scalar_sets(base, tuple(job.range_skip))
     if ctx.candidate is None or not sets or not job.defences.input_ranges:
         return None
     counted: list[InputSet] = []
@@ -84,6 +84,7 @@ def check_ranges(ctx: JobContext, index: int, shared: SharedPoison | None) -> Ch
         if which.scale and ladder_ended:
             left.append(f"{which.key} (past {ladder_ended})")
             continue
+        plan = with_scalars_moved(base) if which.key == SCALARS else base
         ctx.report(f"checking {plan.label} ({which.label})")
         seed = seed_for(job, index, SEED_OFFSET + k)
         fill_constants(ctx, seed)  # drawn from the seed, as the cached original's run had them
@@ -101,7 +102,7 @@ def check_ranges(ctx: JobContext, index: int, shared: SharedPoison | None) -> Ch
                           restart=f.restart, argument=f.argument) from None
         _judge(ctx, plan, which, seed, original, got)
         counted.append(which)
-    detail = f"at {plan.label}: {', '.join(s.key for s in counted) or 'none'} judged"
+    detail = f"at {base.label}: {', '.join(s.key for s in counted) or 'none'} judged"
     if left:
         detail += f"; left out, outside the original's domain: {'; '.join(left)}"
     ctx.result.range_sets = [s.key for s in counted]
@@ -114,6 +115,8 @@ def set_inputs(ctx: JobContext, plan: SizePlan, seed: int, which: InputSet) -> d
     inputs = make_inputs(ctx.session, plan, seed)
     generator = torch.Generator(device=ctx.session.device)
     generator.manual_seed(seed)
+    if which.key == SCALARS:  # the spec's inputs; the arguments moved are in the plan
+        return inputs
     for a in probed(plan):
         inputs[a.name] = reshape(torch, a, inputs[a.name], which, generator)
     return inputs

@@ -94,7 +94,8 @@ def _arg_plan(param: Param, arg: Arg, spec: Spec, sizes: SizeSet, subst: dict[st
         given = arg.value if isinstance(arg.value, (list, tuple)) else [arg.value] * lanes
         return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, lanes=lanes, value=tuple(one(v) for v in given),
                        align=param.align or by_value_alignment(substituted(param.base_type, subst), dtype, lanes))
-    return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, value=one(arg.value))
+    return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, value=one(arg.value),
+                   free=not is_int and not isinstance(arg.value, str))  # `alpha = 1.0`, not `inv_n = "1.0 / n"`
 
 
 def _texture_plan(arg: TextureArg, sizes: SizeSet) -> ArgPlan:
