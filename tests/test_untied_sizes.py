@@ -154,3 +154,22 @@ def test_tests_that_hold_the_sizes_apart_already_get_no_more():
     drafted = [{"M": 17, "N": 17, "K": 17}, {"N": 37, "M": 53, "K": 71}]
     assert untied_tests(bench, {"M", "N", "K"}, ["M"], drafted) == []
     assert len(untied_tests(bench, {"M", "N", "K"}, ["M"], drafted[:1])) == 2
+
+
+def test_a_written_spec_testing_sizes_only_together_gets_a_warning():
+    from fsr_lsp.kernels import find_kernel
+    from fsr_lsp.source import SourceText
+    from fsr_lsp.specs import parse_spec
+
+    def problems(tests: str) -> list:
+        text = ("/* @fsr\nbench = { M = 256, N = 256, K = 256 }\n" + tests + "\ngrid = [\"cdiv(N, 16)\", \"cdiv(M, 16)\"]\n"
+                "block = [16, 16]\n[args]\nA = \"in[M * K]\"\nB = \"in[K * N]\"\nC = \"out[M * N]\"\n"
+                "M = \"M\"\nN = \"N\"\nK = \"K\"\n*/\n" + MATMUL)
+        kernel = find_kernel(text, "matmul")
+        return [p for p in parse_spec(SourceText(text), kernel).problems if p.code == "spec-sizes-tied"]
+
+    (tied,) = problems("tests = [ { M = 17, N = 17, K = 17 }, { M = 100, N = 100, K = 100 } ]")
+    assert tied.severity == "warning" and "M, N and K are equal at the bench and in every test" in tied.message
+    (pair,) = problems("tests = [ { M = 17, N = 17, K = 5 } ]")
+    assert "M and N are equal" in pair.message
+    assert problems("tests = [ { M = 17, N = 17, K = 17 }, { M = 37, N = 53, K = 71 } ]") == []

@@ -99,6 +99,8 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
         ctx.add("no test sizes: only the bench size will be checked (add tests = [ {...}, ... ])", "bench",
                 severity="warning", code="spec-no-tests")
     all_sizes = [bench, *tests]
+    if tests:
+        _tied_everywhere(ctx, all_sizes)
     defines = data.get("defines", [])
     if defines_problem(defines) is not None:
         ctx.add(defines_problem(defines), "defines")  # type: ignore[arg-type]
@@ -148,6 +150,24 @@ def _sizes(ctx: _Ctx, value: Any, key: str, names: tuple[str, ...] | None) -> Si
         detail = "; ".join(filter(None, [missing and f"missing {', '.join(missing)}", extra and f"unknown {', '.join(extra)}"]))
         raise ctx.fail(f"{key} must give the same sizes as bench ({', '.join(names)}): {detail}", top, code="spec-sizes")
     return sizes
+
+
+def _tied_everywhere(ctx: "_Ctx", all_sizes: list[SizeSet]) -> None:
+    """A warning where sizes hold one value at the bench and in every test: a rewrite reading one
+    for the other (striding A's rows by N where the kernel strides them by K) would be verified."""
+    bench = all_sizes[0]
+    groups: dict[object, list[str]] = {}
+    for name, value in bench.items():
+        if isinstance(value, int) and value > 1 and all(s.get(name) == value for s in all_sizes[1:]) is False:
+            groups.setdefault(tuple(s.get(name) for s in all_sizes), []).append(name)
+    tied = [names for names in groups.values() if len(names) > 1]
+    if tied:
+        names = tied[0]
+        example = ", ".join(f"{k} = {v}" for k, v in zip(names, (37, 53, 71, 89, 113, 131, 151, 173)))
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}"
+        ctx.add(f"{listed} are equal at the bench and in every test: a rewrite that reads one for another would "
+                f"be verified; add a test with them apart (e.g. {{ {example} }})", "tests", severity="warning",
+                code="spec-sizes-tied")
 
 
 def _launch_dims(ctx: _Ctx, value: Any, key: str, sizes: list[SizeSet], allow_expr: bool) -> tuple | None:
