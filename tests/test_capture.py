@@ -618,3 +618,39 @@ def test_an_eight_byte_structs_saved_pointer_is_its_member(tmp_path: Path):
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured", spec.problems
     assert set(spec.inputs) == {"a.p"}, spec.inputs
+
+
+def links_of(path: Path) -> list[tuple[int, str, int]]:
+    links = Path(f"{path}.links")
+    if not links.exists():
+        return []
+    return [(int(at), target, int(offset)) for at, target, offset in (ln.split() for ln in links.read_text().splitlines())]
+
+
+@pytest.mark.parametrize("cap, followed", [(1 << 20, 3), (16 + 2 * 16, 2), (16, 0)])
+def test_the_library_follows_pointers_in_saved_memory_and_saves_what_they_point_to(tmp_path: Path, cap: int,
+                                                                                     followed: int):
+    """A list of four nodes in their own allocations, and a struct whose `char* name` points into
+    another: each saved allocation's words that point into a tracked allocation are links
+    (`FILE.links`), and what they point to is saved too, while the cap allows."""
+    home, include, lib = toolkit()
+    exe = tmp_path / "links_harness"
+    built = subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include}", f"-I{home / 'include'}", f"-I{SOURCE.parent}",
+                            str(DATA / "links_harness.cpp"), f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}", "-ldl",
+                            "-o", str(exe)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    folder = tmp_path / "capture"
+    folder.mkdir()
+    subprocess.run([str(exe), str(folder), str(cap)], check=True)
+    listed, element = read_capture(folder).launches
+    path, keys = listed.snapshot[0], []
+    while links_of(path):  # the list, node by node
+        ((at, target, offset),) = links_of(path)
+        assert at == 8 and offset == 0 and target.endswith(f"-h{len(keys)}.bin")
+        path = folder / target
+        keys.append(int.from_bytes(path.read_bytes()[:4], "little"))
+    assert keys == [11, 12, 13][:followed]
+    if followed == 3:
+        assert links_of(path) == []  # the last node's next is null: no link
+        ((at, target, offset),) = links_of(element.snapshot[0])
+        assert at == 0 and offset == 0 and (folder / target).read_bytes() == b"hello\0"

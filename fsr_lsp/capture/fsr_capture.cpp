@@ -11,7 +11,8 @@
 //
 // Environment: FSR_CAPTURE_OUT (folder, required), FSR_CAPTURE_KERNELS (comma-separated
 // names; empty: all), FSR_CAPTURE_MAX (distinct launches kept per kernel, default 64),
-// FSR_CAPTURE_SNAPSHOT_BYTES (cap on the bytes saved per kernel; 0: none).
+// FSR_CAPTURE_SNAPSHOT_BYTES (cap on the bytes saved per kernel; 0: none). Saved memory that
+// holds pointers into other allocations is followed (follow_links): those are saved too.
 
 #include <cuda.h>
 #include <cupti.h>
@@ -195,14 +196,67 @@ std::vector<Param> params_of(CUfunction f, void** kernelParams, void** extra) {
   return r;
 }
 
-void snapshot(const std::string& path, uint64_t base, size_t size, CUstream stream) {
+// Saves an allocation's bytes to `path`; its contents (empty when they could not be read).
+std::vector<unsigned char> snapshot(const std::string& path, uint64_t base, size_t size, CUstream stream) {
   std::vector<unsigned char> data(size);
   if (stream_sync) stream_sync(stream);
-  if (!copy_to_host || copy_to_host(data.data(), base, size) != CUDA_SUCCESS) return;
+  if (!copy_to_host || copy_to_host(data.data(), base, size) != CUDA_SUCCESS) return {};
   FILE* f = fopen(path.c_str(), "wb");
-  if (!f) return;
+  if (!f) return {};
   fwrite(data.data(), 1, size, f);
   fclose(f);
+  return data;
+}
+
+// The tracked allocation (base, size) an 8-byte word points into, if any. Only allocations the
+// program made while we watched: a word of data equal to an address in one is vanishingly rare.
+bool tracked(uint64_t value, uint64_t* base, size_t* size) {
+  auto it = allocations.upper_bound(value);
+  if (it == allocations.begin()) return false;
+  --it;
+  if (value < it->first || value >= it->first + it->second.size) return false;
+  *base = it->first;
+  *size = it->second.size;
+  return true;
+}
+
+const size_t MAX_FOLLOWED = 4096;  // allocations saved because saved memory points into them
+
+// Memory that holds pointers (a struct's `char* name`, a list's `next`, a table of `void*`):
+// every aligned word of each saved allocation that points into a tracked allocation is a link,
+// written beside the saved file as `FILE.links` ("AT TARGET_FILE OFFSET" a line). An allocation
+// linked to and not saved yet is saved too ("inputs-PID-ID-hK.bin"), while the cap allows, and
+// followed in turn: the evaluator rebuilds the graph at its own addresses.
+void follow_links(std::map<uint64_t, std::string>& saved, std::vector<std::pair<uint64_t, std::vector<unsigned char>>> queue,
+                  long total, int id, CUstream stream) {
+  size_t followed = 0;
+  for (size_t q = 0; q < queue.size(); ++q) {
+    uint64_t base = queue[q].first;
+    std::string links;
+    for (size_t at = 0; at + 8 <= queue[q].second.size(); at += 8) {
+      uint64_t word = 0, target = 0;
+      size_t size = 0;
+      memcpy(&word, queue[q].second.data() + at, 8);
+      if (!tracked(word, &target, &size)) continue;
+      auto found = saved.find(target);
+      if (found == saved.end()) {
+        if (followed >= MAX_FOLLOWED || total + static_cast<long>(size) > snapshot_cap) continue;
+        std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-h" +
+                           std::to_string(followed++) + ".bin";
+        std::vector<unsigned char> data = snapshot(folder + "/" + file, target, size, stream);
+        if (data.empty()) continue;
+        total += static_cast<long>(size);
+        found = saved.emplace(target, file).first;
+        queue.push_back({target, std::move(data)});
+      }
+      links += std::to_string(at) + " " + found->second + " " + std::to_string(word - target) + "\n";
+    }
+    if (links.empty()) continue;
+    FILE* f = fopen((folder + "/" + saved[base] + ".links").c_str(), "w");
+    if (!f) continue;
+    fputs(links.c_str(), f);
+    fclose(f);
+  }
 }
 
 void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned smem,
@@ -273,13 +327,25 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
     std::stable_sort(order.begin(), order.end(),
                      [](const auto& a, const auto& b) { return a.second.second < b.second.second; });
     long total = 0;
+    std::map<uint64_t, std::string> saved;  // allocation base -> its file
+    std::vector<std::pair<uint64_t, std::vector<unsigned char>>> contents;
     for (auto& pp : order) {
       if (total + static_cast<long>(pp.second.second) > snapshot_cap) break;
       total += static_cast<long>(pp.second.second);
       std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-" + pp.first + ".bin";
-      snapshot(folder + "/" + file, pp.second.first, pp.second.second, stream);
+      auto known = saved.find(pp.second.first);
+      if (known == saved.end()) {
+        std::vector<unsigned char> data = snapshot(folder + "/" + file, pp.second.first, pp.second.second, stream);
+        if (!data.empty()) {
+          saved[pp.second.first] = file;
+          contents.push_back({pp.second.first, std::move(data)});
+        }
+      } else {  // two parameters into one allocation: one file, and one graph node
+        file = known->second;
+      }
       snap += (snap.empty() ? "\"" : ",\"") + pp.first + "\":\"" + file + "\"";
     }
+    follow_links(saved, std::move(contents), total, id, stream);
   }
   fprintf(out,
           "{\"id\":%d,\"kernel\":\"%s\",\"name\":\"%s\",\"base\":\"%s\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],"

@@ -1,0 +1,72 @@
+// Drives the capture library's snapshot as the CUDA driver would (no GPU needed), over memory
+// that holds pointers: a linked list of four nodes, each its own allocation, and a struct whose
+// `char* name` points into another. The fake device memory is a map of allocations.
+#include "fsr_capture.cpp"
+
+static std::map<CUdeviceptr, std::vector<unsigned char>> memory;
+
+static CUresult fake_param_info(void* f, size_t i, size_t* offset, size_t* size) {
+  size_t count = f == reinterpret_cast<CUfunction>(0x1) ? 2 : 1;  // (list_elem*, int) or (DataElement*)
+  if (i >= count) return CUDA_ERROR_INVALID_VALUE;
+  *offset = i * 8;
+  *size = i == 0 ? 8 : 4;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_copy(void* dst, CUdeviceptr src, size_t bytes) {
+  auto it = memory.upper_bound(src);
+  --it;
+  memcpy(dst, it->second.data() + (src - it->first), bytes);
+  return CUDA_SUCCESS;
+}
+
+static CUresult ok = CUDA_SUCCESS;
+
+static void call(CUpti_CallbackId id, const void* params, const char* symbol = nullptr) {
+  CUpti_CallbackData cb{};
+  cb.callbackSite = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ? CUPTI_API_ENTER : CUPTI_API_EXIT;
+  cb.functionParams = params;
+  cb.functionReturnValue = &ok;
+  cb.symbolName = symbol;
+  callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, id, &cb);
+}
+
+static void alloc(CUdeviceptr at, std::vector<unsigned char> bytes) {
+  CUdeviceptr got = at;
+  cuMemAllocManaged_params p{&got, bytes.size(), 1};
+  call(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, &p);
+  memory[at] = std::move(bytes);
+}
+
+static std::vector<unsigned char> node(int key, CUdeviceptr next) {
+  std::vector<unsigned char> b(16, 0);
+  memcpy(b.data(), &key, 4);
+  memcpy(b.data() + 8, &next, 8);
+  return b;
+}
+
+int main(int argc, char** argv) {
+  folder = argv[1];
+  snapshot_cap = atol(argv[2]);
+  out = fopen((folder + "/launches-1.jsonl").c_str(), "w");
+  func_param_info = fake_param_info;
+  copy_to_host = fake_copy;
+  CUdeviceptr nodes[] = {0x100000, 0x200000, 0x300000, 0x400000};
+  for (int i = 0; i < 4; ++i) alloc(nodes[i], node(10 + i, i < 3 ? nodes[i + 1] + 0 : 0));
+  int ele = 3;
+  void* list_params[] = {&nodes[0], &ele};
+  cuLaunchKernel_params p{reinterpret_cast<CUfunction>(0x1), 1, 1, 1, 1, 1, 1, 0, nullptr, list_params, nullptr};
+  call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "_Z17gpu_print_elementP9list_elemi");
+  CUdeviceptr name = 0x500000, elem = 0x600000;
+  alloc(name, std::vector<unsigned char>{'h', 'e', 'l', 'l', 'o', 0});
+  std::vector<unsigned char> e(16, 0);
+  memcpy(e.data(), &name, 8);
+  int value = 10;
+  memcpy(e.data() + 8, &value, 4);
+  alloc(elem, e);
+  void* elem_params[] = {&elem};
+  cuLaunchKernel_params q{reinterpret_cast<CUfunction>(0x2), 1, 1, 1, 1, 1, 1, 0, nullptr, elem_params, nullptr};
+  call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &q, "_Z6KernelP11DataElement");
+  finish();
+  return 0;
+}
