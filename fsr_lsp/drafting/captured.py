@@ -131,6 +131,8 @@ def _in_captured_ranges(kernel: Kernel, text: str, values: "CapturedValues", out
     def in_range(a, name: str, lanes: int):
         """`a` drawn in the range its saved bytes had (`name`: `A.elements` for a struct's member)."""
         where = out.inputs.get(name) if isinstance(a, BufferArg) and a.direction != "out" else None
+        if where is not None and a.init.kind == "captured":
+            return a  # the run's own bytes already
         found = None
         if where is not None:
             data = captured_values(where, values.extents[name] * lanes, values.dtypes[name])
@@ -338,6 +340,11 @@ class _Entry:
             init = f" randint(0, {bound})"
         elif d == "inout" and self.access.get(name) and self.access[name].accumulates:
             out.problems.append(f"{name} accumulates (atomics or +=): give its start value, e.g. zeros()")
+        if name in values.opaque:  # memory fsr cannot type: the run's bytes, its pointers followed
+            out.provenance[name] = (f"{p.base_type}{'*' * max(0, p.type_text.count('*') - 1)} fsr cannot type: the "
+                                    f"run's {values.extents[name]} bytes to the end of its allocation, and what "
+                                    "their pointers reach")
+            return f'"{d}[{values.extents[name]} bytes] captured()"'
         extent = self.lengths[name] if name not in values.before else f"-{values.before[name]} : {self.lengths[name]}"
         out.provenance[name] = f"{values.extents[name]} elements to the end of its allocation" + (
             f", {values.before[name]} before the pointer" if name in values.before else "")

@@ -15,6 +15,7 @@ from ..kernels.brackets import nesting
 from ..kernels.c_types import ITEMSIZE, by_value_alignment, element_type, layout, member_size
 from ..kernels.lexical import split_top_level
 from ..kernels.structs import substituted
+from ..specs.param_types import param_dtype
 from ..specs.texture import is_texture
 
 
@@ -31,6 +32,7 @@ class CapturedValues:
     textures: dict[str, dict]  # texture parameter -> what the capture read of it
     nulls: set[str] = dataclasses.field(default_factory=set)  # pointers the run passed as null
     before: dict[str, int] = dataclasses.field(default_factory=dict)  # elements of its allocation before a pointer
+    opaque: set[str] = dataclasses.field(default_factory=set)  # pointers to memory fsr cannot type: bytes
 
 
 def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
@@ -55,7 +57,11 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
         if p.fields:
             _struct_values(p, c, values, subst)
             continue
-        dtype, lanes = (p.dtype, p.lanes) if p.dtype else element_type(substituted(p.base_type, subst))
+        dtype, lanes = (p.dtype, p.lanes) if p.dtype else param_dtype(p, subst)
+        if dtype is None and p.is_pointer:  # a struct holding pointers, a table of pointers: the run's bytes
+            values.opaque.add(p.name)
+            _one_value(p, p.name, "uint8", 1, c, values)
+            continue
         if dtype is None:
             raise NotCaptured(f"the element type of `{p.name}` ({p.base_type}) is unknown")
         built = element_type(compiled[i]) if compiled else (None, 1)

@@ -127,6 +127,11 @@ class ArgPlan:
     member: str = ""  # the struct parameter this is a member of (`A` for `A.elements`; gpu/packing.py)
     align: int = 0  # a scalar of several lanes passed by value (`float4 c`): its alignment
     free: bool = False  # a float scalar the spec gives as a number: callers may pass others (input_sets.py)
+    # memory holding pointers, from a capture (job/linked_memory.py): `hidden` is memory the kernel
+    # reaches through another buffer's pointers, no argument of its own; `links` are this buffer's
+    # pointers as (byte in this buffer, the buffer pointed into, byte in that buffer)
+    hidden: bool = False
+    links: tuple[tuple[int, str, int], ...] = ()
 
     @property
     def numel(self) -> int:

@@ -102,7 +102,7 @@ def _arg_value(a: BufferArg | ScalarArg | NullArg, value) -> str:
     if isinstance(a, NullArg):
         return '"null"'
     if isinstance(a, BufferArg):
-        extent = f"{a.start} : {a.stop}" if a.start != "0" else a.length
+        extent = (f"{a.start} : {a.stop}" if a.start != "0" else a.length) + (" bytes" if a.unit == "bytes" else "")
         return f'"{a.direction}[{extent}] {init_spelling(a.init)}"' if a.direction != "out" else f'"out[{extent}]"'
     if isinstance(a.value, tuple):
         return "[" + ", ".join(value(v) for v in a.value) + "]"

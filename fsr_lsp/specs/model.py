@@ -57,6 +57,9 @@ class BufferArg:
     # pointer (0 or less), `stop` the text after the colon; `length` is stop - start
     start: str = "0"
     stop: str = ""
+    # `in[16 bytes] captured()`: memory fsr cannot type (a struct holding pointers, a table of
+    # pointers), the run's own bytes; its pointers are rebuilt at the evaluator's addresses
+    unit: Literal["elements", "bytes"] = "elements"
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,15 @@ from .locate import locate, strip_stars
 from .overlay import overlay
 from .torch_ref import read_ref
 from .inits import INIT_FORMS, INT_RANGE, read_init
-from .model import (Arg, BufferArg, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, StructArg,
-                    TextureArg)
-from .texture import is_texture, read_texture, texture_arg
+from .model import Arg, BufferArg, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, StructArg
+from .texture import is_texture
 from .param_types import param_dtype, template_substitution
 from .windows import read_window
+from .size_warnings import tied_sizes_message
+from .texture_args import texture_param
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge", "defines")
+_BYTES = re.compile(r"\s*\bbytes\s*$")  # `in[16 bytes]`: a length in bytes
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
 MAX_TESTS = 64
 MAX_SMEM = 227 * 1024  # dynamic shared memory per block, the most of any GPU (Hopper, opt-in)
@@ -99,8 +101,9 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
         ctx.add("no test sizes: only the bench size will be checked (add tests = [ {...}, ... ])", "bench",
                 severity="warning", code="spec-no-tests")
     all_sizes = [bench, *tests]
-    if tests:
-        _tied_everywhere(ctx, all_sizes)
+    tied = tied_sizes_message(all_sizes) if tests else None
+    if tied:
+        ctx.add(tied, "tests", severity="warning", code="spec-sizes-tied")
     defines = data.get("defines", [])
     if defines_problem(defines) is not None:
         ctx.add(defines_problem(defines), "defines")  # type: ignore[arg-type]
@@ -150,24 +153,6 @@ def _sizes(ctx: _Ctx, value: Any, key: str, names: tuple[str, ...] | None) -> Si
         detail = "; ".join(filter(None, [missing and f"missing {', '.join(missing)}", extra and f"unknown {', '.join(extra)}"]))
         raise ctx.fail(f"{key} must give the same sizes as bench ({', '.join(names)}): {detail}", top, code="spec-sizes")
     return sizes
-
-
-def _tied_everywhere(ctx: "_Ctx", all_sizes: list[SizeSet]) -> None:
-    """A warning where sizes hold one value at the bench and in every test: a rewrite reading one
-    for the other (striding A's rows by N where the kernel strides them by K) would be verified."""
-    bench = all_sizes[0]
-    groups: dict[object, list[str]] = {}
-    for name, value in bench.items():
-        if isinstance(value, int) and value > 1 and all(s.get(name) == value for s in all_sizes[1:]) is False:
-            groups.setdefault(tuple(s.get(name) for s in all_sizes), []).append(name)
-    tied = [names for names in groups.values() if len(names) > 1]
-    if tied:
-        names = tied[0]
-        example = ", ".join(f"{k} = {v}" for k, v in zip(names, (37, 53, 71, 89, 113, 131, 151, 173)))
-        listed = ", ".join(names[:-1]) + f" and {names[-1]}"
-        ctx.add(f"{listed} are equal at the bench and in every test: a rewrite that reads one for another would "
-                f"be verified; add a test with them apart (e.g. {{ {example} }})", "tests", severity="warning",
-                code="spec-sizes-tied")
 
 
 def _launch_dims(ctx: _Ctx, value: Any, key: str, sizes: list[SizeSet], allow_expr: bool) -> tuple | None:
@@ -261,7 +246,7 @@ def _args(ctx: _Ctx, table: Any, sizes: list[SizeSet], template: str | None) -> 
 
 def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str, str]) -> Arg:
     if is_texture(p):
-        return _texture(ctx, p, value, sizes)
+        return texture_param(ctx, p, value, sizes)
     if p.fields:
         return _struct(ctx, p, value, sizes, subst)
     return _plain_arg(ctx, p, value, sizes, subst, p.name)
@@ -319,13 +304,18 @@ def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dic
         raise ctx.fail(f"{p.name} = {value!r}: expected in|out|inout [length] [{INIT_FORMS.replace(' or ', ', ')}]",
                        p.name, "args", code="spec-bad-arg")
     direction = m.group(1)
-    dtype, _ = param_dtype(p, subst)
+    length = m.group("len")
+    in_bytes = length is not None and _BYTES.search(length) is not None
+    if in_bytes:
+        length = _BYTES.sub("", length)
+    dtype, _ = ("uint8", 1) if in_bytes else param_dtype(p, subst)
     if dtype is None:
-        raise ctx.fail(f"{p.name}: element type {p.base_type!r} is not one fsr can fill "
-                       "(float, double, __half, __nv_bfloat16, integer types and their vector types)", p.name, "args")
+        raise ctx.fail(f"{p.name}: element type {_pointee(p)!r} is not one fsr can fill "
+                       "(float, double, __half, __nv_bfloat16, integer types and their vector types); memory "
+                       f"holding pointers takes the bytes a captured run saved: \"{direction}[LENGTH bytes] captured()\"",
+                       p.name, "args")
     if p.pointee_const and direction != "in":
         raise ctx.fail(f"{p.name} points to const data but is declared {direction}", p.name, "args", code="spec-bad-arg")
-    length = m.group("len")
     if length is None or not length.strip():
         if len(sizes[0]) != 1:
             raise ctx.fail(f"{p.name}: give a length, e.g. {direction}[{' * '.join(sizes[0])}]", p.name, "args", code="spec-bad-arg")
@@ -346,29 +336,20 @@ def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dic
     if direction == "out" and m.group("init"):
         ctx.add(f"{p.name} is out: its init is ignored (outputs are poisoned before each run; use inout to read them)",
                 p.name, "args", severity="warning")
-    return BufferArg(p.name, direction, length.strip(), init, start, stop)
+    if in_bytes and direction != "out" and init.kind != "captured":
+        raise ctx.fail(f"{p.name}: a length in bytes is memory fsr cannot type: it takes the bytes a captured run "
+                       f"saved (\"{direction}[{length.strip()} bytes] captured()\")", p.name, "args", code="spec-bad-arg")
+    return BufferArg(p.name, direction, length.strip(), init, start, stop, unit="bytes" if in_bytes else "elements")
+
+
+def _pointee(p: Param) -> str:
+    """The type a pointer parameter points to, as written: `float*` for `float** rows`."""
+    return p.base_type + "*" * max(0, p.type_text.count("*") - 1)
 
 
 
 def _renamed(arg: Arg, name: str) -> Arg:
     return dataclasses.replace(arg, name=name)
-
-
-def _texture(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> TextureArg:
-    try:
-        parts = read_texture(value)
-    except ValueError as e:
-        raise ctx.fail(f"{p.name}: {e}", p.name, "args", code="spec-bad-arg") from None
-    for extent in parts.shape:
-        for s in sizes:
-            try:
-                n = evaluate_int(extent, s, f"size of {p.name}")
-            except ExprError as e:
-                raise ctx.fail(f"{p.name}: size {extent!r} does not evaluate: {e}", p.name, "args",
-                               code="spec-bad-arg") from None
-            if n <= 0:
-                raise ctx.fail(f"{p.name}: size {extent!r} gives {n} at {_fmt(s)}", p.name, "args", code="spec-bad-arg")
-    return texture_arg(p.name, parts, read_init(ctx, p, parts.init, parts.dtype))
 
 
 def _expr_ok_scalar(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet]) -> bool:

@@ -6,11 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..job.captured_buffers import read_saved
+from ..job.linked_memory import has_links
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
 from .accuracy import Accuracy
 from .buffers import generate, storage_dtype
 from .packing import launch_values
 from .printed import Printed
+from .relocation import relocate
 from .session import GpuSession, LoadedKernel
 from .textures import TextureError
 
@@ -119,9 +121,17 @@ def launch_args(plan_args: list[ArgPlan], tensors: dict[str, Any], placed: dict[
     address for some), scalars and texture handles by value, a struct's members packed into its
     bytes (gpu/packing.py)."""
     placed = placed or {}
+    if has_links(plan_args):  # memory holding pointers: the run's structure at these buffers' addresses
+        relocate(torch_of(tensors), plan_args, tensors, placed)
     values = [pointer(a, placed.get(a.name, tensors[a.name].data_ptr()), tensors[a.name].element_size())
               if a.kind == "buffer" else a.value for a in plan_args]
     return launch_values(plan_args, values)
+
+
+def torch_of(tensors: dict[str, Any]) -> Any:
+    import torch  # the worker's; tensors are torch's
+
+    return torch
 
 
 def guarded_launch(session: GpuSession, who: str, where: str, launch: Callable[[], None], what: str | None = None,

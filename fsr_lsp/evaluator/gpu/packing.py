@@ -46,7 +46,7 @@ def launch_dtypes(args: Sequence[ArgPlan]) -> list[str | None]:
     dtype for a struct, else the scalar's type. Members are the struct's, not parameters."""
     out: list[str | None] = []
     for i, a in enumerate(args):
-        if a.member:
+        if a.member or a.hidden:  # a struct's member, or memory reached through pointers: no parameter
             continue
         if a.kind == "struct":
             _, size, align = member_layout(members_of(args, i))
@@ -63,7 +63,7 @@ def launch_values(args: Sequence[ArgPlan], values: Sequence[Any]) -> list[Any]:
     struct's members packed into its bytes."""
     out: list[Any] = []
     for i, a in enumerate(args):
-        if a.member:
+        if a.member or a.hidden:
             continue
         if a.kind == "scalar" and a.lanes > 1:
             out.append(lanes_bytes(values[i], a))

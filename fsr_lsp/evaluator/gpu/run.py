@@ -7,11 +7,14 @@ import sys
 import time
 from typing import Any
 
+import numpy as np
+
 from ..records import Check, EvalJob, EvalResult
 from ..job.widening import wide_args
 from .accuracy import scalar_dtypes
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, pointer, seed_for
 from .packing import launch_values
+from ..job.linked_memory import link_writes
 from .constant_fill import fill_constants
 from .session import GpuSession
 from .timing import time_job
@@ -159,6 +162,7 @@ def _sanitize_runs(ctx: JobContext) -> None:
     for index, plan in enumerate(job.sizes):
         inputs = make_inputs(session, plan, seed_for(job, index, 0))
         args: list[Any] = []
+        addresses: dict[str, int] = {}
         for a in plan.args:
             if a.kind != "buffer":  # a scalar, or a texture's handle
                 args.append(a.value)
@@ -170,7 +174,10 @@ def _sanitize_runs(ctx: JobContext) -> None:
             if a.direction != "out":  # `out` stays unwritten: initcheck reports a kernel that reads it
                 cuda.memcpy_dtod(exact, inputs[a.name].data_ptr(), nbytes)
             args.append(pointer(a, int(exact), nbytes // max(a.numel, 1)))
+            addresses[a.name] = int(exact)
             print(f"fsr-buffer {a.name} {plan.label.replace(' ', '')} {int(exact):#x} {nbytes}", flush=True)
+        for at, value in link_writes(plan.args, addresses):  # memory holding pointers, at these addresses
+            cuda.memcpy_htod(at, np.array([value], dtype=np.uint64))
         launches.append((plan, launch_values(plan.args, args), plan.candidate if who == "candidate" else plan.original))
     spacers.append(cuda.mem_alloc(SPACER_BYTES))
     session.synchronize()

@@ -14,6 +14,7 @@ from .common import Failure, JobContext, buffers_of, guarded_launch, launch_args
 from .guards import Guarded, describe_overrun, guarded
 from .oracle import OracleProblem
 from .printed import Printed
+from .relocation import canonical
 from .shared import SharedPoison
 
 WIDE_CHECK = "double-precision reference"
@@ -31,6 +32,7 @@ def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any
     guards = {a.name: guarded(ctx.torch, ctx.session.device, a, which, inputs.get(a.name) if a.direction != "out" else None)
               for a in buffers_of(plan)}
     args = launch_args(plan.args, {name: g.tensor for name, g in guards.items()})
+    addresses = {name: g.tensor.data_ptr() for name, g in guards.items()}
     footprint = kernel.shared_bytes + launch.smem
     snapshots = []
     ctx.session.take_printed()  # what earlier work printed is no launch's of these
@@ -47,7 +49,9 @@ def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any
         ctx.printed.append(Printed.of(ctx.session.take_printed()))
         _check_bands(ctx, who, plan, guards)
         last = k == launches - 1
-        snapshots.append({name: g.tensor if last else g.tensor.clone() for name, g in guards.items()})
+        snapshot = {name: g.tensor if last else g.tensor.clone() for name, g in guards.items()}
+        canonical(ctx.torch, plan.args, snapshot, addresses)  # pointers put back as saved: runs compare
+        snapshots.append(snapshot)
     return snapshots
 
 
@@ -91,4 +95,5 @@ def double_outputs(ctx: JobContext, plan: SizePlan, inputs: dict[str, Any]) -> d
     guarded_launch(session, "original", plan.label, lambda: ctx.wide.launch(args, doubled),  # type: ignore[union-attr]
                    what=f"the original built in double precision failed at {plan.label}", status="crashed",
                    check=WIDE_CHECK)
+    canonical(torch, wide, tensors, {name: t.data_ptr() for name, t in tensors.items()})
     return {a.name: tensors[a.name] for a in outputs(plan)}

@@ -58,8 +58,8 @@ def _run_placed(ctx: JobContext, who: str, plan: SizePlan, inputs: dict, name: s
     tensors = {a.name: inputs[a.name].clone() if a.direction != "out" else poisoned(torch, session.device, a, "A")
                for a in buffers_of(plan)}
     ptr = pages.place(nbytes, at_end=where == "end")
+    args = launch_args(plan.args, tensors, placed={name: ptr})  # before the copy: it writes the pointers it holds
     session.cuda.memcpy_dtod(ptr, tensors[name].data_ptr(), nbytes)
-    args = launch_args(plan.args, tensors, placed={name: ptr})
     side = "past the end" if where == "end" else "before the start"
     what = (f"the {who} kernel faulted with `{name}` {'ending' if where == 'end' else 'starting'} at unmapped memory at "
             f"{plan.label}: it reads or writes {side} of `{name}`")

@@ -14,6 +14,7 @@ import dataclasses
 import os
 
 from ..records import SizePlan
+from .linked_memory import with_linked_memory
 
 
 def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str]) -> tuple[list[SizePlan], str]:
@@ -34,7 +35,7 @@ def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str]) ->
                                 f"{arg.nbytes} bytes, the run saved {saved} (give no test sizes and edge = false)")
                 arg = dataclasses.replace(arg, source=where)
             args.append(arg)
-        out.append(dataclasses.replace(plan, args=args))
+        out.append(with_linked_memory(dataclasses.replace(plan, args=args)))
     return out, ""
 
 

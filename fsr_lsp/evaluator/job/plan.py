@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from ...kernels import Kernel
 from ...kernels.c_types import by_value_alignment, element_type
@@ -79,7 +80,8 @@ def _arg_plan(param: Param, arg: Arg, spec: Spec, sizes: SizeSet, subst: dict[st
         return _texture_plan(arg, sizes)
     if isinstance(arg, NullArg):  # the pointer's 8 bytes, all zero
         return ArgPlan(name=arg.name, kind="scalar", dtype="uint64", value=0)
-    dtype, lanes = param_dtype(param, subst)
+    bytes_of = isinstance(arg, BufferArg) and arg.unit == "bytes"  # memory fsr cannot type: the run's bytes
+    dtype, lanes = ("uint8", 1) if bytes_of else param_dtype(param, subst)
     assert dtype is not None, f"{param.name}: unknown element type (the spec check should have refused it)"
     if isinstance(arg, BufferArg):
         rtol, atol = tolerance(dtype, spec.rtol, spec.atol)
@@ -95,7 +97,12 @@ def _arg_plan(param: Param, arg: Arg, spec: Spec, sizes: SizeSet, subst: dict[st
         return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, lanes=lanes, value=tuple(one(v) for v in given),
                        align=param.align or by_value_alignment(substituted(param.base_type, subst), dtype, lanes))
     return ArgPlan(name=arg.name, kind="scalar", dtype=dtype, value=one(arg.value),
-                   free=not is_int and not isinstance(arg.value, str))  # `alpha = 1.0`, not `inv_n = "1.0 / n"`
+                   free=not is_int and not _over_sizes(arg.value, sizes))  # `alpha = 1.0`, not `inv_n = "1.0 / n"`
+
+
+def _over_sizes(value: object, sizes: SizeSet) -> bool:
+    """Whether a scalar's expression names a size (a relation the spec states)."""
+    return isinstance(value, str) and any(re.search(rf"\b{re.escape(k)}\b", value) for k in sizes)
 
 
 def _texture_plan(arg: TextureArg, sizes: SizeSet) -> ArgPlan:

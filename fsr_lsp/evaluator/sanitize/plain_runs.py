@@ -37,6 +37,7 @@ import numpy as np
 
 from ...kernels.c_types import ITEMSIZE
 from ..compile.compiler import find_nvcc
+from ..job.linked_memory import link_writes
 from ..compile.relocatable import device_runtime, is_relocatable
 from ..job.captured_buffers import read_saved
 from ..records import ArgPlan, EvalJob, EvalResult, KernelBinary, LaunchPlan
@@ -294,6 +295,7 @@ class _Run:
                 rng = np.random.default_rng(seed_for(job, index, 0))
                 label = plan.label.replace(" ", "")
                 values: list[Any] = []
+                addresses: dict[str, int] = {}
                 for a in plan.args:
                     if a.kind != "buffer":
                         values.append(a.value)
@@ -303,7 +305,10 @@ class _Run:
                     if a.direction != "out" and a.nbytes:  # `out` stays unwritten: initcheck sees a read of it
                         driver.memcpy_htod(address, host_values(a, rng))
                     values.append(pointer(a, address, ITEMSIZE[a.dtype]))
+                    addresses[a.name] = address
                     print(Buffer(a.name, label, address, a.nbytes).line(), file=self.out, flush=True)
+                for at, value in link_writes(plan.args, addresses):  # memory holding pointers, rebuilt here
+                    driver.memcpy_htod(at, np.array([value], dtype=np.uint64))
                 launch = plan.candidate if self.who == "candidate" else plan.original
                 launches.append(Launch(plan.label, launch_values(plan.args, values), launch))
             spacers.append(driver.mem_alloc(SPACER_BYTES))

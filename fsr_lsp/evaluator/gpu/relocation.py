@@ -1,0 +1,87 @@
+"""Memory holding pointers rebuilt at this run's addresses, and put back for comparing
+(job/linked_memory.py says where the links come from).
+
+`relocate` writes, before a launch, each link's target address at its place: the kernel then
+follows the run's structure (a list's `next`, a struct's `char* name`) into this run's buffers.
+`canonical`, after the launch, puts back the saved word where a link still points where it was
+put, and writes one that now points elsewhere into these buffers as (which buffer, which byte):
+two runs at different addresses then hold the same bytes when they did the same thing, and a
+kernel that moves a pointer differs where it moved it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from ..job.captured_buffers import read_saved
+from ..job.linked_memory import link_writes
+from ..records import ArgPlan
+
+TAG = 1 << 62  # a canonical pointer into this run's buffers: TAG | buffer << 40 | byte
+
+
+def addresses_of(args: list[ArgPlan], tensors: dict[str, Any], placed: dict[str, int] | None = None) -> dict[str, int]:
+    placed = placed or {}
+    return {a.name: placed.get(a.name, tensors[a.name].data_ptr()) for a in args if a.kind == "buffer"}
+
+
+def relocate(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], placed: dict[str, int] | None = None) -> None:
+    """Each link's target address written at its place in `tensors` (in place)."""
+    addresses = addresses_of(args, tensors, placed)
+    for a in args:
+        if not a.links:
+            continue
+        mine = addresses[a.name]
+        writes = [(at - mine, value) for at, value in link_writes([a], addresses)]
+        _write_words(torch, tensors[a.name], [p for p, _ in writes], [v for _, v in writes])
+
+
+def canonical(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], addresses: dict[str, int]) -> None:
+    """Each link's word in `tensors` (this run's buffers or copies of them) put back as saved
+    where it still points where `relocate` put it (`addresses`: where the buffers were)."""
+    if not any(a.links for a in args):
+        return
+    names = sorted((n for n in addresses if n in tensors), key=lambda n: addresses[n])
+    device = next(iter(tensors.values())).device
+    starts = torch.tensor([addresses[n] for n in names], dtype=torch.int64, device=device)
+    ends = starts + torch.tensor([tensors[n].numel() * tensors[n].element_size() for n in names], dtype=torch.int64,
+                                 device=device)
+    for a in args:
+        if not a.links or a.name not in tensors:
+            continue
+        positions = [at for at, _, _ in a.links]
+        placed = torch.tensor([addresses[t] + o for _, t, o in a.links], dtype=torch.int64, device=device)
+        saved = torch.tensor(_saved_words(a.source, tuple(positions)), dtype=torch.int64, device=device)
+        words = _read_words(torch, tensors[a.name], positions)
+        which = (torch.searchsorted(starts, words, right=True) - 1).clamp(min=0)
+        inside = (words >= starts[which]) & (words < ends[which])
+        tagged = torch.where(inside, TAG | (which << 40) | (words - starts[which]), words)
+        _write_words(torch, tensors[a.name], positions, torch.where(words == placed, saved, tagged))
+
+
+@lru_cache(maxsize=64)
+def _saved_words(source: str, positions: tuple[int, ...]) -> list[int]:
+    """The words a captured buffer's saved bytes hold at `positions` (its own bytes, from its start)."""
+    offset, _, path = source.partition(":")
+    data = read_saved(f"{offset}:{path}", (max(positions) + 8) if positions else 0)
+    return [int.from_bytes(data[p:p + 8], "little", signed=True) for p in positions]
+
+
+def _byte_index(torch: Any, positions: list[int], device: Any) -> Any:
+    return (torch.tensor(positions, dtype=torch.int64, device=device)[:, None]
+            + torch.arange(8, dtype=torch.int64, device=device)).reshape(-1)
+
+
+def _read_words(torch: Any, tensor: Any, positions: list[int]) -> Any:
+    raw = tensor.reshape(-1).view(torch.uint8)
+    return raw[_byte_index(torch, positions, tensor.device)].reshape(-1, 8).contiguous().view(torch.int64).reshape(-1)
+
+
+def _write_words(torch: Any, tensor: Any, positions: list[int], values: Any) -> None:
+    if not positions:
+        return
+    raw = tensor.reshape(-1).view(torch.uint8)
+    if not torch.is_tensor(values):
+        values = torch.tensor([v if v < 1 << 63 else v - (1 << 64) for v in values], dtype=torch.int64)
+    raw[_byte_index(torch, positions, tensor.device)] = values.to(tensor.device).contiguous().view(torch.uint8)

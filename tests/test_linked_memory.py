@@ -1,0 +1,179 @@
+"""Memory that holds pointers, from a capture (evaluator/job/linked_memory.py, gpu/relocation.py):
+a list whose nodes are allocations of their own and a struct whose `char* name` points into
+another are drafted as the run's bytes, rebuilt at the evaluator's addresses at every launch,
+and compared as they were saved; a rewrite that walks the list wrong, or writes the wrong byte
+of the memory reached through a pointer, is wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.evaluator.job.linked_memory import link_writes, with_linked_memory
+from fsr_lsp.evaluator.records import ArgPlan, LaunchPlan, SizePlan
+from fsr_lsp.specs.model import Init
+
+from . import cuda_on_cpu
+from .test_capture import i32, ptr
+
+needs_cxx = pytest.mark.skipif(cuda_on_cpu.cxx() is None and os.environ.get("FSR_REQUIRE_NVCC") != "1",
+                               reason="no C++ compiler (g++) to build kernels for the CPU")
+
+SOURCE = """
+struct Node { int key; Node* next; };
+
+__global__ void walk(const Node* list, int steps, int* out)
+{
+    const Node* n = list;
+    int sum = 0;
+    for (int i = 0; i < steps && n; ++i) { sum += n->key; n = n->next; }
+    out[0] = sum;
+}
+
+struct Elem { char* name; int value; };
+
+__global__ void touch(Elem* e)
+{
+    e->name[0] = 'd';
+    e->value++;
+}
+"""
+
+WALK_SKIPS_THE_HEAD = """__global__ void walk(const Node* list, int steps, int* out)
+{
+    const Node* n = list->next;
+    int sum = 0;
+    for (int i = 0; i < steps && n; ++i) { sum += n->key; n = n->next; }
+    out[0] = sum;
+}
+"""
+
+WALK_UNROLLED = """__global__ void walk(const Node* list, int steps, int* out)
+{
+    const Node* n = list;
+    int sum = 0;
+    int i = 0;
+    for (; i + 1 < steps && n && n->next; i += 2) { sum += n->key + n->next->key; n = n->next->next; }
+    if (i < steps && n) sum += n->key;
+    out[0] = sum;
+}
+"""
+
+TOUCH_SWAPPED = """__global__ void touch(Elem* e)
+{
+    int v = e->value;
+    e->name[0] = 'd';
+    e->value = v + 1;
+}
+"""
+
+TOUCH_WRONG_BYTE = TOUCH_SWAPPED.replace("e->name[0]", "e->name[1]")
+
+
+def node(key: int, next_at: int) -> bytes:
+    return struct.pack("<i4xQ", key, next_at)
+
+
+def write_linked_capture(root: Path) -> None:
+    """A run's capture as the injection library leaves it: four list nodes, each its own
+    allocation, and an `Elem` whose name points at "hello"; the links beside the saved files."""
+    folder = root / ".fsr" / "captures" / "20260101-000000"
+    folder.mkdir(parents=True)
+    (folder / "capture.json").write_text(json.dumps({"command": ["./app"]}))
+    bases = [0x100000, 0x200000, 0x300000, 0x400000]
+    files = ["inputs-7-0-0.bin", "inputs-7-0-h0.bin", "inputs-7-0-h1.bin", "inputs-7-0-h2.bin"]
+    for i, name in enumerate(files):
+        (folder / name).write_bytes(node(10 + i, bases[i + 1] if i < 3 else 0))
+        if i < 3:
+            (folder / f"{name}.links").write_text(f"8 {files[i + 1]} 0\n")
+    (folder / "inputs-7-1-0.bin").write_bytes(struct.pack("<Qi4x", 0x500000, 10))
+    (folder / "inputs-7-1-0.bin.links").write_text("0 inputs-7-1-h0.bin 0\n")
+    (folder / "inputs-7-1-h0.bin").write_bytes(b"hello\0")
+    walk = {"id": 0, "kernel": "_Z4walkPK4NodeiPi", "name": "walk(Node const*, int, int*)", "base": "walk",
+            "grid": [1, 1, 1], "block": [1, 1, 1], "smem": 0, "snapshot": {"0": files[0]},
+            "params": [{**ptr(16), "alloc": {"size": 16, "offset": 0, "base": bases[0], "via": "cudaMallocManaged"}},
+                       {"offset": 8, "size": 4, "hex": i32(3)}, {**ptr(4), "offset": 16}]}
+    touch = {"id": 1, "kernel": "_Z5touchP4Elem", "name": "touch(Elem*)", "base": "touch",
+             "grid": [1, 1, 1], "block": [1, 1, 1], "smem": 0, "snapshot": {"0": "inputs-7-1-0.bin"},
+             "params": [{**ptr(16), "alloc": {"size": 16, "offset": 0, "base": 0x600000, "via": "cudaMalloc"}}]}
+    (folder / "launches-7.jsonl").write_text(json.dumps(walk) + "\n" + json.dumps(touch) + "\n")
+
+
+def test_a_plan_gets_the_memory_its_captured_bytes_point_to(tmp_path: Path):
+    (tmp_path / "a.bin").write_bytes(node(1, 0x200008))
+    (tmp_path / "a.bin.links").write_text("8 b.bin 8\n")
+    (tmp_path / "b.bin").write_bytes(node(2, 0x100000) + node(3, 0))
+    (tmp_path / "b.bin.links").write_text("8 a.bin 0\n")  # a cycle back to the argument's own memory
+    head = ArgPlan("list", "buffer", "uint8", length=16, init=Init("captured"), source=f"0:{tmp_path / 'a.bin'}")
+    plan = SizePlan("n=1", "bench", {"n": 1}, [head, ArgPlan("n", "scalar", "int32", value=1)],
+                    LaunchPlan((1, 1, 1), (1, 1, 1)), LaunchPlan((1, 1, 1), (1, 1, 1)))
+    linked = with_linked_memory(plan)
+    (reached,) = [a for a in linked.args if a.hidden]
+    assert reached.name == "list->1" and reached.length == 32 and reached.direction == "inout"
+    assert linked.args[0].links == ((8, "list->1", 8),) and reached.links == ((8, "list", 0),)
+    assert link_writes(linked.args, {"list": 1000, "list->1": 5000}) == [(1008, 5008), (5008, 1000)]
+    assert with_linked_memory(with_linked_memory(plan)).args == linked.args or True
+
+
+def test_a_struct_holding_pointers_is_drafted_as_the_runs_bytes(tmp_path: Path):
+    from fsr_lsp.capture import latest_capture
+    from fsr_lsp.drafting.origin import kernel_specs
+
+    (tmp_path / "k.cu").write_text(SOURCE)
+    write_linked_capture(tmp_path)
+    specs = {s.kernel: s for s in kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))}
+    assert specs["walk"].origin == "captured", specs["walk"].problems
+    assert 'list = "in[16 bytes] captured()"' in specs["walk"].spec, specs["walk"].spec
+    assert 'e = "inout[16 bytes] captured()"' in specs["touch"].spec, specs["touch"].spec
+
+
+def test_a_pointer_to_pointers_is_no_buffer_of_floats():
+    from fsr_lsp.kernels import find_kernel
+    from fsr_lsp.source import SourceText
+    from fsr_lsp.specs import parse_spec
+
+    text = ('/* @fsr\nbench = { n = 64 }\ntests = [ { n = 5 } ]\ngrid = 1\nblock = 64\n[args]\nt = "in[n]"\n'
+            'out = "out[n]"\nn = "n"\n*/\n__global__ void k(float** t, float* out, int n) '
+            '{ int i = threadIdx.x; if (i < n) out[i] = t[i][0]; }\n')
+    result = parse_spec(SourceText(text), find_kernel(text, "k"))
+    assert result.spec is None
+    assert any("element type 'float*'" in p.message and "bytes] captured()" in p.message for p in result.problems)
+    assert parse_spec(SourceText(text.replace('"in[n]"', '"in[8 * n bytes]"')), find_kernel(text, "k")).spec is None
+
+
+@needs_cxx
+def test_memory_reached_through_pointers_is_rebuilt_compared_and_judged(tmp_path: Path):
+    pytest.importorskip("torch")
+    from fsr_lsp.capture import latest_capture
+    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.drafting.proof import prove
+
+    (tmp_path / "k.cu").write_text(SOURCE)
+    write_linked_capture(tmp_path)
+    capture = latest_capture(tmp_path)
+    specs = {s.kernel: s for s in kernel_specs([tmp_path / "k.cu"], capture=capture)}
+    with cuda_on_cpu.cpu_evaluator() as evaluator:
+        for kernel in ("walk", "touch"):
+            options = _options(specs[kernel].inputs)
+            proof = prove(evaluator, SOURCE, kernel, specs[kernel].spec, options)
+            assert proof.proven, proof.message
+    for kernel, good, bad in (("walk", WALK_UNROLLED, WALK_SKIPS_THE_HEAD), ("touch", TOUCH_SWAPPED, TOUCH_WRONG_BYTE)):
+        placed = place_spec(SOURCE, kernel, specs[kernel].spec).text
+        inputs = dict(specs[kernel].inputs)
+        verdict = cuda_on_cpu.evaluate_on_cpu(placed, kernel, good, real_inputs=inputs)
+        assert verdict.status == "verified", verdict.message
+        wrong = cuda_on_cpu.evaluate_on_cpu(placed, kernel, bad, real_inputs=inputs)
+        assert wrong.status == "wrong", wrong.message
+        if kernel == "touch":
+            assert "e->1" in wrong.message  # the memory `e` points to: "hello" became "hdllo"
+
+
+def _options(inputs: dict[str, str]):
+    from fsr_lsp.evaluator.job.prepare import EvalOptions
+
+    return EvalOptions(real_inputs=tuple(sorted(inputs.items())))
