@@ -116,7 +116,7 @@ def test_a_plan_gets_the_memory_its_captured_bytes_point_to(tmp_path: Path):
     assert reached.name == "list->1" and reached.length == 32 and reached.direction == "inout"
     assert linked.args[0].links == ((8, "list->1", 8),) and reached.links == ((8, "list", 0),)
     assert link_writes(linked.args, {"list": 1000, "list->1": 5000}) == [(1008, 5008), (5008, 1000)]
-    assert with_linked_memory(with_linked_memory(plan)).args == linked.args or True
+    assert with_linked_memory(linked).args == linked.args  # the graph once, however often asked
 
 
 def test_a_struct_holding_pointers_is_drafted_as_the_runs_bytes(tmp_path: Path):
