@@ -58,6 +58,7 @@ from pathlib import Path
 from _common import console, save, table
 
 from fsr_lsp.capture import Capture, CaptureError, run_capture
+from fsr_lsp.drafting.captured import gets_memory
 from fsr_lsp.drafting.origin import CLOCK_READER
 from fsr_lsp.drafting.proof import prove_with
 from fsr_lsp.drafting.workspace import LaunchIndex
@@ -479,7 +480,7 @@ def spec_rows(prog: Program) -> list[Work]:
     for name in launched:
         src, kernel = kernels[name]
         row = {"program": prog.name, "kernel": name}
-        if not kernel.takes_pointers:
+        if not gets_memory(kernel, prog.capture.of(name)):
             row.update(status="takes no pointers", why="nothing to compare: left out of the share")
         out.append((row, src, kernel))
         prog.rows.append(row)

@@ -642,7 +642,7 @@ def test_the_library_follows_pointers_in_saved_memory_and_saves_what_they_point_
     folder = tmp_path / "capture"
     folder.mkdir()
     subprocess.run([str(exe), str(folder), str(cap)], check=True)
-    listed, element = read_capture(folder).launches
+    listed, element, view = read_capture(folder).launches
     path, keys = listed.snapshot[0], []
     while links_of(path):  # the list, node by node
         ((at, target, offset),) = links_of(path)
@@ -654,3 +654,8 @@ def test_the_library_follows_pointers_in_saved_memory_and_saves_what_they_point_
         assert links_of(path) == []  # the last node's next is null: no link
         ((at, target, offset),) = links_of(element.snapshot[0])
         assert at == 0 and offset == 0 and (folder / target).read_bytes() == b"hello\0"
+    # a struct by value: its own bytes saved ("p0"), its pointer a link into the allocation saved for it
+    assert view.value_snapshot[0].read_bytes()[8:12] == (14).to_bytes(4, "little")
+    if cap >= 64:
+        ((at, target, offset),) = links_of(view.value_snapshot[0])
+        assert at == 0 and offset == 8 and (folder / target).read_bytes() == bytes([7]) * 64

@@ -177,3 +177,76 @@ def _options(inputs: dict[str, str]):
     from fsr_lsp.evaluator.job.prepare import EvalOptions
 
     return EvalOptions(real_inputs=tuple(sorted(inputs.items())))
+
+
+NESTED = """
+struct View { float* data; int n; };
+struct Pair { View in; View out; float scale; };
+
+__global__ void scale_pair(Pair p)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.in.n) p.out.data[i] = p.scale * p.in.data[i];
+}
+"""
+
+NESTED_REORDERED = """__global__ void scale_pair(Pair p)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= p.in.n) return;
+    float x = p.in.data[i];
+    p.out.data[i] = p.scale * x;
+}
+"""
+
+NESTED_FOLDED = NESTED_REORDERED.replace("p.scale * x", "2.5f * x")
+NESTED_OUT_OF_PLACE = NESTED_REORDERED.replace("p.out.data[i] =", "p.in.data[i] =")
+
+
+def write_nested_capture(root: Path) -> None:
+    """A struct holding structs that hold pointers, passed by value: its bytes ("p0") with their
+    two pointers followed, as the injection library saves them."""
+    folder = root / ".fsr" / "captures" / "20260101-000000"
+    folder.mkdir(parents=True)
+    (folder / "capture.json").write_text(json.dumps({"command": ["./app"]}))
+    raw = struct.pack("<Qi4xQi4xf4x", 0x100000, 64, 0x200000, 64, 2.5)
+    (folder / "inputs-7-0-p0.bin").write_bytes(raw)
+    (folder / "inputs-7-0-p0.bin.links").write_text("0 inputs-7-0-0.0.bin 0\n16 inputs-7-0-0.16.bin 0\n")
+    (folder / "inputs-7-0-0.0.bin").write_bytes(struct.pack("<64f", *[0.25 * i - 3 for i in range(64)]))
+    (folder / "inputs-7-0-0.16.bin").write_bytes(bytes(256))
+    record = {"id": 0, "kernel": "_Z10scale_pair4Pair", "name": "scale_pair(Pair)", "base": "scale_pair",
+              "grid": [1, 1, 1], "block": [64, 1, 1], "smem": 0,
+              "snapshot": {"0.0": "inputs-7-0-0.0.bin", "0.16": "inputs-7-0-0.16.bin", "p0": "inputs-7-0-p0.bin"},
+              "params": [{"offset": 0, "size": len(raw), "hex": raw.hex(),
+                          "words": [{"at": 0, "size": 256, "offset": 0, "via": "cudaMalloc"},
+                                    {"at": 16, "size": 256, "offset": 0, "via": "cudaMalloc"}]}]}
+    (folder / "launches-7.jsonl").write_text(json.dumps(record) + "\n")
+
+
+@needs_cxx
+def test_a_value_fsr_cannot_read_is_passed_as_the_run_passed_it(tmp_path: Path):
+    """A struct of structs holding pointers, by value: drafted `p = "captured()"`, launched as the
+    run's bytes with its pointers written for this run's buffers, the memory they reach compared."""
+    pytest.importorskip("torch")
+    from fsr_lsp.capture import latest_capture
+    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.placement import place_spec
+    from fsr_lsp.drafting.proof import prove
+
+    (tmp_path / "k.cu").write_text(NESTED)
+    write_nested_capture(tmp_path)
+    (drafted,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert drafted.origin == "captured" and 'p = "captured()"' in drafted.spec, (drafted.problems, drafted.spec)
+    assert drafted.inputs["p"].startswith("0:")
+    with cuda_on_cpu.cpu_evaluator() as evaluator:
+        proof = prove(evaluator, NESTED, "scale_pair", drafted.spec, _options(drafted.inputs))
+    assert proof.proven, proof.message
+    placed = place_spec(NESTED, "scale_pair", drafted.spec).text
+    good = cuda_on_cpu.evaluate_on_cpu(placed, "scale_pair", NESTED_REORDERED, real_inputs=drafted.inputs)
+    assert good.status == "verified", good.message
+    for bad, where in ((NESTED_OUT_OF_PLACE, "p->1"), ):
+        wrong = cuda_on_cpu.evaluate_on_cpu(placed, "scale_pair", bad, real_inputs=drafted.inputs)
+        assert wrong.status == "wrong" and where in wrong.message, wrong.message
+    # the scale is the run's (2.5) inside the bytes: folding it is right on the run's data alone
+    assert cuda_on_cpu.evaluate_on_cpu(placed, "scale_pair", NESTED_FOLDED, real_inputs=drafted.inputs).status \
+        == "verified"

@@ -345,6 +345,21 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
       }
       snap += (snap.empty() ? "\"" : ",\"") + pp.first + "\":\"" + file + "\"";
     }
+    // A parameter passed by value that is no pointer (a struct fsr may not read member by member:
+    // a nested struct, a class, arrays of pointers): its own bytes ("pI"), its pointers followed.
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Param& p = params[i];
+      if (!p.bytes || p.size <= 8) continue;
+      std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-p" + std::to_string(i) + ".bin";
+      FILE* f = fopen((folder + "/" + file).c_str(), "wb");
+      if (!f) continue;
+      fwrite(p.bytes, 1, p.size, f);
+      fclose(f);
+      uint64_t pseudo = ~0ull - i;  // no allocation's address: the parameter's own bytes
+      saved[pseudo] = file;
+      contents.push_back({pseudo, std::vector<unsigned char>(p.bytes, p.bytes + p.size)});
+      snap += (snap.empty() ? "\"p" : ",\"p") + std::to_string(i) + "\":\"" + file + "\"";
+    }
     follow_links(saved, std::move(contents), total, id, stream);
   }
   fprintf(out,

@@ -58,6 +58,8 @@ class CapturedLaunch:
     snapshot: dict[int, Path] = field(default_factory=dict)  # parameter index -> its bytes before the launch
     # (parameter index, byte offset) of a by-value struct's pointer member -> the bytes it pointed to
     member_snapshot: dict[tuple[int, int], Path] = field(default_factory=dict)
+    # a parameter passed by value (no pointer): its whole bytes, whose pointers the capture followed
+    value_snapshot: dict[int, Path] = field(default_factory=dict)
 
     @property
     def template_args(self) -> str:
@@ -266,9 +268,10 @@ def _launch(entry: dict, folder: Path) -> CapturedLaunch:
     snapshot = {int(k): v for k, v in saved.items() if k.isdigit()}
     members = {(int(k.split(".")[0]), int(k.split(".")[1])): v for k, v in saved.items()
                if re.fullmatch(r"\d+\.\d+", k)}
+    values = {int(k[1:]): v for k, v in saved.items() if re.fullmatch(r"p\d+", k)}
     return CapturedLaunch(str(entry["kernel"]), str(entry["name"]), str(entry["base"]),
                           _dims(entry["grid"]), _dims(entry["block"]), int(entry["smem"]), tuple(params),
-                          snapshot=snapshot, member_snapshot=members)
+                          snapshot=snapshot, member_snapshot=members, value_snapshot=values)
 
 
 def _dims(values: list) -> tuple[int, int, int]:

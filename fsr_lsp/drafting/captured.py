@@ -59,7 +59,7 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
         out.problems.append(f"{kernel.name} was not launched in {capture.describe()}"
                             + (" or any earlier capture" if capture.runs else ""))
         return out
-    if not kernel.takes_pointers:
+    if not gets_memory(kernel, launches):
         out.problems.append(f"{kernel.name} takes no pointers, so there is nothing to compare: it was launched, "
                             f"but no spec can check what it does")
         return out
@@ -96,6 +96,13 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
     return out
 
 
+def gets_memory(kernel: Kernel, launches: list[CapturedLaunch]) -> bool:
+    """Whether the kernel gets memory to work on: a pointer (its own, or a readable struct's
+    member), or a value holding pointers a run passed (a struct fsr cannot read, whose words the
+    capture found pointing into allocations)."""
+    return kernel.takes_pointers or any(c.words for x in launches for c in x.params)
+
+
 def saved_inputs(kernel: Kernel, capture: Capture) -> dict[str, str]:
     """Buffer -> "OFFSET:PATH" of the bytes the run saved before the launch a captured spec is
     drafted from (for a spec of the user's own: its `captured()` buffers, one more input set)."""
@@ -106,6 +113,9 @@ def saved_inputs(kernel: Kernel, capture: Capture) -> dict[str, str]:
 def _saved(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
     out = {p.name: f"{c.alloc.offset}:{launch.snapshot[i]}" for i, (p, c) in enumerate(zip(kernel.params, launch.params))
            if i in launch.snapshot and c.alloc is not None and not p.fields}
+    for i, path in launch.value_snapshot.items():  # values passed as the run passed them: where each was placed
+        if i < len(kernel.params) and not kernel.params[i].is_pointer:
+            out.setdefault(kernel.params[i].name, f"{launch.params[i].offset}:{path}")
     for i, (p, c) in enumerate(zip(kernel.params, launch.params)):  # a struct's pointer members, where saved
         saved = {at: path for (index, at), path in launch.member_snapshot.items() if index == i}
         words = dict(c.words)
@@ -327,6 +337,9 @@ class _Entry:
         if name in values.nulls:
             out.provenance[name] = "the run passed a null pointer"
             return '"null"'
+        if name in values.as_passed:
+            out.provenance[name] = f"a {p.base_type} fsr cannot read member by member: the run's bytes, as passed"
+            return '"captured()"'
         if not p.is_pointer:
             value = values.scalars[name]
             out.provenance[name] = f"the run passed {value!r}"

@@ -33,6 +33,7 @@ class CapturedValues:
     nulls: set[str] = dataclasses.field(default_factory=set)  # pointers the run passed as null
     before: dict[str, int] = dataclasses.field(default_factory=dict)  # elements of its allocation before a pointer
     opaque: set[str] = dataclasses.field(default_factory=set)  # pointers to memory fsr cannot type: bytes
+    as_passed: set[str] = dataclasses.field(default_factory=set)  # values fsr cannot read: the run's bytes
 
 
 def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
@@ -54,6 +55,10 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
                 raise NotCaptured(f"`{p.name}` is no texture object the driver knows (destroyed before the launch?)")
             values.textures[p.name] = c.texture
             continue
+        unreadable = not _readable(p, subst) if p.fields else param_dtype(p, subst)[0] is None
+        if i in launch.value_snapshot and not p.is_pointer and not is_texture(p) and unreadable:
+            values.as_passed.add(p.name)  # a value fsr cannot read member by member: the run's bytes
+            continue
         if p.fields:
             _struct_values(p, c, values, subst)
             continue
@@ -72,6 +77,15 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
                               "the kernel the wrong element type")
         _one_value(p, p.name, dtype, lanes, c, values)
     return values
+
+
+def _readable(p: Param, subst: dict[str, str]) -> bool:
+    """Whether a struct passed by value can be read member by member at the run's layout."""
+    try:
+        struct_offsets(p, subst)
+    except NotCaptured:
+        return False
+    return True
 
 
 def _one_value(p: Param, name: str, dtype: str, lanes: int, c: CapturedParam, values: "CapturedValues") -> None:

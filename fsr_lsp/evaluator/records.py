@@ -111,7 +111,9 @@ class ArgPlan:
     object (passed as its 64-bit handle, `value`, once the GPU session has made and filled it)."""
 
     name: str
-    kind: Literal["buffer", "scalar", "texture", "struct"]  # struct: a by-value struct, its members after it
+    # struct: a by-value struct, its members after it; bytes: a value passed as a captured run passed
+    # it (`source`: "OFFSET:PATH", OFFSET where the run placed it among the parameters), `links` in it
+    kind: Literal["buffer", "scalar", "texture", "struct", "bytes"]
     dtype: str  # numpy-style element type
     lanes: int = 1
     length: int = 0  # in elements of the C type (a float4 counts once)

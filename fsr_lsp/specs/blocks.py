@@ -8,7 +8,7 @@ import json
 
 from ..kernels.kernel import Kernel
 from .infer import BENCH_N, DEFAULT_BLOCK, SCALAR_FLOAT, infer_from_signature
-from .model import BufferArg, NullArg, ScalarArg, Spec, StructArg, TextureArg, init_spelling
+from .model import BufferArg, CapturedValueArg, NullArg, ScalarArg, Spec, StructArg, TextureArg, init_spelling
 from .texture import is_texture, texture_spelling
 
 
@@ -97,10 +97,12 @@ def render_spec(spec: Spec) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _arg_value(a: BufferArg | ScalarArg | NullArg, value) -> str:
+def _arg_value(a: BufferArg | ScalarArg | NullArg | CapturedValueArg, value) -> str:
     """A pointer's or a scalar's value as TOML (a parameter's, or a struct member's)."""
     if isinstance(a, NullArg):
         return '"null"'
+    if isinstance(a, CapturedValueArg):
+        return '"captured()"'
     if isinstance(a, BufferArg):
         extent = (f"{a.start} : {a.stop}" if a.start != "0" else a.length) + (" bytes" if a.unit == "bytes" else "")
         return f'"{a.direction}[{extent}] {init_spelling(a.init)}"' if a.direction != "out" else f'"out[{extent}]"'

@@ -86,6 +86,14 @@ class ScalarArg:
 
 
 @dataclass(frozen=True)
+class CapturedValueArg:
+    """A parameter passed by value as a captured run passed it (`p = "captured()"`): its bytes, for a
+    struct fsr cannot read member by member (a nested struct, a class, arrays of pointers); the
+    memory its pointers reach comes along (evaluator/job/linked_memory.py)."""
+    name: str
+
+
+@dataclass(frozen=True)
 class NullArg:
     """A pointer the program passes as null (`nullptr` for an optional bias): the kernel gets
     null, as it did in the run, and must not touch it."""
@@ -107,7 +115,7 @@ class StructArg:
         return next((f for f in self.fields if f.name == field), None)
 
 
-Arg = BufferArg | ScalarArg | TextureArg | NullArg | StructArg
+Arg = BufferArg | ScalarArg | TextureArg | NullArg | StructArg | CapturedValueArg
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from .locate import locate, strip_stars
 from .overlay import overlay
 from .torch_ref import read_ref
 from .inits import INIT_FORMS, INT_RANGE, read_init
-from .model import Arg, BufferArg, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult, StructArg
+from .model import (Arg, BufferArg, CapturedValueArg, NullArg, Problem, ScalarArg, Severity, SizeSet, Spec, SpecResult,
+                    StructArg)
 from .texture import is_texture
 from .param_types import param_dtype, template_substitution
 from .windows import read_window
@@ -247,6 +248,8 @@ def _args(ctx: _Ctx, table: Any, sizes: list[SizeSet], template: str | None) -> 
 def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str, str]) -> Arg:
     if is_texture(p):
         return texture_param(ctx, p, value, sizes)
+    if not p.is_pointer and isinstance(value, str) and value.strip() == "captured()":
+        return CapturedValueArg(p.name)  # the run's bytes of a value fsr may not read member by member
     if p.fields:
         return _struct(ctx, p, value, sizes, subst)
     return _plain_arg(ctx, p, value, sizes, subst, p.name)
@@ -285,7 +288,8 @@ def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dic
         dtype, lanes = param_dtype(p, subst)
         if dtype is None:  # a class fsr cannot read, or a template parameter the spec leaves open
             raise ctx.fail(f"{p.name}: fsr cannot pass a value of type {p.base_type!r} (numbers, enums, vector types, "
-                           "and structs of scalars and pointers it can read)", p.name, "args", code="spec-bad-arg")
+                           "and structs of scalars and pointers it can read); the bytes a captured run passed: "
+                           "\"captured()\"", p.name, "args", code="spec-bad-arg")
         p = dataclasses.replace(p, dtype=dtype, lanes=lanes)  # `T v` under the spec's template: float4's lanes
         if dtype == "bool" and isinstance(value, bool):
             value = int(value)  # `flag = true`

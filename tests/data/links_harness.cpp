@@ -6,6 +6,12 @@
 static std::map<CUdeviceptr, std::vector<unsigned char>> memory;
 
 static CUresult fake_param_info(void* f, size_t i, size_t* offset, size_t* size) {
+  if (f == reinterpret_cast<CUfunction>(0x3)) {  // (View v): a 16-byte struct by value
+    if (i >= 1) return CUDA_ERROR_INVALID_VALUE;
+    *offset = 0;
+    *size = 16;
+    return CUDA_SUCCESS;
+  }
   size_t count = f == reinterpret_cast<CUfunction>(0x1) ? 2 : 1;  // (list_elem*, int) or (DataElement*)
   if (i >= count) return CUDA_ERROR_INVALID_VALUE;
   *offset = i * 8;
@@ -67,6 +73,16 @@ int main(int argc, char** argv) {
   void* elem_params[] = {&elem};
   cuLaunchKernel_params q{reinterpret_cast<CUfunction>(0x2), 1, 1, 1, 1, 1, 1, 0, nullptr, elem_params, nullptr};
   call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &q, "_Z6KernelP11DataElement");
+  CUdeviceptr data = 0x700000;  // a struct by value whose pointer member points into `data`
+  alloc(data, std::vector<unsigned char>(64, 7));
+  unsigned char view[16] = {};
+  CUdeviceptr into = data + 8;
+  memcpy(view, &into, 8);
+  int count = 14;
+  memcpy(view + 8, &count, 4);
+  void* view_params[] = {view};
+  cuLaunchKernel_params v{reinterpret_cast<CUfunction>(0x3), 1, 1, 1, 1, 1, 1, 0, nullptr, view_params, nullptr};
+  call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &v, "_Z4show4View");
   finish();
   return 0;
 }

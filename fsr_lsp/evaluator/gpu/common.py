@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..job.captured_buffers import read_saved
-from ..job.linked_memory import has_links
+from ..job.linked_memory import has_links, value_bytes
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
 from .accuracy import Accuracy
 from .buffers import generate, storage_dtype
@@ -123,8 +123,9 @@ def launch_args(plan_args: list[ArgPlan], tensors: dict[str, Any], placed: dict[
     placed = placed or {}
     if has_links(plan_args):  # memory holding pointers: the run's structure at these buffers' addresses
         relocate(torch_of(tensors), plan_args, tensors, placed)
-    values = [pointer(a, placed.get(a.name, tensors[a.name].data_ptr()), tensors[a.name].element_size())
-              if a.kind == "buffer" else a.value for a in plan_args]
+    addresses = {a.name: placed.get(a.name, tensors[a.name].data_ptr()) for a in plan_args if a.kind == "buffer"}
+    values = [pointer(a, addresses[a.name], tensors[a.name].element_size()) if a.kind == "buffer"
+              else value_bytes(a, addresses) if a.kind == "bytes" else a.value for a in plan_args]
     return launch_values(plan_args, values)
 
 

@@ -51,6 +51,8 @@ def launch_dtypes(args: Sequence[ArgPlan]) -> list[str | None]:
         if a.kind == "struct":
             _, size, align = member_layout(members_of(args, i))
             out.append(struct_dtype(size, align))
+        elif a.kind == "bytes":  # a value as a captured run passed it: struct:SIZE:ALIGN already
+            out.append(a.dtype)
         elif a.kind == "scalar" and a.lanes > 1:  # `float4 c` by value: its lanes' bytes
             out.append(struct_dtype(ITEMSIZE[a.dtype] * a.lanes, a.align or ITEMSIZE[a.dtype]))
         else:
@@ -68,7 +70,7 @@ def launch_values(args: Sequence[ArgPlan], values: Sequence[Any]) -> list[Any]:
         if a.kind == "scalar" and a.lanes > 1:
             out.append(lanes_bytes(values[i], a))
             continue
-        if a.kind != "struct":
+        if a.kind != "struct":  # a pointer, a scalar, a captured value's bytes
             out.append(values[i])
             continue
         members = members_of(args, i)

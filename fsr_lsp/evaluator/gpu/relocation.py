@@ -30,7 +30,7 @@ def relocate(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], placed: d
     """Each link's target address written at its place in `tensors` (in place)."""
     addresses = addresses_of(args, tensors, placed)
     for a in args:
-        if not a.links:
+        if not a.links or a.kind != "buffer":  # a captured value's pointers go into its bytes (launch_args)
             continue
         mine = addresses[a.name]
         writes = [(at - mine, value) for at, value in link_writes([a], addresses)]
@@ -48,7 +48,7 @@ def canonical(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], addresse
     ends = starts + torch.tensor([tensors[n].numel() * tensors[n].element_size() for n in names], dtype=torch.int64,
                                  device=device)
     for a in args:
-        if not a.links or a.name not in tensors:
+        if not a.links or a.name not in tensors or a.kind != "buffer":
             continue
         positions = [at for at, _, _ in a.links]
         placed = torch.tensor([addresses[t] + o for _, t, o in a.links], dtype=torch.int64, device=device)

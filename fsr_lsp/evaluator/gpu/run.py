@@ -14,7 +14,7 @@ from ..job.widening import wide_args
 from .accuracy import scalar_dtypes
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, pointer, seed_for
 from .packing import launch_values
-from ..job.linked_memory import link_writes
+from ..job.linked_memory import link_writes, value_bytes
 from .constant_fill import fill_constants
 from .session import GpuSession
 from .timing import time_job
@@ -164,7 +164,7 @@ def _sanitize_runs(ctx: JobContext) -> None:
         args: list[Any] = []
         addresses: dict[str, int] = {}
         for a in plan.args:
-            if a.kind != "buffer":  # a scalar, or a texture's handle
+            if a.kind != "buffer":  # a scalar, a texture's handle, a captured value (its pointers below)
                 args.append(a.value)
                 continue
             nbytes = a.nbytes
@@ -178,6 +178,7 @@ def _sanitize_runs(ctx: JobContext) -> None:
             print(f"fsr-buffer {a.name} {plan.label.replace(' ', '')} {int(exact):#x} {nbytes}", flush=True)
         for at, value in link_writes(plan.args, addresses):  # memory holding pointers, at these addresses
             cuda.memcpy_htod(at, np.array([value], dtype=np.uint64))
+        args = [value_bytes(a, addresses) if a.kind == "bytes" else v for a, v in zip(plan.args, args)]
         launches.append((plan, launch_values(plan.args, args), plan.candidate if who == "candidate" else plan.original))
     spacers.append(cuda.mem_alloc(SPACER_BYTES))
     session.synchronize()

@@ -14,7 +14,7 @@ import dataclasses
 import os
 
 from ..records import SizePlan
-from .linked_memory import with_linked_memory
+from .linked_memory import value_from_capture, with_linked_memory
 
 
 def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str]) -> tuple[list[SizePlan], str]:
@@ -24,6 +24,13 @@ def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str]) ->
     for plan in plans:
         args = []
         for arg in plan.args:
+            if arg.kind == "bytes":
+                where = real_inputs.get(arg.name)
+                if where is None or not saved_bytes("0:" + where.partition(":")[2]):
+                    return [], (f"`{arg.name}` = captured() needs the bytes a captured run passed for it, and none were "
+                                f"saved: run your program under `fsr capture --snapshot-bytes N -- CMD` first")
+                args.append(value_from_capture(arg, where))
+                continue
             if arg.kind == "buffer" and arg.init is not None and arg.init.kind == "captured" and arg.direction != "out":
                 where = real_inputs.get(arg.name)
                 if where is None:

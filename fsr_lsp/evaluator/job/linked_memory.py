@@ -55,9 +55,12 @@ def with_linked_memory(plan: SizePlan) -> SizePlan:
     starts: dict[str, tuple[str, int, int]] = {}  # saved file -> (buffer, its first byte in the file, its bytes)
     roots = []
     for a in plan.args:
-        if a.kind == "buffer" and a.source:
+        if a.kind in ("buffer", "bytes") and a.source:
             offset, _, path = a.source.partition(":")
-            starts.setdefault(path, (a.name, int(offset), a.nbytes))
+            if a.kind == "bytes":  # a value passed as the run passed it: its file is its bytes
+                starts.setdefault(path, (a.name, 0, os.path.getsize(path)))
+            else:
+                starts.setdefault(path, (a.name, int(offset), a.nbytes))
             if links_file(path).exists():
                 roots.append((a.name, path))
     if not roots:
@@ -92,11 +95,32 @@ def with_linked_memory(plan: SizePlan) -> SizePlan:
     return dataclasses.replace(plan, args=args)
 
 
+def value_from_capture(arg: ArgPlan, where: str) -> ArgPlan:
+    """A value passed as the run passed it (`captured()`), given its saved bytes ("OFFSET:PATH",
+    OFFSET where the run's launch placed it among the parameters): launched as a struct of those
+    bytes, aligned as that place shows (a power of two up to 16; 8 at the first place)."""
+    offset, _, path = where.partition(":")
+    place = int(offset)
+    align = min(16, place & -place) if place else 8
+    return dataclasses.replace(arg, dtype=f"struct:{os.path.getsize(path)}:{align}", source=where)
+
+
+def value_bytes(arg: ArgPlan, addresses: dict[str, int]) -> bytes:
+    """A captured value's bytes with its pointers written for buffers at `addresses`."""
+    data = bytearray(Path(arg.source.partition(":")[2]).read_bytes())
+    for at, target, offset in arg.links:
+        if target in addresses and at + 8 <= len(data):
+            data[at:at + 8] = (addresses[target] + offset).to_bytes(8, "little")
+    return bytes(data)
+
+
 def link_writes(args: list[ArgPlan], addresses: dict[str, int]) -> list[tuple[int, int]]:
     """(address to write, pointer to write there) for every link, with the buffers at `addresses`
     (each buffer's first byte)."""
     out = []
     for a in args:
+        if a.kind == "bytes":
+            continue  # a value: its pointers are written into its bytes (value_bytes), not into memory
         for at, target, offset in a.links:
             if a.name in addresses and target in addresses:
                 out.append((addresses[a.name] + at, addresses[target] + offset))

@@ -10,7 +10,7 @@ from ...kernels.c_types import by_value_alignment, element_type
 from ...specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
 from ...kernels.kernel import Param
 from ...kernels.structs import substituted
-from ...specs.model import Arg, NullArg, SizeSet, StructArg, TextureArg
+from ...specs.model import Arg, CapturedValueArg, Init, NullArg, SizeSet, StructArg, TextureArg
 from ...specs.param_types import param_dtype, template_substitution
 from ..records import ArgPlan, LaunchPlan, SizePlan, TexturePlan
 
@@ -78,6 +78,8 @@ def _arg_plans(kernel: Kernel, spec: Spec, index: int, sizes: SizeSet, subst: di
 def _arg_plan(param: Param, arg: Arg, spec: Spec, sizes: SizeSet, subst: dict[str, str]) -> ArgPlan:
     if isinstance(arg, TextureArg):
         return _texture_plan(arg, sizes)
+    if isinstance(arg, CapturedValueArg):  # the run's bytes: dtype and source once they are found
+        return ArgPlan(name=arg.name, kind="bytes", dtype="bytes", init=Init("captured"))
     if isinstance(arg, NullArg):  # the pointer's 8 bytes, all zero
         return ArgPlan(name=arg.name, kind="scalar", dtype="uint64", value=0)
     bytes_of = isinstance(arg, BufferArg) and arg.unit == "bytes"  # memory fsr cannot type: the run's bytes
