@@ -84,3 +84,44 @@ def test_memory_holding_pointers_is_proven_and_judged(folder: Path, kernel: str,
     assert right.returncode == 0 and "verified" in right.stdout
     wrong = evaluated(folder, "lists.cu", kernel, bad)
     assert wrong.returncode == 1 and where in wrong.stdout
+
+
+NESTED_HOST = """
+int main()
+{
+    Pair p;
+    p.in.n = p.out.n = 1000;
+    p.scale = 2.5f;
+    cudaMalloc(&p.in.data, 1000 * sizeof(float));
+    cudaMalloc(&p.out.data, 1000 * sizeof(float));
+    float host[1000];
+    for (int i = 0; i < 1000; ++i) host[i] = 0.25f * i - 3.0f;
+    cudaMemcpy(p.in.data, host, sizeof host, cudaMemcpyHostToDevice);
+    scale_pair<<<4, 256>>>(p);
+    cudaDeviceSynchronize();
+    return 0;
+}
+"""
+
+
+def test_a_value_fsr_cannot_read_is_passed_as_the_run_passed_it(tmp_path: Path, evaluator):
+    """A struct of structs holding pointers, by value: the capture saves its bytes and follows its
+    pointers; the spec `p = "captured()"` is proven, packed as a struct of the run's bytes with this
+    run's addresses written in, and the memory its pointers reach is compared."""
+    from ..test_linked_memory import NESTED, NESTED_OUT_OF_PLACE, NESTED_REORDERED
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pair.cu").write_text(NESTED + NESTED_HOST)
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    built = subprocess.run([nvcc, "-o", "pair", "pair.cu"], cwd=tmp_path, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    r = fsr("capture", "--snapshot-bytes", "1000000", "--", "./pair", cwd=tmp_path)
+    assert r.returncode == 0 and "scale_pair" in r.stdout, r.stdout + r.stderr
+    r = fsr("spec", "pair.cu", "--kernel", "scale_pair", "--json", "--check", cwd=tmp_path)
+    print(r.stdout[-3000:], r.stderr[-1500:])
+    (data,) = json.loads(r.stdout)
+    assert data["proof"]["status"] == "proven" and 'p = "captured()"' in data["spec"], data
+    right = evaluated(tmp_path, "pair.cu", "scale_pair", NESTED_REORDERED)
+    assert right.returncode == 0 and "verified" in right.stdout
+    wrong = evaluated(tmp_path, "pair.cu", "scale_pair", NESTED_OUT_OF_PLACE)
+    assert wrong.returncode == 1 and "p->" in wrong.stdout
