@@ -84,13 +84,7 @@ def scale_launch(n: int, block: int = 256, grid: int | None = None, extent: int 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory) -> Path:
-    home, include, lib = toolkit()
-    exe = tmp_path_factory.mktemp("harness") / "harness"
-    built = subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include}", f"-I{home / 'include'}", f"-I{SOURCE.parent}",
-                            str(DATA / "capture_harness.cpp"), f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}", "-ldl",
-                            "-o", str(exe)], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    return exe
+    return built_harness(tmp_path_factory.mktemp("harness"), "capture_harness")
 
 
 def test_the_library_records_launches_allocations_and_counts(harness: Path, tmp_path: Path):
@@ -474,17 +468,22 @@ def test_a_pointer_into_its_allocation_keeps_the_elements_before_it(tmp_path: Pa
     assert f'in = "in[-3 : {n + r}]' in spec.spec and f'out = "out[-3 : {n + r}]"' in spec.spec, spec.spec
 
 
+def built_harness(folder: Path, name: str) -> Path:
+    """tests/data/NAME.cpp (the library driven as the driver would drive it) built into `folder`."""
+    home, include, lib = toolkit()
+    exe = folder / name
+    built = subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include}", f"-I{home / 'include'}", f"-I{SOURCE.parent}",
+                            str(DATA / f"{name}.cpp"), f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}", "-ldl",
+                            "-o", str(exe)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    return exe
+
+
 @pytest.mark.parametrize("cap, saved", [(1 << 20, {0, 1, 2}), (5000, {0, 2}), (300, {2}), (100, set())])
 def test_the_library_saves_the_smallest_buffers_first_when_all_do_not_fit(tmp_path: Path, cap: int, saved: set):
     """A kernel whose buffers are too big to save whole keeps its small ones (token ids, offsets:
     the indices a random fill would send out of range), never more than the cap in all."""
-    home, include, lib = toolkit()
-    exe = tmp_path / "snapshot_harness"
-    built = subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include}", f"-I{home / 'include'}", f"-I{SOURCE.parent}",
-                            str(DATA / "snapshot_harness.cpp"), f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}", "-ldl",
-                            "-o", str(exe)], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    subprocess.run([str(exe), str(tmp_path), str(cap)], check=True)
+    subprocess.run([str(built_harness(tmp_path, "snapshot_harness")), str(tmp_path), str(cap)], check=True)
     (launch,) = read_capture(tmp_path).launches
     assert set(launch.snapshot) == saved
     for index, path in launch.snapshot.items():
@@ -633,15 +632,9 @@ def test_the_library_follows_pointers_in_saved_memory_and_saves_what_they_point_
     """A list of four nodes in their own allocations, and a struct whose `char* name` points into
     another: each saved allocation's words that point into a tracked allocation are links
     (`FILE.links`), and what they point to is saved too, while the cap allows."""
-    home, include, lib = toolkit()
-    exe = tmp_path / "links_harness"
-    built = subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include}", f"-I{home / 'include'}", f"-I{SOURCE.parent}",
-                            str(DATA / "links_harness.cpp"), f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}", "-ldl",
-                            "-o", str(exe)], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
     folder = tmp_path / "capture"
     folder.mkdir()
-    subprocess.run([str(exe), str(folder), str(cap)], check=True)
+    subprocess.run([str(built_harness(tmp_path, "links_harness")), str(folder), str(cap)], check=True)
     listed, element, view = read_capture(folder).launches
     path, keys = listed.snapshot[0], []
     while links_of(path):  # the list, node by node
