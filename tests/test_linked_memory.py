@@ -250,3 +250,32 @@ def test_a_value_fsr_cannot_read_is_passed_as_the_run_passed_it(tmp_path: Path):
     # the scale is the run's (2.5) inside the bytes: folding it is right on the run's data alone
     assert cuda_on_cpu.evaluate_on_cpu(placed, "scale_pair", NESTED_FOLDED, real_inputs=drafted.inputs).status \
         == "verified"
+
+
+def _plan(*args: ArgPlan) -> SizePlan:
+    return SizePlan("n=1", "bench", {"n": 1}, list(args), LaunchPlan((1, 1, 1), (1, 1, 1)),
+                    LaunchPlan((1, 1, 1), (1, 1, 1)))
+
+
+def test_two_buffers_of_one_saved_file_each_get_their_own_links(tmp_path: Path):
+    """Two pointers into one allocation (one saved file): each buffer holds its own part of the
+    file, and its links at their places in it; a link to memory the capture did not save gets null."""
+    (tmp_path / "f.bin").write_bytes(bytes(128))
+    (tmp_path / "f.bin.links").write_text("8 g.bin 0\n72 g.bin 4\n80 - 0\n")
+    (tmp_path / "g.bin").write_bytes(bytes(16))
+    head = ArgPlan("head", "buffer", "uint8", length=128, init=Init("captured"), source=f"0:{tmp_path / 'f.bin'}")
+    cur = ArgPlan("cur", "buffer", "uint8", length=64, init=Init("captured"), source=f"64:{tmp_path / 'f.bin'}")
+    linked = with_linked_memory(_plan(head, cur))
+    got = {a.name: a.links for a in linked.args}
+    assert got["head"] == ((8, "head->1", 0), (72, "head->1", 4), (80, "", 0))
+    assert got["cur"] == ((8, "head->1", 4), (16, "", 0))  # its own bytes from 64 on
+    writes = link_writes(linked.args, {"head": 1000, "cur": 2000, "head->1": 5000})
+    assert (1080, 0) in writes and (2016, 0) in writes and (2008, 5004) in writes  # null, never the run's address
+
+
+def test_typed_memory_is_not_followed(tmp_path: Path):
+    (tmp_path / "x.bin").write_bytes(bytes(64))
+    (tmp_path / "x.bin.links").write_text("8 y.bin 0\n")  # floats that happen to look like an address
+    (tmp_path / "y.bin").write_bytes(bytes(16))
+    x = ArgPlan("x", "buffer", "float32", length=16, init=Init("captured"), source=f"0:{tmp_path / 'x.bin'}")
+    assert with_linked_memory(_plan(x)).args == [x]

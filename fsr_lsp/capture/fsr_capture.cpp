@@ -214,7 +214,8 @@ bool tracked(uint64_t value, uint64_t* base, size_t* size) {
   auto it = allocations.upper_bound(value);
   if (it == allocations.begin()) return false;
   --it;
-  if (value < it->first || value >= it->first + it->second.size) return false;
+  // one past the end counts (a range's `end`): an allocation starting there would have been found
+  if (value < it->first || value > it->first + it->second.size) return false;
   *base = it->first;
   *size = it->second.size;
   return true;
@@ -240,11 +241,16 @@ void follow_links(std::map<uint64_t, std::string>& saved, std::vector<std::pair<
       if (!tracked(word, &target, &size)) continue;
       auto found = saved.find(target);
       if (found == saved.end()) {
-        if (followed >= MAX_FOLLOWED || total + static_cast<long>(size) > snapshot_cap) continue;
+        std::vector<unsigned char> data;
         std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-h" +
-                           std::to_string(followed++) + ".bin";
-        std::vector<unsigned char> data = snapshot(folder + "/" + file, target, size, stream);
-        if (data.empty()) continue;
+                           std::to_string(followed) + ".bin";
+        if (followed < MAX_FOLLOWED && total + static_cast<long>(size) <= snapshot_cap)
+          data = snapshot(folder + "/" + file, target, size, stream);
+        if (data.empty()) {  // not saved (over the cap): "-", where the evaluator writes null
+          links += std::to_string(at) + " - 0\n";
+          continue;
+        }
+        ++followed;
         total += static_cast<long>(size);
         found = saved.emplace(target, file).first;
         queue.push_back({target, std::move(data)});
@@ -330,11 +336,11 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
     std::map<uint64_t, std::string> saved;  // allocation base -> its file
     std::vector<std::pair<uint64_t, std::vector<unsigned char>>> contents;
     for (auto& pp : order) {
-      if (total + static_cast<long>(pp.second.second) > snapshot_cap) break;
-      total += static_cast<long>(pp.second.second);
       std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-" + pp.first + ".bin";
       auto known = saved.find(pp.second.first);
       if (known == saved.end()) {
+        if (total + static_cast<long>(pp.second.second) > snapshot_cap) break;
+        total += static_cast<long>(pp.second.second);
         std::vector<unsigned char> data = snapshot(folder + "/" + file, pp.second.first, pp.second.second, stream);
         if (!data.empty()) {
           saved[pp.second.first] = file;

@@ -47,16 +47,19 @@ def canonical(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], addresse
     starts = torch.tensor([addresses[n] for n in names], dtype=torch.int64, device=device)
     ends = starts + torch.tensor([tensors[n].numel() * tensors[n].element_size() for n in names], dtype=torch.int64,
                                  device=device)
+    by_name = sorted(names)  # a pointer's tag names its buffer alike wherever the buffers lie
+    number = torch.tensor([by_name.index(n) for n in names], dtype=torch.int64, device=device)
     for a in args:
         if not a.links or a.name not in tensors or a.kind != "buffer":
             continue
         positions = [at for at, _, _ in a.links]
-        placed = torch.tensor([addresses[t] + o for _, t, o in a.links], dtype=torch.int64, device=device)
+        placed = torch.tensor([addresses[t] + o if t in addresses else 0 for _, t, o in a.links], dtype=torch.int64,
+                              device=device)
         saved = torch.tensor(_saved_words(a.source, tuple(positions)), dtype=torch.int64, device=device)
         words = _read_words(torch, tensors[a.name], positions)
         which = (torch.searchsorted(starts, words, right=True) - 1).clamp(min=0)
         inside = (words >= starts[which]) & (words < ends[which])
-        tagged = torch.where(inside, TAG | (which << 40) | (words - starts[which]), words)
+        tagged = torch.where(inside, TAG | (number[which] << 40) | (words - starts[which]), words)
         _write_words(torch, tensors[a.name], positions, torch.where(words == placed, saved, tagged))
 
 

@@ -31,8 +31,12 @@ def links_file(path: str) -> Path:
     return Path(path + LINKS)
 
 
+NOWHERE = ""  # a link's target when what it pointed to was not saved: null is written there
+
+
 def read_links(path: str) -> list[tuple[int, str, int]]:
-    """A saved file's links: (byte in the file, the file linked to, byte in that file)."""
+    """A saved file's links: (byte in the file, the file linked to, byte in that file); a target
+    of "-" is memory the capture did not save (over its cap), NOWHERE here."""
     try:
         text = links_file(path).read_text()
     except OSError:
@@ -41,7 +45,8 @@ def read_links(path: str) -> list[tuple[int, str, int]]:
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[0].isdigit() and parts[2].isdigit() and "/" not in parts[1]:
-            out.append((int(parts[0]), str(Path(path).parent / parts[1]), int(parts[2])))
+            target = NOWHERE if parts[1] == "-" else str(Path(path).parent / parts[1])
+            out.append((int(parts[0]), target, int(parts[2])))
     return out
 
 
@@ -50,46 +55,57 @@ def holds_pointers(where: str) -> bool:
     return links_file(where.partition(":")[2]).exists()
 
 
+@dataclasses.dataclass(frozen=True)
+class _Region:
+    name: str  # the buffer (or captured value) holding these bytes of a saved file
+    first: int  # its first byte in the file
+    size: int
+
+
 def with_linked_memory(plan: SizePlan) -> SizePlan:
-    """The plan with the memory its captured buffers' pointers reach (module docstring)."""
-    starts: dict[str, tuple[str, int, int]] = {}  # saved file -> (buffer, its first byte in the file, its bytes)
-    roots = []
+    """The plan with the memory its captured buffers' pointers reach (module docstring). A link
+    whose target was not saved, or lies outside every buffer made of its file (a smaller test
+    size takes a saved buffer's start), gets null: never the run's own address, which could
+    fall into this process's memory."""
+    regions: dict[str, list[_Region]] = {}  # saved file -> the buffers made of it
+    roots: list[tuple[_Region, str]] = []
     for a in plan.args:
-        if a.kind in ("buffer", "bytes") and a.source:
+        if a.kind not in ("buffer", "bytes") or not a.source or (a.kind == "buffer" and a.dtype != "uint8"):
+            continue  # typed memory holds numbers: its words are not followed
+        offset, _, path = a.source.partition(":")
+        region = _Region(a.name, 0, os.path.getsize(path)) if a.kind == "bytes" else _Region(a.name, int(offset), a.nbytes)
+        regions.setdefault(path, []).append(region)
+        if links_file(path).exists():
+            roots.append((region, path))
+    for a in plan.args:  # typed buffers may still be what a link points into
+        if a.kind == "buffer" and a.source and a.dtype != "uint8":
             offset, _, path = a.source.partition(":")
-            if a.kind == "bytes":  # a value passed as the run passed it: its file is its bytes
-                starts.setdefault(path, (a.name, 0, os.path.getsize(path)))
-            else:
-                starts.setdefault(path, (a.name, int(offset), a.nbytes))
-            if links_file(path).exists():
-                roots.append((a.name, path))
+            regions.setdefault(path, []).append(_Region(a.name, int(offset), a.nbytes))
     if not roots:
         return plan
     links: dict[str, list[tuple[int, str, int]]] = {}
     reached: list[ArgPlan] = []
     pending = list(roots)
-    seen = set()
+    seen: set[str] = set()
     while pending:
-        name, path = pending.pop(0)
-        if (name, path) in seen:
+        region, path = pending.pop(0)
+        if region.name in seen:
             continue
-        seen.add((name, path))
-        _, start, nbytes = starts[path]
+        seen.add(region.name)
         for at, target, offset in read_links(path):
-            if not 0 <= at - start <= nbytes - 8:
-                continue  # outside this buffer (a smaller test size takes the saved bytes' start)
-            if target not in starts:
-                if len(reached) >= MAX_REACHED or not os.path.exists(target):
-                    continue
+            if not 0 <= at - region.first <= region.size - 8:
+                continue  # another buffer's part of the file
+            if target and target not in regions and len(reached) < MAX_REACHED and os.path.exists(target):
                 size = os.path.getsize(target)
-                hidden = ArgPlan(name=f"{roots[0][0]}->{len(reached) + 1}", kind="buffer", dtype="uint8", length=size,
-                                 direction="inout", init=Init("captured"), source=f"0:{target}", hidden=True)
+                hidden = ArgPlan(name=f"{roots[0][0].name}->{len(reached) + 1}", kind="buffer", dtype="uint8",
+                                 length=size, direction="inout", init=Init("captured"), source=f"0:{target}",
+                                 hidden=True)
                 reached.append(hidden)
-                starts[target] = (hidden.name, 0, size)
-                pending.append((hidden.name, target))
-            into, first, size = starts[target]
-            if first <= offset < first + max(size, 1):
-                links.setdefault(name, []).append((at - start, into, offset - first))
+                regions[target] = [_Region(hidden.name, 0, size)]
+                pending.append((regions[target][0], target))
+            into = next((r for r in regions.get(target, ()) if r.first <= offset <= r.first + r.size), None)
+            link = (at - region.first, into.name, offset - into.first) if into else (at - region.first, NOWHERE, 0)
+            links.setdefault(region.name, []).append(link)
     args = [dataclasses.replace(a, links=tuple(links.get(a.name, ()))) for a in plan.args]
     args += [dataclasses.replace(h, links=tuple(links.get(h.name, ()))) for h in reached]
     return dataclasses.replace(plan, args=args)
@@ -109,8 +125,8 @@ def value_bytes(arg: ArgPlan, addresses: dict[str, int]) -> bytes:
     """A captured value's bytes with its pointers written for buffers at `addresses`."""
     data = bytearray(Path(arg.source.partition(":")[2]).read_bytes())
     for at, target, offset in arg.links:
-        if target in addresses and at + 8 <= len(data):
-            data[at:at + 8] = (addresses[target] + offset).to_bytes(8, "little")
+        if at + 8 <= len(data):
+            data[at:at + 8] = (addresses[target] + offset if target in addresses else 0).to_bytes(8, "little")
     return bytes(data)
 
 
@@ -122,8 +138,8 @@ def link_writes(args: list[ArgPlan], addresses: dict[str, int]) -> list[tuple[in
         if a.kind == "bytes":
             continue  # a value: its pointers are written into its bytes (value_bytes), not into memory
         for at, target, offset in a.links:
-            if a.name in addresses and target in addresses:
-                out.append((addresses[a.name] + at, addresses[target] + offset))
+            if a.name in addresses:  # null where the target was not saved
+                out.append((addresses[a.name] + at, addresses[target] + offset if target in addresses else 0))
     return out
 
 

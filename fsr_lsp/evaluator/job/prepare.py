@@ -238,6 +238,8 @@ def _double_precision(source: str, ref: KernelRef, sizes: list[SizePlan], option
         return None, ""
     if any(a.kind == "texture" for a in plan.args):
         return None, "it reads textures, whose texels stay float"
+    if any(a.kind == "bytes" or a.links for a in plan.args):
+        return None, "it takes memory holding pointers as a run left it, whose layout a double build would change"
     largest = max(p.buffer_bytes for p in sizes)
     if largest > WIDE_MAX_BYTES:  # a run of a program that fills the GPU: a double copy would not fit beside it
         return None, (f"its buffers take {largest / (1 << 30):.1f} GiB at the bench size: a double-precision copy "
