@@ -279,3 +279,42 @@ def test_typed_memory_is_not_followed(tmp_path: Path):
     (tmp_path / "y.bin").write_bytes(bytes(16))
     x = ArgPlan("x", "buffer", "float32", length=16, init=Init("captured"), source=f"0:{tmp_path / 'x.bin'}")
     assert with_linked_memory(_plan(x)).args == [x]
+
+
+ROWS = """/* @fsr
+bench = { n = 64 }
+tests = [ { n = 17 } ]
+grid = 1
+block = 64
+[args]
+base = "in[n * 4]"
+out = "out[8 * n bytes]"
+n = "n"
+*/
+__global__ void rows(const float* base, const float** out, int n)
+{
+    int i = threadIdx.x;
+    if (i < n) out[i] = base + 4 * i;
+}
+"""
+
+ROWS_BY_INDEX = """__global__ void rows(const float* base, const float** out, int n)
+{
+    int i = threadIdx.x;
+    if (i < n) out[i] = &base[i * 4];
+}
+"""
+
+ROWS_OFF_BY_ONE = ROWS_BY_INDEX.replace("&base[i * 4]", "&base[i * 4 + 1]")
+
+
+@needs_cxx
+def test_a_table_of_pointers_a_kernel_fills_is_compared_as_buffer_and_byte():
+    """A kernel filling a `const float**` table with pointers into its input: the pointers differ
+    from run to run with the buffers' addresses, so they are compared as (buffer, byte); a
+    rewrite pointing one float further is wrong, one spelling the same pointers otherwise verified."""
+    pytest.importorskip("torch")
+    assert cuda_on_cpu.evaluate_on_cpu(ROWS, "rows", None).status == "verified"  # deterministic, as compared
+    assert cuda_on_cpu.evaluate_on_cpu(ROWS, "rows", ROWS_BY_INDEX).status == "verified"
+    wrong = cuda_on_cpu.evaluate_on_cpu(ROWS, "rows", ROWS_OFF_BY_ONE)
+    assert wrong.status == "wrong" and "out" in wrong.message, wrong.message

@@ -134,6 +134,7 @@ class ArgPlan:
     # pointers as (byte in this buffer, the buffer pointed into, byte in that buffer)
     hidden: bool = False
     links: tuple[tuple[int, str, int], ...] = ()
+    pointers: bool = False  # bytes that may hold pointers (`in[N bytes]`): compared with them as (buffer, byte)
 
     @property
     def numel(self) -> int:

@@ -124,7 +124,10 @@ def parse_param(text: str) -> Param:
         type_tokens, name = tokens, ""
     is_pointer = "*" in type_tokens or "[" in type_tokens
     first_ptr = next((i for i, t in enumerate(type_tokens) if t in ("*", "[")), len(type_tokens))
-    pointee_const = is_pointer and "const" in type_tokens[:first_ptr]
+    stars = [i for i, t in enumerate(type_tokens) if t in ("*", "[")]
+    # what the pointer points to is const: `const float* p`; for `const float** t` its pointee is a
+    # `const float*`, itself writable, and `const float* const* t` points to const pointers
+    pointee_const = is_pointer and "const" in type_tokens[(stars[-2] + 1 if len(stars) > 1 else 0):stars[-1]]
     base_words = [t for t in type_tokens[:first_ptr] if t not in _QUALIFIERS and t not in ("&",)]
     base = _join_type(base_words)
     dtype, lanes = element_type(base)

@@ -38,9 +38,12 @@ def relocate(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], placed: d
 
 
 def canonical(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], addresses: dict[str, int]) -> None:
-    """Each link's word in `tensors` (this run's buffers or copies of them) put back as saved
-    where it still points where `relocate` put it (`addresses`: where the buffers were)."""
-    if not any(a.links for a in args):
+    """Pointers in `tensors` (this run's buffers or copies of them; `addresses`: where the buffers
+    were) made comparable: each link's word put back as saved where it still points where
+    `relocate` put it, and every other word of memory that holds pointers (`ArgPlan.pointers`:
+    a kernel may write new ones, a table of `void*` it fills) that points into these buffers
+    written as its buffer and byte."""
+    if not any(a.links or a.pointers for a in args):
         return
     names = sorted((n for n in addresses if n in tensors), key=lambda n: addresses[n])
     device = next(iter(tensors.values())).device
@@ -49,18 +52,27 @@ def canonical(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], addresse
                                  device=device)
     by_name = sorted(names)  # a pointer's tag names its buffer alike wherever the buffers lie
     number = torch.tensor([by_name.index(n) for n in names], dtype=torch.int64, device=device)
-    for a in args:
-        if not a.links or a.name not in tensors or a.kind != "buffer":
-            continue
-        positions = [at for at, _, _ in a.links]
-        placed = torch.tensor([addresses[t] + o if t in addresses else 0 for _, t, o in a.links], dtype=torch.int64,
-                              device=device)
-        saved = torch.tensor(_saved_words(a.source, tuple(positions)), dtype=torch.int64, device=device)
-        words = _read_words(torch, tensors[a.name], positions)
+
+    def tagged(words: Any) -> Any:
         which = (torch.searchsorted(starts, words, right=True) - 1).clamp(min=0)
         inside = (words >= starts[which]) & (words < ends[which])
-        tagged = torch.where(inside, TAG | (number[which] << 40) | (words - starts[which]), words)
-        _write_words(torch, tensors[a.name], positions, torch.where(words == placed, saved, tagged))
+        return torch.where(inside, TAG | (number[which] << 40) | (words - starts[which]), words)
+
+    for a in args:
+        if a.name not in tensors or a.kind != "buffer" or not (a.links or a.pointers):
+            continue
+        t = tensors[a.name]
+        positions = [at for at, _, _ in a.links]
+        linked = _read_words(torch, t, positions) if positions else None  # before any word is rewritten
+        raw = t.reshape(-1).view(torch.uint8)
+        if a.pointers and raw.numel() % 8 == 0 and t.data_ptr() % 8 == 0:
+            words = raw.view(torch.int64)
+            words.copy_(tagged(words))
+        if linked is not None:
+            placed = torch.tensor([addresses[n] + o if n in addresses else 0 for _, n, o in a.links],
+                                  dtype=torch.int64, device=device)
+            saved = torch.tensor(_saved_words(a.source, tuple(positions)), dtype=torch.int64, device=device)
+            _write_words(torch, t, positions, torch.where(linked == placed, saved, tagged(linked)))
 
 
 @lru_cache(maxsize=64)

@@ -99,7 +99,7 @@ def with_linked_memory(plan: SizePlan) -> SizePlan:
                 size = os.path.getsize(target)
                 hidden = ArgPlan(name=f"{roots[0][0].name}->{len(reached) + 1}", kind="buffer", dtype="uint8",
                                  length=size, direction="inout", init=Init("captured"), source=f"0:{target}",
-                                 hidden=True)
+                                 hidden=True, pointers=True)
                 reached.append(hidden)
                 regions[target] = [_Region(hidden.name, 0, size)]
                 pending.append((regions[target][0], target))

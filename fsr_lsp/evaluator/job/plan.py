@@ -91,7 +91,7 @@ def _arg_plan(param: Param, arg: Arg, spec: Spec, sizes: SizeSet, subst: dict[st
                        length=evaluate_int(arg.length, sizes, f"length of {arg.name}"),
                        direction=arg.direction, init=arg.init, rtol=rtol, atol=atol,
                        tolerance="spec" if spec.rtol is not None or spec.atol is not None else "default",
-                       offset=-evaluate_int(arg.start, sizes, f"start of {arg.name}"))
+                       offset=-evaluate_int(arg.start, sizes, f"start of {arg.name}"), pointers=bytes_of)
     is_int = dtype.startswith(("int", "uint", "bool"))
     one = (lambda v: evaluate_int(v, sizes, arg.name)) if is_int else (lambda v: float(evaluate(v, sizes)))
     if lanes > 1:  # a vector type or a struct of one type, by value: a value per lane (one number: every lane)
