@@ -318,3 +318,32 @@ def test_a_table_of_pointers_a_kernel_fills_is_compared_as_buffer_and_byte():
     assert cuda_on_cpu.evaluate_on_cpu(ROWS, "rows", ROWS_BY_INDEX).status == "verified"
     wrong = cuda_on_cpu.evaluate_on_cpu(ROWS, "rows", ROWS_OFF_BY_ONE)
     assert wrong.status == "wrong" and "out" in wrong.message, wrong.message
+
+
+def test_a_model_is_told_what_the_memory_reached_through_pointers_is(tmp_path: Path):
+    from fsr_lsp.evaluator.job.captured_buffers import with_captured_sources
+    from fsr_lsp.search.prompting import describe_buffers
+
+    folder = tmp_path / ".fsr" / "captures" / "20260101-000000"
+    write_linked_capture(tmp_path)
+    head = ArgPlan("e", "buffer", "uint8", length=16, direction="inout", init=Init("captured"), pointers=True)
+    (plan,), why = with_captured_sources([_plan(head)], {"e": f"0:{folder / 'inputs-7-1-0.bin'}"})
+    assert not why
+    text = describe_buffers(plan)
+    assert "e: inout bytes holding pointers[16]" in text
+    assert "e->1: memory reached through e's pointers, 6 bytes, compared after the run" in text
+
+
+@needs_cxx
+def test_a_captured_value_of_another_size_than_this_builds_is_refused(tmp_path: Path):
+    """The run's bytes of `p` are 40; a build where `Pair` is another size (a -D, another branch of
+    an #if) would read them at other offsets: the layout check stops the build, naming `p`."""
+    pytest.importorskip("torch")
+    write_nested_capture(tmp_path)
+    folder = tmp_path / ".fsr" / "captures" / "20260101-000000"
+    (folder / "inputs-7-0-p0.bin").write_bytes((folder / "inputs-7-0-p0.bin").read_bytes() + bytes(8))
+    spec = ('/* @fsr\nbench = { captured = 1 }\ngrid = 1\nblock = 64\n[args]\np = "captured()"\n*/\n')
+    source = NESTED.replace("__global__", spec + "__global__", 1)
+    inputs = {"p": f"0:{folder / 'inputs-7-0-p0.bin'}"}
+    result = cuda_on_cpu.evaluate_on_cpu(source, "scale_pair", None, real_inputs=inputs)
+    assert result.status == "spec_error" and "fsr lays out `p`" in result.message, result.message

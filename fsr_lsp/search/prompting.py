@@ -86,8 +86,13 @@ def describe_gpu(gpu: GpuInfo) -> str:
 def describe_buffers(bench: SizePlan) -> str:
     items = []
     for a in bench.args:
-        if a.kind == "buffer":
-            items.append(f"{a.name}: {a.direction} {a.dtype}[{a.numel}]")
+        if a.kind == "buffer" and a.hidden:  # no parameter: what `elem`'s pointers reach (`elem->1`)
+            items.append(f"{a.name}: memory reached through {a.name.split('->')[0]}'s pointers, {a.numel} bytes, "
+                         "compared after the run")
+        elif a.kind == "buffer":
+            items.append(f"{a.name}: {a.direction} {'bytes holding pointers' if a.pointers else a.dtype}[{a.numel}]")
+        elif a.kind == "bytes":
+            items.append(f"{a.name}: passed by value as a captured run passed it ({a.dtype.split(':')[1]} bytes)")
         elif a.texture is not None:
             t = a.texture
             items.append(f"{a.name}: texture object over {'linear memory' if t.linear else 'a CUDA array'} of "

@@ -108,7 +108,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     spec = spec_result.spec
     ref = kernel_ref(kernel, spec)
     warnings = [p.message for p in spec_result.problems if p.severity == "warning"] + orphans
-    layouts, wide_layouts = layout_checks(kernel, spec)  # '' unless it takes structs or vectors by value
+    layouts, wide_layouts = layout_checks(kernel, spec, dict(options.real_inputs))  # '' unless it takes values
     try:
         orig = compile_kernel(source + layouts, ref, options.compile_options(arch))
         if not orig.ok:

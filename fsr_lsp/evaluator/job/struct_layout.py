@@ -13,9 +13,10 @@ from typing import Sequence
 from ...kernels.c_types import ITEMSIZE, layout, member_size
 from ...kernels.kernel import Kernel
 from ...kernels.structs import substituted
-from ...specs import Spec
+from ...specs import CapturedValueArg, Spec
 from ...specs.param_types import param_dtype, template_substitution
 from ..records import ArgPlan, SizePlan
+from .captured_buffers import with_captured_sources
 from .plan import build_plans
 from .widening import wide_args
 
@@ -63,6 +64,8 @@ def layout_assertions(kernel: Kernel, plan: SizePlan, subst: dict[str, str]) -> 
         else:
             if a.kind == "scalar" and a.lanes > 1:
                 conds = [f"sizeof({name}) == {ITEMSIZE[a.dtype] * a.lanes}", f"alignof({name}) == {a.align}"]
+            elif a.kind == "bytes" and a.dtype.startswith("struct:"):  # the run's bytes: as many as this build's
+                conds = [f"sizeof({name}) == {a.dtype.split(':')[1]}"]
             else:
                 conds = []
             i += 1
@@ -72,13 +75,20 @@ def layout_assertions(kernel: Kernel, plan: SizePlan, subst: dict[str, str]) -> 
     return ("\n\n// fsr: the parameter layouts it packs\n" + "\n".join(lines) + "\n") if lines else ""
 
 
-def layout_checks(kernel: Kernel, spec: Spec) -> tuple[str, str]:
+def layout_checks(kernel: Kernel, spec: Spec, real_inputs: dict[str, str] | None = None) -> tuple[str, str]:
     """The assertions for the kernel's build and for its build with float promoted to double
     (whose struct and vector layouts are the double ones); ('', '') for a kernel that takes no
-    struct or vector by value (a `T` the spec's template makes `float4` is one)."""
+    struct or vector by value (a `T` the spec's template makes `float4` is one). A value passed
+    as a captured run passed it (`real_inputs` holds its bytes) must be as large in this build."""
     subst = template_substitution(kernel, spec.template)
-    if not any(p.fields or (not p.is_pointer and param_dtype(p, subst)[1] > 1) for p in kernel.params):
+    captured = any(isinstance(a, CapturedValueArg) for a in spec.args)
+    if not captured and not any(p.fields or (not p.is_pointer and param_dtype(p, subst)[1] > 1) for p in kernel.params):
         return "", ""
     plan = build_plans(kernel, spec)[0]
+    if captured:
+        found, _ = with_captured_sources([plan], real_inputs or {})
+        if not found:
+            return "", ""  # the bytes are missing: the job says so
+        plan = found[0]
     wide = layout_assertions(kernel, replace(plan, args=wide_args(plan)), subst)
     return layout_assertions(kernel, plan, subst), re.sub(r"\bfloat([1-4]?)\b", r"double\1", wide)
