@@ -121,9 +121,9 @@ def launch_args(plan_args: list[ArgPlan], tensors: dict[str, Any], placed: dict[
     address for some), scalars and texture handles by value, a struct's members packed into its
     bytes (gpu/packing.py)."""
     placed = placed or {}
-    if has_links(plan_args):  # memory holding pointers: the run's structure at these buffers' addresses
-        relocate(torch_of(tensors), plan_args, tensors, placed)
     addresses = {a.name: placed.get(a.name, tensors[a.name].data_ptr()) for a in plan_args if a.kind == "buffer"}
+    if has_links(plan_args):  # memory holding pointers: the run's structure at these buffers' addresses
+        relocate(torch_of(tensors), plan_args, tensors, addresses)
     values = [pointer(a, addresses[a.name], tensors[a.name].element_size()) if a.kind == "buffer"
               else value_bytes(a, addresses) if a.kind == "bytes" else a.value for a in plan_args]
     return launch_values(plan_args, values)

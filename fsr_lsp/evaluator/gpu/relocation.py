@@ -21,14 +21,9 @@ from ..records import ArgPlan
 TAG = 1 << 62  # a canonical pointer into this run's buffers: TAG | buffer << 40 | byte
 
 
-def addresses_of(args: list[ArgPlan], tensors: dict[str, Any], placed: dict[str, int] | None = None) -> dict[str, int]:
-    placed = placed or {}
-    return {a.name: placed.get(a.name, tensors[a.name].data_ptr()) for a in args if a.kind == "buffer"}
-
-
-def relocate(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], placed: dict[str, int] | None = None) -> None:
-    """Each link's target address written at its place in `tensors` (in place)."""
-    addresses = addresses_of(args, tensors, placed)
+def relocate(torch: Any, args: list[ArgPlan], tensors: dict[str, Any], addresses: dict[str, int]) -> None:
+    """Each link's target address written at its place in `tensors` (in place); `addresses`: where
+    the kernel gets each buffer (its tensor's, or where unmapped.py placed it)."""
     for a in args:
         if not a.links or a.kind != "buffer":  # a captured value's pointers go into its bytes (launch_args)
             continue

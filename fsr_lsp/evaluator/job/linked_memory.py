@@ -50,11 +50,6 @@ def read_links(path: str) -> list[tuple[int, str, int]]:
     return out
 
 
-def holds_pointers(where: str) -> bool:
-    """Whether the saved bytes at "OFFSET:PATH" hold pointers the capture followed."""
-    return links_file(where.partition(":")[2]).exists()
-
-
 @dataclasses.dataclass(frozen=True)
 class _Region:
     name: str  # the buffer (or captured value) holding these bytes of a saved file
