@@ -354,7 +354,7 @@ class _Entry:
         elif d == "inout" and self.access.get(name) and self.access[name].accumulates:
             out.problems.append(f"{name} accumulates (atomics or +=): give its start value, e.g. zeros()")
         if name in values.opaque:  # memory fsr cannot type: the run's bytes, its pointers followed
-            out.provenance[name] = (f"{p.base_type}{'*' * max(0, p.type_text.count('*') - 1)} fsr cannot type: the "
+            out.provenance[name] = (f"{p.pointee} fsr cannot type: the "
                                     f"run's {values.extents[name]} bytes to the end of its allocation, and what "
                                     "their pointers reach")
             return f'"{d}[{values.extents[name]} bytes] captured()"'

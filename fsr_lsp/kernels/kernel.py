@@ -20,6 +20,11 @@ class Param:
     fields: tuple["Param", ...] = ()  # a struct passed by value: its data members (kernels/struct_fields.py)
     align: int = 0  # by value, a CUDA vector type named through an alias (`typedef float4 vec4`): its alignment
 
+    @property
+    def pointee(self) -> str:
+        """The type a pointer parameter points to, as written: `float*` for `float** rows`."""
+        return self.base_type + "*" * max(0, self.type_text.count("*") - 1)
+
 
 @dataclass(frozen=True)
 class SpecComment:

@@ -21,6 +21,6 @@ def template_substitution(kernel: Kernel, template: str | None) -> dict[str, str
 def param_dtype(p: Param, subst: dict[str, str]) -> tuple[str | None, int]:
     if p.dtype is not None:
         return p.dtype, p.lanes
-    if p.is_pointer and p.type_text.count("*") > 1:  # `float** rows`: pointers, no floats to fill
+    if p.is_pointer and p.pointee.endswith("*"):  # `float** rows`: pointers, no floats to fill
         return None, 1
     return element_type(substituted(p.base_type, subst))

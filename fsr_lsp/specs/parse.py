@@ -314,7 +314,7 @@ def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dic
         length = _BYTES.sub("", length)
     dtype, _ = ("uint8", 1) if in_bytes else param_dtype(p, subst)
     if dtype is None:
-        raise ctx.fail(f"{p.name}: element type {_pointee(p)!r} is not one fsr can fill "
+        raise ctx.fail(f"{p.name}: element type {p.pointee!r} is not one fsr can fill "
                        "(float, double, __half, __nv_bfloat16, integer types and their vector types); memory "
                        f"holding pointers takes the bytes a captured run saved: \"{direction}[LENGTH bytes] captured()\"",
                        p.name, "args")
@@ -344,12 +344,6 @@ def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dic
         raise ctx.fail(f"{p.name}: a length in bytes is memory fsr cannot type: it takes the bytes a captured run "
                        f"saved (\"{direction}[{length.strip()} bytes] captured()\")", p.name, "args", code="spec-bad-arg")
     return BufferArg(p.name, direction, length.strip(), init, start, stop, unit="bytes" if in_bytes else "elements")
-
-
-def _pointee(p: Param) -> str:
-    """The type a pointer parameter points to, as written: `float*` for `float** rows`."""
-    return p.base_type + "*" * max(0, p.type_text.count("*") - 1)
-
 
 
 def _renamed(arg: Arg, name: str) -> Arg:
