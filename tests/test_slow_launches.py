@@ -4,6 +4,7 @@ tests/test_worker_client.py)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -30,4 +31,5 @@ def test_a_slow_launch_is_reported_so_a_time_limit_can_say_slow_not_hung():
     stages: list[str] = []
     result = run_job(FakeSession(), job(AXPY, "axpy", "axpy_slow_once", None), stages.append)
     assert result.status == "verified", result.message
-    assert any("one launch of the original took 0.3 s" in s for s in stages), stages
+    # slept 0.3 s: said to two digits, 0.3 s or a little more on a loaded machine (0.31 s was seen in CI)
+    assert any(re.search(r"one launch of the original took 0\.3\d? s", s) for s in stages), stages
