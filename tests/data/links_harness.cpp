@@ -2,6 +2,7 @@
 // that holds pointers: a linked list of four nodes, each its own allocation, and a struct whose
 // `char* name` points into another. The fake device memory is a map of allocations.
 #include "fsr_capture.cpp"
+#include "driver_calls.h"
 
 static std::map<CUdeviceptr, std::vector<unsigned char>> memory;
 
@@ -24,17 +25,6 @@ static CUresult fake_copy(void* dst, CUdeviceptr src, size_t bytes) {
   --it;
   memcpy(dst, it->second.data() + (src - it->first), bytes);
   return CUDA_SUCCESS;
-}
-
-static CUresult ok = CUDA_SUCCESS;
-
-static void call(CUpti_CallbackId id, const void* params, const char* symbol = nullptr) {
-  CUpti_CallbackData cb{};
-  cb.callbackSite = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ? CUPTI_API_ENTER : CUPTI_API_EXIT;
-  cb.functionParams = params;
-  cb.functionReturnValue = &ok;
-  cb.symbolName = symbol;
-  callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, id, &cb);
 }
 
 static void alloc(CUdeviceptr at, std::vector<unsigned char> bytes) {

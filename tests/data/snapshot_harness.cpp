@@ -1,6 +1,7 @@
 // Drives the capture library's snapshot as the CUDA driver would (no GPU needed): a kernel whose
 // buffers total more than the cap keeps its smallest ones (the indices), in size order.
 #include "fsr_capture.cpp"
+#include "driver_calls.h"
 
 static const size_t kSizes[] = {8, 8, 8, 4}, kOffsets[] = {0, 8, 16, 24};
 
@@ -14,17 +15,6 @@ static CUresult fake_param_info(void*, size_t i, size_t* offset, size_t* size) {
 static CUresult fake_copy(void* dst, CUdeviceptr src, size_t bytes) {
   memset(dst, static_cast<int>(src >> 20), bytes);  // each allocation's bytes say which it is
   return CUDA_SUCCESS;
-}
-
-static CUresult ok = CUDA_SUCCESS;
-
-static void call(CUpti_CallbackId id, const void* params, const char* symbol = nullptr) {
-  CUpti_CallbackData cb{};
-  cb.callbackSite = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ? CUPTI_API_ENTER : CUPTI_API_EXIT;
-  cb.functionParams = params;
-  cb.functionReturnValue = &ok;
-  cb.symbolName = symbol;
-  callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, id, &cb);
 }
 
 int main(int argc, char** argv) {
