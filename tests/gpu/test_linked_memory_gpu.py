@@ -8,14 +8,12 @@ write to the wrong byte of the memory a pointer reaches, a print of the wrong no
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from ..test_linked_memory import SOURCE, TOUCH_SWAPPED, TOUCH_WRONG_BYTE, WALK_SKIPS_THE_HEAD, WALK_UNROLLED
-from .test_struct_params_gpu import evaluated, fsr
+from .test_struct_params_gpu import built, captured_and_proven, evaluated, fsr
 
 pytestmark = pytest.mark.gpu
 
@@ -59,10 +57,7 @@ int main()
 def folder(tmp_path_factory, evaluator) -> Path:  # the evaluator fixture skips without a GPU
     out = tmp_path_factory.mktemp("linked")
     (out / ".git").mkdir()
-    (out / "lists.cu").write_text("#include <cstdio>\n#include <cstring>\n" + SOURCE + PRINT + HOST)
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    built = subprocess.run([nvcc, "-o", "lists", "lists.cu"], cwd=out, capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
+    built(out, "lists", "#include <cstdio>\n#include <cstring>\n" + SOURCE + PRINT + HOST)
     r = fsr("capture", "--snapshot-bytes", "1000000", "--", "./lists", cwd=out)
     assert r.returncode == 0 and "touch" in r.stdout, r.stdout + r.stderr
     return out
@@ -111,16 +106,9 @@ def test_a_value_fsr_cannot_read_is_passed_as_the_run_passed_it(tmp_path: Path, 
     from ..test_linked_memory import NESTED, NESTED_OUT_OF_PLACE, NESTED_REORDERED
 
     (tmp_path / ".git").mkdir()
-    (tmp_path / "pair.cu").write_text(NESTED + NESTED_HOST)
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    built = subprocess.run([nvcc, "-o", "pair", "pair.cu"], cwd=tmp_path, capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    r = fsr("capture", "--snapshot-bytes", "1000000", "--", "./pair", cwd=tmp_path)
-    assert r.returncode == 0 and "scale_pair" in r.stdout, r.stdout + r.stderr
-    r = fsr("spec", "pair.cu", "--kernel", "scale_pair", "--json", "--check", cwd=tmp_path)
-    print(r.stdout[-3000:], r.stderr[-1500:])
-    (data,) = json.loads(r.stdout)
-    assert data["proof"]["status"] == "proven" and 'p = "captured()"' in data["spec"], data
+    built(tmp_path, "pair", NESTED + NESTED_HOST)
+    data = captured_and_proven(tmp_path, "pair", "scale_pair", "--snapshot-bytes", "1000000")
+    assert 'p = "captured()"' in data["spec"], data
     right = evaluated(tmp_path, "pair.cu", "scale_pair", NESTED_REORDERED)
     assert right.returncode == 0 and "verified" in right.stdout
     wrong = evaluated(tmp_path, "pair.cu", "scale_pair", NESTED_OUT_OF_PLACE)

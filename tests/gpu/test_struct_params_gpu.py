@@ -40,6 +40,27 @@ def fsr(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProc
                           text=True, timeout=timeout)
 
 
+def built(folder: Path, name: str, source: str) -> None:
+    """`source` written to NAME.cu in `folder` and built by nvcc into NAME: a program to capture."""
+    (folder / f"{name}.cu").write_text(source)
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    r = subprocess.run([nvcc, "-o", name, f"{name}.cu"], cwd=folder, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def captured_and_proven(folder: Path, name: str, kernel: str, *capture: str) -> dict:
+    """`fsr capture [CAPTURE...] -- ./NAME`, then `fsr spec NAME.cu --kernel KERNEL --check`: the
+    spec is the capture's and proven; what `fsr spec --json` says of it."""
+    r = fsr("capture", *capture, "--", f"./{name}", cwd=folder)
+    assert r.returncode == 0 and kernel in r.stdout, r.stdout + r.stderr
+    r = fsr("spec", f"{name}.cu", "--kernel", kernel, "--json", "--check", cwd=folder)
+    print(r.stdout[-3000:], r.stderr[-1500:])
+    assert r.returncode == 0, r.stdout + r.stderr
+    (data,) = json.loads(r.stdout)
+    assert data["origin"] == "captured" and data["proof"]["status"] == "proven", data
+    return data
+
+
 def evaluated(folder: Path, source: str, kernel: str, candidate: str) -> subprocess.CompletedProcess:
     (folder / "candidate.cu").write_text(candidate)
     r = fsr("eval", source, "-k", kernel, "--candidate", "candidate.cu", cwd=folder)
@@ -82,18 +103,8 @@ def test_matmul_over_structs_width_for_stride_is_wrong(folder: Path):
 
 def test_a_program_passing_structs_is_captured_and_its_spec_proven(folder: Path):
     source = (DATA / "matmul_struct.cu").read_text()
-    bare = source[:source.index("/* @fsr")] + source[source.index("*/") + 3:]  # no spec: the capture's
-    (folder / "mm.cu").write_text(bare)
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    built = subprocess.run([nvcc, "-o", "mm", "mm.cu"], cwd=folder, capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    r = fsr("capture", "--", "./mm", cwd=folder)
-    assert r.returncode == 0 and "MatMulKernel" in r.stdout, r.stdout + r.stderr
-    r = fsr("spec", "mm.cu", "--kernel", "MatMulKernel", "--json", "--check", cwd=folder)
-    print(r.stdout[-3000:], r.stderr[-1500:])
-    assert r.returncode == 0, r.stdout + r.stderr
-    (data,) = json.loads(r.stdout)
-    assert data["origin"] == "captured" and data["proof"]["status"] == "proven"
+    built(folder, "mm", source[:source.index("/* @fsr")] + source[source.index("*/") + 3:])  # no spec: the capture's
+    data = captured_and_proven(folder, "mm", "MatMulKernel")
     assert 'A = { width = "A_width"' in data["spec"] and "A_width = 512" in data["spec"]
 
 
@@ -154,15 +165,6 @@ int main() {
 def test_a_structs_members_saved_by_a_capture_are_drawn_in_the_runs_range_and_proven(folder: Path):
     """`fsr capture --snapshot-bytes` of a program passing a CSR matrix as a struct: the members'
     bytes are saved, the spec draws the column indices in the run's range, and it is proven."""
-    (folder / "spmv.cu").write_text(SPMV_PROGRAM)
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    built = subprocess.run([nvcc, "-o", "spmv", "spmv.cu"], cwd=folder, capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    r = fsr("capture", "--snapshot-bytes", "1000000", "--", "./spmv", cwd=folder)
-    assert r.returncode == 0 and "spmv" in r.stdout, r.stdout + r.stderr
-    r = fsr("spec", "spmv.cu", "--kernel", "spmv", "--json", "--check", cwd=folder)
-    print(r.stdout[-3000:], r.stderr[-1500:])
-    assert r.returncode == 0, r.stdout + r.stderr
-    (data,) = json.loads(r.stdout)
-    assert data["origin"] == "captured" and data["proof"]["status"] == "proven"
+    built(folder, "spmv", SPMV_PROGRAM)
+    data = captured_and_proven(folder, "spmv", "spmv", "--snapshot-bytes", "1000000")
     assert "randint(0, 500)" in data["spec"]  # the run's column indices

@@ -5,37 +5,16 @@ wrong while a correct one is verified."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from ..test_untied_sizes import HOST, MATMUL, STRIDE_BY_N
-from .test_struct_params_gpu import DATA, evaluated, fsr
+from .test_struct_params_gpu import DATA, built, captured_and_proven, evaluated
 
 pytestmark = pytest.mark.gpu
 
 UNROLLED = MATMUL.replace("for (int k = 0;", "#pragma unroll 4\n        for (int k = 0;")
-
-
-def built(folder: Path, name: str, source: str) -> None:
-    (folder / f"{name}.cu").write_text(source)
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    r = subprocess.run([nvcc, "-o", name, f"{name}.cu"], cwd=folder, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-
-
-def captured_and_proven(folder: Path, name: str, kernel: str) -> str:
-    r = fsr("capture", "--", f"./{name}", cwd=folder)
-    assert r.returncode == 0 and kernel in r.stdout, r.stdout + r.stderr
-    r = fsr("spec", f"{name}.cu", "--kernel", kernel, "--json", "--check", cwd=folder)
-    print(r.stdout[-3000:], r.stderr[-1500:])
-    assert r.returncode == 0, r.stdout + r.stderr
-    (data,) = json.loads(r.stdout)
-    assert data["origin"] == "captured" and data["proof"]["status"] == "proven", data
-    return data["spec"]
 
 
 @pytest.fixture()
@@ -46,7 +25,7 @@ def folder(tmp_path, evaluator) -> Path:  # the evaluator fixture skips without 
 
 def test_a_captured_square_matmul_is_tested_apart(folder: Path):
     built(folder, "mm", MATMUL + HOST.replace("M = 96, N = 96, K = 96", "M = 256, N = 256, K = 256"))
-    spec = captured_and_proven(folder, "mm", "matmul")
+    spec = captured_and_proven(folder, "mm", "matmul")["spec"]
     assert "N = 37, M = 53, K = 71" in spec or "M = 37, N = 53, K = 71" in spec, spec
     bad = evaluated(folder, "mm.cu", "matmul", STRIDE_BY_N)
     assert bad.returncode == 1 and "wrong" in bad.stdout
