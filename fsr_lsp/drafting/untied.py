@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 
+from ..specs.size_warnings import APART
 from .spec_text import positive
 
-APART = (37, 53, 71, 89, 113, 131, 151, 173, 197, 223, 251, 277)  # odd, none a multiple of a block: one each
 
 
 def tied_groups(bench: dict[str, int], varying: set[str] | list[str]) -> list[list[str]]:

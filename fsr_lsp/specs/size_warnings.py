@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from .model import SizeSet
 
-APART = (37, 53, 71, 89, 113, 131, 151, 173)  # an example test's values: odd, distinct
+# sizes' values in a test that holds them apart: odd, distinct, none a multiple of a block
+# (the warning's example here, and the tests drafts add, drafting/untied.py)
+APART = (37, 53, 71, 89, 113, 131, 151, 173, 197, 223, 251, 277)
 
 
 def tied_sizes_message(all_sizes: list[SizeSet]) -> str | None:
