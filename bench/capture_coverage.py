@@ -54,6 +54,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from _common import console, save, table
 
@@ -493,6 +494,11 @@ def prove_row(optimizer: Optimizer, index: LaunchIndex, project: Path, settings:
     resolves (attached, captured, drafted), then `Optimizer.prepare` (the proof). Proven means
     that the search would start."""
     text = src.read_text(errors="replace")
+    t0, stages = time.monotonic(), row.setdefault("stages", [])
+
+    def stage(what: Any) -> None:  # where a slow proof's seconds went, in the results file
+        stages.append(f"{time.monotonic() - t0:7.1f} s  {getattr(what, 'message', what)}"[:300])
+
     plan = plan_spec(index, src, text, kernel, settings)
     row["origin"] = plan.spec.origin
     if plan.spec.spec is None:
@@ -502,10 +508,11 @@ def prove_row(optimizer: Optimizer, index: LaunchIndex, project: Path, settings:
     job = OptimizeRun(text, src, kernel.name, project, settings, plan)
     if plan.draft is None:  # the file's own block, or one inferred from the signature: searched as it is,
         # the original checked by the search's first measurement; proven here as the listing proves it
-        proof = prove_with(optimizer.backend(settings), text, kernel.name, None, job.eval_options(), timeout=120)
+        proof = prove_with(optimizer.backend(settings), text, kernel.name, None, job.eval_options(), timeout=120,
+                           on_stage=stage)
         row.update(status="proven" if proof.proven else "failed", why="" if proof.proven else proof.message[:400])
         return
-    stopped = optimizer.prepare(job, lambda _: None)
+    stopped = optimizer.prepare(job, stage)
     row.update(status="proven" if stopped is None else "failed", why="" if stopped is None else stopped.message[:400])
 
 
