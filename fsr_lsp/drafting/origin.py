@@ -17,7 +17,7 @@ from ..kernels.aliases import included_texts, type_aliases, with_aliases
 from ..kernels.clock_reads import clock_read
 from ..kernels.lexical import defined_macros
 from ..source import SourceText
-from ..specs import BufferArg, Spec, parse_spec, render_spec
+from ..specs import BufferArg, Spec, StructArg, parse_spec, render_spec
 from .captured import captured_spec, saved_inputs
 from .draft import Draft, draft_spec
 from .host import Launch, find_launches
@@ -84,10 +84,15 @@ def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafte
 
 
 def requested_inputs(spec: Spec | None, kernel: Kernel, capture: Callable[[], Capture | None]) -> dict[str, str]:
-    """The saved bytes a spec of the user's own asks for (its captured() buffers), no more: the
-    run's other buffers may fit no size of the spec. `capture` is asked for only then (reading
-    one is a walk over files; a save should not pay it for nothing)."""
-    wanted = {a.name for a in (spec.args if spec else ()) if isinstance(a, BufferArg) and a.init.kind == "captured"}
+    """The saved bytes a spec of the user's own asks for (its captured() buffers, or every input
+    with `bench_inputs = "captured"`), no more: the run's other buffers may fit no size of the
+    spec. `capture` is asked for only then (reading one is a walk over files; a save should not
+    pay it for nothing)."""
+    every = spec is not None and spec.bench_inputs == "captured"
+    wanted = {a.name for a in (spec.args if spec else ()) if isinstance(a, BufferArg)
+              and (a.init.kind == "captured" or every and a.direction != "out")}
+    wanted |= {f"{a.name}.{m.name}" for a in (spec.args if every and spec else ()) if isinstance(a, StructArg)
+               for m in a.fields if isinstance(m, BufferArg) and m.direction != "out"}
     found = capture() if wanted else None
     if found is None:
         return {}

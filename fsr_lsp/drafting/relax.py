@@ -14,6 +14,9 @@ user's own block is never changed. Each step is said in the proof's message.
   size, its indices come from its data (values drawn in the run's range, a scan's offsets), and
   those fit the captured size alone: every smaller size goes at once, and the spec is checked
   at the captured size only, with the run's own inputs as one of its input sets;
+- a size where random inputs would make the original print past the device's printf buffer (a
+  check kernel printing each mismatch): the bench size takes the run's own inputs
+  (`bench_inputs = "captured"`), a test size is left out;
 - when it still fails at the captured size, the inputs drawn in the run's range of whole numbers
   (offsets, flags, indices) have structure random values lack (a scan's offsets are distinct):
   those take the run's own bytes, `captured()`, at every seed; the other inputs stay random.
@@ -50,6 +53,8 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
         if widened != block:
             return widened, f"the original writes `{argument}`: checked as inout (what it leaves there is compared too)"
     failed_at = _size_of(job, message)
+    if check == "printing" and failed_at is not None:
+        return _printing(block, job, failed_at)
     if failed_at is None or failed_at.role == "bench":
         return None if check in NOT_ABOUT_INPUTS else _structure_from_capture(block, job)
     if job.real_inputs and check in IN_BOUNDS_CHECKS:
@@ -68,6 +73,23 @@ def relax(block: str, job: EvalJob | None, check: str, argument: str, message: s
     also = " (sizes equal at the bench set apart: where the original fails so, rewrites are not tested so)" if apart else ""
     return (set_key(block, "tests", _tests(kept)),
             f"the original fails at {failed_at.label} ({check}): that size is left out{also}")
+
+
+def _printing(block: str, job: EvalJob, failed_at) -> tuple[str, str] | None:
+    """A size where random inputs would make the original print past the device's buffer: the
+    bench size takes the run's own inputs (where a check kernel finds nothing to print), a test
+    size is left out."""
+    if failed_at.role != "bench":
+        kept = [p.sizes for p in job.sizes if p.role == "test" and p.label != failed_at.label]
+        edge = failed_at.role == "edge"
+        return (set_key(block, "edge", "false") if edge else set_key(block, "tests", _tests(kept)),
+                f"on random inputs the original would print past the device's printf buffer at {failed_at.label}: "
+                f"{'edge = false' if edge else 'that size is left out'}")
+    if not job.real_inputs or "bench_inputs" in block:
+        return None
+    return (set_key(block, "bench_inputs", '"captured"'),
+            f"on random inputs the original would print past the device's printf buffer at {failed_at.label}: the "
+            "bench size takes the run's own inputs (bench_inputs = \"captured\"), the test sizes stay random")
 
 
 def _tests(sizes: list[dict[str, int]]) -> str:

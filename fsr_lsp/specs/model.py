@@ -133,6 +133,9 @@ class Spec:
     inferred: bool = False
     edge: bool = True  # add a size that is no block multiple (false: the kernel requires multiples, say)
     defines: tuple[str, ...] = ()  # macros its build defines (specs/defines.py): typed and compiled with them
+    # "captured": at the bench size, the inputs a captured run saved take its own bytes at every seed
+    # (a check kernel prints a line per mismatch: random inputs there print millions); tests stay random
+    bench_inputs: Literal["random", "captured"] = "random"
 
     def arg(self, name: str) -> Arg | None:
         return next((a for a in self.args if a.name == name), None)

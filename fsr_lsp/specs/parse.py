@@ -24,7 +24,8 @@ from .windows import read_window
 from .size_warnings import tied_sizes_message
 from .texture_args import texture_param
 
-KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge", "defines")
+KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge", "defines",
+              "bench_inputs")
 _BYTES = re.compile(r"\s*\bbytes\s*$")  # `in[16 bytes]`: a length in bytes
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
 MAX_TESTS = 64
@@ -129,12 +130,18 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
     if not isinstance(edge, bool):
         ctx.add("edge must be true or false (false: the kernel only takes sizes like the listed ones)", "edge")
         edge = True
+    bench_inputs = data.get("bench_inputs", "random")
+    if bench_inputs not in ("random", "captured"):
+        ctx.add('bench_inputs must be "random" or "captured" (the bytes a captured run saved, at the bench size)',
+                "bench_inputs")
+        bench_inputs = "random"
     args = _args(ctx, data.get("args"), all_sizes, template)
     ref = read_ref(ctx, data.get("ref"), args)
     if grid is None or block is None or args is None:
         return None
     return Spec(bench=bench, tests=tuple(tests), grid=grid, block=tuple(int(b) for b in block), args=args,
-                smem=smem, rtol=rtol, atol=atol, ref=ref, template=template, edge=edge, defines=tuple(defines))
+                smem=smem, rtol=rtol, atol=atol, ref=ref, template=template, edge=edge, defines=tuple(defines),
+                bench_inputs=bench_inputs)
 
 
 def _sizes(ctx: _Ctx, value: Any, key: str, names: tuple[str, ...] | None) -> SizeSet:

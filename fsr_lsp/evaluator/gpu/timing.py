@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..records import Check, LaunchPlan, TimingStats
+from ..records import Check, LaunchPlan, SizePlan, TimingStats
 from .accuracy import EPS, FACTOR, FLOOR_ULPS
 from .relocation import canonical
 from .buffers import FLOATS, count_bad, poison, refill, scaled_error, storage_dtype
@@ -39,6 +39,18 @@ class _Contender:
     launch: Callable[[list[Any]], None] | None  # None for the ref (a torch expression)
     times: list[tuple[Any, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+
+
+def _inputs_of_runs(bench: SizePlan) -> str:
+    """What the timed runs' inputs were: drawn afresh each run, but for the run's own bytes."""
+    same = [a.name for a in buffers_of(bench)
+            if a.direction != "out" and a.init is not None and a.init.kind == "captured"]
+    if not same:
+        return "each on freshly generated inputs"
+    fresh = [a.name for a in buffers_of(bench) if a.direction != "out" and a.name not in same]
+    listed = ", ".join(f"`{n}`" for n in sorted(same))
+    return (f"each on freshly generated inputs but {listed}, the captured run's bytes every time" if fresh
+            else f"each on the captured run's own inputs ({listed}; fresh inputs only at the test sizes)")
 
 
 def time_job(ctx: JobContext) -> None:
@@ -164,7 +176,7 @@ def time_job(ctx: JobContext) -> None:
         if counts["candidate"]:
             held = held_to_their_errors(ctx, bench, pristine, generator, seen, counts["candidate"])
         result.checks.append(Check("timed runs verified", "pass",
-                                   f"{len(times['original']) + cfg.warmup} runs, each on freshly generated inputs{held}"))
+                                   f"{len(times['original']) + cfg.warmup} runs, {_inputs_of_runs(bench)}{held}"))
     if counts.get("ref"):
         result.warnings.append(f"ref disagreed with the original on {counts['ref']} elements of its timed runs")
     result.bench_size = bench.label

@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import Check, EvalJob, SizePlan
+from ..job.captured_buffers import bench_captured
 from ..job.widening import grounded_buffers
 from .accuracy import FACTOR, FLOOR_ULPS
 from .buffers import FLOATS, describe
 from .constant_fill import fill_constants
 from .common import Failure, JobContext, captured_inputs, inputs_only, make_inputs, outputs, seed_for
 from .oracle import OracleProblem, kept_poison, oracle_problem, rounding_spread
+from .print_flood import PrintRate
 from .printed import Printed, printed_difference
 from .range_check import check_ranges, range_plan
 from .ref import RefError, eval_ref
@@ -62,10 +64,16 @@ def verify(ctx: JobContext) -> Counts:
         accuracy.grounded = grounded_buffers(job.sizes[0])
     probe = range_plan(job) if not job.screen else None
     range_result: Check | None = None
+    printing = PrintRate()
     for index, plan in enumerate(job.sizes):
         usable = True
         random_sets = seeds_at(job, plan)
-        for j in range(random_sets + (1 if plan.role == "bench" and job.real_inputs else 0)):
+        own = bench_captured(plan, job.real_inputs)  # the spec's own inputs are the run's here already
+        flood = None if own else printing.flood(plan)
+        if flood:
+            raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {flood}",
+                          check="printing")
+        for j in range(random_sets + (1 if plan.role == "bench" and job.real_inputs and not own else 0)):
             seed = seed_for(job, index, j)
             if j == random_sets:  # one more: the inputs a run of the user's program had
                 inputs, why = captured_inputs(ctx.session, plan, job.real_inputs, seed)
@@ -82,6 +90,8 @@ def verify(ctx: JobContext) -> Counts:
             try:
                 expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
                 printed = list(ctx.printed)  # what each of its chained launches printed
+                if printed and j < random_sets and not own:
+                    printing.observe(plan, printed[0])
                 again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
                 printed_again = ctx.printed[0]
                 rerun = lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0]  # noqa: E731

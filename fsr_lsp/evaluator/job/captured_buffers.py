@@ -4,6 +4,10 @@ inputs stay random. For inputs whose structure random values cannot have (a scan
 CSR row pointers, a permutation), at the size the run had (a smaller size takes their start,
 and the proof says whether that serves).
 
+A spec's `bench_inputs = "captured"` gives every saved input the run's bytes at the bench size
+alone, the test sizes staying random: a check kernel that prints a line per mismatch prints
+millions on random inputs the size a run had, and none on the run's own.
+
 Plain data in and out (no GPU): the plans get each such buffer's source here, before the job
 leaves for a worker, and a spec that cannot be met is said before anything runs.
 """
@@ -13,16 +17,22 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ..records import SizePlan
+from ..records import ArgPlan, SizePlan
+from ...specs.model import Init
 from .linked_memory import value_from_capture, with_linked_memory
 
 
-def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str]) -> tuple[list[SizePlan], str]:
-    """The plans with each captured() buffer's "OFFSET:PATH"; ([], why) when one has no saved
-    bytes, or fewer than a size needs."""
+def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str],
+                          bench_captured: bool = False) -> tuple[list[SizePlan], str]:
+    """The plans with each captured() buffer's "OFFSET:PATH" (with `bench_captured`, every saved
+    input's at the bench size); ([], why) when one has no saved bytes, or fewer than a size needs."""
     out = []
     for plan in plans:
         args = []
+        if bench_captured and plan.role == "bench":
+            plan, why = _bench_from_capture(plan, real_inputs)
+            if why:
+                return [], why
         for arg in plan.args:
             if arg.kind == "bytes":
                 where = real_inputs.get(arg.name)
@@ -44,6 +54,29 @@ def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str]) ->
             args.append(arg)
         out.append(with_linked_memory(dataclasses.replace(plan, args=args)))
     return out, ""
+
+
+def _bench_from_capture(plan: SizePlan, real_inputs: dict[str, str]) -> tuple[SizePlan, str]:
+    """The bench size with each input the run saved as captured() (`bench_inputs = "captured"`)."""
+    saved = [a for a in plan.args if _takes_saved(a, real_inputs)]
+    if not saved:
+        return plan, ('bench_inputs = "captured" needs the bytes a captured run saved for the kernel\'s inputs, and none '
+                      'were given: run your program under `fsr capture --snapshot-bytes N -- CMD` first')
+    args = [dataclasses.replace(a, init=Init("captured"), source=real_inputs[a.name]) if a in saved else a
+            for a in plan.args]
+    return dataclasses.replace(plan, args=args), ""
+
+
+def _takes_saved(arg: ArgPlan, real_inputs: dict[str, str]) -> bool:
+    return (arg.kind == "buffer" and arg.direction != "out" and not arg.hidden and arg.name in real_inputs
+            and (arg.init is None or arg.init.kind != "captured"))
+
+
+def bench_captured(plan: SizePlan, real_inputs: dict[str, str]) -> bool:
+    """Whether every input the run saved is its own bytes at this size already (the captured
+    input set would repeat the spec's own)."""
+    own = [a for a in plan.args if a.kind == "buffer" and a.direction != "out" and a.name in real_inputs]
+    return plan.role == "bench" and bool(own) and all(a.init is not None and a.init.kind == "captured" for a in own)
 
 
 def saved_bytes(where: str) -> int:

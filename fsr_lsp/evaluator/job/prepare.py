@@ -161,7 +161,8 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         else ([], [])
     warnings += left
     seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
-    sizes, unmet = with_captured_sources(build_plans(kernel, spec, cand_spec), dict(options.real_inputs))
+    sizes, unmet = with_captured_sources(build_plans(kernel, spec, cand_spec), dict(options.real_inputs),
+                                         spec.bench_inputs == "captured")
     if unmet:
         result = _early(kernel_name, "spec_error", f"the spec of {kernel_name} cannot run: {unmet}", started)
         result.checks = checks
