@@ -26,7 +26,7 @@ __global__ void daxpy_kernel(int n, double a, const double* x, double* y)
         y[i] = a * x[i] + y[i];
 }
 
-__global__ void check_results_kernel(int n, double correctvalue, const double* x)
+__global__ void check_results(int n, double correctvalue, const double* x)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n && x[i] != correctvalue)
@@ -44,13 +44,13 @@ int main()
     for (int i = 0; i < n; ++i) h[i] = n - i;
     cudaMemcpy(y, h, n * sizeof(double), cudaMemcpyHostToDevice);
     daxpy_kernel<<<4096, 256>>>(n, 1.0, x, y);
-    check_results_kernel<<<n / 256, 256>>>(n, n, y);
+    check_results<<<n / 256, 256>>>(n, n, y);
     cudaDeviceSynchronize();
     printf("done\n");
     return 0;
 }
 """
-FAITHFUL = r"""__global__ void check_results_kernel(int n, double correctvalue, const double* x)
+FAITHFUL = r"""__global__ void check_results(int n, double correctvalue, const double* x)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -59,7 +59,7 @@ FAITHFUL = r"""__global__ void check_results_kernel(int n, double correctvalue, 
         printf("ERROR at index = %d, expected = %f, actual: %f\n", i, correctvalue, v);
 }
 """
-SILENT = """__global__ void check_results_kernel(int n, double correctvalue, const double* x)
+SILENT = """__global__ void check_results(int n, double correctvalue, const double* x)
 {
 }
 """
@@ -75,7 +75,7 @@ def folder(tmp_path_factory, evaluator) -> Path:  # the evaluator fixture skips 
 
 def test_the_check_kernels_draft_is_proven_in_seconds_with_the_runs_own_inputs_at_its_size(folder: Path):
     started = time.monotonic()
-    data = captured_and_proven(folder, "checks", "check_results_kernel", "--snapshot-bytes", "64000000")
+    data = captured_and_proven(folder, "checks", "check_results", "--snapshot-bytes", "64000000")
     seconds = time.monotonic() - started
     print(f"[flood] captured and proven in {seconds:.1f} s: {data['proof']['message'][:400]}")
     assert 'bench_inputs = "captured"' in data["proof"]["spec"], data["proof"]
@@ -84,7 +84,7 @@ def test_the_check_kernels_draft_is_proven_in_seconds_with_the_runs_own_inputs_a
 
 
 def test_a_rewrite_without_the_printf_is_wrong_and_a_faithful_one_verified(folder: Path):
-    wrong = evaluated(folder, "checks.cu", "check_results_kernel", SILENT)
+    wrong = evaluated(folder, "checks.cu", "check_results", SILENT)
     assert wrong.returncode == 1 and "does not print" in wrong.stdout, wrong.stdout[-2000:]
-    good = evaluated(folder, "checks.cu", "check_results_kernel", FAITHFUL)
+    good = evaluated(folder, "checks.cu", "check_results", FAITHFUL)
     assert good.returncode == 0 and "verified" in good.stdout, good.stdout[-2000:]
