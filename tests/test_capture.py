@@ -649,6 +649,9 @@ def test_the_library_follows_pointers_in_saved_memory_and_saves_what_they_point_
         assert links_of(path) == []  # the last node's next is null: no link
         ((at, target, offset),) = links_of(element.snapshot[0])
         assert at == 0 and offset == 0 and (folder / target).read_bytes() == b"hello\0"
+    # a value that is no pointer, however small (an empty functor of one byte is one): its bytes
+    # ("p1"), for a type fsr cannot read; a pointer parameter is saved as what it points to only
+    assert listed.value_snapshot[1].read_bytes() == (3).to_bytes(4, "little") and 0 not in listed.value_snapshot
     # a struct by value: its own bytes saved ("p0"), its pointer a link into the allocation saved for it
     assert view.value_snapshot[0].read_bytes()[8:12] == (14).to_bytes(4, "little")
     if cap >= 64:

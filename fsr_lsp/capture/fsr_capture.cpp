@@ -352,10 +352,13 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
       snap += (snap.empty() ? "\"" : ",\"") + pp.first + "\":\"" + file + "\"";
     }
     // A parameter passed by value that is no pointer (a struct fsr may not read member by member:
-    // a nested struct, a class, arrays of pointers): its own bytes ("pI"), its pointers followed.
+    // a nested struct, a class, arrays of pointers, an empty functor of one byte): its own bytes
+    // ("pI"), its pointers followed.
     for (size_t i = 0; i < params.size(); ++i) {
       const Param& p = params[i];
-      if (!p.bytes || p.size <= 8) continue;
+      bool pointer = false;
+      for (const auto& pp : pointers) pointer = pointer || pp.first == std::to_string(i);
+      if (!p.bytes || pointer) continue;
       std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-p" + std::to_string(i) + ".bin";
       FILE* f = fopen((folder + "/" + file).c_str(), "wb");
       if (!f) continue;

@@ -19,9 +19,11 @@ import json
 from ..capture import Capture, CapturedLaunch
 from ..kernels import Kernel, Param
 from ..kernels.lexical import lex, spec_blocks
+from ..kernels.packs import expanded
 from ..source import SourceText
 from ..specs import BufferArg, ScalarArg, StructArg, evaluate, evaluate_int, parse_spec, render_spec
 from ..specs.model import Spec
+from ..specs.param_types import param_dtype
 from .captured_ranges import captured_values, init_from_values
 from .captured_values import CapturedValues, NotCaptured, launch_substitution, struct_offsets, values_of
 from .captured_sizes import grid_expression, named_values
@@ -65,6 +67,7 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
         return out
     run = capture.run_of(kernel.name)  # the run this kernel's launches are from
     launch = _chosen(launches)
+    kernel = expanded(kernel, launch.template_args)  # a variadic kernel: its parameters as this launch has them
     n_variants = len({(x.template_args, x.grid, x.block) for x in launches})
     try:
         values = values_of(kernel, launch)
@@ -107,14 +110,19 @@ def saved_inputs(kernel: Kernel, capture: Capture) -> dict[str, str]:
     """Buffer -> "OFFSET:PATH" of the bytes the run saved before the launch a captured spec is
     drafted from (for a spec of the user's own: its `captured()` buffers, one more input set)."""
     launches = capture.of(kernel.name)
-    return _saved(kernel, _chosen(launches)) if launches else {}
+    if not launches:
+        return {}
+    launch = _chosen(launches)
+    return _saved(expanded(kernel, launch.template_args), launch)
 
 
 def _saved(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
     out = {p.name: f"{c.alloc.offset}:{launch.snapshot[i]}" for i, (p, c) in enumerate(zip(kernel.params, launch.params))
            if i in launch.snapshot and c.alloc is not None and not p.fields}
+    subst = launch_substitution(kernel, launch)
     for i, path in launch.value_snapshot.items():  # values passed as the run passed them: where each was placed
-        if i < len(kernel.params) and not kernel.params[i].is_pointer:
+        if i < len(kernel.params) and not kernel.params[i].is_pointer and (
+                launch.params[i].size > 8 or param_dtype(kernel.params[i], subst)[0] is None):
             out.setdefault(kernel.params[i].name, f"{launch.params[i].offset}:{path}")
     for i, (p, c) in enumerate(zip(kernel.params, launch.params)):  # a struct's pointer members, where saved
         saved = {at: path for (index, at), path in launch.member_snapshot.items() if index == i}

@@ -16,6 +16,7 @@ from ...kernels import Kernel, discover
 from ...kernels.aliases import flag_defines, included_texts, type_aliases, with_included_aliases
 from ...kernels.lexical import defined_macros
 from ...kernels.lexical import code_only
+from ...kernels.packs import expanded
 from ...source import SourceText
 from ...specs import Spec, parse_spec
 from ...specs.defines import with_defines
@@ -106,9 +107,10 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
                               if p.severity != "info"] + orphans) or "no spec"
         return Prepared(result=_early(kernel_name, "spec_error", f"the spec of {kernel_name} is unusable: {problems}", started))
     spec = spec_result.spec
-    ref = kernel_ref(kernel, spec)
+    instance = expanded(kernel, spec.template)  # a variadic kernel's parameters as its spec instantiates it
+    ref = kernel_ref(instance, spec)
     warnings = [p.message for p in spec_result.problems if p.severity == "warning"] + orphans
-    layouts, wide_layouts = layout_checks(kernel, spec, dict(options.real_inputs))  # '' unless it takes values
+    layouts, wide_layouts = layout_checks(instance, spec, dict(options.real_inputs))  # '' unless it takes values
     try:
         orig = compile_kernel(source + layouts, ref, options.compile_options(arch))
         if not orig.ok:
@@ -161,7 +163,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         else ([], [])
     warnings += left
     seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
-    sizes, unmet = with_captured_sources(build_plans(kernel, spec, cand_spec), dict(options.real_inputs),
+    sizes, unmet = with_captured_sources(build_plans(instance, spec, cand_spec), dict(options.real_inputs),
                                          spec.bench_inputs == "captured")
     if unmet:
         result = _early(kernel_name, "spec_error", f"the spec of {kernel_name} cannot run: {unmet}", started)
@@ -189,7 +191,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         wide_why=wide_why,
         constants=constants,
     )
-    pre = Prepared(job=job, kernel=kernel, spec=spec, launch_changed=launch_changed)
+    pre = Prepared(job=job, kernel=instance, spec=spec, launch_changed=launch_changed)
     pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,
                            compile={"original": orig, **({"candidate": cand} if cand else {})})
     return pre
