@@ -451,6 +451,24 @@ def test_a_pointer_the_run_passed_as_null_is_null_in_the_captured_spec(tmp_path:
     assert 'unused = "null"' in spec.spec and 'y = "out[n]"' in spec.spec, spec.spec
 
 
+def test_a_pointer_one_past_the_end_of_its_allocation_is_null_in_the_captured_spec(tmp_path: Path):
+    """An elementwise launcher's tail: `apply(n_pack, r, n_tail, r + n_pack * 8)` where the
+    packs covered everything: the tail pointer is the allocation's end, a pointer to no byte the
+    kernel may touch. The spec passes null (was: no spec, "points to no allocation the run made")."""
+    n = 2048
+    (tmp_path / "k.cu").write_text(
+        "__global__ void packed(const float4* x, float4* y, int n, int n_tail, float* tail)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; if (i < n_tail) tail[i] = 0.f; }\n")
+    record = {"id": 0, "kernel": "_Z6packedPK6float4PS_iiPf", "name": "packed(float4 const*, float4*, int, int, float*)",
+              "base": "packed", "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(16 * n), {**ptr(16 * n), "offset": 8}, {"offset": 16, "size": 4, "hex": i32(n)},
+                         {"offset": 20, "size": 4, "hex": i32(0)}, {**ptr(16 * n, 16 * n), "offset": 24}]}
+    write_capture(tmp_path, [record])
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert 'tail = "null"' in spec.spec and 'y = "out[n]"' in spec.spec, spec.spec
+
+
 def test_a_pointer_into_its_allocation_keeps_the_elements_before_it(tmp_path: Path):
     """`stencil<<<...>>>(d_in + RADIUS, d_out + RADIUS)`: the capture saw each pointer 3 ints
     into its allocation. The kernel reads in[i - 3], which is the program's own halo: the spec
@@ -635,7 +653,7 @@ def test_the_library_follows_pointers_in_saved_memory_and_saves_what_they_point_
     folder = tmp_path / "capture"
     folder.mkdir()
     subprocess.run([str(built_harness(tmp_path, "links_harness")), str(folder), str(cap)], check=True)
-    listed, element, view = read_capture(folder).launches
+    listed, element, view, tail = read_capture(folder).launches
     path, keys = listed.snapshot[0], []
     while links_of(path) and links_of(path)[0][1] != "-":  # the list, node by node
         ((at, target, offset),) = links_of(path)
@@ -652,6 +670,10 @@ def test_the_library_follows_pointers_in_saved_memory_and_saves_what_they_point_
     # a value that is no pointer, however small (an empty functor of one byte is one): its bytes
     # ("p1"), for a type fsr cannot read; a pointer parameter is saved as what it points to only
     assert listed.value_snapshot[1].read_bytes() == (3).to_bytes(4, "little") and 0 not in listed.value_snapshot
+    # a pointer one past the end of an allocation: recorded at its end (nothing to save), and the
+    # one-byte functor beside it saved as a value
+    assert tail.params[0].alloc is not None and tail.params[0].alloc.offset == tail.params[0].alloc.size == 64
+    assert 0 not in tail.snapshot and 0 not in tail.value_snapshot and tail.value_snapshot[1].read_bytes() == b"\0"
     # a struct by value: its own bytes saved ("p0"), its pointer a link into the allocation saved for it
     assert view.value_snapshot[0].read_bytes()[8:12] == (14).to_bytes(4, "little")
     if cap >= 64:

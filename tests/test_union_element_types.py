@@ -161,3 +161,15 @@ def test_fsr_spec_of_the_gups_kernels_knows_the_element_type(tmp_path: Path):
     listed = {d["kernel"]: d for d in json.loads(r.stdout)}
     assert listed["d_init"]["spec"] is not None and listed["d_init"]["origin"] != "none"
     assert "unknown element type" not in r.stdout
+
+
+def test_a_template_struct_of_one_anonymous_union_is_the_unions_layout():
+    """OneFlow's `template <typename T, int N> struct alignas(sizeof(T) * N) Packed { union { T
+    elem[N]; }; }`: the packs its elementwise templates load are N lanes of T."""
+    from fsr_lsp.kernels.structs import struct_templates
+
+    packed = ("template <typename T, int pack_size>\nstruct alignas(sizeof(T) * pack_size) Packed {\n"
+              "  __device__ Packed() {}\n  union {\n    T elem[pack_size];\n  };\n};\n")
+    assert struct_templates(packed) == {"Packed<T, pack_size>": "T[pack_size]"}
+    mixed = packed.replace("T elem[pack_size];", "T elem[pack_size];\n    float x;")
+    assert struct_templates(mixed) == {}  # members of other sizes: no one layout

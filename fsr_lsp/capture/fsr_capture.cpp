@@ -278,6 +278,7 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
   // what a snapshot may save: "3" (a pointer parameter) or "3.16" (the word at byte 16 of a struct
   // passed by value) -> (base, size) of the allocation it points into
   std::vector<std::pair<std::string, std::pair<uint64_t, size_t>>> pointers;
+  std::vector<bool> points(params.size(), false);  // parameters that are pointers into (or to the end of) an allocation
   for (size_t i = 0; i < params.size(); ++i) {
     const Param& p = params[i];
     std::string item = "{\"offset\":" + std::to_string(p.offset) + ",\"size\":" + std::to_string(p.size);
@@ -292,6 +293,14 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
                 escaped(via) + "\"}";
         sig += "|p" + std::to_string(alloc_size) + "+" + std::to_string(value - base_addr);
         pointers.push_back({std::to_string(i), {base_addr, alloc_size}});
+        points[i] = true;
+      } else if (p.size == 8 && value > 4096 && find_allocation(value - 1, &base_addr, &alloc_size, &via) &&
+                 value == base_addr + alloc_size) {
+        // one past the end of an allocation (`r + n` where nothing is left): a pointer to no byte
+        item += ",\"alloc\":{\"size\":" + std::to_string(alloc_size) + ",\"offset\":" + std::to_string(alloc_size) +
+                ",\"base\":" + std::to_string(base_addr) + ",\"via\":\"" + escaped(via) + "\"}";
+        sig += "|e" + std::to_string(alloc_size);
+        points[i] = true;
       } else {
         std::string h = hex(p.bytes, p.size < 256 ? p.size : 256);
         item += ",\"hex\":\"" + h + "\"";
@@ -356,9 +365,7 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
     // ("pI"), its pointers followed.
     for (size_t i = 0; i < params.size(); ++i) {
       const Param& p = params[i];
-      bool pointer = false;
-      for (const auto& pp : pointers) pointer = pointer || pp.first == std::to_string(i);
-      if (!p.bytes || pointer) continue;
+      if (!p.bytes || points[i]) continue;
       std::string file = "inputs-" + std::to_string(getpid()) + "-" + std::to_string(id) + "-p" + std::to_string(i) + ".bin";
       FILE* f = fopen((folder + "/" + file).c_str(), "wb");
       if (!f) continue;

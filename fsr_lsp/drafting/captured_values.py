@@ -99,6 +99,9 @@ def _one_value(p: Param, name: str, dtype: str, lanes: int, c: CapturedParam, va
         return
     if c.alloc is None:
         raise NotCaptured(f"`{name}` points to no allocation the run made")
+    if c.alloc.offset >= c.alloc.size:  # `r + n` with nothing left (a tail of none): no byte it may touch
+        values.nulls.add(name)
+        return
     values.extents[name] = (c.alloc.size - c.alloc.offset) // (ITEMSIZE[dtype] * lanes)
     if c.alloc.offset and c.alloc.offset % (ITEMSIZE[dtype] * lanes) == 0:
         values.before[name] = c.alloc.offset // (ITEMSIZE[dtype] * lanes)  # `d_in + RADIUS`: a halo before it

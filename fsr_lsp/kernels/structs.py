@@ -299,6 +299,10 @@ def _template_layout(body: Node, params: list[str], macros: dict[str, str]) -> s
         return None
     field = fields[0]
     kind, declarators = field.child_by_field_name("type"), field.children_by_field_name("declarator")
+    inner = kind.child_by_field_name("body") if kind is not None and not declarators and kind.type in (
+        "union_specifier", "struct_specifier") and kind.child_by_field_name("name") is None else None
+    if inner is not None:  # `union { T elem[N]; };`: an anonymous member is its members in place
+        return _template_layout(inner, params, macros)
     if kind is None or len(declarators) != 1 or any(c.type in ("bitfield_clause", "storage_class_specifier")
                                                      for c in field.children):
         return None

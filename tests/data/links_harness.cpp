@@ -1,6 +1,7 @@
 // Drives the capture library's snapshot as the CUDA driver would (no GPU needed), over memory
 // that holds pointers: a linked list of four nodes, each its own allocation, and a struct whose
-// `char* name` points into another. The fake device memory is a map of allocations.
+// `char* name` points into another, a struct by value holding a pointer, and a pointer one past the
+// end of an allocation beside a one-byte functor. The fake device memory is a map of allocations.
 #include "fsr_capture.cpp"
 #include "driver_calls.h"
 
@@ -13,10 +14,11 @@ static CUresult fake_param_info(void* f, size_t i, size_t* offset, size_t* size)
     *size = 16;
     return CUDA_SUCCESS;
   }
-  size_t count = f == reinterpret_cast<CUfunction>(0x1) ? 2 : 1;  // (list_elem*, int) or (DataElement*)
+  bool tail = f == reinterpret_cast<CUfunction>(0x4);  // (float* end, Twice f)
+  size_t count = f == reinterpret_cast<CUfunction>(0x1) || tail ? 2 : 1;  // (list_elem*, int) or (DataElement*)
   if (i >= count) return CUDA_ERROR_INVALID_VALUE;
   *offset = i * 8;
-  *size = i == 0 ? 8 : 4;
+  *size = i == 0 ? 8 : tail ? 1 : 4;
   return CUDA_SUCCESS;
 }
 
@@ -73,6 +75,11 @@ int main(int argc, char** argv) {
   void* view_params[] = {view};
   cuLaunchKernel_params v{reinterpret_cast<CUfunction>(0x3), 1, 1, 1, 1, 1, 1, 0, nullptr, view_params, nullptr};
   call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &v, "_Z4show4View");
+  CUdeviceptr end = data + 64;  // one past the end of `data` (a tail of no elements), then a one-byte functor
+  unsigned char functor = 0;
+  void* tail_params[] = {&end, &functor};
+  cuLaunchKernel_params t{reinterpret_cast<CUfunction>(0x4), 1, 1, 1, 1, 1, 1, 0, nullptr, tail_params, nullptr};
+  call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &t, "_Z4tailPf5Twice");
   finish();
   return 0;
 }
