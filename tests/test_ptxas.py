@@ -42,3 +42,14 @@ def test_of_several_instantiations_the_one_whose_arguments_were_asked_for():
     assert instantiation_entry(entries, "k", "float,32", demangled) == "_Z1kIfLi32EEvPf"
     assert instantiation_entry(entries, "k", "256", demangled) is None
     assert instantiation_entry(entries, "k", "128", {}) is None  # no demangler: no guess
+
+
+def test_nested_template_arguments_match_however_the_demangler_spaces_them():
+    """The driver's demangler writes `F<G<h> >`, cu++filt beside a newer nvcc `F<G<h>>`: one
+    instantiation (a variadic elementwise template launched with pack sizes 8 and 1 here)."""
+    entries = ["_Z5applyILi8E1FI1GI6__halfEES2_JS2_EEvT0_", "_Z5applyILi1E1FI1GI6__halfEES2_JS2_EEvT0_"]
+    demangled = {entries[0]: "void apply<8, F<G<__half>>, __half, __half>(F<G<__half>>)",
+                 entries[1]: "void apply<1, F<G<__half>>, __half, __half>(F<G<__half>>)"}
+    assert instantiation_entry(entries, "apply", "8, F<G<__half> >, __half, __half", demangled) == entries[0]
+    assert instantiation_entry(entries, "apply", "1, F<G<__half> >, __half, __half", demangled) == entries[1]
+    assert instantiation_entry(entries, "apply", "8, F<G<float> >, __half, __half", demangled) is None

@@ -133,3 +133,14 @@ def test_a_functor_passed_by_value_is_passed_as_the_run_passed_it(tmp_path: Path
     assert spec.origin == "captured", spec.problems
     assert 'f = "captured()"' in spec.spec and 'in_1 = "in[n] normal()"' in spec.spec, spec.spec
     assert set(spec.inputs) == {"f"}, spec.inputs  # `n`, an int it can read, is no saved input
+
+
+def test_template_arguments_with_commas_inside_are_one_argument_each():
+    """OneFlow's softmax is launched as `SoftmaxWarpImpl<DirectLoad<float, float>, DirectStore<float,
+    float>, float, 4, ...>`: its LOAD is `DirectLoad<float, float>`, not `DirectLoad<float`."""
+    from fsr_lsp.specs.param_types import template_substitution
+
+    k = find_kernel(SourceText("template <typename LOAD, typename STORE, int N>\n"
+                               "__global__ void softmax(LOAD load, STORE store, int rows) { }\n"), "softmax")
+    assert template_substitution(k, "DirectLoad<float, float>, DirectStore<float, float>, 4") == {
+        "LOAD": "DirectLoad<float, float>", "STORE": "DirectStore<float, float>", "N": "4"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..kernels.c_types import element_type
 from ..kernels.kernel import Kernel, Param
+from ..kernels.lexical import split_top_level
 from ..kernels.structs import substituted
 
 
@@ -13,7 +14,7 @@ def template_substitution(kernel: Kernel, template: str | None) -> dict[str, str
     """Template parameter name -> argument text, from `template = "float, 256"`."""
     if not template or not kernel.template_params:
         return {}
-    values = [v.strip() for v in template.split(",")]
+    values = [v.strip() for v in split_top_level(template)]  # `DirectLoad<float, float>, 4`: two
     names = [tp.split("=")[0].split()[-1] for tp in kernel.template_params]
     return dict(zip(names, values))
 
