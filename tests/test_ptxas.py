@@ -53,3 +53,15 @@ def test_nested_template_arguments_match_however_the_demangler_spaces_them():
     assert instantiation_entry(entries, "apply", "8, F<G<__half> >, __half, __half", demangled) == entries[0]
     assert instantiation_entry(entries, "apply", "1, F<G<__half> >, __half, __half", demangled) == entries[1]
     assert instantiation_entry(entries, "apply", "8, F<G<float> >, __half, __half", demangled) is None
+
+
+def test_bool_and_int_arguments_match_as_cu_filt_and_the_driver_write_them():
+    """OneFlow's softmax as the driver names it (`2, false, (Algorithm)0`) and as cu++filt does
+    (`(int)2, (bool)0, (Algorithm)0`): one instantiation."""
+    entries = ["_Z15SoftmaxWarpImplI10DirectLoadIffEfLi2ELb0EL9Algorithm0EEvT_ll",
+               "_Z15SoftmaxWarpImplI10DirectLoadIffEfLi2ELb1EL9Algorithm0EEvT_ll"]
+    demangled = {entries[0]: "void SoftmaxWarpImpl<DirectLoad<float, float>, float, (int)2, (bool)0, (Algorithm)0>(T1, long, long)",
+                 entries[1]: "void SoftmaxWarpImpl<DirectLoad<float, float>, float, (int)2, (bool)1, (Algorithm)0>(T1, long, long)"}
+    wanted = "DirectLoad<float, float>, float, 2, false, (Algorithm)0"
+    assert instantiation_entry(entries, "SoftmaxWarpImpl", wanted, demangled) == entries[0]
+    assert instantiation_entry(entries, "SoftmaxWarpImpl", wanted.replace("false", "true"), demangled) == entries[1]

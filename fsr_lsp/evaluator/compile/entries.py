@@ -72,6 +72,7 @@ def _template_args(text: str) -> list[str] | None:
     for a in args:
         a = re.sub(r"^\((?:unsigned |signed )?\w+\)", "", " ".join(a.split()))
         a = re.sub(r"\s*([<>,*&])\s*", r"\1", a)  # `F<G<h> >` as binutils writes it, `F<G<h>>` as cu++filt does
+        a = {"false": "0", "true": "1"}.get(a, a)  # cu++filt writes a bool argument `(bool)0`, the driver `false`
         out.append(re.sub(r"(?<=\d)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)$", "", a))
     return out
 
