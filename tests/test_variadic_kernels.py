@@ -144,3 +144,47 @@ def test_template_arguments_with_commas_inside_are_one_argument_each():
                                "__global__ void softmax(LOAD load, STORE store, int rows) { }\n"), "softmax")
     assert template_substitution(k, "DirectLoad<float, float>, DirectStore<float, float>, 4") == {
         "LOAD": "DirectLoad<float, float>", "STORE": "DirectStore<float, float>", "N": "4"}
+
+
+SOFTMAX_LIKE = """template <typename SRC, typename DST>
+struct DirectLoad {
+  DirectLoad(const SRC* src, int64_t row_size) : src(src), row_size(row_size) {}
+  template <int N>
+  __device__ void load(DST* dst, int64_t row, int64_t col) const { dst[0] = static_cast<DST>(src[row * row_size + col]); }
+  const SRC* src;
+  int64_t row_size;
+};
+
+template <typename LOAD, int pack_size>
+__global__ void scale_rows(LOAD load, float* out, int rows)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) load.template load<pack_size>(out + r, r, 0);
+}
+"""
+
+
+def test_a_struct_passed_as_a_template_type_parameter_is_read_member_by_member(tmp_path: Path):
+    """OneFlow's softmax takes `LOAD load` with LOAD = `DirectLoad<float, float>` (a pointer and a
+    row size): read member by member once instantiated, its buffer sized by the run, as a struct
+    of the file's own type is. (As a value fsr cannot read, the run's bytes, its pointer reached
+    memory too large to save, and the launch got null.)"""
+    rows, cols = 4096, 64
+    (tmp_path / "k.cu").write_text("#include <cstdint>\n" + SOFTMAX_LIKE)
+    raw = (1 << 20).to_bytes(8, "little") + cols.to_bytes(8, "little")
+    folder = write_capture(tmp_path, [{
+        "id": 0, "kernel": "_Z10scale_rowsI10DirectLoadIffELi1EEvT_Pfi",
+        "name": "void scale_rows<DirectLoad<float, float>, 1>(DirectLoad<float, float>, float*, int)",
+        "base": "scale_rows", "grid": [rows // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+        "params": [{"offset": 0, "size": 16, "hex": raw.hex(),
+                    "words": [{"at": 0, "size": 4 * rows * cols, "offset": 0, "via": "cudaMalloc"}]},
+                   {**ptr(4 * rows), "offset": 16}, {"offset": 24, "size": 4, "hex": i32(rows)}],
+        "snapshot": {"p0": "inputs-7-0-p0.bin"}}])
+    (folder / "inputs-7-0-p0.bin").write_bytes(raw)
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert 'template = "DirectLoad<float, float>, 1"' in spec.spec, spec.spec
+    assert "load = { src = " in spec.spec and "captured()" not in spec.spec, spec.spec
+    src = SourceText(spec.spec + "#include <cstdint>\n" + SOFTMAX_LIKE)
+    parsed = parse_spec(src, find_kernel(src, "scale_rows"))
+    assert parsed.spec is not None, parsed.problems

@@ -67,7 +67,7 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
         return out
     run = capture.run_of(kernel.name)  # the run this kernel's launches are from
     launch = _chosen(launches)
-    kernel = expanded(kernel, launch.template_args)  # a variadic kernel: its parameters as this launch has them
+    kernel = expanded(kernel, launch.template_args, src.text)  # its parameters as this launch has them
     n_variants = len({(x.template_args, x.grid, x.block) for x in launches})
     try:
         values = values_of(kernel, launch)

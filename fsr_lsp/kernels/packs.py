@@ -16,6 +16,7 @@ import re
 from .c_types import element_type
 from .kernel import Kernel, Param
 from .lexical import split_top_level
+from .struct_fields import with_struct_fields
 
 _PACK = re.compile(r"^(?:typename|class)\s*\.\.\.\s*(\w+)$")
 
@@ -34,12 +35,18 @@ def is_pack_param(p: Param) -> bool:
     return bool(re.search(rf"\.\.\.\s*{re.escape(p.name)}$", p.text))
 
 
-def expanded(kernel: Kernel, template: str | None) -> Kernel:
+def expanded(kernel: Kernel, template: str | None, text: str | None = None) -> Kernel:
     """The kernel with each pack parameter expanded for the template arguments `template`
-    (the instantiation's, as a spec or a captured symbol gives them); the kernel as it is when
-    it has no pack, or no arguments are given."""
+    (the instantiation's, as a spec or a captured symbol gives them), and, given the file's
+    `text`, each parameter passed by value as a template type parameter (`LOAD load` of OneFlow's
+    softmax) typed by its argument (`DirectLoad<float, float>`), a struct read member by member
+    where it qualifies (struct_fields.py); the kernel as it is when no arguments are given."""
+    if not template or not kernel.template_params:
+        return kernel
+    if text is not None:
+        kernel = _by_value_instances(kernel, template, text)
     pack = pack_name(kernel)
-    if pack is None or not template or not any(is_pack_param(p) for p in kernel.params):
+    if pack is None or not any(is_pack_param(p) for p in kernel.params):
         return kernel
     args = [a.strip() for a in split_top_level(template)]
     elements = args[len(kernel.template_params) - 1:]
@@ -63,3 +70,24 @@ def _element(p: Param, pack: str, element: str, name: str) -> Param:
     type_text = put(p.type_text)
     return dataclasses.replace(p, name=name, text=f"{type_text} {name}", type_text=type_text, base_type=base,
                                dtype=dtype, lanes=lanes or 1)
+
+
+def _by_value_instances(kernel: Kernel, template: str, text: str) -> Kernel:
+    """By-value parameters typed by a template type parameter, typed by its argument; a struct
+    of the file read member by member (a type it cannot read stays as it was)."""
+    names = [" ".join(t.split()) for t in kernel.template_params]
+    args = [a.strip() for a in split_top_level(template)]
+    types = {n.split()[-1]: a for n, a in zip(names, args) if re.match(r"^(?:typename|class)\s+\w+$", n)}
+    params = []
+    for p in kernel.params:
+        arg = types.get(p.base_type) if not p.is_pointer and not p.fields and p.dtype is None else None
+        if arg is None or element_type(arg)[0] is not None:  # a scalar's type: param_dtype reads it
+            params.append(p)
+            continue
+        type_text = re.sub(rf"\b{re.escape(p.base_type)}\b", arg, p.type_text)
+        params.append(dataclasses.replace(p, base_type=arg, type_text=type_text, text=f"{type_text} {p.name}"))
+    if params == list(kernel.params):
+        return kernel
+    instance = dataclasses.replace(kernel, params=tuple(params))
+    read = with_struct_fields(instance, text)
+    return read if any(a.fields != b.fields for a, b in zip(read.params, instance.params)) else kernel

@@ -115,7 +115,7 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
     if template is not None and not isinstance(template, str):
         ctx.add('template must be a string of template arguments, e.g. template = "float, 256"', "template")
         template = None
-    ctx.kernel = expanded(ctx.kernel, template)  # a variadic kernel: one parameter per element of its pack
+    ctx.kernel = expanded(ctx.kernel, template, ctx.src.text)  # packs expanded, by-value structs as instantiated
     if ctx.kernel.is_template and template is None:
         ctx.add(f"{ctx.kernel.name} is a template: add template = \"...\" with the arguments to instantiate it "
                 f"({', '.join(ctx.kernel.template_params)})", code="spec-template")

@@ -107,7 +107,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
                               if p.severity != "info"] + orphans) or "no spec"
         return Prepared(result=_early(kernel_name, "spec_error", f"the spec of {kernel_name} is unusable: {problems}", started))
     spec = spec_result.spec
-    instance = expanded(kernel, spec.template)  # a variadic kernel's parameters as its spec instantiates it
+    instance = expanded(kernel, spec.template, source)  # the parameters as its spec instantiates the kernel
     ref = kernel_ref(instance, spec)
     warnings = [p.message for p in spec_result.problems if p.severity == "warning"] + orphans
     layouts, wide_layouts = layout_checks(instance, spec, dict(options.real_inputs))  # '' unless it takes values
