@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_struct_params_gpu import built, captured_and_proven, evaluated
+from .test_struct_params_gpu import captured_and_proven, evaluated, workspace_with
 
 pytestmark = pytest.mark.gpu
 
@@ -67,10 +67,7 @@ SILENT = """__global__ void check_results(int n, double correctvalue, const doub
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory, evaluator) -> Path:  # the evaluator fixture skips without a GPU
-    out = tmp_path_factory.mktemp("flood")
-    (out / ".git").mkdir()
-    built(out, "checks", PROGRAM)
-    return out
+    return workspace_with(tmp_path_factory, "checks", PROGRAM)
 
 
 def test_the_check_kernels_draft_is_proven_in_seconds_with_the_runs_own_inputs_at_its_size(folder: Path):

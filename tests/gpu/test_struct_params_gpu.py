@@ -48,6 +48,15 @@ def built(folder: Path, name: str, source: str) -> None:
     assert r.returncode == 0, r.stderr
 
 
+def workspace_with(factory, name: str, source: str) -> Path:
+    """A fresh workspace (a `.git` of its own, so fsr takes it for the project root) holding the
+    program NAME built from `source`."""
+    out = factory.mktemp(name)
+    (out / ".git").mkdir()
+    built(out, name, source)
+    return out
+
+
 def captured_and_proven(folder: Path, name: str, kernel: str, *capture: str) -> dict:
     """`fsr capture [CAPTURE...] -- ./NAME`, then `fsr spec NAME.cu --kernel KERNEL --check`: the
     spec is the capture's and proven; what `fsr spec --json` says of it."""

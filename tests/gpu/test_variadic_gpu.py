@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_struct_params_gpu import built, captured_and_proven, evaluated
+from .test_struct_params_gpu import captured_and_proven, evaluated, workspace_with
 
 pytestmark = pytest.mark.gpu
 
@@ -70,10 +70,7 @@ __global__ void apply(F f, int n, R* out, const IN*... in)
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory, evaluator) -> Path:  # the evaluator fixture skips without a GPU
-    out = tmp_path_factory.mktemp("variadic")
-    (out / ".git").mkdir()
-    built(out, "apply", PROGRAM)
-    return out
+    return workspace_with(tmp_path_factory, "apply", PROGRAM)
 
 
 def test_the_captured_instantiation_is_proven_with_one_parameter_per_pack_element(folder: Path):
