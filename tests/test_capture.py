@@ -60,8 +60,8 @@ def f32(v: float) -> str:
     return struct.pack("<f", v).hex()
 
 
-def ptr(size: int, offset: int = 0) -> dict:
-    return {"offset": 0, "size": 8, "alloc": {"size": size, "offset": offset, "base": 1 << 20, "via": "cudaMalloc"}}
+def ptr(size: int, offset: int = 0, base: int = 1 << 20) -> dict:
+    return {"offset": 0, "size": 8, "alloc": {"size": size, "offset": offset, "base": base, "via": "cudaMalloc"}}
 
 
 def write_capture(root: Path, records: list[dict], name: str = "20260101-000000", command=("./app",)) -> Path:
@@ -462,11 +462,29 @@ def test_a_pointer_one_past_the_end_of_its_allocation_is_null_in_the_captured_sp
     record = {"id": 0, "kernel": "_Z6packedPK6float4PS_iiPf", "name": "packed(float4 const*, float4*, int, int, float*)",
               "base": "packed", "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
               "params": [ptr(16 * n), {**ptr(16 * n), "offset": 8}, {"offset": 16, "size": 4, "hex": i32(n)},
-                         {"offset": 20, "size": 4, "hex": i32(0)}, {**ptr(16 * n, 16 * n), "offset": 24}]}
+                         {"offset": 20, "size": 4, "hex": i32(0)}, {**ptr(16 * n, 16 * n, base=9 << 20), "offset": 24}]}
     write_capture(tmp_path, [record])
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured", spec.problems
     assert 'tail = "null"' in spec.spec and 'y = "out[n]"' in spec.spec, spec.spec
+
+
+def test_a_pointer_one_past_the_end_of_another_parameters_allocation_gives_no_spec(tmp_path: Path):
+    """`copy_range(begin, end, out)` with `end = begin + n`: `end` means something only beside
+    `begin`. As null the kernel's loop would run no step, and a rewrite doing nothing would pass:
+    the capture gives no spec, and says why."""
+    n = 2048
+    (tmp_path / "k.cu").write_text(
+        "__global__ void copy_range(const float* begin, const float* end, float* out)\n"
+        "{ const float* p = begin + blockIdx.x * blockDim.x + threadIdx.x; if (p < end) out[p - begin] = *p; }\n")
+    record = {"id": 0, "kernel": "_Z10copy_rangePKfS0_Pf", "name": "copy_range(float const*, float const*, float*)",
+              "base": "copy_range", "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(4 * n), {**ptr(4 * n, 4 * n), "offset": 8}, {**ptr(4 * n, base=5 << 20), "offset": 16}]}
+    write_capture(tmp_path, [record])
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.spec is None or spec.origin != "captured", spec.spec
+    assert any("`end` points one past the end of the allocation `begin` points into" in p for p in spec.problems), \
+        spec.problems
 
 
 def test_a_pointer_into_its_allocation_keeps_the_elements_before_it(tmp_path: Path):

@@ -188,3 +188,40 @@ def test_a_struct_passed_as_a_template_type_parameter_is_read_member_by_member(t
     src = SourceText(spec.spec + "#include <cstdint>\n" + SOFTMAX_LIKE)
     parsed = parse_spec(src, find_kernel(src, "scale_rows"))
     assert parsed.spec is not None, parsed.problems
+
+
+def test_a_candidates_own_launch_block_is_read_against_the_originals_structs():
+    """A rewrite of a kernel taking `LOAD load` that sets its own launch (`block = 128`): its
+    block is read with the original's file, which defines `DirectLoad` (the candidate's text
+    alone does not), so the merged spec still reads `load` member by member."""
+    from fsr_lsp.evaluator.job.candidate import check_candidate
+
+    spec = """/* @fsr
+bench = { rows = 4096 }
+grid = "cdiv(rows, 256)"
+block = 256
+template = "DirectLoad<float, float>, 1"
+[args]
+load = { src = "in[rows * 64]", row_size = 64 }
+out = "inout[rows]"
+rows = "rows"
+*/
+"""
+    original = SourceText("#include <cstdint>\n" + SOFTMAX_LIKE.replace("template <typename LOAD", spec + "template <typename LOAD"))
+    k = find_kernel(original, "scale_rows")
+    parsed = parse_spec(original, k)
+    assert parsed.spec is not None, parsed.problems
+    body = SOFTMAX_LIKE[SOFTMAX_LIKE.index("template <typename LOAD"):]
+    candidate = '/* @fsr\nblock = 128\ngrid = "cdiv(rows, 128)"\n*/\n' + body
+    vetted = check_candidate(original, k, parsed.spec, candidate)
+    assert vetted.ok, vetted.reason
+    assert vetted.launch_changed and vetted.spec.block == (128,)
+
+
+def test_plans_of_a_spec_for_another_parameter_list_are_refused_not_cut_short():
+    """Plans built from the variadic kernel as written (three parameters) and its instantiation's
+    spec (four arguments) would silently leave `in_1` out: refused, naming what to do."""
+    src = SourceText(SPEC + ADD_ALL)
+    spec = parse_spec(src, find_kernel(src, "add_all")).spec
+    with pytest.raises(ValueError, match="expand a variadic kernel"):
+        build_plans(find_kernel(src, "add_all"), spec)

@@ -17,6 +17,7 @@ class Allocation:
     size: int  # bytes of the allocation the pointer points into
     offset: int  # bytes from its start to the pointer
     via: str  # cudaMalloc, cudaMallocManaged, ..., or "driver range" (allocated before the capture began)
+    base: int = 0  # its start in the run (which parameters share one allocation); 0 where not recorded
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,8 @@ def _launch(entry: dict, folder: Path) -> CapturedLaunch:
         words = tuple((int(w["at"]), Allocation(int(w["size"]), int(w["offset"]), str(w.get("via", ""))))
                       for w in p.get("words") or ())
         params.append(CapturedParam(int(p["offset"]), int(p["size"]), raw,
-                                    Allocation(int(alloc["size"]), int(alloc["offset"]), str(alloc.get("via", "")))
+                                    Allocation(int(alloc["size"]), int(alloc["offset"]), str(alloc.get("via", "")),
+                                               int(alloc.get("base") or 0))
                                     if alloc else None, p["texture"] if isinstance(p.get("texture"), dict) else None,
                                     words))
     saved = {str(k): folder / Path(v).name for k, v in (entry.get("snapshot") or {}).items()}

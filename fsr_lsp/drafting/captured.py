@@ -106,14 +106,15 @@ def gets_memory(kernel: Kernel, launches: list[CapturedLaunch]) -> bool:
     return kernel.takes_pointers or any(c.words for x in launches for c in x.params)
 
 
-def saved_inputs(kernel: Kernel, capture: Capture) -> dict[str, str]:
+def saved_inputs(kernel: Kernel, capture: Capture, text: str | None = None) -> dict[str, str]:
     """Buffer -> "OFFSET:PATH" of the bytes the run saved before the launch a captured spec is
-    drafted from (for a spec of the user's own: its `captured()` buffers, one more input set)."""
+    drafted from (for a spec of the user's own: its `captured()` buffers, one more input set);
+    `text`, the kernel's file, types the structs its template parameters name."""
     launches = capture.of(kernel.name)
     if not launches:
         return {}
     launch = _chosen(launches)
-    return _saved(expanded(kernel, launch.template_args), launch)
+    return _saved(expanded(kernel, launch.template_args, text), launch)
 
 
 def _saved(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:

@@ -48,6 +48,7 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
                           f"the kernel {'is none' if template else 'a template'} (another kernel of the same name?)")
     subst = launch_substitution(kernel, launch)
     values = CapturedValues(template, {}, {}, {}, {})
+    _no_shared_end(kernel, launch)
     compiled = compiled_types(launch.name, len(kernel.params))
     for i, (p, c) in enumerate(zip(kernel.params, launch.params)):
         if is_texture(p):
@@ -77,6 +78,23 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
                               "the kernel the wrong element type")
         _one_value(p, p.name, dtype, lanes, c, values)
     return values
+
+
+def _no_shared_end(kernel: Kernel, launch: CapturedLaunch) -> None:
+    """A pointer one past the end of an allocation that another parameter points into (`end` of
+    `begin, end`, an elementwise launcher's tail after its packs) is no buffer of its own: its
+    value only means something beside the other's, and null or a separate buffer would change
+    what the kernel does with it (a loop to `end` would run no step). Such a launch gives no spec."""
+    for p, c in zip(kernel.params, launch.params):
+        a = c.alloc
+        if a is None or a.offset < a.size or not a.base:
+            continue
+        other = next((q.name for q, d in zip(kernel.params, launch.params)
+                      if q is not p and d.alloc is not None and d.alloc.base == a.base), None)
+        if other is not None:
+            raise NotCaptured(f"`{p.name}` points one past the end of the allocation `{other}` points into: a pointer "
+                              f"relative to another parameter's, which a spec cannot give (null, or a buffer of its "
+                              f"own, would change what the kernel does with it)")
 
 
 def _readable(p: Param, subst: dict[str, str]) -> bool:

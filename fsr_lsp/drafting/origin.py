@@ -83,7 +83,8 @@ def specs_of(name: str, src: SourceText, launches: list[Launch], drafter: Drafte
     return [spec_of(name, src, with_aliases(k, types), launches, drafter, orphans, types, capture) for k in found.kernels]
 
 
-def requested_inputs(spec: Spec | None, kernel: Kernel, capture: Callable[[], Capture | None]) -> dict[str, str]:
+def requested_inputs(spec: Spec | None, kernel: Kernel, capture: Callable[[], Capture | None],
+                     text: str | None = None) -> dict[str, str]:
     """The saved bytes a spec of the user's own asks for (its captured() buffers, or every input
     with `bench_inputs = "captured"`), no more: the run's other buffers may fit no size of the
     spec. `capture` is asked for only then (reading one is a walk over files; a save should not
@@ -96,7 +97,7 @@ def requested_inputs(spec: Spec | None, kernel: Kernel, capture: Callable[[], Ca
     found = capture() if wanted else None
     if found is None:
         return {}
-    return {b: where for b, where in saved_inputs(kernel, found).items() if b in wanted}
+    return {b: where for b, where in saved_inputs(kernel, found, text).items() if b in wanted}
 
 
 def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], drafter: Drafter | None = None,
@@ -123,7 +124,7 @@ def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draf
     result = parse_spec(src, k)
     problems = [p.message for p in result.problems if p.severity != "info"]
     if k.spec is not None:
-        inputs = requested_inputs(result.spec, k, lambda: capture)
+        inputs = requested_inputs(result.spec, k, lambda: capture, src.text)
         return KernelSpec(name, k.name, line, "attached", kernel_source(src, k).spec, problems, inputs=inputs)
     clock = clock_read(src, k)
     if clock is not None:

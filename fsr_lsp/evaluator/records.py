@@ -120,6 +120,9 @@ class ArgPlan:
     direction: Literal["in", "out", "inout"] = "in"
     init: Init | None = None
     source: str = ""  # init captured(): "OFFSET:PATH" of the bytes a captured run had
+    # bench_inputs = "captured": the spec's own draw, for a few elements drawn afresh over the run's
+    # bytes at every input set and timed run (so no set repeats another: gpu/buffers.py `fresh_over`)
+    fresh: Init | None = None
     texture: TexturePlan | None = None
     value: int | float | tuple[int | float, ...] | None = None  # a tuple: one per lane (`float4 c` by value)
     rtol: float = 0.0

@@ -187,7 +187,7 @@ def _kernel_text(text: str, kernel: Kernel) -> str:
 def _spec_edit(src: SourceText, kernel: Kernel, cand_src: SourceText, cand: Kernel) -> tuple[int, int, str] | None:
     original = parse_spec(src, kernel).spec
     # a candidate's block states only what it changes (its launch), over the original's spec
-    own = parse_spec(cand_src, cand, base=original).spec if original is not None else None
+    own = parse_spec(cand_src, cand, base=original, types_from=src.text).spec if original is not None else None
     if original is None or own is None:
         raise ApplyError("the rewrite's @fsr block does not parse")
     if (own.grid, own.block, own.smem) == (original.grid, original.block, original.smem):

@@ -21,6 +21,7 @@ from ..evaluator.profile.profile import ProfileFacts
 from ..evaluator.records import EvalResult
 from ..kernels import find_kernel, kernel_source
 from ..kernels.aliases import with_included_aliases
+from ..kernels.packs import expanded
 from ..specs.defines import with_defines
 from ..source import SourceText
 from ..specs import parse_spec, render_spec
@@ -75,6 +76,7 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
         why = "; ".join(p.message for p in spec_result.problems) or "no spec"
         return SearchOutcome("failed", f"{kernel_name} cannot be searched: {why}")
     spec = spec_result.spec
+    kernel = expanded(kernel, spec.template, source)  # its parameters as the spec instantiates it (packs, structs)
     texts = kernel_source(src, kernel)
     kernel_text = texts.unit
     bench_plan = build_plans(kernel, spec)[-1]

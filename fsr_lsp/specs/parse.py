@@ -22,6 +22,7 @@ from .model import (Arg, BufferArg, CapturedValueArg, NullArg, Problem, ScalarAr
 from .texture import is_texture
 from .param_types import param_dtype, template_substitution
 from .windows import read_window
+from .scalar_keys import one_of, tolerance
 from .size_warnings import tied_sizes_message
 from .texture_args import texture_param
 
@@ -46,6 +47,7 @@ class _Ctx:
     comment: SpecComment
     body: str
     problems: list[Problem] = field(default_factory=list)
+    types_from: str | None = None  # the text defining the structs its template parameters name
 
     def at(self, key: str | None = None, section: str | None = None) -> Span:
         """The span of `key = ...` in the block (section-aware), or the block's first line; a
@@ -61,15 +63,17 @@ class _Ctx:
         return _Invalid()
 
 
-def parse_spec(src: SourceText, kernel: Kernel, base: Spec | None = None) -> SpecResult:
+def parse_spec(src: SourceText, kernel: Kernel, base: Spec | None = None, types_from: str | None = None) -> SpecResult:
     """The kernel's spec, or an inferred one when it has no `@fsr` block. With `base` (a
-    candidate's block over the original's spec), the block states only what it changes."""
+    candidate's block over the original's spec), the block states only what it changes;
+    `types_from` is the text whose structs type its by-value template parameters (a candidate's
+    block is read against the original's file, which defines them)."""
     if kernel.spec is None:
         from .infer import infer_spec
 
         return infer_spec(src, kernel)
     comment = kernel.spec
-    ctx = _Ctx(src, kernel, comment, strip_stars(comment.body))
+    ctx = _Ctx(src, kernel, comment, strip_stars(comment.body), types_from=types_from)
     try:
         data = tomllib.loads(ctx.body)
     except tomllib.TOMLDecodeError as e:
@@ -115,7 +119,7 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
     if template is not None and not isinstance(template, str):
         ctx.add('template must be a string of template arguments, e.g. template = "float, 256"', "template")
         template = None
-    ctx.kernel = expanded(ctx.kernel, template, ctx.src.text)  # packs expanded, by-value structs as instantiated
+    ctx.kernel = expanded(ctx.kernel, template, ctx.types_from or ctx.src.text)  # packs, by-value structs instantiated
     if ctx.kernel.is_template and template is None:
         ctx.add(f"{ctx.kernel.name} is a template: add template = \"...\" with the arguments to instantiate it "
                 f"({', '.join(ctx.kernel.template_params)})", code="spec-template")
@@ -126,17 +130,11 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
     smem = data.get("smem", 0)
     if not _expr_ok(ctx, smem, "smem", all_sizes, minimum=0, maximum=MAX_SMEM):
         smem = 0
-    rtol = _tolerance(ctx, data, "rtol")
-    atol = _tolerance(ctx, data, "atol")
-    edge = data.get("edge", True)
-    if not isinstance(edge, bool):
-        ctx.add("edge must be true or false (false: the kernel only takes sizes like the listed ones)", "edge")
-        edge = True
-    bench_inputs = data.get("bench_inputs", "random")
-    if bench_inputs not in ("random", "captured"):
-        ctx.add('bench_inputs must be "random" or "captured" (the bytes a captured run saved, at the bench size)',
-                "bench_inputs")
-        bench_inputs = "random"
+    rtol, atol = tolerance(ctx.add, data, "rtol"), tolerance(ctx.add, data, "atol")
+    edge = one_of(ctx.add, data, "edge", (True, False),
+                  "edge must be true or false (false: the kernel only takes sizes like the listed ones)")
+    bench_inputs = one_of(ctx.add, data, "bench_inputs", ("random", "captured"), 'bench_inputs must be "random" or '
+                          '"captured" (the bytes a captured run saved, at the bench size)')
     args = _args(ctx, data.get("args"), all_sizes, template)
     ref = read_ref(ctx, data.get("ref"), args)
     if grid is None or block is None or args is None:
@@ -214,16 +212,6 @@ def _check_block(ctx: _Ctx, block: tuple) -> None:
         first = bounds.split(",")[0].strip()
         if first.isdigit() and threads > int(first):
             ctx.add(f"block has {threads} threads but __launch_bounds__ allows {first}", "block", code="spec-block")
-
-
-def _tolerance(ctx: _Ctx, data: dict, key: str) -> float | None:
-    v = data.get(key)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-        ctx.add(f"{key} must be a non-negative number, got {v!r}", key)
-        return None
-    return float(v)
 
 
 def _args(ctx: _Ctx, table: Any, sizes: list[SizeSet], template: str | None) -> tuple[Arg, ...] | None:

@@ -56,7 +56,7 @@ def check_performance(backend: Backend | None, text: str, path: Path, workspace:
             definition = kernel_source(src, kernel).definition
             if reference is None or definition == reference.definition:
                 continue
-            saved = requested_inputs(parse_spec(src, kernel).spec, kernel, capture)
+            saved = requested_inputs(parse_spec(src, kernel).spec, kernel, capture, text)
             options = dataclasses.replace(settings.eval_options(path), time_only=True,
                                           real_inputs=tuple(sorted(saved.items())))
             request = EvalRequest(reference.source, kernel.name, definition, options)

@@ -6,6 +6,8 @@ to the kernel, and integer outputs are compared exactly.
 
 from __future__ import annotations
 
+import dataclasses
+
 from functools import lru_cache
 from typing import Any
 
@@ -31,7 +33,7 @@ def generate(torch: Any, device: Any, arg: ArgPlan, generator: Any) -> Any:
     n = arg.numel
     init = arg.init
     if init.kind == "captured":
-        return captured(torch, arg).to(device)
+        return fresh_over(torch, captured(torch, arg).to(device), arg, generator)
     real = torch.float64 if arg.dtype == "float64" else torch.float32
     if init.kind == "normal":
         values = torch.randn(n, generator=generator, device=device, dtype=real) * init.hi + init.lo
@@ -53,7 +55,7 @@ def refill(torch: Any, t: Any, arg: ArgPlan, generator: Any) -> None:
     init = arg.init
     assert init is not None
     if init.kind == "captured":
-        t.copy_(captured(torch, arg))
+        t.copy_(fresh_over(torch, captured(torch, arg).to(t.device), arg, generator))
     elif init.kind == "fill":
         t.fill_(init.lo if arg.dtype in FLOATS else int(init.lo))
     elif arg.dtype not in FLOATS or init.kind == "randint":
@@ -69,6 +71,22 @@ def refill(torch: Any, t: Any, arg: ArgPlan, generator: Any) -> None:
         t.uniform_(init.lo, init.hi, generator=generator)
     if init.domain is not None and arg.dtype in FLOATS and init.kind not in ("fill", "captured"):
         t.clamp_(*init.domain)
+
+
+FRESH_ELEMENTS = 256  # drawn afresh over a run's bytes at every input set (bench_inputs = "captured")
+
+
+def fresh_over(torch: Any, values: Any, arg: ArgPlan, generator: Any) -> Any:
+    """`values` (a run's bytes) with a few elements drawn afresh as the spec draws the buffer at
+    its other sizes, at places drawn afresh: every input set differs from every other, while a
+    check kernel prints a few lines, not millions. `values` as they are without `arg.fresh`."""
+    if arg.fresh is None or not values.numel():
+        return values
+    k = min(FRESH_ELEMENTS, values.numel())
+    at = torch.randint(0, values.numel(), (k,), generator=generator, device=values.device)
+    drawn = generate(torch, values.device, dataclasses.replace(arg, init=arg.fresh, fresh=None, length=k, lanes=1), generator)
+    values[at] = drawn.to(values.dtype)
+    return values
 
 
 def captured(torch: Any, arg: ArgPlan) -> Any:

@@ -7,11 +7,13 @@ and one launch takes minutes (docs/benchmarks.md, session 11). The test sizes ru
 lines the original printed there per byte of its buffers say what a larger size would print,
 and a size that would flood is refused before it runs, naming the way out: the run's own inputs
 at the bench size (`bench_inputs = "captured"`), where a check kernel finds nothing to print.
+Only what the test sizes show is forecast: a kernel that prints nothing there (its condition
+never met by their inputs) runs at the larger size as it would have.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..records import SizePlan
 from .printed import Printed
@@ -21,20 +23,37 @@ FLOOD_LINES = 50_000  # lines one launch may print; 33 792 of 60 characters fill
 
 @dataclass
 class PrintRate:
-    """The most lines the original printed per byte of its buffers, and where."""
+    """The most lines the original printed at each size, by the bytes of its buffers there."""
 
-    lines: int = 0
-    label: str = ""
-    nbytes: int = 1
+    seen: dict[int, tuple[int, str]] = field(default_factory=dict)  # buffer bytes -> (lines, label)
+
+    @property
+    def lines(self) -> int:
+        return self.seen[max(self.seen)][0] if self.seen else 0
+
+    @property
+    def label(self) -> str:
+        return self.seen[max(self.seen)][1] if self.seen else ""
 
     def observe(self, plan: SizePlan, printed: Printed) -> None:
-        n, nbytes = len(printed.lines), max(1, plan.buffer_bytes)
-        if n and n * self.nbytes >= self.lines * nbytes:  # a tie: the larger size, seen later, says it
-            self.lines, self.label, self.nbytes = n, plan.label, nbytes
+        nbytes, n = max(1, plan.buffer_bytes), len(printed.lines)
+        if nbytes not in self.seen or n > self.seen[nbytes][0]:  # none printed counts too: growth starts there
+            self.seen[nbytes] = (n, plan.label)
 
     def forecast(self, plan: SizePlan) -> int:
-        """Lines a launch at `plan` would print at the same rate."""
-        return self.lines * max(1, plan.buffer_bytes) // self.nbytes
+        """Lines a launch at `plan` would print: growing as they grew between the two largest
+        sizes seen (a kernel printing a fixed few lines stays at them), in proportion to the bytes
+        when one size printed."""
+        if not self.seen:
+            return 0
+        sizes = sorted(self.seen)
+        top, lines = sizes[-1], self.seen[sizes[-1]][0]
+        nbytes = max(1, plan.buffer_bytes)
+        if len(sizes) == 1:
+            return lines * nbytes // top
+        below = sizes[-2]
+        growth = max(0.0, (lines - self.seen[below][0]) / (top - below))
+        return lines + int(growth * max(0, nbytes - top))
 
     def flood(self, plan: SizePlan) -> str | None:
         """Why random inputs at `plan` would flood the device's printf buffer, or None."""

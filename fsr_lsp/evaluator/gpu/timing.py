@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ..records import Check, LaunchPlan, SizePlan, TimingStats
 from .accuracy import EPS, FACTOR, FLOOR_ULPS
 from .relocation import canonical
-from .buffers import FLOATS, count_bad, poison, refill, scaled_error, storage_dtype
+from .buffers import FLOATS, FRESH_ELEMENTS, count_bad, poison, refill, scaled_error, storage_dtype
 from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, launch_args, make_inputs, outputs,
                      seed_for)
 from .ref import eval_ref
@@ -49,8 +49,11 @@ def _inputs_of_runs(bench: SizePlan) -> str:
         return "each on freshly generated inputs"
     fresh = [a.name for a in buffers_of(bench) if a.direction != "out" and a.name not in same]
     listed = ", ".join(f"`{n}`" for n in sorted(same))
+    if any(a.fresh is not None for a in buffers_of(bench)):  # bench_inputs = "captured"
+        return (f"each on the captured run's own inputs ({listed}), {FRESH_ELEMENTS} elements of each drawn afresh "
+                "every run")
     return (f"each on freshly generated inputs but {listed}, the captured run's bytes every time" if fresh
-            else f"each on the captured run's own inputs ({listed}; fresh inputs only at the test sizes)")
+            else f"each on the captured run's own inputs ({listed})")
 
 
 def time_job(ctx: JobContext) -> None:

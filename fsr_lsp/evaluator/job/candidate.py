@@ -77,7 +77,8 @@ def check_candidate(original_src: SourceText, original: Kernel, original_spec: S
     host = host_code(src, original_src, kernel.definition_span)
     if host:
         return CandidateCheck(False, f"the candidate contains host code: {host}; only device code is allowed")
-    spec, launch_changed, why = _candidate_spec(src, _with_original_types(kernel, original), original_spec)
+    spec, launch_changed, why = _candidate_spec(src, _with_original_types(kernel, original), original_spec,
+                                                original_src.text)
     if spec is None:
         return CandidateCheck(False, why)
     body = _without_spec(src, kernel)
@@ -97,10 +98,11 @@ def _with_original_types(kernel: Kernel, original: Kernel) -> Kernel:
     return dataclasses.replace(kernel, params=params)
 
 
-def _candidate_spec(src: SourceText, kernel: Kernel, original: Spec) -> tuple[Spec | None, bool, str]:
+def _candidate_spec(src: SourceText, kernel: Kernel, original: Spec, original_text: str) -> tuple[Spec | None, bool, str]:
     if kernel.spec is None:
         return original, False, ""
-    result = parse_spec(src, kernel, base=original)  # the block states what it changes; the rest is the original's
+    # the block states what it changes; the rest is the original's, whose file defines its types
+    result = parse_spec(src, kernel, base=original, types_from=original_text)
     if result.spec is None:
         first = result.errors[0] if result.errors else None
         where = f" (line {first.span.start.line + 1} of the candidate)" if first else ""

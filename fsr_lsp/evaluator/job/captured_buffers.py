@@ -6,7 +6,10 @@ and the proof says whether that serves).
 
 A spec's `bench_inputs = "captured"` gives every saved input the run's bytes at the bench size
 alone, the test sizes staying random: a check kernel that prints a line per mismatch prints
-millions on random inputs the size a run had, and none on the run's own.
+millions on random inputs the size a run had, and none on the run's own. A few elements of each
+are drawn afresh (as the spec draws the buffer elsewhere) at every input set and timed run, so
+no two sets are the same bytes: a rewrite that skips the bench size's work, or returns a result
+cached from an earlier launch, differs from the original there.
 
 Plain data in and out (no GPU): the plans get each such buffer's source here, before the job
 leaves for a worker, and a spec that cannot be met is said before anything runs.
@@ -60,10 +63,15 @@ def _bench_from_capture(plan: SizePlan, real_inputs: dict[str, str]) -> tuple[Si
     """The bench size with each input the run saved as captured() (`bench_inputs = "captured"`)."""
     saved = [a for a in plan.args if _takes_saved(a, real_inputs)]
     if not saved:
-        return plan, ('bench_inputs = "captured" needs the bytes a captured run saved for the kernel\'s inputs, and none '
-                      'were given: run your program under `fsr capture --snapshot-bytes N -- CMD` first')
-    args = [dataclasses.replace(a, init=Init("captured"), source=real_inputs[a.name]) if a in saved else a
-            for a in plan.args]
+        return plan, ('bench_inputs = "captured" needs the bytes a captured run saved for the kernel\'s input buffers, '
+                      'and none were given: run your program under `fsr capture --snapshot-bytes N -- CMD` first')
+    short = next((a for a in saved if saved_bytes(real_inputs[a.name]) < a.nbytes), None)
+    if short is not None:
+        return plan, (f'bench_inputs = "captured" gives the bench size the run\'s own inputs, so it must be the run\'s '
+                      f'size: at {plan.label} `{short.name}` needs {short.nbytes} bytes, the run saved '
+                      f'{saved_bytes(real_inputs[short.name])}')
+    args = [dataclasses.replace(a, init=Init("captured"), source=real_inputs[a.name], fresh=a.init) if a in saved
+            else a for a in plan.args]
     return dataclasses.replace(plan, args=args), ""
 
 

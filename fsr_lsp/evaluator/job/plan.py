@@ -21,6 +21,9 @@ def build_plans(kernel: Kernel, spec: Spec, candidate_spec: Spec | None = None) 
     """Test sizes (smallest first), an edge size when every size is a multiple of 32, then
     the bench size last: cheap failures come first."""
     cand = candidate_spec or spec
+    if len(spec.args) != len(kernel.params):  # a spec of the kernel as instantiated (kernels/packs.py `expanded`)
+        raise ValueError(f"{kernel.name}: the spec gives {len(spec.args)} arguments, the kernel as passed has "
+                         f"{len(kernel.params)} parameters (expand a variadic kernel for the spec's template first)")
     subst = template_substitution(kernel, spec.template)
     sized: list[tuple[str, SizeSet]] = [("test", s) for s in sorted(spec.tests, key=_volume)]
     edge = edge_size(spec)
