@@ -187,6 +187,17 @@ def test_bench_inputs_parses_renders_and_refuses_other_words():
     assert any('bench_inputs must be "random" or "captured"' in p.message for p in problems)
 
 
+def test_the_bench_plan_crosses_to_the_worker_with_its_fresh_draw(tmp_path):
+    """The worker gets its job as JSON: the spec's own draw for the fresh elements must survive."""
+    from fsr_lsp.evaluator.records import SizePlan
+    from fsr_lsp.evaluator.worker.serde import from_json, to_json
+
+    k, spec = spec_of(CHECK.replace("edge = false", 'edge = false\nbench_inputs = "captured"'))
+    plans, _ = with_captured_sources(build_plans(k, spec), saved(tmp_path), True)
+    again = from_json(SizePlan, to_json(plans[-1]))
+    assert again == plans[-1] and next(a for a in again.args if a.name == "x").fresh is not None
+
+
 def test_only_the_bench_size_takes_the_saved_bytes_and_a_spec_without_them_is_refused(tmp_path):
     k, spec = spec_of(CHECK.replace("edge = false", 'edge = false\nbench_inputs = "captured"'))
     plans, why = with_captured_sources(build_plans(k, spec), saved(tmp_path), True)
