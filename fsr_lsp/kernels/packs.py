@@ -5,7 +5,12 @@ takes one `in` per type of the pack: `apply<8, float, float, half>` has three pa
 `in_0` (a `const float*`) and `in_1` (a `const half*`). That is what its symbol, the launch
 and every spec of it name (the elementwise templates of deep-learning frameworks are written
 so). Each pack parameter expands to one per pack element, named `NAME_I`, its type written with
-that element in place of the pack; nothing else of the kernel changes.
+that element in place of the pack.
+
+A parameter passed by value as a template type parameter (`LOAD load` of OneFlow's softmax,
+`LOAD = DirectLoad<float, float>`) is, in the instantiation, that type: a struct of the file is
+read member by member (struct_fields.py), as one named in the signature is. Nothing else of the
+kernel changes.
 """
 
 from __future__ import annotations

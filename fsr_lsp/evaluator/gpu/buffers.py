@@ -7,7 +7,6 @@ to the kernel, and integer outputs are compared exactly.
 from __future__ import annotations
 
 import dataclasses
-
 from functools import lru_cache
 from typing import Any
 

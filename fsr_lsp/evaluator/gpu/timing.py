@@ -47,12 +47,12 @@ def _inputs_of_runs(bench: SizePlan) -> str:
             if a.direction != "out" and a.init is not None and a.init.kind == "captured"]
     if not same:
         return "each on freshly generated inputs"
-    fresh = [a.name for a in buffers_of(bench) if a.direction != "out" and a.name not in same]
     listed = ", ".join(f"`{n}`" for n in sorted(same))
     if any(a.fresh is not None for a in buffers_of(bench)):  # bench_inputs = "captured"
         return (f"each on the captured run's own inputs ({listed}), {FRESH_ELEMENTS} elements of each drawn afresh "
                 "every run")
-    return (f"each on freshly generated inputs but {listed}, the captured run's bytes every time" if fresh
+    others = [a.name for a in buffers_of(bench) if a.direction != "out" and a.name not in same]
+    return (f"each on freshly generated inputs but {listed}, the captured run's bytes every time" if others
             else f"each on the captured run's own inputs ({listed})")
 
 

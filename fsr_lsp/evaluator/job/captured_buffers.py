@@ -26,13 +26,13 @@ from .linked_memory import value_from_capture, with_linked_memory
 
 
 def with_captured_sources(plans: list[SizePlan], real_inputs: dict[str, str],
-                          bench_captured: bool = False) -> tuple[list[SizePlan], str]:
-    """The plans with each captured() buffer's "OFFSET:PATH" (with `bench_captured`, every saved
+                          bench_from_run: bool = False) -> tuple[list[SizePlan], str]:
+    """The plans with each captured() buffer's "OFFSET:PATH" (with `bench_from_run`, every saved
     input's at the bench size); ([], why) when one has no saved bytes, or fewer than a size needs."""
     out = []
     for plan in plans:
         args = []
-        if bench_captured and plan.role == "bench":
+        if bench_from_run and plan.role == "bench":
             plan, why = _bench_from_capture(plan, real_inputs)
             if why:
                 return [], why
