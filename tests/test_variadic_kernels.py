@@ -225,3 +225,13 @@ def test_plans_of_a_spec_for_another_parameter_list_are_refused_not_cut_short():
     spec = parse_spec(src, find_kernel(src, "add_all")).spec
     with pytest.raises(ValueError, match="expand a variadic kernel"):
         build_plans(find_kernel(src, "add_all"), spec)
+
+
+def test_template_names_read_past_defaults_and_packs():
+    """One reading of a kernel's template parameter names for every place that zips arguments
+    with them: `T` of `typename T = float`, `IN` of `typename... IN`, `N` of `int N`."""
+    k = find_kernel(SourceText("template <typename T = float, int N, typename... IN>\n"
+                               "__global__ void f(T* out, const IN*... in) { }\n"), "f")
+    assert k.template_names == ("T", "N", "IN")
+    inst = expanded(k, "DirectLoad<float, float>, 4, float", SOFTMAX_LIKE)
+    assert [p.name for p in inst.params] == ["out", "in_0"] and inst.params[1].base_type == "float"

@@ -144,7 +144,7 @@ def struct_offsets(p: Param, subst: dict[str, str]) -> tuple[list[int], int, lis
 
 def launch_substitution(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
     """The kernel's template parameter names -> the arguments the captured launch instantiated."""
-    return dict(zip([t.split("=")[0].split()[-1] for t in kernel.template_params],
+    return dict(zip(kernel.template_names,
                     [a.strip() for a in split_top_level(launch.template_args)]))
 
 

@@ -137,7 +137,7 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         if launch.template_args else ""
     if kernel.is_template and not template:
         raise Unresolved("a template launched without explicit template arguments")
-    subst = dict(zip([tp.split("=")[0].split()[-1] for tp in kernel.template_params], _split(template)))
+    subst = dict(zip(kernel.template_names, _split(template)))
     # 1. every value, in spec expressions over the size names they reach
     grid_names = [n for n in t.sizes if any(re.search(rf"\b{n}\b", g) for g in grid)]
     pairs = list(zip(kernel.params, launch.args))

@@ -53,6 +53,12 @@ class Kernel:
         return bool(self.template_params)
 
     @property
+    def template_names(self) -> tuple[str, ...]:
+        """Each template parameter's name, in order (`T` of `typename T = float`, `IN` of
+        `typename... IN`): what a spec's or a launch's template arguments are zipped with."""
+        return tuple((t.split("=")[0].split() or [""])[-1] for t in self.template_params)
+
+    @property
     def takes_pointers(self) -> bool:
         """Whether it gets any memory to work on: a pointer parameter, or a by-value struct's
         pointer member (with none, what it does is invisible to a comparison)."""

@@ -80,9 +80,9 @@ def _element(p: Param, pack: str, element: str, name: str) -> Param:
 def _by_value_instances(kernel: Kernel, template: str, text: str) -> Kernel:
     """By-value parameters typed by a template type parameter, typed by its argument; a struct
     of the file read member by member (a type it cannot read stays as it was)."""
-    names = [" ".join(t.split()) for t in kernel.template_params]
     args = [a.strip() for a in split_top_level(template)]
-    types = {n.split()[-1]: a for n, a in zip(names, args) if re.match(r"^(?:typename|class)\s+\w+$", n)}
+    types = {name: a for t, name, a in zip(kernel.template_params, kernel.template_names, args)
+             if re.match(r"^(?:typename|class)\s+\w", t.strip())}  # a type parameter, not a pack or a value
     params = []
     for p in kernel.params:
         arg = types.get(p.base_type) if not p.is_pointer and not p.fields and p.dtype is None else None

@@ -107,7 +107,7 @@ def with_struct_fields(kernel: Kernel, text: str, aliases: dict[str, str] | None
     found = struct_declarations(text, defined)
     if not found:
         return kernel
-    open_names = frozenset(t.split("=")[0].split()[-1] for t in kernel.template_params if t.split())
+    open_names = frozenset(n for n in kernel.template_names if n)
     params = []
     for p in kernel.params:
         name, args = _instance(p.base_type)

@@ -15,7 +15,7 @@ def template_substitution(kernel: Kernel, template: str | None) -> dict[str, str
     if not template or not kernel.template_params:
         return {}
     values = [v.strip() for v in split_top_level(template)]  # `DirectLoad<float, float>, 4`: two
-    names = [tp.split("=")[0].split()[-1] for tp in kernel.template_params]
+    names = kernel.template_names
     return dict(zip(names, values))
 
 
