@@ -469,10 +469,10 @@ def test_a_pointer_one_past_the_end_of_its_allocation_is_null_in_the_captured_sp
     assert 'tail = "null"' in spec.spec and 'y = "out[n]"' in spec.spec, spec.spec
 
 
-def test_a_pointer_one_past_the_end_of_another_parameters_allocation_gives_no_spec(tmp_path: Path):
+def test_a_pointer_one_past_the_end_of_another_parameters_allocation_is_its_end(tmp_path: Path):
     """`copy_range(begin, end, out)` with `end = begin + n`: `end` means something only beside
     `begin`. As null the kernel's loop would run no step, and a rewrite doing nothing would pass:
-    the capture gives no spec, and says why."""
+    the spec passes `begin`'s end (was: no spec at all)."""
     n = 2048
     (tmp_path / "k.cu").write_text(
         "__global__ void copy_range(const float* begin, const float* end, float* out)\n"
@@ -482,9 +482,25 @@ def test_a_pointer_one_past_the_end_of_another_parameters_allocation_gives_no_sp
               "params": [ptr(4 * n), {**ptr(4 * n, 4 * n), "offset": 8}, {**ptr(4 * n, base=5 << 20), "offset": 16}]}
     write_capture(tmp_path, [record])
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert 'end = "end(begin)"' in spec.spec and 'begin = "in[' in spec.spec, spec.spec
+
+
+def test_an_end_past_a_partial_element_of_another_parameter_gives_no_spec(tmp_path: Path):
+    """`end` one past an allocation of 4n + 2 bytes that `begin` (float4*) points into: the
+    spec's buffer of whole float4s would end 2 bytes short of where the run's `end` was."""
+    n = 2048
+    (tmp_path / "k.cu").write_text(
+        "__global__ void copy_range(const float4* begin, const char* end, float4* out)\n"
+        "{ const float4* p = begin + blockIdx.x * blockDim.x + threadIdx.x; if ((const char*)p < end) out[p - begin] = *p; }\n")
+    size = 16 * n + 2
+    record = {"id": 0, "kernel": "_Z10copy_rangePK6float4PKcPS_", "name": "copy_range(float4 const*, char const*, float4*)",
+              "base": "copy_range", "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(size), {**ptr(size, size), "offset": 8}, {**ptr(16 * n, base=5 << 20), "offset": 16}]}
+    write_capture(tmp_path, [record])
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.spec is None or spec.origin != "captured", spec.spec
-    assert any("`end` points one past the end of the allocation `begin` points into" in p for p in spec.problems), \
-        spec.problems
+    assert any("not a whole number of `begin`'s elements" in p for p in spec.problems), spec.problems
 
 
 def test_a_pointer_into_its_allocation_keeps_the_elements_before_it(tmp_path: Path):

@@ -238,6 +238,8 @@ def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values:
     for a in spec.args:
         if isinstance(a, BufferArg) and a.name in values.nulls:
             return f"the draft gives `{a.name}` a buffer, the run passed a null pointer"
+        if isinstance(a, BufferArg) and a.name in values.ends:
+            return f"the draft gives `{a.name}` a buffer, the run passed the end of `{values.ends[a.name]}`'s"
         if isinstance(a, BufferArg) and values.before.get(a.name) and a.start == "0":
             return (f"the run's `{a.name}` points {values.before[a.name]} elements into its allocation, which the "
                     "kernel may read; the draft starts the buffer at the pointer")
@@ -346,6 +348,9 @@ class _Entry:
         if name in values.nulls:
             out.provenance[name] = "the run passed a null pointer"
             return '"null"'
+        if name in values.ends:
+            out.provenance[name] = f"the run passed the end of `{values.ends[name]}`'s buffer (its allocation's end)"
+            return f'"end({values.ends[name]})"'
         if name in values.as_passed:
             out.provenance[name] = f"a {p.base_type} fsr cannot read member by member: the run's bytes, as passed"
             return '"captured()"'

@@ -34,6 +34,8 @@ class CapturedValues:
     before: dict[str, int] = dataclasses.field(default_factory=dict)  # elements of its allocation before a pointer
     opaque: set[str] = dataclasses.field(default_factory=set)  # pointers to memory fsr cannot type: bytes
     as_passed: set[str] = dataclasses.field(default_factory=set)  # values fsr cannot read: the run's bytes
+    ends: dict[str, str] = dataclasses.field(default_factory=dict)  # a pointer just past another's buffer: `end(X)`
+    lanes: dict[str, int] = dataclasses.field(default_factory=dict)  # lanes of a pointer's element (float4: 4)
 
 
 def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
@@ -48,9 +50,11 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
                           f"the kernel {'is none' if template else 'a template'} (another kernel of the same name?)")
     subst = launch_substitution(kernel, launch)
     values = CapturedValues(template, {}, {}, {}, {})
-    _no_shared_end(kernel, launch)
+    ends = shared_ends(kernel, launch)
     compiled = compiled_types(launch.name, len(kernel.params))
     for i, (p, c) in enumerate(zip(kernel.params, launch.params)):
+        if p.name in ends:
+            continue
         if is_texture(p):
             if c.texture is None:
                 raise NotCaptured(f"`{p.name}` is no texture object the driver knows (destroyed before the launch?)")
@@ -77,24 +81,39 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
                               "(the file as a build without -D flags takes it): a spec from this capture would give "
                               "the kernel the wrong element type")
         _one_value(p, p.name, dtype, lanes, c, values)
+    values.ends = _exact_ends(ends, launch, kernel, values)
     return values
 
 
-def _no_shared_end(kernel: Kernel, launch: CapturedLaunch) -> None:
-    """A pointer one past the end of an allocation that another parameter points into (`end` of
-    `begin, end`, an elementwise launcher's tail after its packs) is no buffer of its own: its
-    value only means something beside the other's, and null or a separate buffer would change
-    what the kernel does with it (a loop to `end` would run no step). Such a launch gives no spec."""
+def shared_ends(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
+    """Pointers one past the end of an allocation another parameter points into (`end` of
+    `begin, end`; an elementwise launcher's tail after its packs, `r + n` with nothing left), each
+    with that parameter (the one nearest the allocation's start). Such a pointer is no buffer of its
+    own: null, or a buffer apart, would change what the kernel does with it (a loop to `end`)."""
+    ends = {}
     for p, c in zip(kernel.params, launch.params):
         a = c.alloc
-        if a is None or a.offset < a.size or not a.base:
+        if a is None or a.offset != a.size or not a.base:
             continue
-        other = next((q.name for q, d in zip(kernel.params, launch.params)
-                      if q is not p and d.alloc is not None and d.alloc.base == a.base), None)
-        if other is not None:
-            raise NotCaptured(f"`{p.name}` points one past the end of the allocation `{other}` points into: a pointer "
-                              f"relative to another parameter's, which a spec cannot give (null, or a buffer of its "
-                              f"own, would change what the kernel does with it)")
+        sharing = [(d.alloc.offset, q.name) for q, d in zip(kernel.params, launch.params)
+                   if q is not p and d.alloc is not None and d.alloc.base == a.base and d.alloc.offset < d.alloc.size]
+        if sharing:
+            ends[p.name] = min(sharing)[1]
+    return ends
+
+
+def _exact_ends(ends: dict[str, str], launch: CapturedLaunch, kernel: Kernel, values: CapturedValues) -> dict[str, str]:
+    """`ends` where the other's buffer, as the spec sizes it (whole elements from its pointer),
+    ends exactly where the run's pointer was; otherwise the launch gives no spec."""
+    params = {p.name: c for p, c in zip(kernel.params, launch.params)}
+    for name, of in ends.items():
+        a = params[of].alloc
+        dtype = values.dtypes.get(of)
+        reach = values.extents.get(of, 0) * ITEMSIZE.get(dtype or "", 0) * values.lanes.get(of, 1)
+        if of not in values.extents or a is None or a.offset + reach != a.size:
+            raise NotCaptured(f"`{name}` points one past the end of the allocation `{of}` points into, which is not "
+                              f"a whole number of `{of}`'s elements from it: no spec can place `{name}` there")
+    return ends
 
 
 def _readable(p: Param, subst: dict[str, str]) -> bool:
@@ -121,6 +140,7 @@ def _one_value(p: Param, name: str, dtype: str, lanes: int, c: CapturedParam, va
         values.nulls.add(name)
         return
     values.extents[name] = (c.alloc.size - c.alloc.offset) // (ITEMSIZE[dtype] * lanes)
+    values.lanes[name] = lanes
     if c.alloc.offset and c.alloc.offset % (ITEMSIZE[dtype] * lanes) == 0:
         values.before[name] = c.alloc.offset // (ITEMSIZE[dtype] * lanes)  # `d_in + RADIUS`: a halo before it
     if values.extents[name] < 1:

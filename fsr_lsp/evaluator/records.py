@@ -138,6 +138,7 @@ class ArgPlan:
     hidden: bool = False
     links: tuple[tuple[int, str, int], ...] = ()
     pointers: bool = False  # bytes that may hold pointers (`in[N bytes]`): compared with them as (buffer, byte)
+    end_of: str = ""  # a pointer just past this buffer's last byte (a spec's `end(X)`), known once X has its address
 
     @property
     def numel(self) -> int:

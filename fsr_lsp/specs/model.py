@@ -101,6 +101,16 @@ class NullArg:
 
 
 @dataclass(frozen=True)
+class EndArg:
+    """A pointer to the end of another parameter's buffer (`end = "end(begin)"`): a range's end,
+    or an elementwise launcher's tail after its packs (`tail_r = r + n` with nothing left). It is
+    no buffer of its own: the kernel gets the address just past `of`'s last element, at every
+    size, so a loop to it runs as in the program, and any byte it touches there is out of bounds."""
+    name: str
+    of: str
+
+
+@dataclass(frozen=True)
 class StructArg:
     """A struct passed by value whose members are scalars and pointers (`Matrix A` of
     `{ int width, height, stride; float* elements; }`): each member as a parameter would be,
@@ -115,7 +125,7 @@ class StructArg:
         return next((f for f in self.fields if f.name == field), None)
 
 
-Arg = BufferArg | ScalarArg | TextureArg | NullArg | StructArg | CapturedValueArg
+Arg = BufferArg | ScalarArg | TextureArg | NullArg | StructArg | CapturedValueArg | EndArg
 
 
 @dataclass(frozen=True)

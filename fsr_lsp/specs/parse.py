@@ -12,6 +12,7 @@ from ..kernels.packs import expanded
 from ..kernels.kernel import Kernel, Param, SpecComment
 from ..source import SourceText, Span
 from .defines import defines_problem
+from .end_args import end_arg, ends_ok
 from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
 from .overlay import overlay
@@ -239,6 +240,7 @@ def _args(ctx: _Ctx, table: Any, sizes: list[SizeSet], template: str | None) -> 
             out.append(_arg(ctx, p, table[p.name], sizes, subst))
         except _Invalid:
             ok = False
+    ok = ends_ok(ctx, out, ctx.kernel.name) and ok
     return tuple(out) if ok else None
 
 
@@ -247,6 +249,8 @@ def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str,
         return texture_param(ctx, p, value, sizes)
     if not p.is_pointer and isinstance(value, str) and value.strip() == "captured()":
         return CapturedValueArg(p.name)  # the run's bytes of a value fsr may not read member by member
+    if p.is_pointer and (end := end_arg(p.name, value)) is not None:
+        return end
     if p.fields:
         return _struct(ctx, p, value, sizes, subst)
     return _plain_arg(ctx, p, value, sizes, subst, p.name)
@@ -296,7 +300,8 @@ def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dic
             raise _Invalid()
         return ScalarArg(p.name, tuple(value) if isinstance(value, list) else value)
     if not isinstance(value, str):
-        raise ctx.fail(f'{p.name} is a pointer: give "in[len]", "out[len]", "inout[len]" (and an init) or "null", '
+        end = "" if "." in p.name else ', "end(BUFFER)" (the end of another)'
+        raise ctx.fail(f'{p.name} is a pointer: give "in[len]", "out[len]", "inout[len]" (and an init) or "null"{end}, '
                        f'got {value!r}', p.name, "args", code="spec-bad-arg")
     if value.strip() == "null":
         return NullArg(p.name)

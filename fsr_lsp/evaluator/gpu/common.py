@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..job.captured_buffers import read_saved
-from ..job.linked_memory import has_links, value_bytes
+from ..job.linked_memory import has_links, late_values
 from ..records import ArgPlan, EvalJob, EvalResult, Mismatch, SizePlan
 from .accuracy import Accuracy
 from .buffers import generate, storage_dtype
@@ -124,8 +124,9 @@ def launch_args(plan_args: list[ArgPlan], tensors: dict[str, Any], placed: dict[
     addresses = {a.name: placed.get(a.name, tensors[a.name].data_ptr()) for a in plan_args if a.kind == "buffer"}
     if has_links(plan_args):  # memory holding pointers: the run's structure at these buffers' addresses
         relocate(torch_of(tensors), plan_args, tensors, addresses)
-    values = [pointer(a, addresses[a.name], tensors[a.name].element_size()) if a.kind == "buffer"
-              else value_bytes(a, addresses) if a.kind == "bytes" else a.value for a in plan_args]
+    values = [pointer(a, addresses[a.name], tensors[a.name].element_size()) if a.kind == "buffer" else a.value
+              for a in plan_args]
+    values = late_values(plan_args, values, addresses)
     return launch_values(plan_args, values)
 
 

@@ -14,7 +14,7 @@ from ..job.widening import wide_args
 from .accuracy import scalar_dtypes
 from .common import Failure, JobContext, Report, guarded_launch, make_inputs, pointer, seed_for
 from .packing import launch_values
-from ..job.linked_memory import link_writes, value_bytes
+from ..job.linked_memory import late_values, link_writes
 from .constant_fill import fill_constants
 from .session import GpuSession
 from .timing import time_job
@@ -178,7 +178,7 @@ def _sanitize_runs(ctx: JobContext) -> None:
             print(f"fsr-buffer {a.name} {plan.label.replace(' ', '')} {int(exact):#x} {nbytes}", flush=True)
         for at, value in link_writes(plan.args, addresses):  # memory holding pointers, at these addresses
             cuda.memcpy_htod(at, np.array([value], dtype=np.uint64))
-        args = [value_bytes(a, addresses) if a.kind == "bytes" else v for a, v in zip(plan.args, args)]
+        args = late_values(plan.args, args, addresses)
         launches.append((plan, launch_values(plan.args, args), plan.candidate if who == "candidate" else plan.original))
     spacers.append(cuda.mem_alloc(SPACER_BYTES))
     session.synchronize()

@@ -116,6 +116,15 @@ def value_from_capture(arg: ArgPlan, where: str) -> ArgPlan:
     return dataclasses.replace(arg, dtype=f"struct:{os.path.getsize(path)}:{align}", source=where)
 
 
+def late_values(args: list[ArgPlan], values: list, addresses: dict[str, int]) -> list:
+    """`values` (one per plan argument) with those known only once every buffer has its address
+    (`addresses`: each buffer's first byte): a captured value's bytes with its pointers, and a
+    pointer just past a buffer's last byte (`end(X)`, as wide as X is allocated)."""
+    sizes = {a.name: a.nbytes for a in args if a.kind == "buffer"}
+    return [value_bytes(a, addresses) if a.kind == "bytes" else
+            addresses[a.end_of] + sizes[a.end_of] if a.end_of else v for a, v in zip(args, values)]
+
+
 def value_bytes(arg: ArgPlan, addresses: dict[str, int]) -> bytes:
     """A captured value's bytes with its pointers written for buffers at `addresses`."""
     data = bytearray(Path(arg.source.partition(":")[2]).read_bytes())

@@ -37,7 +37,7 @@ import numpy as np
 
 from ...kernels.c_types import ITEMSIZE
 from ..compile.compiler import find_nvcc
-from ..job.linked_memory import link_writes, value_bytes
+from ..job.linked_memory import late_values, link_writes
 from ..compile.relocatable import device_runtime, is_relocatable
 from ..job.captured_buffers import read_saved
 from ..records import ArgPlan, EvalJob, EvalResult, KernelBinary, LaunchPlan
@@ -309,7 +309,7 @@ class _Run:
                     print(Buffer(a.name, label, address, a.nbytes).line(), file=self.out, flush=True)
                 for at, value in link_writes(plan.args, addresses):  # memory holding pointers, rebuilt here
                     driver.memcpy_htod(at, np.array([value], dtype=np.uint64))
-                values = [value_bytes(a, addresses) if a.kind == "bytes" else v for a, v in zip(plan.args, values)]
+                values = late_values(plan.args, values, addresses)
                 launch = plan.candidate if self.who == "candidate" else plan.original
                 launches.append(Launch(plan.label, launch_values(plan.args, values), launch))
             spacers.append(driver.mem_alloc(SPACER_BYTES))

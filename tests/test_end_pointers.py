@@ -1,0 +1,84 @@
+"""A pointer just past another parameter's buffer (`end = "end(begin)"`): a range's end, an
+elementwise launcher's tail after its packs. Parsed and written back, passed at every size as
+the address just past that buffer (CPU test double), and drafted from a capture where the run
+passed one past the end of an allocation another parameter points into."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.source import SourceText
+from fsr_lsp.specs import EndArg, parse_spec, render_spec
+
+RANGE = """/* @fsr
+bench = { n = 4096 }
+tests = [ { n = 1 }, { n = 1000 } ]
+grid = "cdiv(n, 256)"
+block = 256
+[args]
+begin = "in[n]"
+end = "end(begin)"
+out = "out[n]"
+*/
+__global__ void copy_range(const float* begin, const float* end, float* out) { }
+"""
+
+
+def parsed(text: str):
+    src = SourceText(text)
+    return parse_spec(src, find_kernel(src, "copy_range"))
+
+
+def test_end_of_a_buffer_is_parsed_and_written_back():
+    spec = parsed(RANGE).spec
+    assert spec is not None and spec.args[1] == EndArg("end", "begin")
+    assert 'end = "end(begin)"' in render_spec(spec)
+
+
+@pytest.mark.parametrize("value, message", [
+    ('"end(nothing)"', "nothing is no buffer parameter of copy_range (buffers: begin, out)"),
+    ('"end(end)"', "end is no buffer parameter of copy_range"),
+])
+def test_end_of_what_is_no_buffer_is_refused_at_its_key(value, message):
+    result = parsed(RANGE.replace('end = "end(begin)"', f"end = {value}"))
+    assert result.spec is None
+    assert any(message in p.message for p in result.problems), result.problems
+
+
+torch = pytest.importorskip("torch")
+
+from fsr_lsp.evaluator.gpu.run import run_job  # noqa: E402
+from fsr_lsp.evaluator.job.plan import build_plans  # noqa: E402
+from fsr_lsp.evaluator.records import Defences, EvalJob, TimingConfig  # noqa: E402
+
+from . import fake_kernels  # noqa: E402,F401  (registers the Python kernels)
+from .fake_gpu import FakeSession, binary  # noqa: E402
+
+
+def run(candidate: str):
+    src = SourceText(RANGE)
+    k = find_kernel(src, "copy_range")
+    job = EvalJob(kernel="copy_range", original=binary("copy_range"), candidate=binary(candidate),
+                  sizes=build_plans(k, parse_spec(src, k).spec), seeds_per_size=2, base_seed=7,
+                  timing=TimingConfig(warmup=1, min_reps=8, max_reps=8, target_seconds=0.0), defences=Defences())
+    return run_job(FakeSession(), job)
+
+
+def test_the_end_pointer_is_just_past_its_buffer_at_every_size():
+    """The original copies what lies between `begin` and `end`: every output is written only if
+    `end` is `begin`'s end at each size (n = 1, 1000, 4096)."""
+    r = run("copy_range_fast")
+    assert r.status == "verified", r.message
+
+
+def test_a_rewrite_taking_the_end_for_null_is_wrong():
+    r = run("copy_range_end_as_null")
+    assert r.status == "wrong", r.message
+
+
+def test_a_rewrite_reading_past_the_end_is_caught():
+    """What lies at `end` is the canary after `begin`'s buffer, not data."""
+    r = run("copy_range_one_more")
+    assert r.status == "wrong", r.message
+    assert "NaN canaries" in r.message, r.message
