@@ -6,7 +6,9 @@ a CMake project by CMake (Release, this GPU's architecture, out of its tree); fo
 their own Makefile by `make` there (the GPU's architecture passed in, `--include`
 folders of helper headers a project expects installed on CPATH), every other `.cu` holding
 `main` by nvcc alone (and those of folders whose make built nothing). All of it in a copy
-under /tmp: the project is left as it was. Each program is run with no arguments (its own defaults)
+under /tmp: the project is left as it was. Each program is run with no arguments (its own defaults),
+or with those `--run-args` gives it (a TOML file: a program's path in its project -> its
+arguments, as a user would run it; for programs that print their usage and exit without them)
 under `fsr capture`, several at once, saving each kernel's inputs before its first launch as
 `--snapshot-bytes` would (values drawn in the run's ranges, and the run's own inputs as one more
 input set); then each kernel a run launched, defined in the program's
@@ -42,6 +44,7 @@ these compatibility shims for the newer toolkit the bench runs with (nothing els
 from __future__ import annotations
 
 import argparse
+import tomllib
 import inspect
 import os
 import re
@@ -455,11 +458,14 @@ def _run_build(cmd: list[str], cwd: Path, binary: Path | None, env: dict | None 
     return (binary, "") if proc.returncode == 0 else (None, errors[0][:160])
 
 
-def capture_all(project: Path, progs: list[Program], timeout: float, parallel: int, snapshot_bytes: int) -> None:
-    """Every built program under capture, `parallel` at a time (each gets a folder of its own)."""
+def capture_all(project: Path, progs: list[Program], timeout: float, parallel: int, snapshot_bytes: int,
+                run_args: dict[str, list[str]] | None = None) -> None:
+    """Every built program under capture, `parallel` at a time (each gets a folder of its own),
+    with the arguments `run_args` gives it by its name."""
     def one(prog: Program) -> None:
         try:
-            prog.capture = run_capture([str(prog.binary)], project, timeout=timeout, cwd=prog.folder,
+            argv = [str(prog.binary), *(run_args or {}).get(prog.name, [])]
+            prog.capture = run_capture(argv, project, timeout=timeout, cwd=prog.folder,
                                        snapshot_bytes=snapshot_bytes, on_output=lambda _: None)
         except CaptureError as e:
             prog.unbuilt = f"capture: {e}"
@@ -583,7 +589,8 @@ def measure(project: Path, args: argparse.Namespace, deadline: float) -> dict:
     t0 = time.monotonic()
     progs = all_programs(project, out, includes, [d.resolve() for d in args.include])
     built = time.monotonic()
-    capture_all(project, progs, args.run_timeout, args.parallel, args.snapshot_bytes)
+    capture_all(project, progs, args.run_timeout, args.parallel, args.snapshot_bytes,
+                run_arguments(args.run_args, name))
     by_make = sum(p.binary is not None and p.binary.parent != out for p in progs)
     console.print(f"{name}: {len(progs)} programs ({by_make} built by make) in {built - t0:.0f} s, "
                   f"captured in {time.monotonic() - built:.0f} s", highlight=False)
@@ -605,6 +612,15 @@ def measure(project: Path, args: argparse.Namespace, deadline: float) -> dict:
             "share_checkable": proven / (len(launched_rows) - clocks) if len(launched_rows) > clocks else 0.0}
 
 
+def run_arguments(path: Path | None, project: str) -> dict[str, list[str]]:
+    """The arguments `--run-args` gives the programs of `project`: its table in the file
+    (`[PROJECT]`, then `"path/in/project.cu" = ["256", "1000000"]`)."""
+    if path is None:
+        return {}
+    table = tomllib.loads(path.read_text()).get(project, {})
+    return {name: [str(a) for a in argv] for name, argv in table.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("projects", type=Path, nargs="+")
@@ -618,6 +634,8 @@ def main() -> int:
     parser.add_argument("--provers", type=int, default=3, help="proofs at once, each in its own evaluator worker")
     parser.add_argument("--per-program", type=float, default=120.0,
                         help="seconds of proofs after which a program's kernels wait for every other program's")
+    parser.add_argument("--run-args", type=Path, default=None,
+                        help="TOML: [PROJECT] then \"program path\" = [arguments], for programs that need them")
     parser.add_argument("--save-as", default="capture_coverage", help="the results file's name (two runs side by side)")
     args = parser.parse_args()
     deadline = time.monotonic() + args.deadline

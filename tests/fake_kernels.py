@@ -110,3 +110,44 @@ def shift_whole_blocks(n, a, x, y):
     a multiple (3 elements here, within the guard band the CPU double watches)."""
     over = 3 if n % 256 else 0
     view(y, n + over)[:] = a * np.resize(view(x, n), n + over)
+
+
+@kernel("copy_range")
+def copy_range(begin, end, out):
+    """out[i] = begin[i] for every element before `end` (a range given by its two ends)."""
+    n = (end - begin) // 4
+    view(out, n)[:] = view(begin, n)
+
+
+@kernel("copy_range_fast")
+def copy_range_fast(begin, end, out):
+    n = (end - begin) // 4
+    np.copyto(view(out, n), view(begin, n))
+
+
+@kernel("copy_range_end_as_null")
+def copy_range_end_as_null(begin, end, out):
+    """Takes `end` for null, as a spec passing null would have it: copies nothing."""
+    if end == 0:
+        view(out, 1)[0] = view(begin, 1)[0]
+
+
+@kernel("copy_range_one_more")
+def copy_range_one_more(begin, end, out):
+    """Copies one element past `end`: a read past the buffer."""
+    n = (end - begin) // 4
+    view(out, n)[:] = view(begin, n + 1)[:n] + 0.0 * view(begin, n + 1)[1:]
+
+
+@kernel("sum_into_device_variable")
+def sum_into_device_variable(n, a, x, y):
+    """Reads its inputs and keeps what it computes where no buffer is (a `__device__` total)."""
+    _device_total["total"] = float(view(x, n).sum() + view(y, n).sum())
+
+
+@kernel("does_nothing")
+def does_nothing(n, a, x, y):
+    pass
+
+
+_device_total: dict[str, float] = {}

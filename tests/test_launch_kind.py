@@ -15,10 +15,22 @@ __device__ float* through(float* y) { phase(y); return y; }
 template <int B> __global__ void via_helpers(float* y) { through(y)[0] = B; }
 __global__ void plain(float* y) { y[0] = 2; }
 __global__ void block_only(float* y) { cg::this_thread_block().sync(); y[0] = 3; }
+__global__ void rank_only(float* y) { unsigned g = cg::this_grid().thread_rank(); y[g] = 1; }
+__global__ void named_rank(float* y) { auto grid = cg::this_grid(); y[grid.thread_rank()] = 1; }
+__global__ void named_sync(float* y) { cg::grid_group grid = cg::this_grid(); y[0] = 1; grid.sync(); }
+__global__ void free_sync(float* y) { auto g = cooperative_groups::this_grid(); y[0] = 1; cg::sync(g); }
+__device__ void wait_on(const cg::grid_group& g) { g.sync(); }
+__global__ void passed_on(float* y) { auto all = cg::this_grid(); y[0] = 1; wait_on(all); }
+__global__ void split(float* y) { auto g = cg::this_grid(); auto t = g.barrier_arrive(); g.barrier_wait(std::move(t)); }
 """
 
 
-@pytest.mark.parametrize("kernel, needed", [("via_helpers", True), ("plain", False), ("block_only", False)])
+@pytest.mark.parametrize("kernel, needed", [
+    ("via_helpers", True), ("plain", False), ("block_only", False),
+    # a grid group asked only for its rank launches plainly: cooperatively, a grid larger than the
+    # GPU holds at once fails where the program's own launch ran
+    ("rank_only", False), ("named_rank", False),
+    ("named_sync", True), ("free_sync", True), ("passed_on", True), ("split", True)])
 def test_a_grid_sync_anywhere_in_what_the_kernel_calls_needs_a_cooperative_launch(kernel, needed):
     assert needs_cooperative_launch(HELPERS, kernel) is needed
 

@@ -216,3 +216,18 @@ def test_a_time_only_job_times_both_and_judges_nothing():
     assert "timed only" in result.message and result.bench_size == "n=4096"
     full = run(AXPY, "axpy", "axpy", "writes_half")
     assert full.status == "wrong"  # the same pair, judged
+
+
+READS_ONLY = AXPY.replace('y = "inout[n]"', 'y = "in[n]"').replace("float* y)", "const float* y)")
+
+
+def test_a_spec_with_nothing_to_compare_verifies_nothing():
+    """A kernel whose result is kept in a `__device__` variable, specced with in buffers only: a
+    rewrite that does nothing would match it on every output there is (none). The original
+    cannot serve as the oracle, and says why."""
+    r = run(READS_ONLY, "axpy", "sum_into_device_variable", "does_nothing")
+    assert r.status == "spec_error", r.message
+    assert "no out or inout buffer and it printed nothing" in r.message
+    assert "`__device__`" in r.message
+    proof = run(READS_ONLY, "axpy", "sum_into_device_variable", None)
+    assert proof.status == "spec_error", proof.message

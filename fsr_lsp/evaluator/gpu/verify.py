@@ -54,6 +54,12 @@ class Counts:
     ranges: int = 0  # input sets that probe the inputs' range, judged (gpu/range_check.py)
 
 
+NOTHING_COMPARED = ("the original kernel cannot serve as the oracle: the spec gives it no out or inout buffer and "
+                    "it printed nothing, so nothing it does would be compared and any rewrite would pass (a result "
+                    "kept in a `__device__` or `__managed__` variable is not read by fsr: give the kernel a buffer "
+                    "to write it to)")
+
+
 def verify(ctx: JobContext) -> Counts:
     job, result = ctx.job, ctx.result
     counts = Counts()
@@ -65,6 +71,7 @@ def verify(ctx: JobContext) -> Counts:
     probe = range_plan(job) if not job.screen else None
     range_result: Check | None = None
     printing = PrintRate()
+    printed_any = False  # with no output buffer, what the original prints is all there is to compare
     for index, plan in enumerate(job.sizes):
         usable = True
         random_sets = seeds_at(job, plan)
@@ -90,6 +97,7 @@ def verify(ctx: JobContext) -> Counts:
             try:
                 expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
                 printed = list(ctx.printed)  # what each of its chained launches printed
+                printed_any = printed_any or any(p.lines for p in printed)
                 if printed and j < random_sets and not own:
                     printing.observe(plan, printed[0])
                 again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
@@ -128,6 +136,8 @@ def verify(ctx: JobContext) -> Counts:
         if index == probe:  # the sets that probe the range, before the bench size's larger buffers
             range_result = check_ranges(ctx, index, shared)
             counts.ranges = len(ctx.result.range_sets)
+    if not printed_any and not any(outputs(plan) for plan in job.sizes):
+        raise Failure("spec_error", NOTHING_COMPARED, check="outputs")
     result.checks += _checks(ctx, counts, ref_usable, shared)
     if range_result is not None:
         result.checks.append(range_result)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...kernels import Kernel, discover
+from ...kernels.device_variables import DEVICE_VARIABLE_WRITER, device_variable_write
 from ...kernels.aliases import flag_defines, included_texts, type_aliases, with_included_aliases
 from ...kernels.lexical import defined_macros
 from ...kernels.lexical import code_only
@@ -106,6 +107,10 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         problems = "; ".join([f"line {p.span.start.line + 1}: {p.message}" for p in spec_result.problems
                               if p.severity != "info"] + orphans) or "no spec"
         return Prepared(result=_early(kernel_name, "spec_error", f"the spec of {kernel_name} is unusable: {problems}", started))
+    kept = device_variable_write(src, kernel)
+    if kept is not None:  # its results are where no check looks: nothing it does could be verified
+        return Prepared(result=_early(kernel_name, "spec_error", f"{kernel_name} cannot be verified: "
+                                      + DEVICE_VARIABLE_WRITER.format(what=kept), started))
     spec = spec_result.spec
     instance = expanded(kernel, spec.template, source)  # the parameters as its spec instantiates the kernel
     ref = kernel_ref(instance, spec)
