@@ -31,7 +31,9 @@ PROGRAM = KERNEL + r"""
 #include <cstdio>
 int main()
 {
-    const long n = 1 << 20;
+    // not a multiple of the driver's 2 MiB: `r + n` is then no other allocation's start (which the
+    // capture would take it for: an address both ends one allocation and starts the next)
+    const long n = (1 << 20) + 4096;
     float *r, *x;
     cudaMalloc(&r, n * sizeof(float));
     cudaMalloc(&x, n * sizeof(float));
