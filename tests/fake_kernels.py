@@ -151,3 +151,17 @@ def does_nothing(n, a, x, y):
 
 
 _device_total: dict[str, float] = {}
+
+
+@kernel("twice")
+def twice(x, y, n):
+    """y[i] = 2 x[i]; called in place (y the same pointer as x) by its program."""
+    view(y, n)[:] = 2.0 * view(x, n)
+
+
+@kernel("twice_clears_first")
+def twice_clears_first(x, y, n):
+    """Right for two buffers apart, wrong in place: it clears y before reading x."""
+    yv = view(y, n)
+    yv[:] = 0.0
+    yv += 2.0 * view(x, n)

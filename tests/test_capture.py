@@ -5,6 +5,7 @@ and the CLI."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from types import SimpleNamespace
 import os
@@ -60,8 +61,12 @@ def f32(v: float) -> str:
     return struct.pack("<f", v).hex()
 
 
-def ptr(size: int, offset: int = 0, base: int = 1 << 20) -> dict:
-    return {"offset": 0, "size": 8, "alloc": {"size": size, "offset": offset, "base": base, "via": "cudaMalloc"}}
+_BASES = itertools.count(1 << 20, 1 << 32)  # every allocation apart unless a test says they are one
+
+
+def ptr(size: int, offset: int = 0, base: int | None = None) -> dict:
+    return {"offset": 0, "size": 8,
+            "alloc": {"size": size, "offset": offset, "base": base or next(_BASES), "via": "cudaMalloc"}}
 
 
 def write_capture(root: Path, records: list[dict], name: str = "20260101-000000", command=("./app",)) -> Path:
@@ -479,11 +484,30 @@ def test_a_pointer_one_past_the_end_of_another_parameters_allocation_is_its_end(
         "{ const float* p = begin + blockIdx.x * blockDim.x + threadIdx.x; if (p < end) out[p - begin] = *p; }\n")
     record = {"id": 0, "kernel": "_Z10copy_rangePKfS0_Pf", "name": "copy_range(float const*, float const*, float*)",
               "base": "copy_range", "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
-              "params": [ptr(4 * n), {**ptr(4 * n, 4 * n), "offset": 8}, {**ptr(4 * n, base=5 << 20), "offset": 16}]}
+              "params": [ptr(4 * n, base=3 << 40), {**ptr(4 * n, 4 * n, base=3 << 40), "offset": 8},
+                         {**ptr(4 * n, base=5 << 20), "offset": 16}]}
     write_capture(tmp_path, [record])
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured", spec.problems
     assert 'end = "end(begin)"' in spec.spec and 'begin = "in[' in spec.spec, spec.spec
+
+
+def test_one_pointer_passed_twice_is_one_buffer_written_through_either(tmp_path: Path):
+    """`twice<<<...>>>(a, a, n)`, in place: `y` is `same(x)`, and `x`, const in the signature, is
+    inout (the kernel writes it through `y`). Two buffers apart would verify rewrites for a call
+    the program never makes."""
+    n = 2048
+    (tmp_path / "k.cu").write_text(
+        "__global__ void twice(const float* x, float* y, int n)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.f * x[i]; }\n")
+    record = {"id": 0, "kernel": "_Z5twicePKfPfi", "name": "twice(float const*, float*, int)", "base": "twice",
+              "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": [ptr(4 * n, base=7 << 40), {**ptr(4 * n, base=7 << 40), "offset": 8},
+                         {"offset": 16, "size": 4, "hex": i32(n)}]}
+    write_capture(tmp_path, [record])
+    (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
+    assert spec.origin == "captured", spec.problems
+    assert 'y = "same(x)"' in spec.spec and 'x = "inout[n]' in spec.spec, spec.spec
 
 
 def test_an_end_past_a_partial_element_of_another_parameter_gives_no_spec(tmp_path: Path):
@@ -496,7 +520,8 @@ def test_an_end_past_a_partial_element_of_another_parameter_gives_no_spec(tmp_pa
     size = 16 * n + 2
     record = {"id": 0, "kernel": "_Z10copy_rangePK6float4PKcPS_", "name": "copy_range(float4 const*, char const*, float4*)",
               "base": "copy_range", "grid": [n // 256, 1, 1], "block": [256, 1, 1], "smem": 0,
-              "params": [ptr(size), {**ptr(size, size), "offset": 8}, {**ptr(16 * n, base=5 << 20), "offset": 16}]}
+              "params": [ptr(size, base=3 << 40), {**ptr(size, size, base=3 << 40), "offset": 8},
+                         {**ptr(16 * n, base=5 << 20), "offset": 16}]}
     write_capture(tmp_path, [record])
     (spec,) = kernel_specs([tmp_path / "k.cu"], capture=latest_capture(tmp_path))
     assert spec.spec is None or spec.origin != "captured", spec.spec

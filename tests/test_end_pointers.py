@@ -1,7 +1,7 @@
-"""A pointer just past another parameter's buffer (`end = "end(begin)"`): a range's end, an
-elementwise launcher's tail after its packs. Parsed and written back, passed at every size as
-the address just past that buffer (CPU test double), and drafted from a capture where the run
-passed one past the end of an allocation another parameter points into."""
+"""A pointer into another parameter's buffer: just past it (`end = "end(begin)"`: a range's end,
+an elementwise launcher's tail after its packs) or at its start (`y = "same(x)"`: a program that
+passes one pointer twice, in place). Parsed and written back, and passed at every size as that
+address (CPU test double); drafted from captures in tests/test_capture.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
-from fsr_lsp.specs import EndArg, parse_spec, render_spec
+from fsr_lsp.specs import AtArg, parse_spec, render_spec
 
 RANGE = """/* @fsr
 bench = { n = 4096 }
@@ -32,7 +32,7 @@ def parsed(text: str):
 
 def test_end_of_a_buffer_is_parsed_and_written_back():
     spec = parsed(RANGE).spec
-    assert spec is not None and spec.args[1] == EndArg("end", "begin")
+    assert spec is not None and spec.args[1] == AtArg("end", "begin")
     assert 'end = "end(begin)"' in render_spec(spec)
 
 
@@ -82,3 +82,46 @@ def test_a_rewrite_reading_past_the_end_is_caught():
     r = run("copy_range_one_more")
     assert r.status == "wrong", r.message
     assert "NaN canaries" in r.message, r.message
+
+
+TWICE = """/* @fsr
+bench = { n = 4096 }
+tests = [ { n = 1 }, { n = 1000 } ]
+grid = "cdiv(n, 256)"
+block = 256
+[args]
+x = "inout[n]"
+y = "same(x)"
+n = "n"
+*/
+__global__ void twice(const float* x, float* y, int n) { }
+"""
+
+
+def run_twice(spec: str, candidate: str):
+    src = SourceText(spec)
+    k = find_kernel(src, "twice")
+    job = EvalJob(kernel="twice", original=binary("twice"), candidate=binary(candidate),
+                  sizes=build_plans(k, parse_spec(src, k).spec), seeds_per_size=2, base_seed=7,
+                  timing=TimingConfig(warmup=1, min_reps=8, max_reps=8, target_seconds=0.0), defences=Defences())
+    return run_job(FakeSession(), job)
+
+
+def test_a_const_buffer_another_parameter_aliases_may_be_inout():
+    spec = parse_spec(SourceText(TWICE), find_kernel(SourceText(TWICE), "twice")).spec
+    assert spec is not None and spec.args[1] == AtArg("y", "x", "start")
+    assert 'y = "same(x)"' in render_spec(spec)
+    alone = TWICE.replace('y = "same(x)"', 'y = "out[n]"')
+    result = parse_spec(SourceText(alone), find_kernel(SourceText(alone), "twice"))
+    assert result.spec is None and any("points to const data" in p.message for p in result.problems)
+
+
+def test_in_place_a_rewrite_right_only_for_buffers_apart_is_wrong():
+    """Cleared before it is read: with x and y apart the rewrite is right (verified), with y the
+    same pointer as x, as the program calls it, it writes zeros (wrong)."""
+    apart = TWICE.replace('x = "inout[n]"', 'x = "in[n]"').replace('y = "same(x)"', 'y = "out[n]"') \
+        .replace("const float* x", "float* x")
+    assert run_twice(apart, "twice_clears_first").status == "verified"
+    r = run_twice(TWICE, "twice_clears_first")
+    assert r.status == "wrong", r.message
+    assert "x:" in r.message, r.message

@@ -31,7 +31,7 @@ from .captured_textures import NotATexture, texture_value
 from .draft import Draft, read_back
 from .spec_text import positive, toml_dims
 from .untied import apart_safe, tied_groups, untied_tests
-from .writes import Access, direction, index_arrays, pointer_access
+from .writes import Access, direction, index_arrays, merged, pointer_access
 
 TEST_SIZES = (1, 17, 1000, 33, 100, 4096)
 TESTS_WANTED = 3
@@ -240,6 +240,8 @@ def _mismatch(spec: Spec, sizes: dict[str, int], launch: CapturedLaunch, values:
             return f"the draft gives `{a.name}` a buffer, the run passed a null pointer"
         if isinstance(a, BufferArg) and a.name in values.ends:
             return f"the draft gives `{a.name}` a buffer, the run passed the end of `{values.ends[a.name]}`'s"
+        if isinstance(a, BufferArg) and a.name in values.sames:
+            return f"the draft gives `{a.name}` a buffer of its own, the run passed `{values.sames[a.name]}`'s pointer"
         if isinstance(a, BufferArg) and values.before.get(a.name) and a.start == "0":
             return (f"the run's `{a.name}` points {values.before[a.name]} elements into its allocation, which the "
                     "kernel may read; the draft starts the buffer at the pointer")
@@ -343,6 +345,11 @@ class _Entry:
     indexes: dict[str, str]
     out: Draft
 
+    def _access(self, name: str) -> Access:
+        """How the kernel uses the buffer `name`, through it and through every parameter the run
+        passed the same pointer (a write through `out` of `scale(a, a)` changes `a`)."""
+        return merged([self.access.get(n) for n in [name, *(o for o, of in self.values.sames.items() if of == name)]])
+
     def value(self, p: Param, name: str) -> str:
         values, out = self.values, self.out
         if name in values.nulls:
@@ -351,6 +358,9 @@ class _Entry:
         if name in values.ends:
             out.provenance[name] = f"the run passed the end of `{values.ends[name]}`'s buffer (its allocation's end)"
             return f'"end({values.ends[name]})"'
+        if name in values.sames:
+            out.provenance[name] = f"the run passed `{values.sames[name]}`'s pointer: one buffer, written through either"
+            return f'"same({values.sames[name]})"'
         if name in values.as_passed:
             out.provenance[name] = f"a {p.base_type} fsr cannot read member by member: the run's bytes, as passed"
             return '"captured()"'
@@ -358,7 +368,7 @@ class _Entry:
             value = values.scalars[name]
             out.provenance[name] = f"the run passed {value!r}"
             return f'"{_size_name(name)}"' if _size_name(name) in self.sizes else repr(value)
-        d = direction(self.access.get(name) or Access(written=True, read=True, accumulates=False), p.pointee_const)
+        d = direction(self._access(name), p.pointee_const and name not in values.sames.values())
         init = ""
         target = self.indexes.get(name)
         if d == "in" and target in values.extents and values.dtypes[name].startswith(("int", "uint")):

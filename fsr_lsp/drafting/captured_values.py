@@ -35,6 +35,7 @@ class CapturedValues:
     opaque: set[str] = dataclasses.field(default_factory=set)  # pointers to memory fsr cannot type: bytes
     as_passed: set[str] = dataclasses.field(default_factory=set)  # values fsr cannot read: the run's bytes
     ends: dict[str, str] = dataclasses.field(default_factory=dict)  # a pointer just past another's buffer: `end(X)`
+    sames: dict[str, str] = dataclasses.field(default_factory=dict)  # the pointer another parameter has: `same(X)`
     lanes: dict[str, int] = dataclasses.field(default_factory=dict)  # lanes of a pointer's element (float4: 4)
 
 
@@ -50,10 +51,11 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
                           f"the kernel {'is none' if template else 'a template'} (another kernel of the same name?)")
     subst = launch_substitution(kernel, launch)
     values = CapturedValues(template, {}, {}, {}, {})
+    values.sames = same_pointers(kernel, launch)
     ends = shared_ends(kernel, launch)
     compiled = compiled_types(launch.name, len(kernel.params))
     for i, (p, c) in enumerate(zip(kernel.params, launch.params)):
-        if p.name in ends:
+        if p.name in ends or p.name in values.sames:
             continue
         if is_texture(p):
             if c.texture is None:
@@ -83,6 +85,25 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
         _one_value(p, p.name, dtype, lanes, c, values)
     values.ends = _exact_ends(ends, launch, kernel, values)
     return values
+
+
+def same_pointers(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
+    """Pointer parameters the run passed the same address as an earlier one (`scale(a, a, n)`, an
+    in-place launch), each with that earlier one: as two buffers apart, a write through one
+    would not be seen through the other, and a rewrite would be verified for a call the program
+    never makes."""
+    first: dict[tuple[int, int], str] = {}
+    sames = {}
+    for p, c in zip(kernel.params, launch.params):
+        a = c.alloc
+        if not p.is_pointer or a is None or not a.base or a.offset >= a.size:
+            continue
+        key = (a.base, a.offset)
+        if key in first:
+            sames[p.name] = first[key]
+        else:
+            first[key] = p.name
+    return sames
 
 
 def shared_ends(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:

@@ -94,6 +94,13 @@ def index_arrays(src: SourceText, kernel: Kernel) -> dict[str, str]:
     return out
 
 
+def merged(uses: list[Access | None]) -> Access:
+    """One buffer's access through several parameters (None: not known, so read and written)."""
+    known = [u or Access(written=True, read=True, accumulates=False) for u in uses]
+    return Access(written=any(u.written for u in known), read=any(u.read for u in known),
+                  accumulates=any(u.accumulates for u in known))
+
+
 def direction(access: Access, pointee_const: bool) -> str:
     if pointee_const or not access.written:
         return "in"

@@ -138,7 +138,9 @@ class ArgPlan:
     hidden: bool = False
     links: tuple[tuple[int, str, int], ...] = ()
     pointers: bool = False  # bytes that may hold pointers (`in[N bytes]`): compared with them as (buffer, byte)
-    end_of: str = ""  # a pointer just past this buffer's last byte (a spec's `end(X)`), known once X has its address
+    # a pointer into buffer `of[0]` (a spec's `end(X)`, `same(X)`), at its "end" or "start" (the kernel's
+    # pointer to it): known once that buffer has its address
+    at: tuple[str, str] | None = None
 
     @property
     def numel(self) -> int:

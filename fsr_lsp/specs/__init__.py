@@ -4,14 +4,14 @@ inference from a signature (infer.py), rendering and templates (blocks.py), key 
 
 from .expr import ExprError, evaluate, evaluate_int
 from .infer import infer_spec
-from .model import BufferArg, CapturedValueArg, EndArg, Init, NullArg, Problem, ScalarArg, Spec, SpecResult, StructArg, default_init, tolerance
+from .model import BufferArg, CapturedValueArg, AtArg, Init, NullArg, Problem, ScalarArg, Spec, SpecResult, StructArg, default_init, tolerance
 from .parse import parse_spec
 from .blocks import render_spec, spec_template
 
 __all__ = [
     "BufferArg",
     "NullArg",
-    "EndArg",
+    "AtArg",
     "CapturedValueArg",
     "ExprError",
     "Init",

@@ -8,7 +8,8 @@ import json
 
 from ..kernels.kernel import Kernel
 from .infer import BENCH_N, DEFAULT_BLOCK, SCALAR_FLOAT, infer_from_signature
-from .model import BufferArg, CapturedValueArg, EndArg, NullArg, ScalarArg, Spec, StructArg, TextureArg, init_spelling
+from .at_args import spelled
+from .model import BufferArg, CapturedValueArg, AtArg, NullArg, ScalarArg, Spec, StructArg, TextureArg, init_spelling
 from .texture import is_texture, texture_spelling
 
 
@@ -99,12 +100,12 @@ def render_spec(spec: Spec) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _arg_value(a: BufferArg | ScalarArg | NullArg | CapturedValueArg | EndArg, value) -> str:
+def _arg_value(a: BufferArg | ScalarArg | NullArg | CapturedValueArg | AtArg, value) -> str:
     """A pointer's or a scalar's value as TOML (a parameter's, or a struct member's)."""
     if isinstance(a, NullArg):
         return '"null"'
-    if isinstance(a, EndArg):
-        return f'"end({a.of})"'
+    if isinstance(a, AtArg):
+        return f'"{spelled(a)}"'
     if isinstance(a, CapturedValueArg):
         return '"captured()"'
     if isinstance(a, BufferArg):

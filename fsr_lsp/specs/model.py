@@ -101,13 +101,16 @@ class NullArg:
 
 
 @dataclass(frozen=True)
-class EndArg:
-    """A pointer to the end of another parameter's buffer (`end = "end(begin)"`): a range's end,
-    or an elementwise launcher's tail after its packs (`tail_r = r + n` with nothing left). It is
-    no buffer of its own: the kernel gets the address just past `of`'s last element, at every
-    size, so a loop to it runs as in the program, and any byte it touches there is out of bounds."""
+class AtArg:
+    """A pointer into another parameter's buffer: at its end (`end = "end(begin)"`: a range's end,
+    or an elementwise launcher's tail after its packs, `tail_r = r + n` with nothing left) or at its
+    start (`out = "same(x)"`: the program passes one pointer twice, an in-place launch). It is no
+    buffer of its own: the kernel gets that address at every size, so a loop to an end runs as in
+    the program, a write through an alias is seen through the other, and any byte past the end is
+    out of bounds."""
     name: str
     of: str
+    at: Literal["start", "end"] = "end"
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ class StructArg:
         return next((f for f in self.fields if f.name == field), None)
 
 
-Arg = BufferArg | ScalarArg | TextureArg | NullArg | StructArg | CapturedValueArg | EndArg
+Arg = BufferArg | ScalarArg | TextureArg | NullArg | StructArg | CapturedValueArg | AtArg
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from ..kernels.packs import expanded
 from ..kernels.kernel import Kernel, Param, SpecComment
 from ..source import SourceText, Span
 from .defines import defines_problem
-from .end_args import end_arg, ends_ok
+from .at_args import at_arg, ats_ok
 from .expr import ExprError, evaluate, evaluate_int
 from .locate import locate, strip_stars
 from .overlay import overlay
@@ -49,6 +49,7 @@ class _Ctx:
     body: str
     problems: list[Problem] = field(default_factory=list)
     types_from: str | None = None  # the text defining the structs its template parameters name
+    aliased: set[str] = field(default_factory=set)  # buffers another parameter is `same(X)` as: written through it
 
     def at(self, key: str | None = None, section: str | None = None) -> Span:
         """The span of `key = ...` in the block (section-aware), or the block's first line; a
@@ -233,6 +234,7 @@ def _args(ctx: _Ctx, table: Any, sizes: list[SizeSet], template: str | None) -> 
         ctx.add(f"[args] has no entry for {', '.join(missing)}", "args", code="spec-missing-arg")
         ok = False
     subst = template_substitution(ctx.kernel, template)
+    ctx.aliased = {a.of for v in table.values() if (a := at_arg("", v)) is not None and a.at == "start"}
     for p in params:
         if p.name not in table:
             continue
@@ -240,7 +242,7 @@ def _args(ctx: _Ctx, table: Any, sizes: list[SizeSet], template: str | None) -> 
             out.append(_arg(ctx, p, table[p.name], sizes, subst))
         except _Invalid:
             ok = False
-    ok = ends_ok(ctx, out, ctx.kernel.name) and ok
+    ok = ats_ok(ctx, out, ctx.kernel.name) and ok
     return tuple(out) if ok else None
 
 
@@ -249,8 +251,8 @@ def _arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dict[str,
         return texture_param(ctx, p, value, sizes)
     if not p.is_pointer and isinstance(value, str) and value.strip() == "captured()":
         return CapturedValueArg(p.name)  # the run's bytes of a value fsr may not read member by member
-    if p.is_pointer and (end := end_arg(p.name, value)) is not None:
-        return end
+    if p.is_pointer and (at := at_arg(p.name, value)) is not None:
+        return at
     if p.fields:
         return _struct(ctx, p, value, sizes, subst)
     return _plain_arg(ctx, p, value, sizes, subst, p.name)
@@ -320,7 +322,7 @@ def _plain_arg(ctx: _Ctx, p: Param, value: Any, sizes: list[SizeSet], subst: dic
                        "(float, double, __half, __nv_bfloat16, integer types and their vector types); memory "
                        f"holding pointers takes the bytes a captured run saved: \"{direction}[LENGTH bytes] captured()\"",
                        p.name, "args")
-    if p.pointee_const and direction != "in":
+    if p.pointee_const and direction != "in" and p.name not in ctx.aliased:  # `same(x)` may write what x reads
         raise ctx.fail(f"{p.name} points to const data but is declared {direction}", p.name, "args", code="spec-bad-arg")
     if length is None or not length.strip():
         if len(sizes[0]) != 1:

@@ -2,8 +2,9 @@
 launches an elementwise kernel over packs of four with its tail given as `r + n` and `x + n`
 (nothing left over), as frameworks' launchers do. `fsr capture` then `fsr spec --check` proves a
 spec passing the tails as `end(...)` of the packs' buffers; `fsr eval` verifies a rewrite, and
-calls wrong one that takes the tails for the start of its buffers (it would write the packs'
-first elements again) and one whose loop runs to the tail pointer through the packs."""
+calls wrong one that writes before the tail (into the packs). And a program that calls a kernel
+in place (`twice(a, a, n)`): its spec passes `y` as `same(x)`, and a rewrite that is right only
+for buffers apart (it clears `y` before reading `x`) is wrong."""
 
 from __future__ import annotations
 
@@ -72,3 +73,41 @@ def test_a_rewrite_is_verified_and_one_writing_before_the_tail_is_wrong(folder: 
     assert good.returncode == 0 and "verified" in good.stdout, good.stdout[-2000:]
     wrong = evaluated(folder, "scale_packs.cu", "scale_packs", BACKWARDS)
     assert wrong.returncode == 1 and "pack_r" in wrong.stdout, wrong.stdout[-2000:]
+
+
+TWICE = r"""
+__global__ void twice(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.f * x[i];
+}
+"""
+TWICE_PROGRAM = TWICE + r"""
+#include <cstdio>
+int main()
+{
+    const int n = 1 << 20;
+    float* a;
+    cudaMalloc(&a, n * sizeof(float));
+    float* h = new float[n];
+    for (int i = 0; i < n; ++i) h[i] = (i % 1000) * 0.01f - 5.f;
+    cudaMemcpy(a, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    twice<<<(n + 255) / 256, 256>>>(a, a, n);
+    cudaDeviceSynchronize();
+    printf("done\n");
+    return 0;
+}
+"""
+CLEARS_FIRST = TWICE.replace("if (i < n) y[i] = 2.f * x[i];", "if (i < n) { y[i] = 0.f; y[i] += 2.f * x[i]; }")
+
+
+@pytest.fixture(scope="module")
+def in_place(tmp_path_factory, evaluator) -> Path:
+    return workspace_with(tmp_path_factory, "twice", TWICE_PROGRAM)
+
+
+def test_one_pointer_passed_twice_is_one_buffer_and_a_rewrite_for_buffers_apart_is_wrong(in_place: Path):
+    data = captured_and_proven(in_place, "twice", "twice")
+    assert 'y = "same(x)"' in data["spec"] and 'x = "inout[' in data["spec"], data["spec"]
+    wrong = evaluated(in_place, "twice.cu", "twice", CLEARS_FIRST)
+    assert wrong.returncode == 1 and "x" in wrong.stdout and "wrong" in wrong.stdout, wrong.stdout[-2000:]

@@ -20,6 +20,7 @@ import dataclasses
 import os
 from pathlib import Path
 
+from ...kernels.c_types import ITEMSIZE
 from ..records import ArgPlan, SizePlan
 from ...specs.model import Init
 
@@ -119,10 +120,17 @@ def value_from_capture(arg: ArgPlan, where: str) -> ArgPlan:
 def late_values(args: list[ArgPlan], values: list, addresses: dict[str, int]) -> list:
     """`values` (one per plan argument) with those known only once every buffer has its address
     (`addresses`: each buffer's first byte): a captured value's bytes with its pointers, and a
-    pointer just past a buffer's last byte (`end(X)`, as wide as X is allocated)."""
-    sizes = {a.name: a.nbytes for a in args if a.kind == "buffer"}
+    pointer into another buffer (`end(X)`: just past its last byte, as wide as X is allocated;
+    `same(X)`: the kernel's pointer to X)."""
+    buffers = {a.name: a for a in args if a.kind == "buffer"}
     return [value_bytes(a, addresses) if a.kind == "bytes" else
-            addresses[a.end_of] + sizes[a.end_of] if a.end_of else v for a, v in zip(args, values)]
+            _pointer_at(buffers[a.at[0]], addresses[a.at[0]], a.at[1]) if a.at else v for a, v in zip(args, values)]
+
+
+def _pointer_at(of: ArgPlan, address: int, at: str) -> int:
+    if at == "end":
+        return address + of.nbytes
+    return address + of.offset * of.lanes * ITEMSIZE[of.dtype]  # where the kernel's own pointer to it is
 
 
 def value_bytes(arg: ArgPlan, addresses: dict[str, int]) -> bytes:

@@ -10,7 +10,7 @@ from ...kernels.c_types import by_value_alignment, element_type
 from ...specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
 from ...kernels.kernel import Param
 from ...kernels.structs import substituted
-from ...specs.model import Arg, CapturedValueArg, EndArg, Init, NullArg, SizeSet, StructArg, TextureArg
+from ...specs.model import Arg, CapturedValueArg, AtArg, Init, NullArg, SizeSet, StructArg, TextureArg
 from ...specs.param_types import param_dtype, template_substitution
 from ..records import ArgPlan, LaunchPlan, SizePlan, TexturePlan
 
@@ -85,8 +85,8 @@ def _arg_plan(param: Param, arg: Arg, spec: Spec, sizes: SizeSet, subst: dict[st
         return ArgPlan(name=arg.name, kind="bytes", dtype="bytes", init=Init("captured"))
     if isinstance(arg, NullArg):  # the pointer's 8 bytes, all zero
         return ArgPlan(name=arg.name, kind="scalar", dtype="uint64", value=0)
-    if isinstance(arg, EndArg):  # a pointer's 8 bytes, once `of` has its address (job/linked_memory.py `late_values`)
-        return ArgPlan(name=arg.name, kind="scalar", dtype="uint64", value=0, end_of=arg.of)
+    if isinstance(arg, AtArg):  # a pointer's 8 bytes, once `of` has its address (job/linked_memory.py `late_values`)
+        return ArgPlan(name=arg.name, kind="scalar", dtype="uint64", value=0, at=(arg.of, arg.at))
     bytes_of = isinstance(arg, BufferArg) and arg.unit == "bytes"  # memory fsr cannot type: the run's bytes
     dtype, lanes = ("uint8", 1) if bytes_of else param_dtype(param, subst)
     assert dtype is not None, f"{param.name}: unknown element type (the spec check should have refused it)"
