@@ -519,7 +519,9 @@ def prove_row(optimizer: Optimizer, index: LaunchIndex, project: Path, settings:
         row.update(status="proven" if proof.proven else "failed", why="" if proof.proven else proof.message[:400])
         return
     stopped = optimizer.prepare(job, stage)
-    row.update(status="proven" if stopped is None else "failed", why="" if stopped is None else stopped.message[:400])
+    row.update(status="proven" if stopped is None else "failed", why="" if stopped is None else stopped.message[:1200])
+    if stopped is not None:  # the spec the proof refused, in the results file: what to read first
+        row["spec"] = (job.plan.draft or plan.spec.spec or "")[:3000]
 
 
 def prove_rows(project: Path, work: list[Work], settings: Settings, provers: int, deadline: float,
