@@ -79,8 +79,13 @@ class FakeKernel:
     def resources(self) -> Resources:
         return Resources()
 
+    def point(self, args: list[Any]) -> None:
+        for symbol, address in getattr(args, "symbols", {}).items():
+            self.set_global(symbol, address.to_bytes(8, "little"))
+
     def launch(self, args: list[Any], launch: LaunchPlan) -> None:
         self.launches += 1
+        self.point(args)
         self.fn(*args)
 
     def global_size(self, name: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fake_gpu import kernel, view
+from .fake_gpu import GLOBALS, kernel, view
 
 
 @kernel("axpy")
@@ -141,8 +141,23 @@ def copy_range_one_more(begin, end, out):
 
 @kernel("sum_into_device_variable")
 def sum_into_device_variable(n, a, x, y):
-    """Reads its inputs and keeps what it computes where no buffer is (a `__device__` total)."""
-    _device_total["total"] = float(view(x, n).sum() + view(y, n).sum())
+    """Reads its inputs and adds their sum to the file's `__device__ float total`, which the
+    evaluator made a pointer (`__fsr_dv_total`) and set before the launch."""
+    total = view(int.from_bytes(GLOBALS["sum_into_device_variable", "__fsr_dv_total"], "little"), 1)
+    total[0] += float(view(x, n).sum() + view(y, n).sum())
+
+
+@kernel("sum_into_device_variable_fast")
+def sum_into_device_variable_fast(n, a, x, y):
+    total = view(int.from_bytes(GLOBALS["sum_into_device_variable_fast", "__fsr_dv_total"], "little"), 1)
+    total[0] += float(np.add.reduce(np.concatenate([view(x, n), view(y, n)])))
+
+
+@kernel("sum_overwrites_device_variable")
+def sum_overwrites_device_variable(n, a, x, y):
+    """Stores its sum instead of adding it: the same on a zeroed total, not on chained launches."""
+    total = view(int.from_bytes(GLOBALS["sum_overwrites_device_variable", "__fsr_dv_total"], "little"), 1)
+    total[0] = float(view(x, n).sum() + view(y, n).sum())
 
 
 @kernel("does_nothing")
@@ -150,7 +165,13 @@ def does_nothing(n, a, x, y):
     pass
 
 
-_device_total: dict[str, float] = {}
+@kernel("sum_kept_where_no_check_looks")
+def sum_kept_where_no_check_looks(n, a, x, y):
+    """Reads its inputs and keeps their sum where fsr sees nothing (a variable of a header)."""
+    _elsewhere["total"] = float(view(x, n).sum() + view(y, n).sum())
+
+
+_elsewhere: dict[str, float] = {}
 
 
 @kernel("twice")

@@ -1,17 +1,21 @@
-"""A kernel whose results are kept in the file's `__device__`/`__managed__` variables: fsr does
-not compare them, so it gives no spec and the evaluator verifies nothing of it, saying why. A
-rewrite that skipped the write (an empty kernel) would otherwise pass every check."""
+"""A kernel whose results are kept in the file's `__device__`/`__managed__` variables: each is
+compiled as a pointer (every use through it, line for line) that the evaluator points at a
+buffer of its own, compared as any output (tests/test_verify_cpu.py shows the comparison on the
+CPU test double). Where that cannot be done safely, fsr gives no spec and refuses a spec written
+for it, naming the variable and why: a rewrite that skipped the write would otherwise pass."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.evaluator.compile.compiler import find_nvcc
 from fsr_lsp.evaluator.job.prepare import EvalOptions, prepare
 from fsr_lsp.kernels import find_kernel
-from fsr_lsp.kernels.device_variables import device_variable_write, device_variables
+from fsr_lsp.kernels.device_variables import device_variables, not_redirectable, phrase, redirected, written_variables
 from fsr_lsp.source import SourceText
 
 FILE = """#include <cooperative_groups.h>
@@ -36,36 +40,105 @@ __global__ void compares(const float* x, float* y) { y[0] = (dResult == x[0]) ? 
 
 
 def test_the_files_writable_device_variables_are_named():
-    assert device_variables(FILE) == ["dResult", "mCount", "hist", "total"]
+    assert [(v.name, v.type_text, v.dims, v.at_file_scope) for v in device_variables(FILE)] == [
+        ("dResult", "float", (), True), ("mCount", "unsigned int", (), True), ("hist", "int", ("256", "2"), True),
+        ("total", "float", (), False)]
 
 
 @pytest.mark.parametrize("kernel, written", [
     ("atomic_sum", "`dResult`"),
     ("counts", "`mCount` and `hist`"),
     ("via_helper", "`total`"),
-    ("reads_only", None),
-    ("compares", None),  # `==` and a comment are no writes
+    ("reads_only", ""),
+    ("compares", ""),  # `==` and a comment are no writes
 ])
 def test_writes_to_device_variables_are_found_in_the_kernel_and_what_it_calls(kernel, written):
     src = SourceText(FILE)
-    got = device_variable_write(src, find_kernel(src, kernel))
-    if written is None:
-        assert got is None
-    else:
-        assert got is not None and set(got.replace(" and ", ", ").split(", ")) == set(written.replace(" and ", ", ").split(", "))
+    got = written_variables(src, find_kernel(src, kernel))
+    assert (phrase(got) if got else "") == written
 
 
-def test_such_a_kernel_gets_no_spec_and_says_why(tmp_path: Path):
+def test_redirected_variables_are_pointers_used_through_line_for_line():
+    text = redirected(FILE, ("dResult", "mCount", "hist"))
+    assert text.count("\n") == FILE.count("\n")
+    assert "__device__ float (*__fsr_dv_dResult);" in text
+    assert "__managed__ unsigned int (*__fsr_dv_mCount);" in text  # its initializer dropped: set per launch
+    assert "__device__ int (*__fsr_dv_hist)[256][2];" in text and "static" not in text
+    assert "atomicAdd(&(*__fsr_dv_dResult), x[i])" in text and "(*__fsr_dv_hist)[x[i] & 255][0] += 1" in text
+    assert "(*__fsr_dv_mCount)++" in text
+    assert "namespace inner { __device__ float total; }" in text  # not asked for
+    candidate = text.replace("atomicAdd(&(*__fsr_dv_dResult), x[i])", "atomicAdd(&dResult, 2 * x[i])")
+    assert "atomicAdd(&(*__fsr_dv_dResult), 2 * x[i])" in redirected(candidate, ("dResult",))  # a rewrite's own uses
+
+
+def test_a_rewrite_that_repeats_the_declaration_keeps_one_variable():
+    """A candidate pasted with its own `__device__ float dResult;` (as the file has it) is one
+    variable, not two definitions; one of another type is left for the compiler to refuse."""
+    again = FILE + "__device__ float dResult;\n__global__ void more(const float* x) { atomicAdd(&dResult, x[0]); }\n"
+    text = redirected(again, ("dResult",))
+    assert text.count("(*__fsr_dv_dResult);") == 1 and text.count("\n") == again.count("\n")
+    other = redirected(FILE + "__device__ double dResult;\n", ("dResult",))
+    assert other.count("(*__fsr_dv_dResult);") == 2
+
+
+@pytest.mark.parametrize("text, why", [
+    (FILE, "`total` is declared in a namespace"),
+    ("__device__ float acc;\n__global__ void k(float* y) { float acc = 0; acc += y[0]; y[0] = acc; }\n",
+     "another declaration in the file is named `acc` too"),
+    ("struct P { float v; };\n__device__ P best;\n__global__ void k(float* y) { best.v = y[0]; }\n",
+     "`best` is a `P`, not a type fsr can fill"),
+])
+def test_what_cannot_be_made_a_buffer_is_said(text, why):
+    variables = device_variables(text)
+    assert why in not_redirectable(text, variables)
+
+
+@pytest.mark.nvcc
+def test_the_redirected_file_compiles(tmp_path: Path):
+    """The host's own uses too (`cudaMemcpyToSymbol(dResult, ...)`, `mCount = 0`): the whole file builds."""
+    (tmp_path / "k.cu").write_text(redirected(FILE.replace("namespace inner { __device__ float total; }\n", "")
+                                              .replace("inner::total = v;", "(void)v;") + HOST,
+                                              ("dResult", "mCount", "hist")))
+    r = subprocess.run([find_nvcc(), "-c", "-arch=sm_90", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+HOST = """
+int main() { float zero = 0; cudaMemcpyToSymbol(dResult, &zero, sizeof(float)); mCount = 0; return 0; }
+"""
+
+
+def test_a_kernel_that_can_be_redirected_gets_a_spec_and_one_that_cannot_says_why(tmp_path: Path):
     (tmp_path / "k.cu").write_text(FILE)
     specs = {s.kernel: s for s in kernel_specs([tmp_path / "k.cu"])}
-    assert specs["atomic_sum"].spec is None
-    assert any("keeps results in the file's `dResult`" in p and "does not compare" in p
-               for p in specs["atomic_sum"].problems), specs["atomic_sum"].problems
-    assert specs["reads_only"].spec is not None, specs["reads_only"].problems
+    assert specs["atomic_sum"].spec is not None, specs["atomic_sum"].problems
+    assert specs["via_helper"].spec is None
+    assert any("keeps results in the file's `total`" in p and "declared in a namespace" in p
+               for p in specs["via_helper"].problems), specs["via_helper"].problems
 
 
-def test_the_evaluator_verifies_nothing_of_it_under_a_spec_of_its_own():
-    """A spec written by hand (in buffers only) does not get past preparation: no compile, no run."""
+def test_the_evaluator_verifies_nothing_of_what_it_cannot_redirect():
+    """A spec written by hand does not get past preparation: no compile, no run."""
+    text = FILE.replace("__global__ void via_helper", """/* @fsr
+bench = { n = 4096 }
+grid = 1
+block = 1
+[args]
+x = "in[n]"
+y = "out[n]"
+*/
+__global__ void via_helper""")
+    prepared = prepare(text, "via_helper", "__global__ void via_helper(const float* x, float* y) { y[0] = x[0]; }",
+                       "sm_90", EvalOptions())
+    assert prepared.job is None and prepared.result is not None
+    assert prepared.result.status == "spec_error"
+    assert "via_helper cannot be verified" in prepared.result.message and "`total`" in prepared.result.message
+
+
+@pytest.mark.nvcc
+def test_prepare_compiles_the_pointers_and_adds_a_buffer_for_each_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSR_CACHE_DIR", str(tmp_path))
     text = FILE.replace("__global__ void atomic_sum", """/* @fsr
 bench = { n = 4096 }
 grid = "cdiv(n, 256)"
@@ -75,8 +148,8 @@ x = "in[n]"
 n = "n"
 */
 __global__ void atomic_sum""")
-    prepared = prepare(text, "atomic_sum", "__global__ void atomic_sum(const float* x, int n) { }", "sm_90",
-                       EvalOptions())
-    assert prepared.job is None and prepared.result is not None
-    assert prepared.result.status == "spec_error"
-    assert "atomic_sum cannot be verified" in prepared.result.message and "`dResult`" in prepared.result.message
+    prepared = prepare(text, "atomic_sum", None, "sm_90", EvalOptions(compiler="nvcc"))
+    assert prepared.job is not None, prepared.result
+    hidden = [a for a in prepared.job.sizes[-1].args if a.hidden]
+    assert [(a.name, a.dtype, a.length, a.direction, a.symbol) for a in hidden] == [
+        ("dResult", "float32", 1, "inout", "__fsr_dv_dResult")]

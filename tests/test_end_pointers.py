@@ -46,23 +46,13 @@ def test_end_of_what_is_no_buffer_is_refused_at_its_key(value, message):
     assert any(message in p.message for p in result.problems), result.problems
 
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 
-from fsr_lsp.evaluator.gpu.run import run_job  # noqa: E402
-from fsr_lsp.evaluator.job.plan import build_plans  # noqa: E402
-from fsr_lsp.evaluator.records import Defences, EvalJob, TimingConfig  # noqa: E402
-
-from . import fake_kernels  # noqa: E402,F401  (registers the Python kernels)
-from .fake_gpu import FakeSession, binary  # noqa: E402
+from .test_verify_cpu import run as verified  # noqa: E402  (the CPU test double's job, as its tests run it)
 
 
 def run(candidate: str):
-    src = SourceText(RANGE)
-    k = find_kernel(src, "copy_range")
-    job = EvalJob(kernel="copy_range", original=binary("copy_range"), candidate=binary(candidate),
-                  sizes=build_plans(k, parse_spec(src, k).spec), seeds_per_size=2, base_seed=7,
-                  timing=TimingConfig(warmup=1, min_reps=8, max_reps=8, target_seconds=0.0), defences=Defences())
-    return run_job(FakeSession(), job)
+    return verified(RANGE, "copy_range", "copy_range", candidate)
 
 
 def test_the_end_pointer_is_just_past_its_buffer_at_every_size():
@@ -99,12 +89,7 @@ __global__ void twice(const float* x, float* y, int n) { }
 
 
 def run_twice(spec: str, candidate: str):
-    src = SourceText(spec)
-    k = find_kernel(src, "twice")
-    job = EvalJob(kernel="twice", original=binary("twice"), candidate=binary(candidate),
-                  sizes=build_plans(k, parse_spec(src, k).spec), seeds_per_size=2, base_seed=7,
-                  timing=TimingConfig(warmup=1, min_reps=8, max_reps=8, target_seconds=0.0), defences=Defences())
-    return run_job(FakeSession(), job)
+    return verified(spec, "twice", "twice", candidate)
 
 
 def test_a_const_buffer_another_parameter_aliases_may_be_inout():
@@ -125,3 +110,14 @@ def test_in_place_a_rewrite_right_only_for_buffers_apart_is_wrong():
     r = run_twice(TWICE, "twice_clears_first")
     assert r.status == "wrong", r.message
     assert "x:" in r.message, r.message
+
+
+def test_a_pointer_into_another_buffer_and_a_variables_buffer_cross_to_the_worker():
+    """Jobs reach the worker process (and Ray) as JSON: `at` and `symbol` come back as they left."""
+    from fsr_lsp.evaluator.records import ArgPlan
+    from fsr_lsp.evaluator.worker.serde import from_json, to_json
+
+    for plan in (ArgPlan(name="end", kind="scalar", dtype="uint64", value=0, at=("begin", "end")),
+                 ArgPlan(name="dResult", kind="buffer", dtype="float32", length=1, direction="inout", hidden=True,
+                         symbol="__fsr_dv_dResult")):
+        assert from_json(ArgPlan, to_json(plan)) == plan

@@ -4,6 +4,8 @@ on the GPU in tests/gpu/test_defences.py with real CUDA kernels."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -222,12 +224,34 @@ READS_ONLY = AXPY.replace('y = "inout[n]"', 'y = "in[n]"').replace("float* y)", 
 
 
 def test_a_spec_with_nothing_to_compare_verifies_nothing():
-    """A kernel whose result is kept in a `__device__` variable, specced with in buffers only: a
-    rewrite that does nothing would match it on every output there is (none). The original
-    cannot serve as the oracle, and says why."""
-    r = run(READS_ONLY, "axpy", "sum_into_device_variable", "does_nothing")
+    """A kernel whose result is kept where no buffer is, specced with in buffers only: a rewrite
+    that does nothing would match it on every output there is (none). The original cannot serve
+    as the oracle, and says why."""
+    r = run(READS_ONLY, "axpy", "sum_kept_where_no_check_looks", "does_nothing")
     assert r.status == "spec_error", r.message
     assert "no out or inout buffer and it printed nothing" in r.message
     assert "`__device__`" in r.message
-    proof = run(READS_ONLY, "axpy", "sum_into_device_variable", None)
-    assert proof.status == "spec_error", proof.message
+
+
+def device_variable_run(candidate: str | None):
+    """The job prepare() makes for a kernel adding into `__device__ float total`: its spec's
+    buffers and one hidden buffer standing for `total`."""
+    from fsr_lsp.evaluator.job.plan import variable_plans
+    from fsr_lsp.kernels.device_variables import DeviceVariable
+
+    j = job(READS_ONLY, "axpy", "sum_into_device_variable", candidate)
+    src = SourceText(READS_ONLY)
+    spec = parse_spec(src, find_kernel(src, "axpy")).spec
+    extra = variable_plans([DeviceVariable("total", "float", (), True)], spec)
+    j.sizes = [dataclasses.replace(p, args=[*p.args, *extra]) for p in j.sizes]
+    return run_job(FakeSession(), j)
+
+
+def test_a_device_variable_is_compared_as_an_output():
+    proof = device_variable_run(None)
+    assert proof.status == "verified", proof.message
+    assert device_variable_run("sum_into_device_variable_fast").status == "verified"
+    skipped = device_variable_run("does_nothing")
+    assert skipped.status == "wrong" and "total" in skipped.message, skipped.message
+    stored = device_variable_run("sum_overwrites_device_variable")
+    assert stored.status == "wrong" and "total" in stored.message, stored.message

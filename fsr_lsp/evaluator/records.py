@@ -141,6 +141,9 @@ class ArgPlan:
     # a pointer into buffer `of[0]` (a spec's `end(X)`, `same(X)`), at its "end" or "start" (the kernel's
     # pointer to it): known once that buffer has its address
     at: tuple[str, str] | None = None
+    # a hidden buffer standing for the file's `__device__` variable (kernels/device_variables.py): the
+    # module's pointer of this name is pointed at it before each launch
+    symbol: str = ""
 
     @property
     def numel(self) -> int:

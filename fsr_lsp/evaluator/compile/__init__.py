@@ -1,6 +1,6 @@
 """Device code to cubin, on untrusted text (the compile stage; no GPU).
 
-`compiler.py` compiles with NVRTC, nvcc as the authority, and caches cubins; every compile runs
+`compiler.py` compiles with NVRTC, nvcc as the authority, and caches cubins (`cubin_cache.py`); every compile runs
 under limits (`limits.py`; NVRTC in child processes, `sandbox.py`). What a build says is read
 here too: which symbol is the kernel (`entries.py`), what each entry uses (`ptxas.py`), whether
 it needs the device runtime linked (`relocatable.py`), the compiler's messages cut to what a

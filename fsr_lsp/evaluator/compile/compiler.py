@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Literal
 
 from ... import scratch
+from ...kernels.device_variables import redirected
+from .cubin_cache import cache_load, cache_store, included_text
 from .limits import CompileLimits, run_limited
 from .entries import demangled, instantiation_entry, match_entry
 from .ptxas import entry_functions, parse_resources
-from ..records import CompileResult, KernelBinary, Resources
+from ..records import CompileResult, KernelBinary
 from .relocatable import needs_relocatable, relocatable
 from .sandbox import LimitHit, Sandbox
 
@@ -57,6 +59,8 @@ class CompileOptions:
     cache_dir: str | None = None
     timeout: float = 120.0
     limits: CompileLimits | None = None  # untrusted text (a candidate): compiled in a limited process
+    # `__device__` variables made pointers before compiling (kernels/device_variables.py `redirected`)
+    redirect: tuple[str, ...] = ()
 
 
 class CompilerMissing(RuntimeError):
@@ -73,13 +77,14 @@ def find_nvcc(explicit: str | None = None) -> str | None:
 
 def compile_kernel(source: str, kernel: KernelRef, options: CompileOptions) -> CompileResult:
     """Compile `source` (one translation unit) and find `kernel` in the cubin."""
+    source = redirected(source, options.redirect)
     order = {"auto": ("nvrtc", "nvcc"), "nvrtc": ("nvrtc",), "nvcc": ("nvcc",)}[options.compiler]
     last: CompileResult | None = None
     for compiler in order:
         if compiler == "nvrtc" and (not nvrtc_available() or _nvrtc_flags(options.flags) is None or _needs_nvcc(source)):
             continue
         key = _cache_key(compiler, source, kernel, options)
-        cached = _cache_load(options, key)
+        cached = cache_load(options.cache_dir, key, options.arch, options.flags)
         if cached is not None:
             return cached
         if compiler == "nvcc":
@@ -89,7 +94,7 @@ def compile_kernel(source: str, kernel: KernelRef, options: CompileOptions) -> C
         else:
             result = _compile_nvrtc(source, kernel, options)
         if result.ok:
-            _cache_store(options, key, result)
+            cache_store(options.cache_dir, key, result)
             return result
         last = result
     if last is None:
@@ -345,56 +350,5 @@ def _compiler_version(compiler: str, nvcc_path: str | None) -> str:
 def _cache_key(compiler: str, source: str, kernel: KernelRef, options: CompileOptions) -> str:
     payload = json.dumps([CACHE_VERSION, compiler, _compiler_version(compiler, options.nvcc), options.arch,
                           list(options.flags), list(options.include_dirs), kernel.name, kernel.template_args,
-                          list(kernel.param_types), source, _included_text(source, options.include_dirs)])
+                          list(kernel.param_types), source, included_text(source, options.include_dirs)])
     return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def _included_text(source: str, include_dirs: tuple[str, ...]) -> list[str]:
-    """Contents of quoted includes found in the include dirs, so editing a header misses the cache."""
-    texts = []
-    for name in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', source, re.M):
-        for d in include_dirs:
-            path = Path(d) / name
-            if path.is_file():
-                texts.append(path.read_text(errors="replace"))
-                break
-    return texts
-
-
-def cache_dir(options: CompileOptions) -> Path:
-    base = options.cache_dir or os.environ.get("FSR_CACHE_DIR") or \
-        os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fsr-lsp")
-    return Path(base) / "cubin"
-
-
-def _cache_load(options: CompileOptions, key: str) -> CompileResult | None:
-    d = cache_dir(options)
-    meta_path, cubin_path = d / f"{key}.json", d / f"{key}.cubin"
-    try:
-        meta = json.loads(meta_path.read_text())
-        cubin = cubin_path.read_bytes()
-    except (OSError, ValueError):
-        return None
-    binary = KernelBinary(cubin=cubin, entry=meta["entry"], compiler=meta["compiler"], arch=options.arch,
-                          flags=tuple(options.flags))
-    res = meta.get("resources")
-    return CompileResult(True, binary, meta.get("log", ""), 0.0, cached=True, compiler=meta["compiler"],
-                         resources=Resources(**res) if res else None)
-
-
-def _cache_store(options: CompileOptions, key: str, result: CompileResult) -> None:
-    from dataclasses import asdict
-
-    d = cache_dir(options)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        assert result.binary is not None
-        for suffix, data in ((".cubin", result.binary.cubin),
-                             (".json", json.dumps({"entry": result.binary.entry, "compiler": result.compiler,
-                                                   "log": result.log,
-                                                   "resources": asdict(result.resources) if result.resources else None}).encode())):
-            tmp = d / f"{key}{suffix}.{os.getpid()}.{threading.get_ident()}.tmp"  # threads compile side by side
-            tmp.write_bytes(data)
-            os.replace(tmp, d / f"{key}{suffix}")
-    except OSError:
-        pass  # a cache that cannot be written only costs time

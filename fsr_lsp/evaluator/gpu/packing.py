@@ -60,10 +60,19 @@ def launch_dtypes(args: Sequence[ArgPlan]) -> list[str | None]:
     return out
 
 
+class LaunchValues(list):
+    """One value per kernel parameter, and `symbols`: the module pointers to set before the
+    launch (a redirected `__device__` variable's pointer -> its buffer's address)."""
+
+    symbols: dict[str, int]
+
+
 def launch_values(args: Sequence[ArgPlan], values: Sequence[Any]) -> list[Any]:
     """One value per kernel parameter from one per plan argument (pointers, scalars): each
-    struct's members packed into its bytes."""
-    out: list[Any] = []
+    struct's members packed into its bytes; the buffers standing for `__device__` variables
+    as `symbols`."""
+    out = LaunchValues()
+    out.symbols = {a.symbol: int(v) for a, v in zip(args, values) if a.symbol}
     for i, a in enumerate(args):
         if a.member or a.hidden:
             continue

@@ -6,7 +6,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
@@ -177,6 +177,7 @@ class LoadedKernel:
     shared_bytes: int = 0  # static shared memory per block
     cooperative: Any = None  # a CooperativeKernel when the kernel syncs its whole grid
     module: Any = None  # the pycuda module holding the kernel (its `__constant__` data)
+    _pointed: dict[str, int] = field(default_factory=dict)  # what each redirected variable points at now
 
     def global_size(self, name: str) -> int:
         """Bytes of the module's symbol `name`; 0 where the module has none (compiled away)."""
@@ -198,8 +199,17 @@ class LoadedKernel:
         return Resources(registers=get(attr.NUM_REGS), shared_bytes=get(attr.SHARED_SIZE_BYTES),
                          local_bytes=get(attr.LOCAL_SIZE_BYTES), max_threads_per_block=get(attr.MAX_THREADS_PER_BLOCK))
 
+    def point(self, args: list[Any]) -> None:
+        """The module's redirected `__device__` variables pointed at their buffers (`args` as
+        gpu/packing.py `launch_values` gives them); a copy (synchronous) only where one moved."""
+        for symbol, address in getattr(args, "symbols", {}).items():
+            if self._pointed.get(symbol) != address:
+                self.set_global(symbol, address.to_bytes(8, "little"))
+                self._pointed[symbol] = address
+
     def launch(self, args: list[Any], launch: LaunchPlan) -> None:
         """Queue one launch on the default stream (asynchronous)."""
+        self.point(args)
         if launch.smem > 48 * 1024:
             self.fn.set_attribute(self.session.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.smem)
         values = [_scalar_bits(self.session.torch, a, d) for a, d in zip(args, self.dtypes)]

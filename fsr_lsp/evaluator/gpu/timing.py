@@ -37,6 +37,7 @@ BOOTSTRAP_SAMPLES = 1000
 class _Contender:
     name: str
     launch: Callable[[list[Any]], None] | None  # None for the ref (a torch expression)
+    point: Callable[[list[Any]], None] | None = None  # its `__device__` variables at their buffers, unclocked
     times: list[tuple[Any, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
 
@@ -75,9 +76,9 @@ def time_job(ctx: JobContext) -> None:
         return lambda args: kernel.launch(args, launch)
 
     sets = [working(), working()]  # the kernels swap these every other repetition
-    contenders = [_Contender("original", kernel_launch(ctx.original, bench.original))]
+    contenders = [_Contender("original", kernel_launch(ctx.original, bench.original), ctx.original.point)]
     if ctx.candidate:
-        contenders.append(_Contender("candidate", kernel_launch(ctx.candidate, bench.candidate)))
+        contenders.append(_Contender("candidate", kernel_launch(ctx.candidate, bench.candidate), ctx.candidate.point))
     if job.ref and not any(w.startswith("ref not used") for w in result.warnings):
         contenders.append(_Contender("ref", None))
     kernels = [c for c in contenders if c.launch is not None]
@@ -95,6 +96,8 @@ def time_job(ctx: JobContext) -> None:
                     buffers[a.name].copy_(pristine[a.name])
         # the arguments before the clock starts: memory holding pointers is rebuilt there (a copy)
         args = launch_args(bench.args, buffers) if c.launch is not None and buffers is not None else None
+        if args is not None and c.point is not None:
+            c.point(args)  # a copy when a redirected variable's buffer moved: before the clock starts
         if cfg.flush_l2:
             session.flush_l2(cfg.flush_factor)
         session.hold_gpu(cfg.hold_cycles)  # keeps the GPU busy while Python submits the launch

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...kernels import Kernel, discover
-from ...kernels.device_variables import DEVICE_VARIABLE_WRITER, device_variable_write
+from ...kernels.device_variables import DEVICE_VARIABLE_WRITER, not_redirectable, phrase, written_variables
 from ...kernels.aliases import flag_defines, included_texts, type_aliases, with_included_aliases
 from ...kernels.lexical import defined_macros
 from ...kernels.lexical import code_only
@@ -31,7 +31,7 @@ from ..compile.limits import CompileLimits
 from .preprocessing import original_includes
 from ..compile.device_unit import device_unit, error_lines, missing_headers
 from .launch_kind import needs_cooperative_launch
-from .plan import build_plans
+from .plan import build_plans, variable_plans
 from .struct_layout import layout_checks
 from ..records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, SizePlan, TimingConfig
 from .widening import NotWidenable, grounded_buffers, widen
@@ -63,6 +63,8 @@ class EvalOptions:
     # (buffer, "OFFSET:PATH"): its bytes as a run of the user's program had them (fsr capture), checked
     # as one more input set at the bench size
     real_inputs: tuple[tuple[str, str], ...] = ()
+    # the file's `__device__` variables the kernel writes: compiled as pointers, each pointed at a buffer
+    device_variables: tuple[str, ...] = ()
 
     def job_settings(self) -> tuple[int, TimingConfig, Defences]:
         """Seeds per size, timing and defences of a job: the user's, or a screening job's."""
@@ -75,7 +77,7 @@ class EvalOptions:
         flags = self.flags + (self.candidate_flags if candidate else ())
         return CompileOptions(arch=arch, flags=flags, include_dirs=self.include_dirs,
                               compiler=compiler or self.compiler, nvcc=self.nvcc, cache_dir=self.cache_dir,  # type: ignore[arg-type]
-                              limits=self.limits if candidate else None)
+                              limits=self.limits if candidate else None, redirect=self.device_variables)
 
 
 @dataclass
@@ -107,10 +109,12 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         problems = "; ".join([f"line {p.span.start.line + 1}: {p.message}" for p in spec_result.problems
                               if p.severity != "info"] + orphans) or "no spec"
         return Prepared(result=_early(kernel_name, "spec_error", f"the spec of {kernel_name} is unusable: {problems}", started))
-    kept = device_variable_write(src, kernel)
-    if kept is not None:  # its results are where no check looks: nothing it does could be verified
+    kept = written_variables(src, kernel)  # results kept in the file's `__device__` variables: made buffers
+    why = not_redirectable(source, kept) if kept else ""
+    if why:  # where no check looks: nothing it does could be verified
         return Prepared(result=_early(kernel_name, "spec_error", f"{kernel_name} cannot be verified: "
-                                      + DEVICE_VARIABLE_WRITER.format(what=kept), started))
+                                      + DEVICE_VARIABLE_WRITER.format(what=phrase(kept), why=why), started))
+    options = dataclasses.replace(options, device_variables=tuple(v.name for v in kept))
     spec = spec_result.spec
     instance = expanded(kernel, spec.template, source)  # the parameters as its spec instantiates the kernel
     ref = kernel_ref(instance, spec)
@@ -170,6 +174,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
     sizes, unmet = with_captured_sources(build_plans(instance, spec, cand_spec), dict(options.real_inputs),
                                          spec.bench_inputs == "captured")
+    sizes = [dataclasses.replace(p, args=[*p.args, *variable_plans(kept, spec)]) for p in sizes]
     if unmet:
         result = _early(kernel_name, "spec_error", f"the spec of {kernel_name} cannot run: {unmet}", started)
         result.checks = checks

@@ -255,8 +255,8 @@ def _close(driver: Any, context: Any) -> None:
 class _Kernel:
     """The entry to launch: a pycuda function, or a cooperative kernel (gpu/cooperative.py)."""
 
-    def __init__(self, fn: Any, cooperative: Any, dtypes: list[str | None]) -> None:
-        self.fn, self.cooperative, self.dtypes = fn, cooperative, dtypes
+    def __init__(self, fn: Any, cooperative: Any, dtypes: list[str | None], module: Any = None) -> None:
+        self.fn, self.cooperative, self.dtypes, self.module = fn, cooperative, dtypes, module
 
 
 class _Run:
@@ -282,7 +282,7 @@ class _Run:
             fn.prepare(scalar_format(dtypes))
         except Exception as e:
             raise self._failure(f"the {self.who} kernel does not load", e) from None
-        return _Kernel(fn, None, dtypes)
+        return _Kernel(fn, None, dtypes, module)
 
     def allocate(self, job: EvalJob) -> list[Launch]:
         """Every size's buffers, exact and apart, filled (in and inout) and printed; the spacers
@@ -335,6 +335,12 @@ class _Run:
         plan = launch.plan
         values = [scalar_value(v, d) for v, d in zip(launch.values, kernel.dtypes)]
         try:
+            for symbol, address in getattr(launch.values, "symbols", {}).items():  # redirected `__device__` variables
+                data = address.to_bytes(8, "little")
+                if kernel.cooperative is not None:
+                    kernel.cooperative.set_global(symbol, data)
+                else:
+                    self.driver.memcpy_htod(kernel.module.get_global(symbol)[0], data)
             if kernel.cooperative is not None:
                 kernel.cooperative.launch(plan.grid, plan.block, plan.smem, values, kernel.dtypes)
             else:

@@ -1,0 +1,74 @@
+"""A reduction into a `__device__` variable on the GPU, through the commands: a program sums into
+`__device__ float dResult` (set by `cudaMemcpyToSymbol`, read back by `cudaMemcpyFromSymbol`).
+`fsr capture` then `fsr spec --check` proves it (the variable compiled as a pointer the evaluator
+points at a buffer of its own); `fsr eval` verifies a rewrite with one atomic per warp, and calls
+wrong one that skips the atomic and one that stores its block's sum instead of adding it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .test_struct_params_gpu import captured_and_proven, evaluated, workspace_with
+
+pytestmark = pytest.mark.gpu
+
+KERNEL = r"""
+__device__ float dResult;
+
+__global__ void reduce_atomic(const float* __restrict input, int N)
+{
+    int id = threadIdx.x + blockIdx.x * blockDim.x;
+    if (id < N) atomicAdd(&dResult, input[id]);
+}
+"""
+PROGRAM = KERNEL + r"""
+#include <cstdio>
+int main()
+{
+    const int n = 1 << 20;
+    float* d;
+    cudaMalloc(&d, n * sizeof(float));
+    float* h = new float[n];
+    for (int i = 0; i < n; ++i) h[i] = (i % 1000) * 0.001f;
+    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    float zero = 0.f, result = 0.f;
+    cudaMemcpyToSymbol(dResult, &zero, sizeof(float));
+    reduce_atomic<<<(n + 255) / 256, 256>>>(d, n);
+    cudaMemcpyFromSymbol(&result, dResult, sizeof(float));
+    printf("sum %f\n", result);
+    return 0;
+}
+"""
+WARP = r"""
+__device__ float dResult;
+
+__global__ void reduce_atomic(const float* __restrict input, int N)
+{
+    int id = threadIdx.x + blockIdx.x * blockDim.x;
+    float v = id < N ? input[id] : 0.f;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) atomicAdd(&dResult, v);
+}
+"""
+SKIPS = KERNEL.replace("if (id < N) atomicAdd(&dResult, input[id]);", "(void)id;")
+STORES = WARP.replace("atomicAdd(&dResult, v);", "dResult = v;")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, evaluator) -> Path:  # the evaluator fixture skips without a GPU
+    return workspace_with(tmp_path_factory, "reduce_atomic", PROGRAM)
+
+
+def test_a_reduction_into_a_device_variable_is_proven(folder: Path):
+    data = captured_and_proven(folder, "reduce_atomic", "reduce_atomic")
+    print(f"[device variable] {data['proof']['message'][:300]}")
+
+
+def test_a_rewrite_is_verified_and_ones_that_skip_or_store_are_wrong(folder: Path):
+    good = evaluated(folder, "reduce_atomic.cu", "reduce_atomic", WARP)
+    assert good.returncode == 0 and "verified" in good.stdout, good.stdout[-2000:]
+    for bad in (SKIPS, STORES):
+        wrong = evaluated(folder, "reduce_atomic.cu", "reduce_atomic", bad)
+        assert wrong.returncode == 1 and "dResult" in wrong.stdout, wrong.stdout[-2000:]
