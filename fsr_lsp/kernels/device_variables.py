@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tree_sitter import Node
 
@@ -38,6 +39,11 @@ class DeviceVariable:
 def device_variables(text: str) -> list[DeviceVariable]:
     """The file's writable `__device__`/`__managed__` variables (not `__constant__`, not const,
     not functions), at file scope or in a namespace."""
+    return list(_device_variables(text))
+
+
+@lru_cache(maxsize=8)  # asked once per kernel of a file: read once per file contents
+def _device_variables(text: str) -> tuple[DeviceVariable, ...]:
     found = []
     for decl in nodes_of(parse(text.encode()).root_node, "declaration"):
         if decl.parent is None or decl.parent.type not in ("translation_unit", "declaration_list"):
@@ -51,7 +57,7 @@ def device_variables(text: str) -> list[DeviceVariable]:
             name, dims = _name_and_dims(declarator)
             if name:
                 found.append(DeviceVariable(name, type_text, dims, decl.parent.type == "translation_unit"))
-    return found
+    return tuple(found)
 
 
 def _name_and_dims(node: Node) -> tuple[str, tuple[str, ...]]:
