@@ -22,6 +22,7 @@ FILE = """#include <cooperative_groups.h>
 __device__ float dResult;
 __managed__ unsigned int mCount = 0;
 static __device__ int hist[256][2];
+__device__ float bias;
 __constant__ float table[4];
 __device__ const int limit = 3;
 namespace inner { __device__ float total; }
@@ -34,15 +35,26 @@ __global__ void counts(const int* x, int n)
 __device__ void add_total(float v) { inner::total = v; }
 __global__ void via_helper(const float* x, float* y) { add_total(x[0]); y[0] = x[0]; }
 __global__ void reads_only(const float* x, float* y, int n)
-{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * table[0] + dResult + limit; }
-__global__ void compares(const float* x, float* y) { y[0] = (dResult == x[0]) ? 1.f : 0.f; /* dResult = 0; */ }
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * table[0] + bias + limit; }
+__global__ void compares(const float* x, float* y) { y[0] = (bias == x[0]) ? 1.f : 0.f; /* bias = 0; */ }
+__global__ void reads_what_others_write(const float* x, float* y) { y[0] = dResult + x[0]; }
+__device__ float4 acc4;
+__global__ void member_write(const float* x) { acc4.x += x[0]; }
+#define ADD(v) \\
+    atomicAdd(&macro_total, v)
+__device__ float macro_total;
+__global__ void through_macro(const float* x) { ADD(x[0]); }
+__device__ void bump(int* h, int b) { h[b] += 1; }
+__device__ int bins[16];
+__global__ void passed_on(const int* x) { bump(bins, x[0] & 15); }
 """
 
 
 def test_the_files_writable_device_variables_are_named():
     assert [(v.name, v.type_text, v.dims, v.at_file_scope) for v in device_variables(FILE)] == [
         ("dResult", "float", (), True), ("mCount", "unsigned int", (), True), ("hist", "int", ("256", "2"), True),
-        ("total", "float", (), False)]
+        ("bias", "float", (), True), ("total", "float", (), False), ("acc4", "float4", (), True),
+        ("macro_total", "float", (), True), ("bins", "int", ("16",), True)]
 
 
 @pytest.mark.parametrize("kernel, written", [
@@ -51,6 +63,11 @@ def test_the_files_writable_device_variables_are_named():
     ("via_helper", "`total`"),
     ("reads_only", ""),
     ("compares", ""),  # `==` and a comment are no writes
+    # read here, its address taken elsewhere: what this kernel reads is another's result, compared too
+    ("reads_what_others_write", "`dResult`"),
+    ("member_write", "`acc4`"),
+    ("through_macro", "`macro_total`"),  # a macro's body, over continued lines
+    ("passed_on", "`bins`"),  # an array handed to a helper that writes it
 ])
 def test_writes_to_device_variables_are_found_in_the_kernel_and_what_it_calls(kernel, written):
     src = SourceText(FILE)
@@ -87,6 +104,13 @@ def test_a_rewrite_that_repeats_the_declaration_keeps_one_variable():
      "another declaration in the file is named `acc` too"),
     ("struct P { float v; };\n__device__ P best;\n__global__ void k(float* y) { best.v = y[0]; }\n",
      "`best` is a `P`, not a type fsr can fill"),
+    ("__device__ int count, flag;\n__global__ void k(int* y) { count += y[0]; }\n",
+     "`count` is declared together with others in one declaration"),
+    ("__device__ float acc;\n__global__ void k(float* y) { ::acc += y[0]; }\n", "`acc` is named as `::acc`"),
+    ("__device__ float acc;\n__global__ void k(float* y) { decltype(acc) t = y[0]; acc += t; }\n",
+     "`acc` is named as `::acc` or in `decltype`"),
+    ("__device__ float acc;\n#define PUT(acc, v) acc += v\n__global__ void k(float* y) { acc += y[0]; }\n",
+     "as a macro's parameter"),
 ])
 def test_what_cannot_be_made_a_buffer_is_said(text, why):
     variables = device_variables(text)
@@ -153,3 +177,73 @@ __global__ void atomic_sum""")
     hidden = [a for a in prepared.job.sizes[-1].args if a.hidden]
     assert [(a.name, a.dtype, a.length, a.direction, a.symbol) for a in hidden] == [
         ("dResult", "float32", 1, "inout", "__fsr_dv_dResult")]
+
+
+@pytest.mark.nvcc
+def test_a_rewrite_declaring_the_variables_name_again_is_rejected_with_why(tmp_path, monkeypatch):
+    """Made a pointer, its own local `dResult` would be a null pointer: the rewrite is told to
+    rename it, not run."""
+    monkeypatch.setenv("FSR_CACHE_DIR", str(tmp_path))
+    text = FILE.replace("__global__ void atomic_sum", """/* @fsr
+bench = { n = 4096 }
+grid = "cdiv(n, 256)"
+block = 256
+[args]
+x = "in[n]"
+n = "n"
+*/
+__global__ void atomic_sum""")
+    candidate = ("__global__ void atomic_sum(const float* x, int n)\n"
+                 "{ float dResult = 0; int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) dResult = x[i]; "
+                 "if (i < n) atomicAdd(&::dResult, dResult); }\n")
+    prepared = prepare(text, "atomic_sum", candidate, "sm_90", EvalOptions(compiler="nvcc"))
+    assert prepared.job is None and prepared.result.status == "rejected", prepared.result
+    assert "declares its own `dResult`" in prepared.result.message
+
+
+def test_a_variables_buffer_starts_from_values_drawn_afresh():
+    """Not zero: a rewrite that skipped an `atomicMin` onto a variable left at 0 would match."""
+    from fsr_lsp.evaluator.job.plan import variable_plans
+    from fsr_lsp.kernels.device_variables import DeviceVariable
+    from fsr_lsp.specs import parse_spec
+
+    text = FILE.replace("__global__ void reads_only", '''/* @fsr
+bench = { n = 64 }
+grid = 1
+block = 64
+[args]
+x = "in[n]"
+y = "out[n]"
+n = "n"
+*/
+__global__ void reads_only''')
+    src = SourceText(text)
+    spec = parse_spec(src, find_kernel(src, "reads_only")).spec
+    (f, u) = variable_plans([DeviceVariable("f", "float", (), True), DeviceVariable("u", "unsigned int", ("8",), True)], spec)
+    assert (f.init.kind, f.length, f.dtype) == ("normal", 1, "float32")
+    assert (u.init.kind, u.length, u.dtype) == ("randint", 8, "uint32") and u.init.hi > 1
+
+
+def test_one_modules_pointer_is_set_again_when_another_kernel_of_it_moved_it():
+    """Two LoadedKernels of one cubin share one module (a rewrite that changes only the launch):
+    where one pointed the variable elsewhere, the other sets it back before its launch."""
+    from types import SimpleNamespace
+
+    from fsr_lsp.evaluator.gpu.packing import LaunchValues
+    from fsr_lsp.evaluator.gpu.session import LoadedKernel
+
+    writes = []
+    module = SimpleNamespace(get_global=lambda name: (0x1000, 8))
+    session = SimpleNamespace(pointed={}, cuda=SimpleNamespace(memcpy_htod=lambda at, data: writes.append(data)))
+    original, candidate = (LoadedKernel(session, None, [], digest="same cubin", module=module) for _ in range(2))
+
+    def args(address):
+        values = LaunchValues()
+        values.symbols = {"__fsr_dv_dResult": address}
+        return values
+
+    original.point(args(0xA0))
+    original.point(args(0xA0))  # unchanged: no copy (timed runs point before the clock)
+    candidate.point(args(0xB0))
+    original.point(args(0xA0))
+    assert [int.from_bytes(w, "little") for w in writes] == [0xA0, 0xB0, 0xA0]

@@ -22,6 +22,11 @@ __global__ void free_sync(float* y) { auto g = cooperative_groups::this_grid(); 
 __device__ void wait_on(const cg::grid_group& g) { g.sync(); }
 __global__ void passed_on(float* y) { auto all = cg::this_grid(); y[0] = 1; wait_on(all); }
 __global__ void split(float* y) { auto g = cg::this_grid(); auto t = g.barrier_arrive(); g.barrier_wait(std::move(t)); }
+__global__ void free_sync_of_call(float* y) { y[0] = 1; cg::sync(cg::this_grid()); }
+template <class G> __device__ void bar(G& g) { g.sync(); }
+__global__ void through_template(float* y) { auto grid = cg::this_grid(); y[0] = 1; bar(grid); }
+__global__ void constructed(float* y) { cg::grid_group g(cg::this_grid()); y[0] = 1; g.sync(); }
+__global__ void rank_and_size(float* y) { y[cg::this_grid().thread_rank()] = cg::this_grid().size(); }
 """
 
 
@@ -29,8 +34,10 @@ __global__ void split(float* y) { auto g = cg::this_grid(); auto t = g.barrier_a
     ("via_helpers", True), ("plain", False), ("block_only", False),
     # a grid group asked only for its rank launches plainly: cooperatively, a grid larger than the
     # GPU holds at once fails where the program's own launch ran
-    ("rank_only", False), ("named_rank", False),
-    ("named_sync", True), ("free_sync", True), ("passed_on", True), ("split", True)])
+    ("rank_only", False), ("named_rank", True),
+    ("named_sync", True), ("free_sync", True), ("passed_on", True), ("split", True),
+    # what fsr cannot follow is taken for a sync: a grid sync in a plain launch traps
+    ("free_sync_of_call", True), ("through_template", True), ("constructed", True), ("rank_and_size", False)])
 def test_a_grid_sync_anywhere_in_what_the_kernel_calls_needs_a_cooperative_launch(kernel, needed):
     assert needs_cooperative_launch(HELPERS, kernel) is needed
 

@@ -52,7 +52,7 @@ def values_of(kernel: Kernel, launch: CapturedLaunch) -> CapturedValues:
     subst = launch_substitution(kernel, launch)
     values = CapturedValues(template, {}, {}, {}, {})
     values.sames = same_pointers(kernel, launch)
-    ends = shared_ends(kernel, launch)
+    ends = shared_ends(kernel, launch, values.sames)
     compiled = compiled_types(launch.name, len(kernel.params))
     for i, (p, c) in enumerate(zip(kernel.params, launch.params)):
         if p.name in ends or p.name in values.sames:
@@ -106,7 +106,7 @@ def same_pointers(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
     return sames
 
 
-def shared_ends(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
+def shared_ends(kernel: Kernel, launch: CapturedLaunch, sames: dict[str, str] | None = None) -> dict[str, str]:
     """Pointers one past the end of an allocation another parameter points into (`end` of
     `begin, end`; an elementwise launcher's tail after its packs, `r + n` with nothing left), each
     with that parameter (the one nearest the allocation's start). Such a pointer is no buffer of its
@@ -116,10 +116,11 @@ def shared_ends(kernel: Kernel, launch: CapturedLaunch) -> dict[str, str]:
         a = c.alloc
         if a is None or a.offset != a.size or not a.base:
             continue
-        sharing = [(d.alloc.offset, q.name) for q, d in zip(kernel.params, launch.params)
-                   if q is not p and d.alloc is not None and d.alloc.base == a.base and d.alloc.offset < d.alloc.size]
+        sharing = [(d.alloc.offset, i, q.name) for i, (q, d) in enumerate(zip(kernel.params, launch.params))
+                   if q is not p and q.name not in (sames or {}) and d.alloc is not None and d.alloc.base == a.base
+                   and d.alloc.offset < d.alloc.size]
         if sharing:
-            ends[p.name] = min(sharing)[1]
+            ends[p.name] = min(sharing)[2]
     return ends
 
 

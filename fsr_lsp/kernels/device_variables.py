@@ -34,6 +34,7 @@ class DeviceVariable:
     type_text: str  # its element type as written (`unsigned int`)
     dims: tuple[str, ...]  # array extents as written (`[256][2]` -> ("256", "2"))
     at_file_scope: bool  # False: inside a namespace (`inner::total` cannot be redirected)
+    alone: bool = True  # False: declared with others (`__device__ int a, b;`)
 
 
 def device_variables(text: str) -> list[DeviceVariable]:
@@ -53,10 +54,12 @@ def _device_variables(text: str) -> tuple[DeviceVariable, ...]:
             continue
         type_node = decl.child_by_field_name("type")
         type_text = (type_node.text or b"").decode() if type_node is not None else ""
-        for declarator in decl.children_by_field_name("declarator"):
+        declarators = decl.children_by_field_name("declarator")
+        for declarator in declarators:
             name, dims = _name_and_dims(declarator)
             if name:
-                found.append(DeviceVariable(name, type_text, dims, decl.parent.type == "translation_unit"))
+                found.append(DeviceVariable(name, type_text, dims, decl.parent.type == "translation_unit",
+                                            len(declarators) == 1))
     return tuple(found)
 
 
@@ -72,22 +75,54 @@ def _name_and_dims(node: Node) -> tuple[str, tuple[str, ...]]:
     return ((node.text or b"").decode() if node is not None else ""), tuple(dims)
 
 
-def _writes(name: str) -> re.Pattern[str]:
-    n = re.escape(name)
-    index = r"(?:\s*\[(?:[^\[\]]|\[[^\[\]]*\])*\])*"  # hist[x[i] & 255][0]: one level of nesting
-    return re.compile(rf"\b{n}\b{index}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"  # dResult = x, hist[i] += 1
-                      rf"|\b{n}\b{index}\s*(?:\+\+|--)|(?:\+\+|--)\s*{n}\b"  # count++
-                      rf"|&\s*{n}\b"  # atomicAdd(&dResult, x): its address, taken to write through
-                      rf"|\batomic\w*\s*\(\s*{n}\b")  # atomicAdd(hist + bin, 1)
+_DEFINES = re.compile(r"^[ \t]*#[ \t]*define\b(?:[^\n\\]|\\.|\\\n)*", re.M)  # with continued lines
+
+
+def _writes(v: DeviceVariable) -> re.Pattern[str]:
+    """A mention that may write the variable: an assignment or increment (of an element, of a
+    member), its address taken, an atomic on it, a reference bound to it, or (an array) passed on
+    or kept in a pointer, where what receives it may write it."""
+    n = re.escape(v.name)
+    index = r"(?:\s*\[(?:[^\[\]]|\[[^\[\]]*\])*\])*(?:\s*\.\s*\w+)*"  # hist[x[i] & 255][0], acc.x
+    forms = [rf"\b{n}\b{index}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)", rf"\b{n}\b{index}\s*(?:\+\+|--)",
+             rf"(?:\+\+|--)\s*\(*\s*{n}\b", rf"&\s*\(*\s*{n}\b", rf"\batomic\w*\s*\(\s*\(*\s*{n}\b",
+             rf"&\s*\w+\s*=\s*{n}\b"]
+    if v.dims:
+        forms.append(rf"[(,=]\s*{n}\s*(?:[-+]\s*[^,;)]+)?\s*[,;)]")
+    return re.compile("|".join(forms))
+
+
+def _used_macros(text: str, bodies: list[str]) -> list[str]:
+    """The `#define`s the code in `bodies` uses, and those they use in turn."""
+    defined = {m.group(1): m.group() for m in re.finditer(_DEFINES.pattern.replace(r"define\b", r"define\s+(\w+)"), text, re.M)}
+    used: dict[str, str] = {}
+    todo = list(bodies)
+    while todo:
+        code = todo.pop()
+        for name in set(re.findall(r"[A-Za-z_]\w*", code)) & defined.keys() - used.keys():
+            used[name] = defined[name]
+            todo.append(defined[name])
+    return list(used.values())
 
 
 def written_variables(src: SourceText, kernel: Kernel) -> list[DeviceVariable]:
-    """The `__device__`/`__managed__` variables the kernel (or a function it calls) writes."""
+    """The `__device__`/`__managed__` variables the kernel (or a function it calls, or a macro)
+    may write: any it mentions that some code may write through."""
     variables = device_variables(src.text)
     if not variables:
         return []
+    masked = lex(src.data).masked.decode(errors="replace")
     bodies = [lex(b.encode()).masked.decode(errors="replace") for b in reachable_bodies(src.text, kernel.name)]
-    return [v for v in variables if any(_writes(v.name).search(body) for body in bodies)]
+    macros = _used_macros(src.text, bodies)
+    kept = []
+    for v in variables:
+        mention = re.compile(rf"\b{re.escape(v.name)}\b")
+        if not any(mention.search(b) for b in bodies + macros):
+            continue
+        writes = _writes(v)
+        if any(writes.search(b) for b in bodies + macros) or re.search(rf"&\s*\(*\s*{re.escape(v.name)}\b", masked):
+            kept.append(v)
+    return kept
 
 
 def phrase(variables: list[DeviceVariable]) -> str:
@@ -105,9 +140,23 @@ def not_redirectable(text: str, variables: list[DeviceVariable]) -> str:
             return f"`{v.name}` is a `{v.type_text}`, not a type fsr can fill"
         if not all(d.strip().isdigit() for d in v.dims):
             return f"`{v.name}`'s extents {''.join(f'[{d}]' for d in v.dims)} are not numbers"
+        if not v.alone:
+            return f"`{v.name}` is declared together with others in one declaration"
         if _declared_again(text, v.name):
             return f"another declaration in the file is named `{v.name}` too (a local, a parameter or a member)"
+        n = re.escape(v.name)
+        if re.search(rf"::\s*{n}\b|\bdecltype\s*\(\s*{n}\b", text):
+            return f"`{v.name}` is named as `::{v.name}` or in `decltype`"
+        if re.search(rf"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|undef)\b[^\n]*\b{n}\b", text, re.M) or \
+                any(re.search(rf"#\s*define\s+\w+\s*\([^)]*\b{n}\b", m.group()) for m in _DEFINES.finditer(text)):
+            return f"`{v.name}` is named in a preprocessor condition or as a macro's parameter"
     return ""
+
+
+def shadowed(text: str, names: tuple[str, ...]) -> str:
+    """The first of `names` that `text` (a rewrite's file) declares again, as a local, a parameter
+    or a member ('' where none): made a pointer, that one would be another thing."""
+    return next((n for n in names if _declared_again(text, n)), "")
 
 
 def _declared_again(text: str, name: str) -> bool:
@@ -159,7 +208,7 @@ def redirected(text: str, names: tuple[str, ...]) -> str:
     for node in nodes_of(tree, "identifier"):
         if node.text in wanted and not any(s <= node.start_byte < e for s, e, _ in edits):
             edits.append((node.start_byte, node.end_byte, f"(*{PREFIX}{node.text.decode()})".encode()))
-    for m in re.finditer(rb"^[ \t]*#[ \t]*define\b[^\n]*", data, re.M):  # a macro's body names it too
+    for m in re.finditer(_DEFINES.pattern.encode(), data, re.M):  # a macro's body names it too
         for w in re.finditer(rb"\b(" + b"|".join(re.escape(n) for n in wanted) + rb")\b", m.group()):
             at = m.start() + w.start()
             if not any(s <= at < e for s, e, _ in edits):

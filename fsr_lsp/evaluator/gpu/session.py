@@ -6,7 +6,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
@@ -75,6 +75,9 @@ class GpuSession:
         self._flush_sink = torch.empty((), dtype=torch.int32, device=self.device)
         self._modules: dict[str, Any] = {}
         self._cooperative: dict[str, Any] = {}  # cubin digest -> the same kernel loaded for cooperative launches
+        # (cubin digest, symbol) -> the address a module's redirected `__device__` variable points at now:
+        # one module serves every LoadedKernel of the same cubin (a rewrite that changes only the launch)
+        self.pointed: dict[tuple[str, str], int] = {}
         self._shared_poison: Any = None
         self._pages: Any = None
         self.printed: PrintedOutput | None = None  # set by the worker, whose stdout it holds
@@ -177,7 +180,6 @@ class LoadedKernel:
     shared_bytes: int = 0  # static shared memory per block
     cooperative: Any = None  # a CooperativeKernel when the kernel syncs its whole grid
     module: Any = None  # the pycuda module holding the kernel (its `__constant__` data)
-    _pointed: dict[str, int] = field(default_factory=dict)  # what each redirected variable points at now
 
     def global_size(self, name: str) -> int:
         """Bytes of the module's symbol `name`; 0 where the module has none (compiled away)."""
@@ -203,9 +205,9 @@ class LoadedKernel:
         """The module's redirected `__device__` variables pointed at their buffers (`args` as
         gpu/packing.py `launch_values` gives them); a copy (synchronous) only where one moved."""
         for symbol, address in getattr(args, "symbols", {}).items():
-            if self._pointed.get(symbol) != address:
+            if self.session.pointed.get((self.digest, symbol)) != address:
                 self.set_global(symbol, address.to_bytes(8, "little"))
-                self._pointed[symbol] = address
+                self.session.pointed[self.digest, symbol] = address
 
     def launch(self, args: list[Any], launch: LaunchPlan) -> None:
         """Queue one launch on the default stream (asynchronous)."""

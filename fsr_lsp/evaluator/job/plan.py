@@ -7,7 +7,7 @@ import re
 
 from ...kernels import Kernel
 from ...kernels.c_types import by_value_alignment, element_type
-from ...specs import BufferArg, Spec, evaluate, evaluate_int, tolerance
+from ...specs import BufferArg, Spec, default_init, evaluate, evaluate_int, tolerance
 from ...kernels.kernel import Param
 from ...kernels.structs import substituted
 from ...kernels.device_variables import PREFIX, DeviceVariable, element_count
@@ -131,15 +131,16 @@ def _volume(sizes: SizeSet) -> int:
 
 def variable_plans(variables: list[DeviceVariable], spec: Spec) -> list[ArgPlan]:
     """A buffer for each `__device__` variable the kernel writes (kernels/device_variables.py): no
-    parameter (`hidden`), the module's pointer set to it before each launch (`symbol`), zero at the
-    start of each input set as a program resets it, and compared as any output."""
+    parameter (`hidden`), the module's pointer set to it before each launch (`symbol`), drawn afresh
+    at each input set as an inout buffer is (a start of zero would let a rewrite that skipped an
+    `atomicMin` or a flag's reset match the original), and compared as any output."""
     plans = []
     for v in variables:
         dtype, lanes = element_type(v.type_text)
         assert dtype is not None, f"{v.name}: {v.type_text} (not_redirectable should have refused it)"
         rtol, atol = tolerance(dtype, spec.rtol, spec.atol)
         plans.append(ArgPlan(name=v.name, kind="buffer", dtype=dtype, lanes=lanes or 1,
-                             length=element_count(v) // (lanes or 1), direction="inout", init=Init("fill", 0.0),
+                             length=element_count(v) // (lanes or 1), direction="inout", init=default_init(dtype),
                              rtol=rtol, atol=atol, hidden=True, symbol=PREFIX + v.name,
                              tolerance="spec" if spec.rtol is not None or spec.atol is not None else "default"))
     return plans

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...kernels import Kernel, discover
-from ...kernels.device_variables import DEVICE_VARIABLE_WRITER, not_redirectable, phrase, written_variables
+from ...kernels.device_variables import DEVICE_VARIABLE_WRITER, not_redirectable, phrase, shadowed, written_variables
 from ...kernels.aliases import flag_defines, included_texts, type_aliases, with_included_aliases
 from ...kernels.lexical import defined_macros
 from ...kernels.lexical import code_only
@@ -141,6 +141,13 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         if not vetted.ok:
             result = _early(kernel_name, "rejected", vetted.reason, started)
             result.checks = checks + [Check("candidate rules", "fail", vetted.reason)]
+            return Prepared(result=result)
+        mine = shadowed(vetted.source, options.device_variables)
+        if mine:  # made a pointer, its own `mine` would be another thing
+            why = (f"the rewrite declares its own `{mine}`, the name of the file's `__device__` variable fsr compares: "
+                   "give it another name")
+            result = _early(kernel_name, "rejected", why, started)
+            result.checks = checks + [Check("candidate rules", "fail", why)]
             return Prepared(result=result)
         checks.append(Check("candidate rules", "pass", "device code only; same name and parameters"))
         cand_spec, launch_changed = vetted.spec, vetted.launch_changed
