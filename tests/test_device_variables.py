@@ -160,10 +160,7 @@ __global__ void via_helper""")
     assert "via_helper cannot be verified" in prepared.result.message and "`total`" in prepared.result.message
 
 
-@pytest.mark.nvcc
-def test_prepare_compiles_the_pointers_and_adds_a_buffer_for_each_variable(tmp_path, monkeypatch):
-    monkeypatch.setenv("FSR_CACHE_DIR", str(tmp_path))
-    text = FILE.replace("__global__ void atomic_sum", """/* @fsr
+SPECCED_SUM = FILE.replace("__global__ void atomic_sum", """/* @fsr
 bench = { n = 4096 }
 grid = "cdiv(n, 256)"
 block = 256
@@ -172,6 +169,12 @@ x = "in[n]"
 n = "n"
 */
 __global__ void atomic_sum""")
+
+
+@pytest.mark.nvcc
+def test_prepare_compiles_the_pointers_and_adds_a_buffer_for_each_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSR_CACHE_DIR", str(tmp_path))
+    text = SPECCED_SUM
     prepared = prepare(text, "atomic_sum", None, "sm_90", EvalOptions(compiler="nvcc"))
     assert prepared.job is not None, prepared.result
     hidden = [a for a in prepared.job.sizes[-1].args if a.hidden]
@@ -184,15 +187,7 @@ def test_a_rewrite_declaring_the_variables_name_again_is_rejected_with_why(tmp_p
     """Made a pointer, its own local `dResult` would be a null pointer: the rewrite is told to
     rename it, not run."""
     monkeypatch.setenv("FSR_CACHE_DIR", str(tmp_path))
-    text = FILE.replace("__global__ void atomic_sum", """/* @fsr
-bench = { n = 4096 }
-grid = "cdiv(n, 256)"
-block = 256
-[args]
-x = "in[n]"
-n = "n"
-*/
-__global__ void atomic_sum""")
+    text = SPECCED_SUM
     candidate = ("__global__ void atomic_sum(const float* x, int n)\n"
                  "{ float dResult = 0; int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) dResult = x[i]; "
                  "if (i < n) atomicAdd(&::dResult, dResult); }\n")
