@@ -55,9 +55,9 @@ class Counts:
 
 
 NOTHING_COMPARED = ("the original kernel cannot serve as the oracle: the spec gives it no out or inout buffer and "
-                    "it printed nothing, so nothing it does would be compared and any rewrite would pass (a result "
-                    "kept in a `__device__` or `__managed__` variable is not read by fsr: give the kernel a buffer "
-                    "to write it to)")
+                    "it printed nothing, so nothing it does would be compared and any rewrite would pass (fsr reads "
+                    "buffers, printed lines and the `__device__` variables of the kernel's own file; a result kept "
+                    "elsewhere, such as a header's variable, is not read: give the kernel a buffer to write it to)")
 
 
 def verify(ctx: JobContext) -> Counts:
