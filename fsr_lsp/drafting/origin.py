@@ -15,7 +15,7 @@ from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
 from ..kernels.aliases import included_texts, type_aliases, with_aliases
 from ..kernels.clock_reads import clock_read
-from ..kernels.device_variables import DEVICE_VARIABLE_WRITER, not_redirectable, phrase, written_variables
+from ..kernels.device_variables import compared_variables
 from ..kernels.lexical import defined_macros
 from ..source import SourceText
 from ..specs import BufferArg, Spec, StructArg, parse_spec, render_spec
@@ -130,10 +130,9 @@ def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draf
     clock = clock_read(src, k)
     if clock is not None:
         return KernelSpec(name, k.name, line, "none", None, [CLOCK_READER.format(where=clock)])
-    kept = written_variables(src, k)
-    why = not_redirectable(src.text, kept) if kept else ""
+    why = compared_variables(src, k)[1]
     if why:
-        return KernelSpec(name, k.name, line, "none", None, [DEVICE_VARIABLE_WRITER.format(what=phrase(kept), why=why)])
+        return KernelSpec(name, k.name, line, "none", None, [why])
     draft = draft_spec(src, k, launches, name, types)  # grounded in how the kernel is used: before a guess from its signature
     not_captured: list[str] = []
     if capture is not None and capture.of(k.name):

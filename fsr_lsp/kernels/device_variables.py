@@ -176,10 +176,11 @@ def _declared_again(text: str, name: str) -> bool:
 
 
 def element_count(v: DeviceVariable) -> int:
+    """Elements of its C type (a `float4 acc[8]` has 8)."""
     count = 1
     for d in v.dims:
         count *= int(d)
-    return count * (element_type(v.type_text)[1] or 1)
+    return count
 
 
 def redirected(text: str, names: tuple[str, ...]) -> str:
@@ -233,3 +234,11 @@ def _pointer_declaration(decl: Node, declarator: Node, name: str, dims: tuple[st
 DEVICE_VARIABLE_WRITER = ("it keeps results in the file's {what} (`__device__`/`__managed__`), which fsr cannot "
                           "compare here ({why}): a rewrite that skipped those writes would pass every check, so no "
                           "spec can verify it (give the kernel a buffer to write them to)")
+
+
+def compared_variables(src: SourceText, kernel: Kernel) -> tuple[list[DeviceVariable], str]:
+    """The variables the kernel may write, to be made buffers, and why no spec can verify the
+    kernel where they cannot be ('' where they can): the drafts and the evaluator say the same."""
+    kept = written_variables(src, kernel)
+    why = not_redirectable(src.text, kept) if kept else ""
+    return kept, DEVICE_VARIABLE_WRITER.format(what=phrase(kept), why=why) if why else ""

@@ -140,7 +140,7 @@ def variable_plans(variables: list[DeviceVariable], spec: Spec) -> list[ArgPlan]
         assert dtype is not None, f"{v.name}: {v.type_text} (not_redirectable should have refused it)"
         rtol, atol = tolerance(dtype, spec.rtol, spec.atol)
         plans.append(ArgPlan(name=v.name, kind="buffer", dtype=dtype, lanes=lanes or 1,
-                             length=element_count(v) // (lanes or 1), direction="inout", init=default_init(dtype),
+                             length=element_count(v), direction="inout", init=default_init(dtype),
                              rtol=rtol, atol=atol, hidden=True, symbol=PREFIX + v.name,
                              tolerance="spec" if spec.rtol is not None or spec.atol is not None else "default"))
     return plans

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...kernels import Kernel, discover
-from ...kernels.device_variables import DEVICE_VARIABLE_WRITER, not_redirectable, phrase, shadowed, written_variables
+from ...kernels.device_variables import compared_variables, shadowed
 from ...kernels.aliases import flag_defines, included_texts, type_aliases, with_included_aliases
 from ...kernels.lexical import defined_macros
 from ...kernels.lexical import code_only
@@ -109,11 +109,9 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         problems = "; ".join([f"line {p.span.start.line + 1}: {p.message}" for p in spec_result.problems
                               if p.severity != "info"] + orphans) or "no spec"
         return Prepared(result=_early(kernel_name, "spec_error", f"the spec of {kernel_name} is unusable: {problems}", started))
-    kept = written_variables(src, kernel)  # results kept in the file's `__device__` variables: made buffers
-    why = not_redirectable(source, kept) if kept else ""
+    kept, why = compared_variables(src, kernel)  # results kept in the file's `__device__` variables: made buffers
     if why:  # where no check looks: nothing it does could be verified
-        return Prepared(result=_early(kernel_name, "spec_error", f"{kernel_name} cannot be verified: "
-                                      + DEVICE_VARIABLE_WRITER.format(what=phrase(kept), why=why), started))
+        return Prepared(result=_early(kernel_name, "spec_error", f"{kernel_name} cannot be verified: {why}", started))
     options = dataclasses.replace(options, device_variables=tuple(v.name for v in kept))
     spec = spec_result.spec
     instance = expanded(kernel, spec.template, source)  # the parameters as its spec instantiates the kernel
@@ -181,7 +179,8 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
     sizes, unmet = with_captured_sources(build_plans(instance, spec, cand_spec), dict(options.real_inputs),
                                          spec.bench_inputs == "captured")
-    sizes = [dataclasses.replace(p, args=[*p.args, *variable_plans(kept, spec)]) for p in sizes]
+    variables = variable_plans(kept, spec)  # the same buffers at every size
+    sizes = [dataclasses.replace(p, args=[*p.args, *variables]) for p in sizes]
     if unmet:
         result = _early(kernel_name, "spec_error", f"the spec of {kernel_name} cannot run: {unmet}", started)
         result.checks = checks
