@@ -75,6 +75,7 @@ class FakeKernel:
     digest: str
     shared_bytes: int = 0
     launches: int = 0
+    state: Any = None  # the module's variables (gpu/module_state.py); none here
 
     def resources(self) -> Resources:
         return Resources()

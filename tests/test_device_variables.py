@@ -242,3 +242,63 @@ def test_one_modules_pointer_is_set_again_when_another_kernel_of_it_moved_it():
     candidate.point(args(0xB0))
     original.point(args(0xA0))
     assert [int.from_bytes(w, "little") for w in writes] == [0xA0, 0xB0, 0xA0]
+
+
+# A write fsr's reading of the source does not see: the variable handed on by reference.
+BY_REFERENCE = """/* @fsr
+bench = { n = 1000 }
+tests = [ { n = 1 }, { n = 100 } ]
+grid = "cdiv(n, 128)"
+block = 128
+[args]
+x = "in[n]"
+y = "out[n]"
+n = "n"
+*/
+__device__ unsigned int seen;
+__device__ void bump(unsigned int& counter) { atomicAdd(&counter, 1u); }
+__global__ void doubles(const float* x, float* y, int n)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { y[i] = 2.f * x[i]; bump(seen); } }
+"""
+
+
+def test_an_original_changing_a_variable_fsr_does_not_compare_cannot_be_the_oracle():
+    """`seen` is not among the variables fsr compares (handed on by reference, the reading of the
+    source misses the write): without the module's variables checked, the rewrite that drops the
+    count is verified. The original's change to `seen` refuses the spec, by name."""
+    from .cuda_on_cpu import cxx, evaluate_on_cpu
+
+    if cxx() is None:
+        pytest.skip("no C++ compiler")
+    src = SourceText(BY_REFERENCE)
+    assert written_variables(src, find_kernel(src, "doubles")) == []  # the reading misses it
+    skips_count = BY_REFERENCE[BY_REFERENCE.index("__global__"):].replace(" bump(seen);", "")
+    verdict = evaluate_on_cpu(BY_REFERENCE, "doubles", skips_count)
+    assert verdict.status == "spec_error", verdict.message
+    assert "changes `seen`, a global variable of its module that fsr does not compare" in verdict.message
+    # what the check stands between: without it, the rewrite that drops the count is verified
+    from unittest import mock
+
+    from fsr_lsp.evaluator.gpu import verify
+
+    with mock.patch.object(verify, "check_module_variables", lambda ctx, plan: None):
+        assert evaluate_on_cpu(BY_REFERENCE, "doubles", skips_count).status == "verified"
+
+
+@pytest.mark.nvcc
+def test_the_module_names_every_writable_variable_its_headers_included(tmp_path: Path):
+    """The symbol table, not the file's text: a header's counter and a namespace's total are
+    there; `__constant__` data, a `const` table's reads and the pointers fsr made are told apart."""
+    from fsr_lsp.evaluator.compile.module_variables import module_variables
+    from fsr_lsp.evaluator.gpu.module_state import uncompared
+
+    (tmp_path / "counts.h").write_text("__device__ int counter;\nnamespace ns { __device__ float total[4] = {1, 2, 3, 4}; }\n")
+    (tmp_path / "k.cu").write_text(
+        '#include "counts.h"\n__constant__ float coef[4];\n__device__ float (*__fsr_dv_x);\n'
+        "__global__ void k(float* out, int n) { int i = threadIdx.x; if (i < n) { out[i] = coef[0];"
+        " atomicAdd(&counter, 1); ns::total[0] += 1.f; *__fsr_dv_x = 1.f; } }\n")
+    subprocess.run([find_nvcc(), "-cubin", "-arch=sm_90", "-o", "k.cubin", "k.cu"], cwd=tmp_path, check=True)
+    found = module_variables((tmp_path / "k.cubin").read_bytes())
+    assert set(found) == {"counter", "_ZN2ns5totalE", "__fsr_dv_x"}, found
+    assert set(uncompared(found)) == {"counter", "_ZN2ns5totalE"}
+    assert module_variables(b'{"library": "k.so"}') == ()

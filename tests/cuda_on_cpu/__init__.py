@@ -33,6 +33,7 @@ from fsr_lsp.evaluator.compile.compiler_output import OWN_FILE
 from fsr_lsp.evaluator.compile.device_unit import device_unit, error_lines
 from fsr_lsp.evaluator.records import CompileResult, EvalResult, KernelBinary, LaunchPlan, Resources, TimingConfig
 from fsr_lsp.kernels import find_kernel
+from fsr_lsp.kernels.device_variables import device_variables
 
 from ..fake_gpu import FakeKernel, FakeSession
 
@@ -62,7 +63,8 @@ def compile_on_cpu(source: str, ref: KernelRef, options: Any = None) -> CompileR
         built = _built(device.text, ref) if device is not None else built
     if isinstance(built, str):
         return CompileResult(False, None, built, time.perf_counter() - started, compiler=COMPILER)
-    entry = json.dumps({"library": str(built), "params": params})
+    variables = [v.name for v in device_variables(source) if v.at_file_scope]
+    entry = json.dumps({"library": str(built), "params": params, "variables": variables})
     return CompileResult(True, KernelBinary(cubin=entry.encode(), entry=ref.name, compiler=COMPILER, arch="cpu"),
                          "", time.perf_counter() - started, compiler=COMPILER, resources=Resources())
 
@@ -112,6 +114,7 @@ class EmulatedKernel(FakeKernel):
         self.params: list[str] = entry["params"]
         self.library = ctypes.CDLL(entry["library"])
         self.library.fsr_launch.restype = ctypes.c_int
+        self.state = _EmulatedState(self.library, {n: _symbol_sizes(self.digest).get(n, 0) for n in entry["variables"]})
 
     def global_size(self, name: str) -> int:
         """A `__constant__` symbol's bytes (plain globals here: the shim defines the word away)."""
@@ -148,6 +151,27 @@ def _symbol_sizes(library: str) -> dict[str, int]:
         if len(parts) == 4 and parts[2] in "bBdDrR":
             sizes[parts[3]] = int(parts[1], 16)
     return sizes
+
+
+class _EmulatedState:
+    """gpu/module_state.py's `ModuleState` over the library's globals: the file's `__device__`
+    variables (plain globals here), their bytes as loaded kept to restore and compare."""
+
+    def __init__(self, library: ctypes.CDLL, sizes: dict[str, int]) -> None:
+        self.addresses = {}
+        for name, size in sizes.items():
+            try:  # a `static` one is no dynamic symbol: out of reach here
+                self.addresses[name] = (ctypes.addressof(ctypes.c_char.in_dll(library, name)), size)
+            except ValueError:
+                continue
+        self.initial = {n: ctypes.string_at(a, size) for n, (a, size) in self.addresses.items()}
+
+    def restore(self) -> None:
+        for name, (address, size) in self.addresses.items():
+            ctypes.memmove(address, self.initial[name], size)
+
+    def changed(self) -> list[str]:
+        return [n for n, (address, size) in self.addresses.items() if ctypes.string_at(address, size) != self.initial[n]]
 
 
 class EmulatedSession(FakeSession):

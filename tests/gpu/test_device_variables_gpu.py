@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_struct_params_gpu import captured_and_proven, evaluated, workspace_with
+from .test_struct_params_gpu import built, captured_and_proven, evaluated, fsr, workspace_with
 
 pytestmark = pytest.mark.gpu
 
@@ -72,3 +72,51 @@ def test_a_rewrite_is_verified_and_ones_that_skip_or_store_are_wrong(folder: Pat
     for bad in (SKIPS, STORES):
         wrong = evaluated(folder, "reduce_atomic.cu", "reduce_atomic", bad)
         assert wrong.returncode == 1 and "dResult" in wrong.stdout, wrong.stdout[-2000:]
+
+
+# A count kept in a header's variable: fsr's reading of the kernel's file does not see it, the
+# module's symbol table does, and the original's run changes it.
+TALLY_H = "__device__ unsigned int tally;\n"
+COUNTS = r"""#include "tally.h"
+__global__ void doubles(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { y[i] = 2.f * x[i]; atomicAdd(&tally, 1u); }
+}
+"""
+COUNTING_PROGRAM = COUNTS + r"""
+#include <cstdio>
+int main()
+{
+    const int n = 100000;
+    float *x, *y;
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMalloc(&y, n * sizeof(float));
+    cudaMemset(x, 0, n * sizeof(float));
+    doubles<<<(n + 255) / 256, 256>>>(x, y, n);
+    unsigned int seen = 0;
+    cudaMemcpyFromSymbol(&seen, tally, sizeof(seen));
+    printf("%u elements\n", seen);
+    return 0;
+}
+"""
+UNCOUNTED = COUNTS.replace(" atomicAdd(&tally, 1u);", "")
+
+
+@pytest.fixture(scope="module")
+def counting(tmp_path_factory, evaluator) -> Path:
+    out = tmp_path_factory.mktemp("tally")
+    (out / ".git").mkdir()
+    (out / "tally.h").write_text(TALLY_H)
+    built(out, "doubles", COUNTING_PROGRAM)
+    return out
+
+
+def test_a_count_kept_in_a_headers_variable_refuses_the_spec_and_no_rewrite_skipping_it_passes(counting: Path):
+    r = fsr("capture", "--", "./doubles", cwd=counting)
+    assert r.returncode == 0 and "doubles" in r.stdout, r.stdout + r.stderr
+    r = fsr("spec", "doubles.cu", "--kernel", "doubles", "--json", "--check", cwd=counting)
+    print(f"[header variable] {r.stdout[-1500:]}")
+    assert "changes `tally`" in r.stdout and '"proven"' not in r.stdout, r.stdout + r.stderr
+    skipped = evaluated(counting, "doubles.cu", "doubles", UNCOUNTED)
+    assert skipped.returncode != 0 and "changes `tally`" in skipped.stdout, skipped.stdout[-2000:]

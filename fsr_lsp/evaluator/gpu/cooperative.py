@@ -47,14 +47,19 @@ class CooperativeKernel:
         _check(lib.cuModuleGetFunction(ctypes.byref(self._fn), self._module, entry.encode()), "cuModuleGetFunction")
         self._smem_set = 0
 
+    def address(self, name: str) -> tuple[int, int]:
+        """This module's copy of the symbol: its device address and bytes."""
+        ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+        _check(_driver().cuModuleGetGlobal_v2(ctypes.byref(ptr), ctypes.byref(size), self._module, name.encode()),
+               "cuModuleGetGlobal")
+        return ptr.value, size.value
+
     def set_global(self, name: str, data: bytes) -> None:
         """This module's copy of a `__constant__` symbol (job/constants.py)."""
-        lib = _driver()
-        ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
-        _check(lib.cuModuleGetGlobal_v2(ctypes.byref(ptr), ctypes.byref(size), self._module, name.encode()),
-               "cuModuleGetGlobal")
-        data = data[:size.value]
-        _check(lib.cuMemcpyHtoD_v2(ptr, ctypes.c_char_p(data), ctypes.c_size_t(len(data))), "cuMemcpyHtoD")
+        ptr, size = self.address(name)
+        data = data[:size]
+        _check(_driver().cuMemcpyHtoD_v2(ctypes.c_uint64(ptr), ctypes.c_char_p(data), ctypes.c_size_t(len(data))),
+               "cuMemcpyHtoD")
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
                values: list[Any], dtypes: list[str | None]) -> None:

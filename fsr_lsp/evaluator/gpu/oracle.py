@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..compile.compiler import find_nvcc
+from ..compile.entries import demangled
 from ..records import SizePlan
 from .buffers import describe, poisoned
 from .common import Failure, JobContext, inputs_only, outputs
@@ -77,6 +79,24 @@ def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, s
         return OracleProblem(f"is not deterministic: {m.bad} of {m.total} elements of {a.name} differ between two runs "
                              f"on the same inputs ({m.describe()})", "deterministic", a.name)
     return None
+
+
+UNCOMPARED_VARIABLE = ("the original kernel cannot serve as the oracle at {label}: it changes {what}, a global variable "
+                       "of its module that fsr does not compare (declared in a header, or written where fsr's reading "
+                       "of the kernel's file did not see it), so a rewrite that skipped that write would pass every "
+                       "check (give the kernel a buffer to write it to)")
+
+
+def check_module_variables(ctx: JobContext, plan: SizePlan) -> None:
+    """Fail the spec when the original's run changed a variable of its module that fsr does
+    not compare (gpu/module_state.py): the result kept there would go unchecked."""
+    state = ctx.kernel("original").state
+    changed = state.changed() if state is not None else []
+    if changed:
+        names = demangled(changed, find_nvcc())
+        what = ", ".join(f"`{names.get(c, c)}`" for c in changed)
+        raise Failure("spec_error", UNCOMPARED_VARIABLE.format(label=plan.label, what=what),
+                      check="module variables unchanged", argument=names.get(changed[0], changed[0]))
 
 
 def kept_poison(torch: Any, arg: Any, first: Any, second: Any) -> bool:

@@ -34,6 +34,8 @@ def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any
     args = launch_args(plan.args, {name: g.tensor for name, g in guards.items()})
     addresses = {name: g.tensor.data_ptr() for name, g in guards.items()}
     footprint = kernel.shared_bytes + launch.smem
+    if who == "original" and kernel.state is not None:
+        kernel.state.restore()  # its module's variables as loaded, as the program's first launch has them
     snapshots = []
     ctx.session.take_printed()  # what earlier work printed is no launch's of these
     ctx.printed = []

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
+from ..compile.module_variables import module_variables
 from ..compile.relocatable import device_runtime, is_relocatable
+from .module_state import ModuleState, uncompared
 from .packing import SCALAR_FORMAT, is_struct, param_format
 from .printed import PrintedOutput
 from .textures import Textures
@@ -75,6 +77,7 @@ class GpuSession:
         self._flush_sink = torch.empty((), dtype=torch.int32, device=self.device)
         self._modules: dict[str, Any] = {}
         self._cooperative: dict[str, Any] = {}  # cubin digest -> the same kernel loaded for cooperative launches
+        self._states: dict[str, ModuleState] = {}  # cubin digest -> its module's variables as loaded
         # (cubin digest, symbol) -> the address a module's redirected `__device__` variable points at now:
         # one module serves every LoadedKernel of the same cubin (a rewrite that changes only the launch)
         self.pointed: dict[tuple[str, str], int] = {}
@@ -167,8 +170,11 @@ class GpuSession:
             if key not in self._cooperative:
                 self._cooperative[key] = CooperativeKernel(binary.cubin, binary.entry)
             cooperative = self._cooperative[key]
+        if key not in self._states:  # the launched copy's variables, as loaded
+            address = cooperative.address if cooperative is not None else module.get_global
+            self._states[key] = ModuleState.of(self.torch, uncompared(module_variables(binary.cubin)), address)
         return LoadedKernel(self, fn, [d for d in dtypes], digest=key, shared_bytes=int(shared), cooperative=cooperative,
-                            module=module)
+                            module=module, state=self._states[key])
 
 
 @dataclass
@@ -180,6 +186,7 @@ class LoadedKernel:
     shared_bytes: int = 0  # static shared memory per block
     cooperative: Any = None  # a CooperativeKernel when the kernel syncs its whole grid
     module: Any = None  # the pycuda module holding the kernel (its `__constant__` data)
+    state: ModuleState | None = None  # its writable global variables (gpu/module_state.py)
 
     def global_size(self, name: str) -> int:
         """Bytes of the module's symbol `name`; 0 where the module has none (compiled away)."""

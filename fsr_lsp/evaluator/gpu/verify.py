@@ -33,7 +33,7 @@ from .accuracy import FACTOR, FLOOR_ULPS
 from .buffers import FLOATS, describe
 from .constant_fill import fill_constants
 from .common import Failure, JobContext, captured_inputs, inputs_only, make_inputs, outputs, seed_for
-from .oracle import OracleProblem, kept_poison, oracle_problem, rounding_spread
+from .oracle import OracleProblem, check_module_variables, kept_poison, oracle_problem, rounding_spread
 from .print_flood import PrintRate
 from .printed import Printed, printed_difference
 from .range_check import check_ranges, range_plan
@@ -96,6 +96,7 @@ def verify(ctx: JobContext) -> Counts:
             launches = max(1, job.defences.chained_launches) if j == 0 else 1
             try:
                 expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
+                check_module_variables(ctx, plan)
                 printed = list(ctx.printed)  # what each of its chained launches printed
                 printed_any = printed_any or any(p.lines for p in printed)
                 if printed and j < random_sets and not own:
