@@ -162,3 +162,29 @@ def test_a_nan_the_original_writes_every_run_excuses_no_difference():
     runs[2] = {"total": torch.tensor([nan, 1.0, 2.0 + 1e-6])}  # a real spread: a timed run 1e3 apart is still stale
     problem = _within_own_spread(torch, arg, torch.tensor(1e3), runs, {"total": torch.tensor([nan, 1.0, 2.0])})
     assert "not computed from its inputs" in problem, problem
+
+
+def test_an_output_the_original_rounds_differently_each_run_has_more_of_its_runs_judged_again(monkeypatch):
+    """A float atomic sum into one element on an H100: 4 of 55 timed runs left the verification's
+    tolerance, over the 5% (2 runs) that deterministic outputs may, and a correct warp rewrite was
+    called wrong without a second look. Where every output apart is one the original's own runs
+    differ in, up to SPREAD_JUDGED runs are judged again, each on its own; elsewhere the 5% holds."""
+    from types import SimpleNamespace
+
+    from fsr_lsp.evaluator.gpu import timing
+    from fsr_lsp.evaluator.gpu.common import Failure
+
+    judged = []
+    monkeypatch.setattr(timing, "_judged_again", lambda ctx, bench, pristine, generator, rep: judged.append(rep) or "")
+    one, none = torch.tensor(1), torch.tensor(0)
+    reps = [timing._Rep(state=None, bad=one if i < 4 else none, bad_by={"total": one if i < 4 else none},
+                        apart={"total": torch.tensor(1e-6)}) for i in range(55)]
+    spread = SimpleNamespace(accuracy=SimpleNamespace(spread={"total"}))
+    detail = timing.held_to_their_errors(spread, None, {}, None, reps, 4)
+    assert len(judged) == 4 and "4 of 55 runs apart beyond the verification's tolerance" in detail
+    with pytest.raises(Failure, match="in 4 of 55 runs, too many to be rounding on chance inputs"):
+        timing.held_to_their_errors(SimpleNamespace(accuracy=SimpleNamespace(spread=set())), None, {}, None, reps, 4)
+    many = [timing._Rep(state=None, bad=one, bad_by={"total": one}, apart={"total": torch.tensor(1e-6)})
+            for _ in range(timing.SPREAD_JUDGED + 1)] + reps[4:]
+    with pytest.raises(Failure, match="too many to be rounding"):
+        timing.held_to_their_errors(spread, None, {}, None, many, 9)
