@@ -64,6 +64,19 @@ def _stale_now_and_then(n, x, total):
     _stale["last"] = value
 
 
+_tail = {"calls": 0}
+
+
+@kernel("total_atomic_now_and_then_far")
+def _atomic_now_and_then_far(n, x, total):
+    """Rounds as float atomics do, and now and then (every 89th launch once timing is under way)
+    a thousand times further from the sum than usual: as a 1M-element atomic sum did on an H100."""
+    _tail["calls"] += 1
+    far = 1000.0 if _tail["calls"] > 150 and _tail["calls"] % 89 == 0 else 1.0
+    xs = view(x, n).astype(np.float64)
+    view(total, 1)[0] = np.float32(xs.sum() + far * 1e-6 * np.abs(xs).sum() * _noise["rng"].choice([-1.0, 1.0]))
+
+
 @kernel("total_off_everywhere")
 def _off_everywhere(n, x, total):
     xs = view(x, n).astype(np.float64)
@@ -87,6 +100,27 @@ def test_runs_whose_sum_is_near_zero_are_held_to_the_originals_own_error_there()
     assert r.status == "verified", r.message
     assert "runs apart beyond the verification's tolerance, each within the original's own error" in timed(r).detail, \
         timed(r).detail  # some runs did land near zero: the rule was used, not skipped
+
+
+def test_a_timed_run_where_the_original_rounded_far_from_its_usual_is_not_the_candidates_fault():
+    """The candidate's own output in that run is what its inputs give (the double-precision run on
+    them drawn again): the disagreement was the original's. Before, the rule compared it with the
+    original's error on a few runs drawn again, which the far run was not among: wrong."""
+    _tail["calls"] = 0
+    r = run_candidate_against("total_atomic_now_and_then_far", "total_exact")
+    assert r.status == "verified", r.message
+    assert "each within the original's own error" in timed(r).detail, timed(r).detail
+    _stale["calls"], _tail["calls"] = 0, 0
+    stale = run_candidate_against("total_atomic_now_and_then_far", "total_stale_now_and_then")
+    assert stale.status == "wrong" and "not computed from its inputs" in stale.message, stale.message
+
+
+def run_candidate_against(original: str, candidate: str):
+    _noise["rng"] = np.random.default_rng(3)
+    j = job(TOTAL, "total", original, candidate)
+    j.wide = binary("total_double")
+    j.timing = TimingConfig(warmup=2, min_reps=400, max_reps=400, target_seconds=0.0)
+    return run_job(FakeSession(), j)
 
 
 def test_a_stale_result_in_a_few_timed_runs_still_fails():
