@@ -176,7 +176,7 @@ def test_with_the_specs_tolerance_a_deterministic_original_keeps_its_tolerance()
 def test_a_nan_the_original_writes_every_run_excuses_no_difference():
     """NaN against NaN is no spread: counted infinite, an output holding one NaN would have let
     a stale result anywhere else pass (found in review)."""
-    from fsr_lsp.evaluator.gpu.timing import _largest_difference, _within_own_spread
+    from fsr_lsp.evaluator.gpu.timed_runs import _within_own_spread, largest_difference as _largest_difference
     from fsr_lsp.evaluator.job.plan import build_plans
     from fsr_lsp.kernels import find_kernel
     from fsr_lsp.source import SourceText
@@ -205,20 +205,20 @@ def test_an_output_the_original_rounds_differently_each_run_has_more_of_its_runs
     differ in, up to SPREAD_JUDGED runs are judged again, each on its own; elsewhere the 5% holds."""
     from types import SimpleNamespace
 
-    from fsr_lsp.evaluator.gpu import timing
+    from fsr_lsp.evaluator.gpu import timed_runs as timing
     from fsr_lsp.evaluator.gpu.common import Failure
 
     judged = []
     monkeypatch.setattr(timing, "_judged_again", lambda ctx, bench, pristine, generator, rep: judged.append(rep) or "")
     one, none = torch.tensor(1), torch.tensor(0)
-    reps = [timing._Rep(state=None, bad=one if i < 4 else none, bad_by={"total": one if i < 4 else none},
+    reps = [timing.Repetition(state=None, bad=one if i < 4 else none, bad_by={"total": one if i < 4 else none},
                         apart={"total": torch.tensor(1e-6)}) for i in range(55)]
     spread = SimpleNamespace(accuracy=SimpleNamespace(spread={"total"}))
     detail = timing.held_to_their_errors(spread, None, {}, None, reps, 4)
     assert len(judged) == 4 and "4 of 55 runs apart beyond the verification's tolerance" in detail
     with pytest.raises(Failure, match="in 4 of 55 runs, too many to be rounding on chance inputs"):
         timing.held_to_their_errors(SimpleNamespace(accuracy=SimpleNamespace(spread=set())), None, {}, None, reps, 4)
-    many = [timing._Rep(state=None, bad=one, bad_by={"total": one}, apart={"total": torch.tensor(1e-6)})
+    many = [timing.Repetition(state=None, bad=one, bad_by={"total": one}, apart={"total": torch.tensor(1e-6)})
             for _ in range(timing.SPREAD_JUDGED + 1)] + reps[4:]
     with pytest.raises(Failure, match="too many to be rounding"):
         timing.held_to_their_errors(spread, None, {}, None, many, 9)
