@@ -168,3 +168,37 @@ def test_runs_of_two_scripts_by_one_interpreter_are_two_programs(tmp_path):
         meta = json.loads((folder / "capture.json").read_text())
         (folder / "capture.json").write_text(json.dumps({**meta, "cwd": str(tmp_path)}))
     assert prune(tmp_path) == [old]  # a.py's older run, not b.py's
+
+
+SHARED_SCALE = """__global__ void scale(float* out, const float* in, float a, int n)
+{
+    extern __shared__ float staged[];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    staged[threadIdx.x] = i < n ? in[i] : 0.f;
+    __syncthreads();
+    if (i < n) out[i] = a * staged[threadIdx.x];
+}
+"""
+
+
+def test_a_run_that_gave_no_dynamic_shared_memory_to_a_kernel_that_needs_it_launched_another_programs(tmp_path):
+    """Two programs of one folder, each with its own `scale` of the same parameters (a book's
+    `reduction_cg` and `reduction_cg_shift`): the newer run launched the one without shared
+    memory. The file's `scale` stages through `extern __shared__`, so its spec is the older
+    run's, which gave it 512 bytes; the newer run's launch would fault it."""
+    (tmp_path / "k.cu").write_text(SHARED_SCALE)
+    staged = {**scale_launch(5000), "smem": 512}
+    write_capture(tmp_path, [staged], name="20260101-000000", command=("./staged_app",))
+    write_capture(tmp_path, [scale_launch(7000)], name="20260101-000100", command=("./plain_app",))
+    for found in (specs(tmp_path)["scale"], workspace_specs(tmp_path, tmp_path / "k.cu")["scale"]):
+        assert found.origin == "captured" and "n = 5000" in found.spec and "smem = 512" in found.spec, found
+        assert "./staged_app" in found.provenance["launch"]
+    (tmp_path / "k.cu").write_text(SCALE)  # the plain kernel takes the newest run, as before
+    assert "n = 7000" in specs(tmp_path)["scale"].spec
+    only_plain = tmp_path / "alone"
+    only_plain.mkdir()
+    (only_plain / "k.cu").write_text(SHARED_SCALE)
+    write_capture(only_plain, [scale_launch(7000)], name="20260101-000200", command=("./plain_app",))
+    refused = specs(only_plain)["scale"]
+    assert refused.origin != "captured"
+    assert any("uses dynamic shared memory" in p for p in refused.problems), refused.problems

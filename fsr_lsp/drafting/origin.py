@@ -14,6 +14,7 @@ from typing import Callable, Literal
 from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
 from ..kernels.aliases import included_texts, type_aliases, with_aliases
+from ..kernels.callees import uses_dynamic_shared
 from ..kernels.clock_reads import clock_read
 from ..kernels.device_variables import compared_variables
 from ..kernels.lexical import defined_macros
@@ -163,7 +164,13 @@ def _captured(src: SourceText, k: Kernel, capture: Capture, draft: Draft) -> Dra
     this one (another program's, with other parameters), from an older run that launched it.
     What the chosen run said comes back when none fits."""
     first: Draft | None = None
+    dynamic = uses_dynamic_shared(src.text, k.name)
     for run in capture.candidates(k.name) if capture.every_run else [capture]:
+        if dynamic and run.of(k.name) and not any(x.smem for x in run.of(k.name)):
+            first = first or Draft(k.name, None, problems=[
+                f"{k.name} uses dynamic shared memory (`extern __shared__`), and {run.describe()} launched a kernel "
+                "of its name with none: another program's kernel of that name, or one that faults"])
+            continue  # two programs of a folder may each define a kernel of that name and parameters
         taken = captured_spec(src, k, run, draft)
         if taken.text is not None:
             return taken

@@ -32,3 +32,16 @@ def reachable_bodies(text: str, kernel: str) -> list[str]:
             out.append(body)
             todo += [w for w in set(_IDENT.findall(body)) if w in bodies]
     return out
+
+
+_EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\b[^;]*?(\w+)\s*\[\s*\]")
+
+
+def uses_dynamic_shared(text: str, kernel: str) -> bool:
+    """Whether the kernel (or a function it calls) indexes an `extern __shared__` array, its own
+    or the file's: launched with no dynamic shared memory, it would fault."""
+    bodies = reachable_bodies(text, kernel)
+    if any(_EXTERN_SHARED.search(b) for b in bodies):
+        return True
+    names = {m.group(1) for m in _EXTERN_SHARED.finditer(text)}
+    return any(re.search(rf"\b{re.escape(n)}\s*\[", b) for n in names for b in bodies)
