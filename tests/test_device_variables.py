@@ -302,3 +302,24 @@ def test_the_module_names_every_writable_variable_its_headers_included(tmp_path:
     assert set(found) == {"counter", "_ZN2ns5totalE", "__fsr_dv_x"}, found
     assert set(uncompared(found)) == {"counter", "_ZN2ns5totalE"}
     assert module_variables(b'{"library": "k.so"}') == ()
+
+
+def test_the_modules_variables_are_put_back_and_a_change_is_named():
+    """What the evaluator does around each run of the original (gpu/module_state.py), on host
+    tensors standing for the device's; a symbol the driver has no address for goes unchecked
+    instead of failing the load of every kernel of its module."""
+    torch = pytest.importorskip("torch")
+    from fsr_lsp.evaluator.gpu.module_state import ModuleState
+
+    count, table = torch.zeros(4, dtype=torch.uint8), torch.arange(8, dtype=torch.uint8)
+    state = ModuleState({"count": count, "table": table}, {"count": count.clone(), "table": table.clone()})
+    assert state.changed() == []
+    count[0] = 1
+    assert state.changed() == ["count"]
+    state.restore()
+    assert state.changed() == [] and int(count[0]) == 0 and table.tolist() == list(range(8))
+
+    def address(name: str) -> tuple[int, int]:
+        raise RuntimeError(f"cuModuleGetGlobal failed: named symbol not found ({name})")
+
+    assert ModuleState.of(torch, "cpu", ("hidden",), address).views == {}

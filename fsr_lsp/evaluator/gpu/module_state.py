@@ -30,12 +30,18 @@ class ModuleState:
     initial: dict[str, Any]  # symbol -> a copy of those bytes as the module was loaded
 
     @classmethod
-    def of(cls, torch: Any, symbols: tuple[str, ...], address: Callable[[str], tuple[int, int]]) -> "ModuleState":
+    def of(cls, torch: Any, device: Any, symbols: tuple[str, ...],
+           address: Callable[[str], tuple[int, int]]) -> "ModuleState":
+        """The symbols' bytes viewed on `device`; one the driver does not give an address for, or
+        torch cannot view, goes unchecked (the reading of the source still covers the file's own)."""
         views = {}
         for name in symbols:
-            ptr, size = address(name)
-            if size:
-                views[name] = torch.as_tensor(_DeviceBytes(int(ptr), int(size)), device="cuda")
+            try:
+                ptr, size = address(name)
+                if size:
+                    views[name] = torch.as_tensor(_DeviceBytes(int(ptr), int(size)), device=device)
+            except Exception:  # noqa: BLE001 - pycuda's LogicError, a driver error, torch's refusal
+                continue
         return cls(views, {name: v.clone() for name, v in views.items()})
 
     def restore(self) -> None:

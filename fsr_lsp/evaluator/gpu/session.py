@@ -172,7 +172,8 @@ class GpuSession:
             cooperative = self._cooperative[key]
         if key not in self._states:  # the launched copy's variables, as loaded
             address = cooperative.address if cooperative is not None else module.get_global
-            self._states[key] = ModuleState.of(self.torch, uncompared(module_variables(binary.cubin)), address)
+            self._states[key] = ModuleState.of(self.torch, self.device, uncompared(module_variables(binary.cubin)),
+                                               address)
         return LoadedKernel(self, fn, [d for d in dtypes], digest=key, shared_bytes=int(shared), cooperative=cooperative,
                             module=module, state=self._states[key])
 
