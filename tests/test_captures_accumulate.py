@@ -202,3 +202,21 @@ def test_a_run_that_gave_no_dynamic_shared_memory_to_a_kernel_that_needs_it_laun
     refused = specs(only_plain)["scale"]
     assert refused.origin != "captured"
     assert any("uses dynamic shared memory" in p for p in refused.problems), refused.problems
+
+
+def test_what_counts_as_indexing_dynamic_shared_memory():
+    from fsr_lsp.kernels.callees import uses_dynamic_shared
+
+    text = """extern __shared__ float pool[];
+__global__ void own(float* o) { extern __shared__ float s[]; s[threadIdx.x] = 1.f; o[0] = s[0]; }
+__global__ void fixed(float* o) { __shared__ float s[256]; s[threadIdx.x] = 1.f; o[0] = s[0]; }
+__global__ void commented(float* o) { /* extern __shared__ float s[]; */ float s[2] = {1.f, 2.f}; o[0] = s[1]; }
+__global__ void declared_only(float* o) { extern __shared__ float unused[]; o[0] = 1.f; }
+__device__ float first() { return pool[0]; }
+__global__ void via_file(float* o) { o[0] = first(); }
+__global__ void other_pool(float* o) { __shared__ float pool[32]; pool[0] = 1.f; o[0] = pool[0]; }
+"""
+    found = {k: uses_dynamic_shared(text, k) for k in ("own", "fixed", "commented", "declared_only", "via_file",
+                                                        "other_pool")}
+    assert found == {"own": True, "fixed": False, "commented": False, "declared_only": False, "via_file": True,
+                     "other_pool": False}, found

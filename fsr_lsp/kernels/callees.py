@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from .lexical import lex
 from .treesitter import nodes_of, parse
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -39,9 +40,19 @@ _EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\b[^;]*?(\w+)\s*\[\s*\]")
 
 def uses_dynamic_shared(text: str, kernel: str) -> bool:
     """Whether the kernel (or a function it calls) indexes an `extern __shared__` array, its own
-    or the file's: launched with no dynamic shared memory, it would fault."""
-    bodies = reachable_bodies(text, kernel)
-    if any(_EXTERN_SHARED.search(b) for b in bodies):
-        return True
-    names = {m.group(1) for m in _EXTERN_SHARED.finditer(text)}
-    return any(re.search(rf"\b{re.escape(n)}\s*\[", b) for n in names for b in bodies)
+    or one declared at file scope (not another kernel's, not one in a comment): launched with no
+    dynamic shared memory, it would fault."""
+    bodies = [lex(b.encode()).masked.decode(errors="replace") for b in reachable_bodies(text, kernel)]
+    for body in bodies:
+        if any(re.search(rf"\b{re.escape(m.group(1))}\s*\[", body[m.end():]) for m in _EXTERN_SHARED.finditer(body)):
+            return True
+    names = {m.group(1) for d in nodes_of(parse(text.encode()).root_node, "declaration")
+             if d.parent is not None and d.parent.type == "translation_unit"
+             for m in _EXTERN_SHARED.finditer((d.text or b"").decode(errors="replace"))}
+    return any(re.search(rf"\b{re.escape(n)}\s*\[", b) and not _declares(b, n) for n in names for b in bodies)
+
+
+def _declares(body: str, name: str) -> bool:
+    """Whether the function declares a (shared or local) array of that name itself."""
+    return re.search(rf"(?:__shared__|\b(?:float|double|int|unsigned|char|short|long|half|T)\b)[^;{{}}()=]*"
+                     rf"\b{re.escape(name)}\s*\[", body) is not None

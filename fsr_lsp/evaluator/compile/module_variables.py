@@ -16,6 +16,7 @@ from elftools.elf.sections import SymbolTableSection
 # nvcc puts a module's writable variables in `.nv.global` (no initial value) and
 # `.nv.global.init` (with one); `__constant__` data, shared memory and code live elsewhere.
 _WRITABLE = (".nv.global",)
+_NOT_DATA = ("STT_SECTION", "STT_FUNC", "STT_FILE", "STT_NOTYPE")
 
 
 def module_variables(cubin: bytes) -> tuple[str, ...]:
@@ -28,7 +29,8 @@ def module_variables(cubin: bytes) -> tuple[str, ...]:
             if not isinstance(table, SymbolTableSection):
                 continue
             for symbol in table.iter_symbols():
-                if symbol["st_info"]["type"] != "STT_OBJECT" or not isinstance(symbol["st_shndx"], int):
+                # an object; in a relocatable (`-rdc`) cubin nvcc types them processor-specific instead
+                if symbol["st_info"]["type"] in _NOT_DATA or not isinstance(symbol["st_shndx"], int):
                     continue
                 section = elf.get_section(symbol["st_shndx"]).name
                 if section.startswith(_WRITABLE) and symbol.name and symbol["st_size"] > 0:

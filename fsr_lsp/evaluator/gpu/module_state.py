@@ -13,8 +13,9 @@ from ...kernels.device_variables import PREFIX
 
 
 def uncompared(symbols: tuple[str, ...]) -> tuple[str, ...]:
-    """All but the pointers fsr made of the file's compared variables (the evaluator sets those)."""
-    return tuple(s for s in symbols if not s.startswith(PREFIX))
+    """All but the pointers fsr made of the file's compared variables (the evaluator sets those;
+    a relocatable build names a `static` one `__nv_static_..._` + its name)."""
+    return tuple(s for s in symbols if PREFIX not in s)
 
 
 class _DeviceBytes:
