@@ -50,6 +50,11 @@ __global__ void passed_on(const int* x) { bump(bins, x[0] & 15); }
 """
 
 
+def specced(kernel: str, spec: str) -> str:
+    """FILE with an `@fsr` block of `spec`'s lines right above `kernel`."""
+    return FILE.replace(f"__global__ void {kernel}", f"/* @fsr\n{spec}\n*/\n__global__ void {kernel}")
+
+
 def test_the_files_writable_device_variables_are_named():
     assert [(v.name, v.type_text, v.dims, v.at_file_scope) for v in device_variables(FILE)] == [
         ("dResult", "float", (), True), ("mCount", "unsigned int", (), True), ("hist", "int", ("256", "2"), True),
@@ -144,15 +149,7 @@ def test_a_kernel_that_can_be_redirected_gets_a_spec_and_one_that_cannot_says_wh
 
 def test_the_evaluator_verifies_nothing_of_what_it_cannot_redirect():
     """A spec written by hand does not get past preparation: no compile, no run."""
-    text = FILE.replace("__global__ void via_helper", """/* @fsr
-bench = { n = 4096 }
-grid = 1
-block = 1
-[args]
-x = "in[n]"
-y = "out[n]"
-*/
-__global__ void via_helper""")
+    text = specced("via_helper", 'bench = { n = 4096 }\ngrid = 1\nblock = 1\n[args]\nx = "in[n]"\ny = "out[n]"')
     prepared = prepare(text, "via_helper", "__global__ void via_helper(const float* x, float* y) { y[0] = x[0]; }",
                        "sm_90", EvalOptions())
     assert prepared.job is None and prepared.result is not None
@@ -160,15 +157,7 @@ __global__ void via_helper""")
     assert "via_helper cannot be verified" in prepared.result.message and "`total`" in prepared.result.message
 
 
-SPECCED_SUM = FILE.replace("__global__ void atomic_sum", """/* @fsr
-bench = { n = 4096 }
-grid = "cdiv(n, 256)"
-block = 256
-[args]
-x = "in[n]"
-n = "n"
-*/
-__global__ void atomic_sum""")
+SPECCED_SUM = specced("atomic_sum", 'bench = { n = 4096 }\ngrid = "cdiv(n, 256)"\nblock = 256\n[args]\nx = "in[n]"\nn = "n"')
 
 
 @pytest.mark.nvcc
@@ -202,16 +191,7 @@ def test_a_variables_buffer_starts_from_values_drawn_afresh():
     from fsr_lsp.kernels.device_variables import DeviceVariable
     from fsr_lsp.specs import parse_spec
 
-    text = FILE.replace("__global__ void reads_only", '''/* @fsr
-bench = { n = 64 }
-grid = 1
-block = 64
-[args]
-x = "in[n]"
-y = "out[n]"
-n = "n"
-*/
-__global__ void reads_only''')
+    text = specced("reads_only", 'bench = { n = 64 }\ngrid = 1\nblock = 64\n[args]\nx = "in[n]"\ny = "out[n]"\nn = "n"')
     src = SourceText(text)
     spec = parse_spec(src, find_kernel(src, "reads_only")).spec
     (f, u) = variable_plans([DeviceVariable("f", "float", (), True), DeviceVariable("u", "unsigned int", ("8",), True)], spec)
