@@ -28,7 +28,7 @@
 #define __launch_bounds__(...)
 #define __shared__ __attribute__((section("fsr_shared"))) static  // poisoned before each block: see launch
 #define __constant__
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))  // as CUDA has it: after `__shared__` (static) too
 
 struct uint3 { unsigned x, y, z; };
 struct dim3 {

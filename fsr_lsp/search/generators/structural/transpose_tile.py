@@ -30,6 +30,8 @@ from ....specs import Spec
 from .syntax import dims, is_global_index, kernel_body, single_statement, size_argument
 
 RELAUNCH_TILE = 32  # the square block a transpose gets when its own block is not square
+# (tile, rows of threads): a tile of several elements a thread, the block a few rows of threads
+ROW_TILES = ((32, 8), (64, 8))
 _FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__shfl\w*|atomic\w+|asm|fsr_\w+|goto)\b")
 
 
@@ -125,7 +127,62 @@ def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTran
                 + (f"; blocks of {tile}x{tile} threads" if launch else ""))
         out_variants.append(TileTranspose(data[:body.start_byte].decode() + new_body + data[body.end_byte:].decode(),
                                           note, exchanged, launch))
+    head, tail = data[:body.start_byte].decode(), data[body.end_byte:].decode()
+    if re.search(r"\b(threadIdx|blockIdx|blockDim|gridDim)\b", f"{cond} {read} {write}"):
+        return out_variants
+    declared = {axis: _declared_type(st, data) for axis, (st, _) in axes.items()}
+    for tile, rows in ROW_TILES:
+        grid = _square_grid(kernel, spec, guard, names, tile)
+        if grid is None or "__launch_bounds__" in definition:
+            break
+        launch_rows = f'/* @fsr\ngrid = ["{grid[0]}", "{grid[1]}"]\nblock = [{tile}, {rows}]\n*/\n'
+        for exchanged in ("write", "read"):
+            body_text = _rows_body(exchanged, tile, rows, kind, declared, names, cond, source, read, out, write)
+            note = (f"transpose through a shared {tile}x{tile + 1} tile, {tile // rows} elements a thread, the "
+                    f"{exchanged} of `{out if exchanged == 'write' else source}` made by the transposed thread; "
+                    f"blocks of {tile}x{rows} threads")
+            out_variants.append(TileTranspose(head + body_text + tail, note, exchanged, launch_rows))
     return out_variants
+
+
+def _rows_body(exchanged: str, tile: int, rows: int, kind: str, declared: dict[str, str], names: dict[str, str],
+               cond: str, source: str, read: str, out: str, write: str) -> str:
+    """A tile of `tile` x `tile` elements a block of `tile` x `rows` threads, each thread taking
+    `tile / rows` of them `rows` apart: its reads (or writes) along rows of the input, the
+    others along rows of the output, each element at the original's indices."""
+    i = "    "
+    along = ("blockIdx.x * {t} + threadIdx.x", "blockIdx.y * {t} + threadIdx.y + fsr_j")  # (x, y): the tile's own
+    across = ("blockIdx.x * {t} + threadIdx.y + fsr_j", "blockIdx.y * {t} + threadIdx.x")  # the transposed thread's
+    first, second = (along, across) if exchanged == "write" else (across, along)
+    own_slot, other_slot = "[threadIdx.y + fsr_j][threadIdx.x]", "[threadIdx.x][threadIdx.y + fsr_j]"
+    load, store = (own_slot, other_slot) if exchanged == "write" else (other_slot, own_slot)
+
+    def declarations(values: tuple[str, str]) -> str:
+        return "".join(f"{i}{i}{declared[axis]}{names[axis]} = {value.format(t=tile)};\n"
+                       for axis, value in zip("xy", values))
+
+    return ("{\n"
+            f"{i}// fsr: a {tile}x{tile} tile a block, {tile // rows} elements a thread; the {exchanged} is made by the\n"
+            f"{i}// transposed thread through the shared tile, so reads and writes both go along rows\n"
+            f"{i}__shared__ {kind} fsr_tile[{tile}][{tile} + 1];  // + 1: reading it by columns hits every bank\n"
+            f"{i}#pragma unroll\n"
+            f"{i}for (int fsr_j = 0; fsr_j < {tile}; fsr_j += {rows}) {{\n"
+            + declarations(first) +
+            f"{i}{i}if ({cond}) fsr_tile{load} = {source}[{read}];\n"
+            f"{i}}}\n"
+            f"{i}__syncthreads();\n"
+            f"{i}#pragma unroll\n"
+            f"{i}for (int fsr_j = 0; fsr_j < {tile}; fsr_j += {rows}) {{\n"
+            + declarations(second) +
+            f"{i}{i}if ({cond}) {out}[{write}] = fsr_tile{store};\n"
+            f"{i}}}\n"
+            "}")
+
+
+def _declared_type(st: Node, data: bytes) -> str:
+    """`const int ` of `const int x = ...;`: what comes before the declared name."""
+    declarator = st.children_by_field_name("declarator")[0]
+    return data[st.start_byte:declarator.start_byte].decode()
 
 
 def _square_grid(kernel: Kernel, spec: Spec, guard: str | None, names: dict[str, str],
