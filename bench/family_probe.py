@@ -106,7 +106,7 @@ class Probe:
                 continue
             loaded = self.session.load(compiled.binary, dtypes)
             bufs = {k: v.clone() for k, v in pristine.items()}
-            args = [bufs[a.name] if a.kind == "buffer" else a.value for a in plan.args]
+            args = [bufs[a.name].data_ptr() if a.kind == "buffer" else a.value for a in plan.args]
 
             def run() -> None:
                 for a in plan.args:
