@@ -63,7 +63,7 @@ def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: s
     first = re.search(r"first fully verified win after ([\d.]+) s; the search took ([\d.]+) s", out)
     final = re.search(rf"{re.escape(kernel)}: (\w[\w ]*?): (.*)", out)
     speedup = re.search(r"([\d.]+)x", final.group(2)) if final else None
-    rows = re.findall(r"^\s*\d+\s+(.*?)\s+verified\s+[\d.]+\s+([\d.]+)x\s*$", proc.stdout, re.M)
+    rows = re.findall(r"^\s*\d+\s+\d+\s+(?:original|\d+)\s+(.*?)\s+verified\s+[\d.]+\s+([\d.]+)x\s*$", proc.stdout, re.M)
     winner = max(rows, key=lambda r: float(r[1]))[0] if rows else None
     return {"status": final.group(1) if final else f"rc {proc.returncode}",
             "speedup": float(speedup.group(1)) if speedup and final and final.group(1) == "improved" else None,

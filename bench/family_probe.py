@@ -27,9 +27,9 @@ from fsr_lsp.evaluator.job.plan import build_plans
 from fsr_lsp.evaluator.job.prepare import kernel_ref
 from fsr_lsp.kernels import find_kernel, kernel_source
 from fsr_lsp.search.generators.structural.matmul.product import read_product
-from fsr_lsp.search.generators.structural.matmul.render import describe, launch, render
-from fsr_lsp.search.generators.structural.matmul.space import TileConfig, ranked
-from fsr_lsp.search.generators.structural.stencil_tile import stencil_tile
+from fsr_lsp.search.generators.structural.matmul.tile_text import describe, launch, render
+from fsr_lsp.search.generators.structural.matmul.tile_space import TileConfig, ranked
+from fsr_lsp.search.generators.structural.stencil_tile import stencil_rows, stencil_tile
 from fsr_lsp.search.generators.structural.transpose_tile import transpose_tile
 from fsr_lsp.source import SourceText
 from fsr_lsp.specs import parse_spec
@@ -202,6 +202,7 @@ def data_movement(probe: Probe, which: str) -> dict:
     else:
         tiled = stencil_tile(kern, spec, definition)
         candidates = [(tiled.note, tiled.definition)] if tiled else []
+        candidates += [(r.note, r.launch + r.definition) for r in stencil_rows(kern, spec, definition)]
         for bx, by in ((32, 8), (32, 4), (64, 4), (128, 2), (32, 16)):
             candidates.append((f"block {bx}x{by}", f'/* @fsr\ngrid = ["cdiv(w, {bx})", "cdiv(h, {by})"]\nblock = [{bx}, {by}]\n*/\n'
                                + definition))

@@ -35,6 +35,7 @@ pytestmark = pytest.mark.skipif(cxx() is None and os.environ.get("FSR_REQUIRE_NV
 
 ROOT = Path(__file__).parent.parent
 NAIVE = ROOT / "bench" / "naive_kernels"
+FORMS = ROOT / "bench" / "matmul_forms"
 ACCURACY = Path(__file__).parent / "gpu" / "kernels" / "accuracy"
 
 # (source, kernel, a bench size the CPU runs in about a second)
@@ -62,6 +63,18 @@ CASES = {
        for name, text in atomic.SUMS.items()},
     **{f"matrix product, {name}": (tiles.SPEC + text, "gemm", "{ M = 64, N = 48, K = 40 }")
        for name, text in tiles.SHAPES.items()},
+    # passed as `buffer + 1`: no 128-bit load of A may be taken, its groups are misaligned
+    "matrix product, A one element into its buffer": (
+        tiles.SPEC.replace('A = "in[M * K]"', 'A = "in[-1 : M * K]"') + tiles.SHAPES["an if guard, alpha and beta"],
+        "gemm", "{ M = 64, N = 48, K = 40 }"),
+    "matrix product, x walks C's rows": ((FORMS / "sgemm_xrows.cu").read_text(), "gemm_naive",
+                                         "{ M = 70, N = 90, K = 45 }"),
+    "matrix product, B column-major": ((FORMS / "sgemm_colmajor_b.cu").read_text(), "matmul_bt",
+                                       "{ M = 70, N = 90, K = 45 }"),
+    "matrix product, double, column-major with leading dimensions": (
+        (FORMS / "dgemm_colmajor.cu").read_text(), "dgemm_cm", "{ M = 70, N = 40, K = 33 }"),
+    "matrix product, batched": ((FORMS / "sgemm_batched.cu").read_text(), "bmm",
+                                "{ batch = 2, M = 40, N = 36, K = 20 }"),
     **{f"element-wise, {name}": (text, kernel, "{ N = 50001 }") for name, (text, kernel) in maps.MAPS.items()},
 }
 
@@ -95,10 +108,18 @@ def broken(case: str, label: str, old: str, new: str, count: int = 1) -> tuple[s
 
 
 BROKEN = {
+    "the transpose of several elements a thread, a row of threads short of the tile":
+        lambda: broken("transpose", "builtin:transpose-rows-write", r"fsr_j < 32; fsr_j \+= 8", "fsr_j < 24; fsr_j += 8"),
+    "the transpose of several elements a thread without its barrier":
+        lambda: broken("transpose", "builtin:transpose-rows-write", r"__syncthreads\(\);", ""),
     "the transpose tile without its barrier":
         lambda: broken("transpose", "builtin:transpose-tile-write", r"__syncthreads\(\);", ""),
     "the stencil tile loaded a row short":
         lambda: broken("stencil3x3", "builtin:stencil-tile", r"t < tile_h \* tile_w", "t < (tile_h - 1) * tile_w"),
+    "the stencil's rows a thread, the write's bounds check left out (rows past the image written)":
+        lambda: broken("stencil3x3", "builtin:stencil-rows", r"if \(!fsr_outside\) ", ""),
+    "the stencil's rows a thread, a row short":
+        lambda: broken("stencil3x3", "builtin:stencil-rows", r"fsr_r < 4;", "fsr_r < 3;"),
     "the 1-D stencil tile without its halo on the right":
         lambda: broken("guarded 1-D stencil", "builtin:stencil-tile", r"t < tile_w", "t < tile_w - halo"),
     "the vector map without its scalar tail":
@@ -125,9 +146,20 @@ BROKEN = {
                        "fsr_i += (long long)blockDim.x"),
     "the block sum, the last warp's partial left out":
         lambda: broken("reduction", "builtin:block-sum", r"threadIdx\.x < 8 \?", "threadIdx.x < 7 ?"),
-    "the shared tiles without the barrier before the next tile's loads":
-        lambda: broken("sgemm", "builtin:shared-tiles", r"__syncthreads\(\);\n    \}\n    // each output",
-                       "}\n    // each output"),
+    "the tiled product without the barrier after each slice":
+        lambda: broken("sgemm", "builtin:tiled-product", r"__syncthreads\(\);\n        fsr_buf \^= 1;",
+                       "fsr_buf ^= 1;"),
+    "the tiled product storing the next slice over the one being read":
+        lambda: broken("sgemm", "builtin:tiled-product", r"fsr_stash\(fsr_buf \^ 1\)", "fsr_stash(fsr_buf)"),
+    "the tiled product taking 128-bit loads without the alignment check, A one element into its buffer":
+        lambda: broken("matrix product, A one element into its buffer", "builtin:tiled-product",
+                       r" && \(reinterpret_cast<unsigned long long>\(fsr_at\[0\]\) & 15ull\) == 0", "", count=0),
+    "the tiled product writing every output of its tile, the original's guard left out":
+        lambda: broken("matrix product, B column-major", "builtin:tiled-product", r"if \(row < M && col < N\) \{",
+                       "if (true) {"),
+    "the tiled product of a column-major double product, the last slice's tail not loaded":
+        lambda: broken("matrix product, double, column-major with leading dimensions", "builtin:tiled-product",
+                       r"l < \(K\);", "l < (K) - 1;", count=0),
 }
 
 
@@ -206,7 +238,9 @@ def test_a_programs_kernel_is_drafted_proven_and_rewritten_as_fsr_optimize_does_
         assert proof.proven, proof.message
         placed = place_spec(PROGRAM, "transpose", proof.spec).text
         rewrites = proposals(placed, "transpose")
-        assert set(rewrites) == {"builtin:transpose-tile-write", "builtin:transpose-tile-read"}
+        assert {"builtin:transpose-tile-write", "builtin:transpose-tile-read", "builtin:transpose-rows-write",
+                "builtin:transpose-rows-read"} <= set(rewrites)
+        assert all(k.startswith(("builtin:transpose-tile-", "builtin:transpose-rows-")) for k in rewrites), rewrites
         for label, text in rewrites.items():
             result = evaluate(evaluator, placed, "transpose", text)
             assert result.status == "verified", (label, result.message)

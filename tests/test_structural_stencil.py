@@ -6,6 +6,7 @@ compiles to a tile of the size the halo needs."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,31 @@ def test_a_transpose_and_a_block_the_spec_does_not_fix_are_left_alone():
     text = BLUR.read_text()
     assert stenciled(text.replace("block = [16, 16]", "block = [16, 16, 2]"), "blur3x3") == []
     assert stenciled(text.replace("block = [16, 16]", "block = 256"), "blur3x3") == []
+
+
+def test_rows_a_thread_run_every_clamped_read_and_check_only_the_write():
+    """The 3x3 blur clamps every read into the image: each row's reads run unchecked (the compiler
+    keeps the rows two outputs share in registers) and only its write is checked; a stencil
+    whose reads are guarded instead keeps its bounds check as `continue` for that row alone."""
+    from fsr_lsp.search.generators.structural.stencil_tile import ROWS, stencil_rows
+
+    from .search_helpers import context
+
+    text = (Path(__file__).parent.parent / "bench" / "naive_kernels" / "stencil3x3.cu").read_text()
+    ctx = context(text, "blur3x3")
+    out = stencil_rows(ctx.kernel, ctx.spec, ctx.definition)
+    assert [r.note for r in out] == [f"{n} outputs a thread down each column, pointers __restrict__" for n in ROWS]
+    first = out[0]
+    assert 'grid = ["cdiv(w, 16)", "cdiv(cdiv(h, 16), 4)"]' in first.launch
+    assert "const bool fsr_outside = (x >= w || y >= h);" in first.definition
+    assert "if (!fsr_outside) out[y * w + x] = sum / 9.0f;" in first.definition and "return" not in first.definition
+    assert "float* __restrict__ img, float* __restrict__ out" in first.definition
+    guarded = re.sub(r"int yy = min\(max\(y \+ dy, 0\), h - 1\);\s*int xx = min\(max\(x \+ dx, 0\), w - 1\);\s*"
+                     r"sum \+= img\[yy \* w \+ xx\];",
+                     "int yy = y + dy, xx = x + dx;\n if (yy >= 0 && yy < h && xx >= 0 && xx < w) sum += img[yy * w + xx];",
+                     text)
+    assert guarded != text
+    ctx = context(guarded, "blur3x3")
+    kept = stencil_rows(ctx.kernel, ctx.spec, ctx.definition)
+    assert kept and all("fsr_outside" not in r.definition and "if (x >= w || y >= h) continue;" in r.definition
+                        for r in kept)

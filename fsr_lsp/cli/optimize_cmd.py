@@ -22,7 +22,7 @@ from ..llmclient import ChatClient
 from ..search import SearchOutcome
 from ..search.loop import first_win_seconds
 from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
-from ..search.report import write_report
+from ..search.report import parents, write_report
 from ..settings import settings_from_args
 from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
 from .arguments import unwritable, workspace_of
@@ -147,9 +147,9 @@ def _run_with_progress(console, optimizer: Optimizer, job: OptimizeRun) -> tuple
 def _print_outcome(outcome: SearchOutcome, kernel: str, sanitized: bool = True) -> None:
     console = make_console()
     if outcome.tried:
-        table = Table("round", "candidate", "verdict", "ms", "speedup", box=None, pad_edge=False)
-        for t in outcome.tried:
-            table.add_row(str(t.proposal.round + 1), escape((t.proposal.note or t.proposal.generator)[:60]),
+        table = Table("#", "round", "from", "candidate", "verdict", "ms", "speedup", box=None, pad_edge=False)
+        for i, (t, parent) in enumerate(zip(outcome.tried, parents(outcome.tried))):
+            table.add_row(str(i + 1), str(t.proposal.round + 1), parent, escape((t.proposal.note or t.proposal.generator)[:60]),
                           t.result.status + (" (stored)" if t.reused else ""),
                           f"{t.time_ms:.4g}" if t.time_ms else "", f"{t.result.speedup:.2f}x" if t.result.speedup else "")
         console.print(table)

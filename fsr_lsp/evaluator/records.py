@@ -207,7 +207,9 @@ class EvalJob:
     timing: TimingConfig = field(default_factory=TimingConfig)
     defences: Defences = field(default_factory=Defences)
     # sanitize: run one kernel once per size, exact allocations; time: time both at the bench size only
-    mode: Literal["full", "sanitize", "time"] = "full"
+    # time: both timed, nothing judged (a user's edit); alone: the candidate timed alone, nothing
+    # judged (a screen where the original is too slow to run again for every configuration)
+    mode: Literal["full", "sanitize", "time", "alone"] = "full"
     sanitize_original: bool = False  # in sanitize mode: run the original instead of the candidate
     screen: bool = False  # a tuner's quick look: the bench size only, one input set, few repetitions
     real_inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of captured bytes (bench size)

@@ -14,6 +14,9 @@ from ..evaluator.backends import Backend, EvalRequest, LocalBackend
 from .proposal import Proposal
 
 CONFIRM_SEEDS = 8
+# A screen times the candidate alone where one run of the original takes longer than this: the
+# original's runs, repeated for every configuration screened, would cost more than the screen.
+SLOW_ORIGINAL_MS = 20.0
 
 
 class GpuBench:
@@ -24,6 +27,7 @@ class GpuBench:
         self.kernel = kernel
         self.options = options or EvalOptions()
         self.cancel = cancel or threading.Event()
+        self.original_ms = 0.0  # one run of the original, once the baseline has timed it
 
     @property
     def gpu(self) -> GpuInfo:
@@ -40,7 +44,10 @@ class GpuBench:
             ahead([self._request(p, self.options) for p in proposals])
 
     def baseline(self) -> EvalResult:
-        return self.backend.evaluate([EvalRequest(self.source, self.kernel, None, self.options)], self.cancel)[0]
+        result = self.backend.evaluate([EvalRequest(self.source, self.kernel, None, self.options)], self.cancel)[0]
+        if result.original_time is not None:
+            self.original_ms = result.original_time.median_ms
+        return result
 
     def evaluate(self, proposals: list[Proposal],
                  on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
@@ -48,8 +55,9 @@ class GpuBench:
 
     def screen(self, proposals: list[Proposal]) -> list[EvalResult]:
         """The bench size only, one input set, few repetitions: enough to rank configurations.
-        Its results are marked `screened` and never count as verified."""
-        screening = dataclasses.replace(self.options, screen=True)
+        Its results are marked `screened` and never count as verified. Past SLOW_ORIGINAL_MS an
+        original run, the candidate is timed alone and nothing compared."""
+        screening = dataclasses.replace(self.options, screen=True, screen_alone=self.original_ms > SLOW_ORIGINAL_MS)
         return self.backend.evaluate([self._request(p, screening) for p in proposals], self.cancel)
 
     def confirm(self, proposal: Proposal) -> EvalResult:

@@ -30,11 +30,19 @@ def write_report(outcome: SearchOutcome, kernel: str, path: Path) -> Path:
     return path
 
 
+def parents(tried: list[Tried]) -> list[str]:
+    """Each candidate's parent as the tables show it: the row number (from 1) of the candidate it
+    refines or fixes, "original" for a rewrite of the original itself."""
+    row = {t.proposal.key: i + 1 for i, t in enumerate(tried)}
+    return [str(row[t.proposal.parent]) if t.proposal.parent in row else "original" for t in tried]
+
+
 def render(outcome: SearchOutcome, kernel: str) -> str:
     rows = []
-    for t in outcome.tried:
+    for i, (t, parent) in enumerate(zip(outcome.tried, parents(outcome.tried))):
         r = t.result
-        rows.append(f"<tr class='{r.status}'><td>{t.proposal.round + 1}</td><td>{html.escape(t.proposal.note or t.proposal.generator)}</td>"
+        rows.append(f"<tr class='{r.status}'><td>{i + 1}</td><td>{t.proposal.round + 1}</td><td>{parent}</td>"
+                    f"<td>{html.escape(t.proposal.note or t.proposal.generator)}</td>"
                     f"<td>{r.status}</td><td>{_num(t.time_ms)}</td><td>{_num(r.speedup, 'x')}</td>"
                     f"<td>{html.escape(r.message.splitlines()[0] if r.message else '')[:200]}</td></tr>")
     base = outcome.baseline.original_time.median_ms if outcome.baseline and outcome.baseline.original_time else None
@@ -52,7 +60,7 @@ Generated {time.strftime('%Y-%m-%d %H:%M')}.</p>{notes}
 {_plot(outcome, base)}
 {failure_groups(outcome.tried)}
 <h2>Every candidate</h2>
-<table><tr><th>round</th><th>candidate</th><th>verdict</th><th>ms</th><th>speedup</th><th>detail</th></tr>
+<table><tr><th>#</th><th>round</th><th>from</th><th>candidate</th><th>verdict</th><th>ms</th><th>speedup</th><th>detail</th></tr>
 {''.join(rows)}</table></body></html>
 """
 

@@ -89,18 +89,37 @@ def choose_winner(outcome: SearchOutcome, history: list[Tried], bench: Bench, pl
         outcome.status = "failed"
     else:
         outcome.status = "no_win"
-    summary = _summary(outcome, config)
+    summary = _summary(outcome, config) + (_of_a_copy(outcome.best, plan, gpu) if outcome.best else "")
     if outcome.status == "failed":
         outcome.message = outcome.problem
     else:
         outcome.message = summary if not outcome.problem else f"{summary} (stopped early: {outcome.problem})"
 
 
+COPY_SHARE_SHOWN = 0.25  # a winner moving at least this share of a copy's bandwidth is data movement: say how near
+
+
+def _of_a_copy(t: Tried, plan: SizePlan, gpu: GpuInfo) -> str:
+    """The winner's bytes a second against the copy the worker measured on this GPU ("2869 GB/s,
+    94% of a copy"): the yardstick of a kernel that moves data. '' for one that computes."""
+    moved = _bytes_moved(plan)
+    if not gpu.bandwidth_gbps or not t.time_ms or not moved:
+        return ""
+    gbps = moved / (t.time_ms * 1e-3) / 1e9
+    share = gbps / gpu.bandwidth_gbps
+    return f"; it moves {gbps:.0f} GB/s, {share:.0%} of a copy on this GPU" if share >= COPY_SHARE_SHOWN else ""
+
+
+def _bytes_moved(plan: SizePlan) -> int:
+    """The fewest bytes a run must move: each buffer read once, an inout one read and written."""
+    return sum(a.nbytes * (2 if a.direction == "inout" else 1) for a in plan.args if a.kind == "buffer")
+
+
 def _beyond_bandwidth(t: Tried, plan: SizePlan, gpu: GpuInfo) -> str:
     """A time below what the buffers' bytes allow at the measured bandwidth: worth a second look."""
     if not gpu.bandwidth_gbps or t.time_ms is None:
         return ""
-    nbytes = sum(a.nbytes * (2 if a.direction == "inout" else 1) for a in plan.args if a.kind == "buffer")
+    nbytes = _bytes_moved(plan)
     floor_ms = nbytes / (gpu.bandwidth_gbps * 1e9) * 1e3
     if t.time_ms < BANDWIDTH_SLACK * floor_ms:
         return (f"{t.time_ms:.4g} ms is below the {floor_ms:.4g} ms that moving {nbytes / 1e6:.1f} MB at the "

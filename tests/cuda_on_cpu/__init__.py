@@ -13,6 +13,7 @@ Timings from it mean nothing; its verdicts on correctness are the evaluator's.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ctypes
 import functools
 import hashlib
@@ -187,13 +188,14 @@ class EmulatedSession(FakeSession):
 
 
 def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str | None = None,
-                    ranges: bool = True, real_inputs: dict[str, str] | None = None) -> EvalResult:
+                    ranges: bool = True, real_inputs: dict[str, str] | None = None, **options_changed: Any) -> EvalResult:
     """What `fsr eval` says of `candidate` (its text, with an `@fsr` block where it changes the
     launch) against `kernel` of `source`, through the evaluator's own `prepare` and `run_job`,
     with the kernels built and run on the CPU. `bench` replaces the spec's bench size (a
     `{ n = 1000 }` table): the emulator runs a few million threads a second, not billions.
     `ranges=False` leaves out the sets that probe the inputs' range (to show what they add);
-    `real_inputs`: the bytes a capture saved for `captured()` buffers ("OFFSET:PATH" by name)."""
+    `real_inputs`: the bytes a capture saved for `captured()` buffers ("OFFSET:PATH" by name);
+    `options_changed`: EvalOptions fields set otherwise (`screen=True`, say)."""
     from unittest import mock
 
     from fsr_lsp.evaluator.gpu.run import run_job
@@ -203,6 +205,7 @@ def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str 
         source = re.sub(r"^bench\s*=.*$", lambda _: f"bench = {bench}", source, count=1, flags=re.M)
     options = preparing.EvalOptions(timing=TimingConfig(warmup=1, min_reps=3, max_reps=3, target_seconds=0.0),
                                     base_seed=11, real_inputs=tuple(sorted((real_inputs or {}).items())))
+    options = dataclasses.replace(options, **options_changed)
     preparing._wide_binary.cache_clear()  # a double-precision build of the same text by nvcc, earlier
     try:
         with mock.patch.object(preparing, "compile_kernel", compile_on_cpu):

@@ -41,7 +41,7 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
         if job.mode == "sanitize":
             _sanitize_runs(ctx)
             result.message = "ran under compute-sanitizer"
-        elif job.mode == "time":
+        elif job.mode in ("time", "alone"):
             fill_constants(ctx, seed_for(job, 0, 0))  # both modules on the same tables
             time_job(ctx)
             phase("time")

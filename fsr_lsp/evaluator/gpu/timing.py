@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..records import Check, LaunchPlan, SizePlan, TimingStats
+from ..records import Check, LaunchPlan, SizePlan, TimingConfig, TimingStats
 from .relocation import canonical
 from .buffers import FLOATS, FRESH_ELEMENTS, count_bad, poison, refill, storage_dtype
 from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, launch_args, make_inputs, outputs,
@@ -29,6 +30,9 @@ from .timed_runs import SMALL_OUTPUT, Repetition, held_to_their_errors, largest_
 from .session import LoadedKernel
 
 BOOTSTRAP_SAMPLES = 1000
+SLOW_TIMING_MS = 2000.0  # of the slowest contender's runs a timing needs at least, beyond which it takes fewer
+MIN_SLOW_REPS = 5
+SLOW_WARMUP_S = 0.3  # a warm-up repetition this long (wall clock) is warm-up enough
 
 
 @dataclass
@@ -74,7 +78,8 @@ def time_job(ctx: JobContext) -> None:
         return lambda args: kernel.launch(args, launch)
 
     sets = [working(), working()]  # the kernels swap these every other repetition
-    contenders = [_Contender("original", kernel_launch(ctx.original, bench.original), ctx.original.point)]
+    contenders = [] if job.mode == "alone" else \
+        [_Contender("original", kernel_launch(ctx.original, bench.original), ctx.original.point)]
     if ctx.candidate:
         contenders.append(_Contender("candidate", kernel_launch(ctx.candidate, bench.candidate), ctx.candidate.point))
     if job.ref and not any(w.startswith("ref not used") for w in result.warnings):
@@ -157,12 +162,15 @@ def time_job(ctx: JobContext) -> None:
         guarded_launch(session, "candidate" if ctx.candidate else "original", where, lambda: None)
 
     for r in range(cfg.warmup):
+        warm = time.perf_counter()
         repetition(r, timed=False)
-    sync("warm-up")
+        sync("warm-up")
+        if time.perf_counter() - warm > SLOW_WARMUP_S:  # one run of a slow kernel warms it as well as three
+            break
     repetition(0, timed=True)
     sync("timing")
     per_run_ms = max(max(s.elapsed_time(e) for c in contenders for s, e in c.times), 1e-3) + 0.05
-    reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_seconds * 1000.0 / per_run_ms)))
+    reps = int(min(cfg.max_reps, max(least_reps(cfg, per_run_ms), cfg.target_seconds * 1000.0 / per_run_ms)))
     for r in range(1, reps):
         repetition(r, timed=True)
         if r % 32 == 31:
@@ -176,7 +184,7 @@ def time_job(ctx: JobContext) -> None:
         who = "candidate" if ctx.candidate else "original"
         raise Failure("wrong" if ctx.candidate else "spec_error",
                       f"an in buffer was modified during the timed runs ({who})", check="inputs unchanged")
-    if ctx.candidate and job.mode != "time":  # a time-only job judges nothing: the user's edit may change results
+    if ctx.candidate and job.mode == "full":  # a time-only job judges nothing: the user's edit may change results
         held = ""
         if counts["candidate"]:
             held = held_to_their_errors(ctx, bench, pristine, generator, seen, counts["candidate"])
@@ -185,16 +193,25 @@ def time_job(ctx: JobContext) -> None:
     if counts.get("ref"):
         result.warnings.append(f"ref disagreed with the original on {counts['ref']} elements of its timed runs")
     result.bench_size = bench.label
-    result.original_time = stats(times["original"])
+    result.original_time = stats(times["original"]) if "original" in times else None
     result.candidate_time = stats(times["candidate"]) if "candidate" in times else None
     result.ref_time = stats(times["ref"]) if "ref" in times else None
-    if result.candidate_time:
+    if result.candidate_time and result.original_time:
         result.speedup = paired_speedup(times["original"], times["candidate"])
         result.speedup_ci = speedup_interval(times["original"], times["candidate"], cfg.confidence,
                                              seed_for(job, len(job.sizes) + 3, 0))
     if result.ref_time:
         base = result.candidate_time or result.original_time
         result.speedup_vs_ref = result.ref_time.median_ms / base.median_ms
+
+
+def least_reps(cfg: TimingConfig, per_run_ms: float) -> int:
+    """The fewest timed runs: the configured number, or fewer where that many runs of the slowest
+    contender would take over SLOW_TIMING_MS (a 275 ms original timed 20 times is 5.5 s of every
+    verification; its run-to-run spread is far under its speedup's, so 7 runs time it as well)."""
+    if per_run_ms * cfg.min_reps <= SLOW_TIMING_MS:
+        return cfg.min_reps
+    return max(MIN_SLOW_REPS, min(cfg.min_reps, int(SLOW_TIMING_MS // per_run_ms)))
 
 
 def _log_times(kernel: str, size: str, times: dict[str, list[float]]) -> None:

@@ -60,6 +60,10 @@ class EvalOptions:
     # Time the two at the bench size and judge nothing: is the user's edit slower than the version
     # before it (performance on save)? Its result is "timed", never "verified".
     time_only: bool = False
+    # A screen that times the candidate alone and compares nothing, for an original too slow to run
+    # again for every configuration screened (a 275 ms matrix product): its result is "timed" and
+    # screened; a wrong configuration is caught by the full verification every screened one gets.
+    screen_alone: bool = False
     # (buffer, "OFFSET:PATH"): its bytes as a run of the user's program had them (fsr capture), checked
     # as one more input set at the bench size
     real_inputs: tuple[tuple[str, str], ...] = ()
@@ -195,7 +199,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         original=_launched_as_needed(orig.binary, source, kernel_name),  # type: ignore[arg-type]
         candidate=_launched_as_needed(cand.binary, vetted.source, kernel_name) if cand else None,
         sizes=sizes[-1:] if options.screen or options.time_only else sizes,  # the bench size comes last
-        mode="time" if options.time_only else "full",
+        mode="time" if options.time_only else "alone" if options.screen and options.screen_alone else "full",
         seeds_per_size=seeds,
         base_seed=seed,
         ref={} if options.screen else dict(spec.ref),

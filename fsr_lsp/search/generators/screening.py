@@ -4,6 +4,7 @@ rewrites): a rewrite that loses on this GPU never holds a slot ahead of one that
 
 from __future__ import annotations
 
+from ...evaluator.records import EvalResult
 from ..context import RoundContext
 from ..proposal import Proposal
 
@@ -12,13 +13,16 @@ from ..proposal import Proposal
 LOSS_MARGIN = 0.05
 
 
-def screened_order(ctx: RoundContext, structural: list[Proposal], losers: dict[str, str]) -> list[Proposal]:
+def screened_order(ctx: RoundContext, structural: list[Proposal], losers: dict[str, str],
+                   screened: dict[str, float] | None = None) -> list[Proposal]:
     """The structural rewrites by their screened time at the bench size, fastest first; one
     that screens clearly slower than the original (a tile that loses on this GPU) is added to
     `losers`, its key to its note (the caller drops it for the whole search, and may say so to a
     model), and left out. One the screen could not
     time (it failed the screen's check, or did not compile) goes last: its full verdict says
-    why. Without a screen, as they came. Screening results are never verdicts."""
+    why. Without a screen, as they came. Screening results are never verdicts. `screened` gets
+    each timed one's time as a share of the original's, by key."""
+    screened = {} if screened is None else screened
     if ctx.screen is None or not structural:
         return structural
     results = ctx.screen(structural)
@@ -28,8 +32,9 @@ def screened_order(ctx: RoundContext, structural: list[Proposal], losers: dict[s
     untimed: list[Proposal] = []
     dropped = 0
     for p, r in zip(structural, results):
-        if r.passed_screen and r.candidate_time is not None and r.original_time is not None:
-            ratio = r.candidate_time.median_ms / r.original_time.median_ms
+        ms = screened_ms(r, ctx.baseline_ms)
+        if ms is not None and ctx.baseline_ms > 0:
+            ratio = ms / ctx.baseline_ms
             if ratio > 1 + LOSS_MARGIN:
                 losers[p.key] = p.note or p.generator
                 dropped += 1
@@ -38,8 +43,21 @@ def screened_order(ctx: RoundContext, structural: list[Proposal], losers: dict[s
         else:
             untimed.append(p)
     timed.sort(key=lambda t: t[0])
+    for ratio, p in timed:
+        screened[p.key] = ratio
     if ctx.note:
         kept = ", ".join(f"{1 / ratio:.2f}x" for ratio, _ in timed)
         ctx.note(f"structural rewrites screened: {len(timed)} kept ({kept or 'none'}), "
                  f"{dropped} slower than the original dropped")
     return [p for _, p in timed] + untimed
+
+
+def screened_ms(r: EvalResult, baseline_ms: float) -> float | None:
+    """A screen's time for the candidate, on the baseline's scale: relative to the original timed
+    beside it (runs on a busy GPU stay comparable), or as timed alone where the original was too
+    slow to run beside it. None where the screen failed or could not time it."""
+    if not r.screened or r.candidate_time is None:
+        return None
+    if r.passed_screen and r.original_time is not None:
+        return r.candidate_time.median_ms / r.original_time.median_ms * baseline_ms
+    return r.candidate_time.median_ms if r.status == "timed" and r.original_time is None else None

@@ -14,8 +14,8 @@ from .atomic_sum import atomic_sums
 from .block_sum import block_sum
 from .online_softmax import online_softmax
 from .rows import warp_per_row
-from .stencil_tile import patterns_line as stencil_line, stencil_tile
-from .tiles import SHAPES as TILE_SHAPES, shared_tiles
+from .stencil_tile import patterns_line as stencil_line, stencil_rows, stencil_tile
+from .tiles import matrix_product, tiled_products
 from .transpose_tile import transpose_tile
 from .vector_map import vector_map
 
@@ -40,12 +40,13 @@ def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
                      "a warp down a column (a transaction per thread). Staging the block's elements in a shared "
                      "tile (with a padding column) so that reads and writes both go along rows is the usual fix; "
                      "fsr's own such rewrite is measured in the first round")
-    tiled = shared_tiles(kernel, spec, definition)
-    if tiled is not None:
+    product = matrix_product(kernel, spec, definition)
+    if product is not None:
         found.append(f"one thread computes each output of a matrix product, reading a row and a column from global "
-                     f"memory over `{tiled.summed}` (each operand loaded once per output that needs it). Tiles of "
+                     f"memory over `{product.bound}` (each operand loaded once per output that needs it). Tiles of "
                      "the output a block, staged in shared memory, with several outputs a thread in registers, "
-                     "are the usual fix; fsr's own such rewrite is measured in the first round")
+                     "128-bit loads and the next slice loaded while this one is multiplied, are the usual fix; "
+                     "fsr's own family of such rewrites is measured in the first round and tuned after it")
     mapped = vector_map(kernel, spec, definition)
     if mapped is not None:
         found.append(f"an element-wise map: each thread loads and stores one 32-bit element of "
@@ -95,20 +96,17 @@ def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: in
                             note=atomic.note, round=round_))
     for transposed in transpose_tile(kernel, spec, definition):
         out.append(Proposal(source=transposed.launch + transposed.definition,
-                            generator=f"builtin:transpose-tile-{transposed.exchanged}",
+                            generator=f"builtin:transpose-{'tile' if transposed.elements == 1 else 'rows'}-"
+                                      f"{transposed.exchanged}",
                             note=transposed.note, round=round_))
     stencil = stencil_tile(kernel, spec, definition)
     if stencil is not None:
         out.append(Proposal(source=stencil.definition, generator="builtin:stencil-tile", note=stencil.note,
                             round=round_))
-    for tile, per in TILE_SHAPES:
-        tiled = shared_tiles(kernel, spec, definition, tile, per)
-        if tiled is None:
-            break
-        block = (f'/* @fsr\ngrid = ["{tiled.grid[0]}", "{tiled.grid[1]}"]\nblock = [{tiled.block[0]}, {tiled.block[1]}]\n'
-                 f'*/\n')
-        out.append(Proposal(source=block + tiled.definition, generator="builtin:shared-tiles", note=tiled.note,
+    for rows in stencil_rows(kernel, spec, definition):
+        out.append(Proposal(source=rows.launch + rows.definition, generator="builtin:stencil-rows", note=rows.note,
                             round=round_))
+    out += [p for _, p in tiled_products(kernel, spec, definition, gpu, round_)]
     mapped = vector_map(kernel, spec, definition)
     if mapped is not None:
         block = f'/* @fsr\ngrid = "{mapped.grid}"\nblock = {mapped.block}\n*/\n'

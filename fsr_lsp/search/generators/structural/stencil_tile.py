@@ -43,6 +43,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
+from ....specs.model import AtArg
 from .stencil_forms import Coord, NotApplicable, Read
 from .stencil_reads import Reads
 from .syntax import dims, indent_of, walk
@@ -157,6 +158,91 @@ class _Stencil(Reads):
         return (self.data[:first.start_byte].decode().rstrip(" \t") + head + i + tail.decode() +
                 self.data[self.body.end_byte:].decode())
 
+    def rows(self, rows: int, restrict: bool, spec: Spec) -> StencilRows:
+        """The kernel with its body run for `rows` rows a thread, `y` the thread's first row plus
+        the loop's count; each `return` (the bounds check) ends that row's iteration only."""
+        statements = [n for n in self.body.named_children if n.type != "comment"]
+        found = self._thread_coordinates(statements)
+        write, reads = self._accesses()
+        _, analysed = self._stencil(reads)  # a stencil of one input, as the tile reads it
+        check = self._hoistable_check(statements, write, reads, analysed)
+        y_decl = next(st for st in found if self.coords[self.flat(st.child_by_field_name("declarator")
+                                                                    .child_by_field_name("declarator"))] == "y")
+        returns = [n for n in walk(self.body) if n.type == "return_statement"]
+        for node in returns:
+            up = node.parent
+            while up is not None and up != self.body:
+                if up.type in ("for_statement", "while_statement", "do_statement", "switch_statement"):
+                    raise NotApplicable  # `continue` there would go on with that loop
+                up = up.parent
+            if self.flat(node) != "return;":
+                raise NotApplicable
+        name = self.flat(y_decl.child_by_field_name("declarator").child_by_field_name("declarator"))
+        value = y_decl.child_by_field_name("declarator").child_by_field_name("value")
+        i = indent_of(self.data, y_decl) or "    "
+        if check is not None:  # every read clamped: all rows' loads run, only the write is checked
+            guard, statement = check
+            store = write.parent.parent  # the write's expression statement
+            edits = [(statement.start_byte, statement.end_byte,
+                      f"const bool fsr_outside = {guard};  // the original's bounds check: no output here"),
+                     (store.start_byte, store.start_byte, "if (!fsr_outside) ")]
+        else:
+            edits = [(n.start_byte, n.end_byte, "continue;  // this row only") for n in returns]
+        edits = sorted(edits + [(value.start_byte, value.end_byte, "fsr_y0 + fsr_r")], reverse=True)
+        start, end = self.data.rfind(b"\n", 0, y_decl.start_byte) + 1, self.body.end_byte - 1  # whole lines
+        inner = self.data[start:end]
+        for a, b, new in edits:
+            inner = inner[:a - start] + new.encode() + inner[b - start:]
+        loop_body = "\n".join(f"    {line}" if line.strip() else line for line in inner.decode().rstrip().splitlines())
+        kept = (", kept in a register (the pointers are __restrict__: the spec passes no buffer twice; every read\n"
+                f"{i}// is clamped into the image, so each row's reads run unchecked and only its write is checked)"
+                if restrict and check is not None else
+                ", kept in a register (the pointers are __restrict__: the spec passes no buffer twice)" if restrict else "")
+        head = (f"{i}// fsr: {rows} outputs a thread down its column: a row one output reads is read again by the\n"
+                f"{i}// next{kept}\n"
+                f"{i}const int fsr_y0 = (blockIdx.y * blockDim.y + threadIdx.y) * {rows};  // the thread's first row\n"
+                f"{i}#pragma unroll\n"
+                f"{i}for (int fsr_r = 0; fsr_r < {rows}; ++fsr_r) {{\n"
+                f"{loop_body}\n"
+                f"{i}}}\n")
+        text = self.data[:start].decode() + head + self.data[end:].decode()
+        if restrict:
+            text = self._restricted(text)
+        grid = f'/* @fsr\ngrid = ["{spec.grid[0]}", "cdiv({spec.grid[1]}, {rows})"]\nblock = [{self.block[0]}, {self.block[1]}]\n*/\n'
+        note = f"{rows} outputs a thread down each column" + (", pointers __restrict__" if restrict else "")
+        return StencilRows(text, note, grid)
+
+    def _hoistable_check(self, statements: list[Node], write: Node, reads: dict[str, list[Node]],
+                         analysed: list[Read]) -> tuple[str, Node] | None:
+        """(the bounds check, its statement) where the body is `if (outside) return;`, then code whose
+        only reads are the stencil's, each clamped on both sides on both axes, ending in the one
+        write as a statement of its own: running the reads for a row past the image reads inside it,
+        so only the write needs the check. None for any other shape."""
+        if len(reads) != 1 or any(any(r.guards.values()) or any(c.bounded != {"lower", "upper"} for c in r.coords.values())
+                                  for r in analysed):
+            return None
+        guard = next((st for st in statements if st.type == "if_statement"), None)
+        store = write.parent.parent if write.parent is not None else None
+        if guard is None or store is None or store.type != "expression_statement" or store.parent != self.body or \
+                statements[-1] != store or guard.child_by_field_name("alternative") is not None:
+            return None
+        then = guard.child_by_field_name("consequence")
+        if then is None or self.flat(then).replace(" ", "") not in ("return;", "{return;}"):
+            return None
+        condition = guard.child_by_field_name("condition")
+        if any(n.type in ("call_expression", "assignment_expression", "update_expression") for n in walk(condition)):
+            return None
+        return self.flat(condition), guard
+
+    def _restricted(self, text: str) -> str:
+        """`__restrict__` on every pointer parameter that has none (in the signature only)."""
+        body = text.index("{")
+        signature = text[:body]
+        for p in self.params.values():
+            if p.is_pointer and "__restrict__" not in p.type_text:
+                signature = re.sub(rf"\*\s*{re.escape(p.name)}\b", f"* __restrict__ {p.name}", signature, count=1)
+        return signature + text[body:]
+
     def _unused(self, first: Node, analysed: list[Read]) -> list[Node]:
         """The declarations only the replaced reads used (`int yy = min(max(y + dy, 0), h - 1);`): dead
         once the tile is read at the unclamped coordinate, so they go."""
@@ -211,6 +297,32 @@ class _Stencil(Reads):
         if len(self.block) == 1:
             return f"tile[{at(read.coords['x'], 'tile_x0')}]"
         return f"tile[{at(read.coords['y'], 'tile_y0')}][{at(read.coords['x'], 'tile_x0')}]"
+
+
+ROWS = (4, 8)  # outputs a thread down a column, for the rows variant
+
+
+@dataclass(frozen=True)
+class StencilRows:
+    definition: str
+    note: str
+    launch: str  # the candidate's @fsr block: the grid's rows divided among each thread's outputs
+
+
+def stencil_rows(kernel: Kernel, spec: Spec, definition: str) -> list[StencilRows]:
+    """The 2-D stencil with each thread computing ROWS outputs down its column (their pointers
+    `__restrict__` where the spec passes no buffer twice, so that the compiler keeps a row read
+    for one output in a register for the next), or [] when the kernel is no stencil this knows."""
+    block = dims(spec.block)
+    if len(block) != 2 or not all(isinstance(b, int) and b > 0 for b in block) or len(dims(spec.grid)) != 2 or \
+            spec.smem not in (0, "0") or _FORBIDDEN.search(definition):
+        return []
+    distinct = not any(isinstance(a, AtArg) for a in spec.args)
+    try:
+        stencil = _Stencil(kernel, block, definition)
+        return [stencil.rows(r, distinct, spec) for r in ROWS]
+    except NotApplicable:
+        return []
 
 
 def patterns_line(found: StencilTile) -> str:

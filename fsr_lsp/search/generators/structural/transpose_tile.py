@@ -41,6 +41,7 @@ class TileTranspose:
     note: str
     exchanged: str  # "write" (a row-major read stays) or "read" (a column-major read, say)
     launch: str = ""  # the candidate's @fsr block when the tile needs a new block shape, else ''
+    elements: int = 1  # a thread's: several where each thread takes rows of the tile
 
 
 def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTranspose]:
@@ -141,7 +142,7 @@ def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTran
             note = (f"transpose through a shared {tile}x{tile + 1} tile, {tile // rows} elements a thread, the "
                     f"{exchanged} of `{out if exchanged == 'write' else source}` made by the transposed thread; "
                     f"blocks of {tile}x{rows} threads")
-            out_variants.append(TileTranspose(head + body_text + tail, note, exchanged, launch_rows))
+            out_variants.append(TileTranspose(head + body_text + tail, note, exchanged, launch_rows, tile // rows))
     return out_variants
 
 

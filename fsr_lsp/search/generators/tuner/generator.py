@@ -20,8 +20,10 @@ from ....kernels import Kernel
 from ....specs import Spec
 from ...context import RoundContext
 from ...proposal import Proposal, Tried
-from ..screening import screened_order
+from ..screening import screened_ms, screened_order
 from ..structural import structural_proposals
+from ..structural.tiles import bench_sizes, matrix_product, tiled_products
+from .climb import Family, climb
 from .reblock import reblocked
 from .render import render
 from .space import KNOBS, Config, Space, space_of
@@ -37,6 +39,12 @@ FIRST_ROUND_PROPOSALS = 2
 SWEEP_SHARE = 0.5  # of a round's screening time for the sweep of launch shapes at most
 VERIFY_SHARE = 0.4  # of the search's remaining time left for the full verification of what screening found
 BATCH = 16  # configurations compiled in parallel and screened together
+# A verified rewrite of the work this far ahead of the original takes every later round's budget:
+# the original's block shapes and knobs are not tuned again (a 25x tile's search once spent two
+# rounds verifying 3.7x shapes of a 275 ms original).
+LEADER_AHEAD = 2.0
+SCREEN_MARGIN = 0.1  # screened within this of the fastest: near enough to verify beside it
+SLOW_ORIGINAL_MS = 20.0  # one run of the original past this: round 0 verifies only the fastest screened rewrite
 
 
 class BuiltinGenerator:
@@ -48,6 +56,8 @@ class BuiltinGenerator:
         self._tuners: dict[str, tuple[Space, Annealer]] = {}
         self.screened = 0  # configurations screened so far (all kernels)
         self._losers: dict[str, str] = {}  # structural rewrites that screened slower than the original: key -> note
+        self._families: dict[str, Family | None] = {}  # kernel -> its tiled-product family, where it is a product
+        self._screened: dict[str, float] = {}  # structural rewrites' screened time, a share of the original's
 
     # ------------------------------------------------------------ the generator interface
 
@@ -58,19 +68,60 @@ class BuiltinGenerator:
 
     def propose(self, ctx: RoundContext, n: int) -> list[Proposal]:
         tried = {t.proposal.key for t in ctx.history} | set(self._losers)
+        family = self._family(ctx)
         # A new split of the work first, where one applies: it is verified before any tuning
         structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu)
                       if p.key not in tried]
         if structural and ctx.round == 0:  # alone: its verdict, and a first win, come without waiting for tuning
             if ctx.screen is None:
                 return structural[:n]
-            structural = screened_order(ctx, structural, self._losers)
+            structural = screened_order(ctx, structural, self._losers, self._screened)
             if not structural:  # every one screened slower than the original: round 0 tunes instead
                 return self._tuned(ctx, n, tried | set(self._losers))
-            return structural[:n]
-        # the structural leader re-blocked (tuned further), ahead of the tuner's configurations of the original
+            return self._first_verified(ctx, structural)[:n]
+        # the structural leader tuned further, ahead of the tuner's configurations of the original
+        leader = next((t for t in ctx.seeds if t.verified), None)
+        if leader is not None and leader.result.speedup:  # what screened slower than the leader is not verified
+            structural = [p for p in structural
+                          if self._screened.get(p.key, 0.0) * leader.result.speedup < 1 - SCREEN_MARGIN]
+        if family is not None and leader is not None and leader.proposal.key in family.configs:
+            structural += climb(ctx, family, leader, tried, max(0, n - len(structural)))
         structural += reblocked(ctx.kernel, ctx.seeds, tried, ctx.round)[: max(0, n - len(structural))]
+        if self._far_ahead(leader):  # the original's own shapes cannot catch it: no budget goes back to them
+            return structural[:n]
         return structural + self._tuned(ctx, max(0, n - len(structural)) if structural else n, tried)
+
+    def _first_verified(self, ctx: RoundContext, ranked: list[Proposal]) -> list[Proposal]:
+        """Round 0's structural rewrites to verify at once: the fastest screened, and the next where it
+        screened within SCREEN_MARGIN of it (up to FIRST_ROUND_PROPOSALS; only the fastest where one
+        run of the original is slow, so that a first win waits on one verification). The others wait
+        for round 1, verified there only if they screened faster than the leader."""
+        timed = [p for p in ranked if p.key in self._screened]
+        if not timed:
+            return ranked
+        best = self._screened[timed[0].key]
+        slow = ctx.baseline_ms > SLOW_ORIGINAL_MS
+        near = [p for p in timed if self._screened[p.key] <= best * (1 + SCREEN_MARGIN)]
+        untimed = [p for p in ranked if p.key not in self._screened]  # their full verdicts say why
+        return near[:1 if slow else FIRST_ROUND_PROPOSALS] + untimed
+
+    def _far_ahead(self, leader: Tried | None) -> bool:
+        """A verified rewrite of the work (no configuration of the original) at LEADER_AHEAD or more."""
+        return leader is not None and leader.proposal.key not in self._configs and \
+            (leader.result.speedup or 0.0) >= LEADER_AHEAD
+
+    def _family(self, ctx: RoundContext) -> Family | None:
+        """The kernel's tiled-product family (None: no matrix product), its round-0 guesses known."""
+        key = hashlib.sha256((ctx.kernel_text + ctx.gpu.name).encode()).hexdigest()
+        if key not in self._families:
+            product = matrix_product(ctx.kernel, ctx.spec, ctx.definition)
+            self._families[key] = None if product is None else \
+                Family(product, bench_sizes(product, ctx.spec), ctx.gpu.sm_count or 132)
+        family = self._families[key]
+        if family is not None and ctx.round == 0:
+            for c, p in tiled_products(ctx.kernel, ctx.spec, ctx.definition, ctx.gpu, ctx.round):
+                family.register(c, p)
+        return family
 
     def _tuned(self, ctx: RoundContext, n: int, tried: set[str]) -> list[Proposal]:
         if n <= 0:
@@ -134,15 +185,15 @@ class BuiltinGenerator:
         results = ctx.screen(proposals) if proposals else []
         self.screened += len(results)
         if ctx.note:
-            passed = [r.speedup for r in results if r.passed_screen and r.speedup]
+            passed = [ctx.baseline_ms / ms for r in results if (ms := screened_ms(r, ctx.baseline_ms))]
             best = f", best of this batch {max(passed):.2f}x" if passed else ""
             ctx.note(f"tuning: {self.screened} configurations screened{best}")
         for i, r in zip(index, results):
             if r.status == "cancelled":
                 return times[:i]  # shorter than asked: the tuner stops
-            if r.passed_screen and r.candidate_time is not None and r.original_time is not None:
-                # Relative to the original timed beside it: runs on a busy GPU stay comparable.
-                times[i] = r.candidate_time.median_ms / r.original_time.median_ms * ctx.baseline_ms
+            ms = screened_ms(r, ctx.baseline_ms)
+            if ms is not None:
+                times[i] = ms
             elif r.status == "unchanged":
                 times[i] = ctx.baseline_ms
         return times

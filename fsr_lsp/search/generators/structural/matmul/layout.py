@@ -29,7 +29,7 @@ def subscript(factor: str) -> str:
 def adjacent(factor: str, index: str, k: str) -> Fast | None:
     """"k" where neighbouring `k` are neighbouring elements, "index" where neighbouring values
     of the thread index are, None where neither (or the expression is not plain arithmetic)."""
-    text = _CAST.sub(" ", subscript(factor))
+    text = _CAST.sub(" ", subscript(factor)).strip()
     if not _ARITHMETIC.match(text):
         return None
     names = sorted(set(re.findall(r"\b[A-Za-z_]\w*\b", text)))

@@ -90,8 +90,9 @@ def prior(c: TileConfig, p: int, q: int, batch: int, sms: int, element: int = 4)
     lower first: the work of each multiply-add (its shared and global loads, amortised by the
     tile sizes), stretched by the waves of blocks an SM holds and by idle SMs in the last wave."""
     threads = c.threads
-    registers = min(c.registers(element), REGISTERS_PER_SM // (c.min_blocks * threads)) if c.min_blocks else \
-        c.registers(element)
+    registers = c.registers(element)
+    if c.min_blocks and registers > REGISTERS_PER_SM // (c.min_blocks * threads):
+        return math.inf  # capped below what it needs: it spills (seen: a double 8x8 tile 9x slower)
     per_sm = min(2048 // threads, 32, REGISTERS_PER_SM // (threads * max(registers, 32)),
                  (228 << 10) // max(c.shared_bytes(element), 1))
     if per_sm < 1:
@@ -105,11 +106,24 @@ def prior(c: TileConfig, p: int, q: int, batch: int, sms: int, element: int = 4)
     global_ = (1 / c.bn + 1 / c.bm) * 8
     latency = 1.0 if c.buffers == 2 else 1.25  # a slice loaded while the last is multiplied
     occupancy = min(1.0, per_sm * threads / 512)  # too few warps to hide latency
-    work = (1 + shared + global_) * latency / occupancy
+    slices = 1 / c.bk  # a barrier, the loop and the loads' addresses each slice (measured: BK 4 is 12% slower than 8)
+    work = (1 + shared + global_ + slices) * latency / occupancy
     padded = (math.ceil(p / c.bm) * c.bm * math.ceil(q / c.bn) * c.bn) / max(p * q, 1)  # work on the ragged edge
     return work * padded / max(fill, 1e-3) * max(1.0, 1.0 / max(waves, 1e-3)) ** 0.5
 
 
 def ranked(p: int, q: int, batch: int, sms: int, element: int = 4) -> list[TileConfig]:
-    """Every valid configuration, likeliest fastest first."""
-    return sorted(configurations(element), key=lambda c: (prior(c, p, q, batch, sms, element), c))
+    """Every valid configuration, likeliest fastest first (none the model expects to spill)."""
+    scored = [(prior(c, p, q, batch, sms, element), c) for c in configurations(element)]
+    return [c for score, c in sorted(scored) if score < math.inf]
+
+
+def first_guesses(p: int, q: int, batch: int, sms: int, element: int = 4, n: int = 4) -> list[TileConfig]:
+    """The `n` likeliest, each a different tile shape (depth, padding and register caps are refinements)."""
+    out: list[TileConfig] = []
+    for c in ranked(p, q, batch, sms, element):
+        if all((c.bm, c.bn, c.tm, c.tn) != (o.bm, o.bn, o.tm, o.tn) for o in out):
+            out.append(c)
+        if len(out) == n:
+            break
+    return out

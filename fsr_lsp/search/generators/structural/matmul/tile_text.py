@@ -23,7 +23,7 @@ import textwrap
 
 from .layout import adjacent
 from .product import Product
-from .space import TileConfig
+from .tile_space import TileConfig
 
 _VECTOR = {"float": ("float4", ("x", "y", "z", "w")), "double": ("double2", ("x", "y"))}
 
