@@ -71,3 +71,23 @@ def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: s
             "search_s": float(first.group(2)) if first else None, "wall_s": time.perf_counter() - t0,
             "message": final.group(2) if final else "", "winner": winner,
             "log": proc.stdout[-3000:] + proc.stderr[-1000:] + trace}
+
+
+def event_median_ms(torch, run, flush, reps: int = 30, budget_s: float = 2.0) -> float:
+    """Median of `run`'s CUDA-event times after a warm-up run, `flush()` (the L2 emptied) before
+    each; at least 5 runs, fewer than `reps` once `budget_s` of wall clock is spent."""
+    run()
+    torch.cuda.synchronize()
+    times: list[float] = []
+    started = time.perf_counter()
+    for _ in range(reps):
+        flush()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        run()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+        if time.perf_counter() - started > budget_s and len(times) >= 5:
+            break
+    return statistics.median(times)

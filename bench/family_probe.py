@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import re
-import statistics
 import time
 from pathlib import Path
 
-from _common import ROOT, console, save, table
+from _common import ROOT, console, event_median_ms, save, table
 
 from fsr_lsp.evaluator.compile.compiler import CompileOptions, compile_kernel
 from fsr_lsp.evaluator.gpu.session import GpuSession
@@ -47,22 +46,7 @@ class Probe:
     # ------------------------------------------------------------------ timing
 
     def time(self, run, reps: int = 30, budget_s: float = 2.0) -> float:
-        torch = self.torch
-        run()
-        torch.cuda.synchronize()
-        times = []
-        started = time.perf_counter()
-        for _ in range(reps):
-            self.session.flush_l2(2)
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            run()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-            if time.perf_counter() - started > budget_s and len(times) >= 5:
-                break
-        return statistics.median(times)
+        return event_median_ms(self.torch, run, lambda: self.session.flush_l2(2), reps, budget_s)
 
     def copy_gbps(self, nbytes: int) -> float:
         """The yardstick for data movement: a device-to-device copy, bytes read plus written a second."""

@@ -14,13 +14,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import statistics
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import ROOT, console, fsr_optimize, save, table
+from _common import ROOT, console, event_median_ms, fsr_optimize, save, table
 
 
 @dataclass(frozen=True)
@@ -41,6 +40,8 @@ TARGETS = [
            "{ M = 4096, N = 4096, K = 4096 }", 120, "matmul", 36.0),
     Target("sgemm 1000x3000x777, B column-major", FORMS / "sgemm_colmajor_b.cu", "matmul_bt",
            "{ M = 1000, N = 3000, K = 777 }", 60, "matmul", 2 / 3),
+    Target("sgemm batched 16 x 512 x 512 x 256", FORMS / "sgemm_batched.cu", "bmm",
+           "{ batch = 16, M = 512, N = 512, K = 256 }", 60, "matmul", 2 / 3),
     Target("transpose 8192^2", NAIVE / "transpose.cu", "transpose_naive", "{ rows = 8192, cols = 8192 }", 40,
            "move", 0.8),
     Target("3x3 stencil 8192^2", NAIVE / "stencil3x3.cu", "blur3x3", "{ h = 8192, w = 8192 }", 40, "move", 0.7),
@@ -51,20 +52,9 @@ def sizes_of(bench: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"(\w+) = (\d+)", bench)}
 
 
-def timed(torch, run, reps: int = 30) -> float:
+def timed(torch, run) -> float:
     flush = torch.empty(64 << 20, dtype=torch.int8, device="cuda")
-    run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return event_median_ms(torch, run, flush.zero_)
 
 
 def yardstick(t: Target) -> float:
@@ -74,10 +64,11 @@ def yardstick(t: Target) -> float:
     torch.backends.cuda.matmul.allow_tf32 = False
     s = sizes_of(t.bench)
     if t.kind == "matmul":
-        a = torch.randn(s["M"], s["K"], device="cuda")
-        b = torch.randn(s["K"], s["N"], device="cuda")
-        c = torch.empty(s["M"], s["N"], device="cuda")
-        return timed(torch, lambda: torch.mm(a, b, out=c))
+        batch = s.get("batch", 1)
+        a = torch.randn(batch, s["M"], s["K"], device="cuda")
+        b = torch.randn(batch, s["K"], s["N"], device="cuda")
+        c = torch.empty(batch, s["M"], s["N"], device="cuda")
+        return timed(torch, lambda: torch.bmm(a, b, out=c))
     n = 1
     for v in s.values():
         n *= v
@@ -109,7 +100,7 @@ def main() -> int:
             yard = yardstick(t)
             s = sizes_of(t.bench)
             if t.kind == "matmul":
-                flops = 2.0 * s["M"] * s["N"] * s["K"]
+                flops = 2.0 * s["M"] * s["N"] * s["K"] * s.get("batch", 1)
                 got = flops / best_ms / 1e9 if best_ms else 0.0
                 cublas = flops / yard / 1e9
                 share = got / cublas

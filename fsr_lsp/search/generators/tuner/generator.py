@@ -7,8 +7,11 @@ together, and proposes the fastest few for the full verification; later rounds a
 the verified leaders. Without screening, each round proposes the untried neighbours of the
 leader, one knob at a time. Structural rewrites (a new split of the work) go first in round 0,
 ranked by their screened time where the bench can screen, the ones that lose on this GPU
-dropped. Screening results never leave the tuner: only fully verified candidates seed rounds
-or reach the history.
+dropped, and only the fastest (and one near it) verified at once. Later rounds refine the
+verified leader first: a tiled product climbs through its configurations (climb.py), a row
+rewrite is re-blocked (reblock.py); once a rewrite of the work is LEADER_AHEAD ahead, the
+original's own shapes are not tuned again. Screening results never leave the tuner: only fully
+verified candidates seed rounds or reach the history.
 """
 
 from __future__ import annotations
