@@ -11,12 +11,10 @@ from ..evaluator import EvalOptions, Evaluator
 from ..evaluator.profile.profile import Profiled
 from ..evaluator.records import EvalResult, GpuInfo
 from ..evaluator.backends import Backend, EvalRequest, LocalBackend
+from .generators.screening import SLOW_ORIGINAL_MS
 from .proposal import Proposal
 
 CONFIRM_SEEDS = 8
-# A screen times the candidate alone where one run of the original takes longer than this: the
-# original's runs, repeated for every configuration screened, would cost more than the screen.
-SLOW_ORIGINAL_MS = 20.0
 
 
 class GpuBench:

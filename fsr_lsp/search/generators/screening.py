@@ -11,6 +11,10 @@ from ..proposal import Proposal
 # A structural rewrite screened more than this much slower than the original is dropped: beyond
 # the screen's noise (a few percent at the bench size), not a near-tie a full timing may reverse.
 LOSS_MARGIN = 0.05
+# One run of the original past this is slow: a screen times the candidate alone (the original's runs,
+# repeated for every configuration screened, would cost more than the screen), and round 0 verifies
+# only the fastest screened rewrite, so that a first win waits on one verification.
+SLOW_ORIGINAL_MS = 20.0
 
 
 def screened_order(ctx: RoundContext, structural: list[Proposal], losers: dict[str, str],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ...context import RoundContext
 from ...proposal import Proposal, Tried
@@ -38,10 +39,10 @@ class Family:
         self.configs[p.key] = c
 
     def neighbours(self, c: TileConfig) -> list[TileConfig]:
-        e = self.sizes.element
-        return sorted({n for n in c.neighbours() if valid(n, e) and
-                       prior(n, self.sizes.p, self.sizes.q, self.sizes.batch, self.sms, e) < float("inf")},
-                      key=lambda n: prior(n, self.sizes.p, self.sizes.q, self.sizes.batch, self.sms, e))
+        """The valid neighbours the prior does not expect to spill, likeliest fastest first."""
+        e, s = self.sizes.element, self.sizes
+        scored = {n: prior(n, s.p, s.q, s.batch, self.sms, e) for n in c.neighbours() if valid(n, e)}
+        return sorted((n for n, score in scored.items() if score < float("inf")), key=lambda n: (scored[n], n))
 
 
 def climb(ctx: RoundContext, family: Family, leader: Tried, tried: set[str], n: int) -> list[Proposal]:
@@ -50,12 +51,14 @@ def climb(ctx: RoundContext, family: Family, leader: Tried, tried: set[str], n: 
     start = family.configs.get(leader.proposal.key)
     if start is None or n <= 0:
         return []
-    proposal = lambda c: tile_proposal(family.product, c, ctx.round, parent=leader.proposal.key)  # noqa: E731
+    def proposal(c: TileConfig) -> Proposal:
+        return tile_proposal(family.product, c, ctx.round, parent=leader.proposal.key)
+
     if ctx.screen is None:
-        fresh = [p for p in map(proposal, family.neighbours(start)) if p.key not in tried]
-        for c, p in zip(family.neighbours(start), fresh):
+        fresh = [(c, p) for c in family.neighbours(start) if (p := proposal(c)).key not in tried][:n]
+        for c, p in fresh:
             family.register(c, p)
-        return fresh[:n]
+        return [p for _, p in fresh]
     deadline = time.monotonic() + max(0.0, (ctx.deadline or time.monotonic()) - time.monotonic()) * ROUND_SHARE
     _screen(ctx, family, [start] + family.neighbours(start), proposal)
     current = start
@@ -85,7 +88,8 @@ def climb(ctx: RoundContext, family: Family, leader: Tried, tried: set[str], n: 
     return out
 
 
-def _screen(ctx: RoundContext, family: Family, configs: list[TileConfig], proposal) -> None:
+def _screen(ctx: RoundContext, family: Family, configs: list[TileConfig],
+            proposal: Callable[[TileConfig], Proposal]) -> None:
     todo = [c for c in dict.fromkeys(configs) if c not in family.screened]
     if not todo or ctx.screen is None:
         return

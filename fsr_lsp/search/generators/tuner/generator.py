@@ -23,7 +23,7 @@ from ....kernels import Kernel
 from ....specs import Spec
 from ...context import RoundContext
 from ...proposal import Proposal, Tried
-from ..screening import screened_ms, screened_order
+from ..screening import SLOW_ORIGINAL_MS, screened_ms, screened_order
 from ..structural import structural_proposals
 from ..structural.tiles import bench_sizes, matrix_product, tiled_products
 from .climb import Family, climb
@@ -47,7 +47,6 @@ BATCH = 16  # configurations compiled in parallel and screened together
 # rounds verifying 3.7x shapes of a 275 ms original).
 LEADER_AHEAD = 2.0
 SCREEN_MARGIN = 0.1  # screened within this of the fastest: near enough to verify beside it
-SLOW_ORIGINAL_MS = 20.0  # one run of the original past this: round 0 verifies only the fastest screened rewrite
 
 
 class BuiltinGenerator:
