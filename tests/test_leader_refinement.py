@@ -156,3 +156,31 @@ def test_a_slow_kernel_is_timed_fewer_times_a_fast_one_as_configured():
     assert least_reps(cfg, 99.0) == cfg.min_reps  # 20 runs of 99 ms: under two seconds
     assert least_reps(cfg, 275.0) == 7
     assert least_reps(cfg, 5000.0) == MIN_SLOW_REPS
+
+
+def test_a_models_later_round_starts_from_the_verified_tiled_leader_and_its_configuration(monkeypatch):
+    """Issue 57 item 5: with a model configured, round 0 is fsr's own tiled products; the model's
+    next round is shown the verified leader as the best so far: its code and the note that names
+    its configuration."""
+    from fsr_lsp.search.config import LLMConfig
+    from fsr_lsp.search.generators.llm import LLMGenerator
+    from fsr_lsp.search.proposal import Tried
+
+    from .fake_llm import FakeLLM, answer
+
+    monkeypatch.setenv("FSR_TEST_KEY", "unused-0123456789")
+    source = SGEMM.read_text()
+    code = source[source.index("__global__"):]
+    with FakeLLM([answer(f"```cuda\n{code}```")] * 4) as llm:
+        gen = LLMGenerator(LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_TEST_KEY", timeout=5))
+        bench = ModelBench()
+        ctx = context(source, "sgemm_naive")
+        ctx.screen = bench.screen
+        first = gen.propose(ctx, 4)
+        assert first and all(p.generator == GENERATOR for p in first) and not llm.requests
+        leader = max(first, key=modelled_speedup)
+        verified = [Tried(leader, bench.confirm(leader))]  # as the loop gives them: the history, its fastest the seeds
+        later = context(source, "sgemm_naive", round_=1, history=verified, seeds=verified)
+        gen.propose(later, 1)
+        prompt = str(llm.requests[-1])
+        assert "fsr_sum" in prompt and leader.note in prompt, prompt[-3000:]

@@ -22,7 +22,7 @@ from ..labels import code_label, model_label
 from ..prompting import fix_prompt, propose_prompt, system_prompt
 from ..proposal import Proposal, Tried
 from .base import GeneratorError
-from .screening import screened_order
+from .screening import first_to_verify, screened_order
 from .structural import structural_proposals
 
 _FENCE = re.compile(r"```[ \t]*([\w+#-]*)[^\n]*\n(.*?)```", re.S)
@@ -50,9 +50,10 @@ class LLMGenerator:
             # first round then sees it measured (its code, its speedup) as an example
             structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu)
                           if p.key not in self._losers]
-            structural = screened_order(ctx, structural, self._losers)  # the ones that lose here left out
+            screened: dict[str, float] = {}
+            structural = screened_order(ctx, structural, self._losers, screened)  # the ones that lose here left out
             if structural:
-                return structural[:n]
+                return first_to_verify(ctx, structural, screened)[:n]
         # the model is told what was tried: the verified history, and fsr's rewrites that lost at their screening
         ctx.screened_out = [self._losers[k] for k in sorted(self._losers)]
         prompts = [propose_prompt(ctx, i, n) for i in range(n)]

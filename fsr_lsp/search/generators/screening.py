@@ -15,6 +15,8 @@ LOSS_MARGIN = 0.05
 # repeated for every configuration screened, would cost more than the screen), and round 0 verifies
 # only the fastest screened rewrite, so that a first win waits on one verification.
 SLOW_ORIGINAL_MS = 20.0
+SCREEN_MARGIN = 0.1  # screened within this of the fastest: near enough to verify beside it
+FIRST_VERIFIED = 2  # structural rewrites verified at once in round 0, at most
 
 
 def screened_order(ctx: RoundContext, structural: list[Proposal], losers: dict[str, str],
@@ -65,3 +67,18 @@ def screened_ms(r: EvalResult, baseline_ms: float) -> float | None:
     if r.passed_screen and r.original_time is not None:
         return r.candidate_time.median_ms / r.original_time.median_ms * baseline_ms
     return r.candidate_time.median_ms if r.status == "timed" and r.original_time is None else None
+
+
+def first_to_verify(ctx: RoundContext, ranked: list[Proposal], screened: dict[str, float]) -> list[Proposal]:
+    """Round 0's structural rewrites (in `screened_order`'s order) to verify at once: the fastest
+    screened, and the next where it screened within SCREEN_MARGIN of it (only the fastest where one
+    run of the original is slow, so that a first win waits on one verification), then those the
+    screen could not time (their full verdicts say why). The others wait for round 1, where a
+    generator verifies one only if it screened faster than the leader."""
+    timed = [p for p in ranked if p.key in screened]
+    if not timed:
+        return ranked
+    best = screened[timed[0].key]
+    near = [p for p in timed if screened[p.key] <= best * (1 + SCREEN_MARGIN)]
+    untimed = [p for p in ranked if p.key not in screened]
+    return near[:1 if ctx.baseline_ms > SLOW_ORIGINAL_MS else FIRST_VERIFIED] + untimed

@@ -23,7 +23,7 @@ from ....kernels import Kernel
 from ....specs import Spec
 from ...context import RoundContext
 from ...proposal import Proposal, Tried
-from ..screening import SLOW_ORIGINAL_MS, screened_ms, screened_order
+from ..screening import SCREEN_MARGIN, first_to_verify, screened_ms, screened_order
 from ..structural import structural_proposals
 from ..structural.tiles import bench_sizes, matrix_product, tiled_products
 from .climb import Family, climb
@@ -38,7 +38,7 @@ ROUND_SECONDS = 40.0  # of screening per round at most
 # second or so of screening (on an H200 a first win waits about 4 s for the worker to start),
 # its two best configurations verified; later rounds screen longer.
 FIRST_ROUND_SECONDS = 1.2
-FIRST_ROUND_PROPOSALS = 2
+FIRST_ROUND_PROPOSALS = 2  # configurations of the original verified in round 0
 SWEEP_SHARE = 0.5  # of a round's screening time for the sweep of launch shapes at most
 VERIFY_SHARE = 0.4  # of the search's remaining time left for the full verification of what screening found
 BATCH = 16  # configurations compiled in parallel and screened together
@@ -46,7 +46,6 @@ BATCH = 16  # configurations compiled in parallel and screened together
 # the original's block shapes and knobs are not tuned again (a 25x tile's search once spent two
 # rounds verifying 3.7x shapes of a 275 ms original).
 LEADER_AHEAD = 2.0
-SCREEN_MARGIN = 0.1  # screened within this of the fastest: near enough to verify beside it
 
 
 class BuiltinGenerator:
@@ -80,7 +79,7 @@ class BuiltinGenerator:
             structural = screened_order(ctx, structural, self._losers, self._screened)
             if not structural:  # every one screened slower than the original: round 0 tunes instead
                 return self._tuned(ctx, n, tried | set(self._losers))
-            return self._first_verified(ctx, structural)[:n]
+            return first_to_verify(ctx, structural, self._screened)[:n]
         # the structural leader tuned further, ahead of the tuner's configurations of the original
         leader = next((t for t in ctx.seeds if t.verified), None)
         if leader is not None and leader.result.speedup:  # what screened slower than the leader is not verified
@@ -92,20 +91,6 @@ class BuiltinGenerator:
         if self._far_ahead(leader):  # the original's own shapes cannot catch it: no budget goes back to them
             return structural[:n]
         return structural + self._tuned(ctx, max(0, n - len(structural)) if structural else n, tried)
-
-    def _first_verified(self, ctx: RoundContext, ranked: list[Proposal]) -> list[Proposal]:
-        """Round 0's structural rewrites to verify at once: the fastest screened, and the next where it
-        screened within SCREEN_MARGIN of it (up to FIRST_ROUND_PROPOSALS; only the fastest where one
-        run of the original is slow, so that a first win waits on one verification). The others wait
-        for round 1, verified there only if they screened faster than the leader."""
-        timed = [p for p in ranked if p.key in self._screened]
-        if not timed:
-            return ranked
-        best = self._screened[timed[0].key]
-        slow = ctx.baseline_ms > SLOW_ORIGINAL_MS
-        near = [p for p in timed if self._screened[p.key] <= best * (1 + SCREEN_MARGIN)]
-        untimed = [p for p in ranked if p.key not in self._screened]  # their full verdicts say why
-        return near[:1 if slow else FIRST_ROUND_PROPOSALS] + untimed
 
     def _far_ahead(self, leader: Tried | None) -> bool:
         """A verified rewrite of the work (no configuration of the original) at LEADER_AHEAD or more."""
