@@ -3,6 +3,7 @@ one-line failures; a console that never shows a secret."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,24 @@ class _Redacting:
         return getattr(self._stream, name)
 
 
+SIGPIPE_EXIT = 128 + 13  # what a shell reports for a writer SIGPIPE ended, as `head` leaves `yes`
+
+
+def closed_pipe() -> int:
+    """The reader of fsr's output went away (`fsr spec --json ... | head -1`): end quietly, as Unix
+    tools do; what is still buffered goes nowhere, so the interpreter's own last flush cannot fail
+    with a second traceback. The exit status to return."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return SIGPIPE_EXIT
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """As `closed_pipe` (rich's own ends with status 1, as if fsr had failed)."""
+        raise SystemExit(closed_pipe())
+
+
 def make_console(stderr: bool = False, **kwargs: Any) -> Console:
     """A rich console on stdout (or stderr) that never shows a secret."""
-    return Console(file=_Redacting(sys.stderr if stderr else sys.stdout), **kwargs)
+    return _Console(file=_Redacting(sys.stderr if stderr else sys.stdout), **kwargs)

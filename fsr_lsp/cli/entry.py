@@ -17,6 +17,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fsr: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        from .console import closed_pipe
+
+        return closed_pipe()
 
 
 if __name__ == "__main__":

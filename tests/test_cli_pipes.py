@@ -1,0 +1,26 @@
+"""`fsr ... | head -1`: the reader goes away and fsr ends as Unix tools do, with no traceback
+(issue 61: `fsr spec --json a.cu b.cu | head -1` ended in a BrokenPipeError traceback)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.cu"))
+
+
+@pytest.mark.parametrize("form", [["--json"], []])
+def test_a_reader_that_goes_away_ends_fsr_quietly(form):
+    files = [str(f) for f in EXAMPLES] * 20  # far more than a pipe's buffer holds
+    p = subprocess.Popen([sys.executable, "-m", "fsr_lsp.cli.entry", "spec", *form, *files],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err[-2000:]
+    assert rc == 141, (rc, err[-500:])
