@@ -3,12 +3,12 @@ draft is proven once: by the CLI, by the editor's Optimize, or by whichever come
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from pathlib import Path
 
 from ..evaluator.worker.serde import from_json, to_json
+from ..stores import open_store
 from .proof import Proof
 
 _SCHEMA = """
@@ -26,9 +26,7 @@ class ProofCache:
     def __init__(self, workspace: Path) -> None:
         folder = workspace / ".fsr"
         folder.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(folder / "proofs.sqlite", check_same_thread=False, timeout=10)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(_SCHEMA)
+        self._db = open_store(folder / "proofs.sqlite", _SCHEMA, timeout=10)  # a damaged file moved aside
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Proof | None:

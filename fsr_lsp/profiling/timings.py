@@ -5,11 +5,12 @@ the fastest of them on the same GPU, in one run (absolute times from other runs 
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..stores import open_store
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
@@ -52,8 +53,7 @@ class Timings:
         folder = Path(workspace) / ".fsr"
         folder.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(folder / "timings.sqlite", check_same_thread=False, timeout=30)
-        self._db.executescript(_SCHEMA)
+        self._db = open_store(folder / "timings.sqlite", _SCHEMA, wal=False)  # a damaged file moved aside
 
     def __enter__(self) -> "Timings":
         return self

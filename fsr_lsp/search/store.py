@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from ..evaluator.records import EvalResult
 from ..evaluator.worker.serde import from_json, to_json
 from ..redaction import redact, register
 from ..scratch import process_alive
+from ..stores import open_store
 from .proposal import Proposal, Tried
 
 _SCHEMA = """
@@ -92,10 +92,8 @@ class HistoryStore:
         for secret in secrets:
             register(secret)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = open_store(self.path, _SCHEMA)  # a damaged file moved aside, a fresh one made
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(searches)")}
         if "pid" not in columns:  # a history from before searches knew their process
             self._db.execute("ALTER TABLE searches ADD COLUMN pid INTEGER")
