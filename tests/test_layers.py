@@ -52,6 +52,7 @@ RULES = [
     ("llmclient", ("fsr_lsp.evaluator", "fsr_lsp.search", "fsr_lsp.drafting", *UP)),
     ("redaction", ("fsr_lsp.", "pygls", "lsprotocol")),
     ("source", ("fsr_lsp.", "pygls", "lsprotocol")),
+    ("stores", ("fsr_lsp.", "pygls", "lsprotocol")),
 ]
 
 
