@@ -14,7 +14,7 @@ EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.cu"))
 
 @pytest.mark.parametrize("form", [["--json"], []])
 def test_a_reader_that_goes_away_ends_fsr_quietly(form):
-    files = [str(f) for f in EXAMPLES] * 20  # far more than a pipe's buffer holds
+    files = [str(f) for f in EXAMPLES] * 120  # about 370 KB of JSON: far more than a pipe's 64 KiB buffer holds
     p = subprocess.Popen([sys.executable, "-m", "fsr_lsp.cli.entry", "spec", *form, *files],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout is not None and p.stderr is not None
