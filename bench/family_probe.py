@@ -118,13 +118,13 @@ class Probe:
 
 def matmul(probe: Probe, top: int) -> list[dict]:
     torch = probe.torch
-    forms = [("sgemm_xrows.cu", "gemm_naive", "{ M = 4096, N = 4096, K = 4096 }", "xrows"),
-             ("sgemm_colmajor_b.cu", "matmul_bt", "{ M = 1000, N = 3000, K = 777 }", "bt"),
-             ("sgemm_batched.cu", "bmm", "{ batch = 16, M = 512, N = 512, K = 256 }", "batched"),
-             ("dgemm_colmajor.cu", "dgemm_cm", "{ M = 2048, N = 2048, K = 2048 }", "dcm")]
+    forms = [("sgemm_xrows.cu", "gemm_naive", "{ M = 4096, N = 4096, K = 4096 }"),
+             ("sgemm_colmajor_b.cu", "matmul_bt", "{ M = 1000, N = 3000, K = 777 }"),
+             ("sgemm_batched.cu", "bmm", "{ batch = 16, M = 512, N = 512, K = 256 }"),
+             ("dgemm_colmajor.cu", "dgemm_cm", "{ M = 2048, N = 2048, K = 2048 }")]
     torch.backends.cuda.matmul.allow_tf32 = False
     results = []
-    for file, name, bench, kind in forms:
+    for file, name, bench in forms:
         source = re.sub(r"bench = \{[^}]*\}", f"bench = {bench}", (FORMS / file).read_text(), count=1)
         sizes = {k: int(v) for k, v in re.findall(r"(\w+) = (\d+)", bench)}
         m, n, k, b = sizes["M"], sizes["N"], sizes["K"], sizes.get("batch", 1)

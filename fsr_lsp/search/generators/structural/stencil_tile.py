@@ -46,7 +46,7 @@ from ....specs import Spec
 from ....specs.model import AtArg
 from .stencil_forms import Coord, NotApplicable, Read
 from .stencil_reads import Reads
-from .syntax import dims, indent_of, walk
+from .syntax import add_restrict, dims, indent_of, walk
 
 MAX_SHARED = 48 << 10  # bytes of static shared memory a block may have
 _FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__syncwarp|__shfl\w*|atomic\w+|cooperative_groups|asm|goto|"
@@ -177,7 +177,6 @@ class _Stencil(Reads):
                 up = up.parent
             if self.flat(node) != "return;":
                 raise NotApplicable
-        name = self.flat(y_decl.child_by_field_name("declarator").child_by_field_name("declarator"))
         value = y_decl.child_by_field_name("declarator").child_by_field_name("value")
         i = indent_of(self.data, y_decl) or "    "
         if check is not None:  # every read clamped: all rows' loads run, only the write is checked
@@ -207,7 +206,7 @@ class _Stencil(Reads):
                 f"{i}}}\n")
         text = self.data[:start].decode() + head + self.data[end:].decode()
         if restrict:
-            text = self._restricted(text)
+            text = add_restrict(text, self.kernel)
         grid = f'/* @fsr\ngrid = ["{spec.grid[0]}", "cdiv({spec.grid[1]}, {rows})"]\nblock = [{self.block[0]}, {self.block[1]}]\n*/\n'
         note = f"{rows} outputs a thread down each column" + (", pointers __restrict__" if restrict else "")
         return StencilRows(text, note, grid)
@@ -233,15 +232,6 @@ class _Stencil(Reads):
         if any(n.type in ("call_expression", "assignment_expression", "update_expression") for n in walk(condition)):
             return None
         return self.flat(condition), guard
-
-    def _restricted(self, text: str) -> str:
-        """`__restrict__` on every pointer parameter that has none (in the signature only)."""
-        body = text.index("{")
-        signature = text[:body]
-        for p in self.params.values():
-            if p.is_pointer and "__restrict__" not in p.type_text:
-                signature = re.sub(rf"\*\s*{re.escape(p.name)}\b", f"* __restrict__ {p.name}", signature, count=1)
-        return signature + text[body:]
 
     def _unused(self, first: Node, analysed: list[Read]) -> list[Node]:
         """The declarations only the replaced reads used (`int yy = min(max(y + dy, 0), h - 1);`): dead

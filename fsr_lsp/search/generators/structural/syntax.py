@@ -7,6 +7,7 @@ import re
 from tree_sitter import Node
 
 from ....kernels import Kernel
+from ....kernels.brackets import closing
 from ....kernels.treesitter import parse
 from ....specs import Spec
 from ....specs.model import ScalarArg
@@ -103,3 +104,30 @@ def threads_within_launch_bounds(kernel: Kernel, preferred: int) -> int | None:
         return preferred
     cap = int(bound.group(1))
     return cap if cap >= 32 and cap % 32 == 0 else None
+
+
+def add_restrict(text: str, kernel: Kernel, const_names: frozenset[str] = frozenset()) -> str:
+    """`__restrict__` on every pointer parameter; `const` too on those named (read-only ones)."""
+    open_ = text.find("(", text.find(kernel.name))
+    close = closing(text, open_, "(", ")")
+    if open_ < 0 or close < 0:
+        return text
+    params = []
+    for p in kernel.params:
+        decl = p.text
+        if p.is_pointer and "restrict" not in decl:
+            star = decl.rfind("*")
+            decl = decl[: star + 1] + " __restrict__ " + decl[star + 1:].lstrip()
+        if p.is_pointer and p.name in const_names and not re.search(r"\bconst\b", decl[: decl.find("*")]):
+            decl = "const " + decl
+        params.append(decl)
+    return text[: open_ + 1] + ", ".join(params) + text[close:]
+
+
+def add_launch_bounds(text: str, name: str, threads: int, min_blocks: int | None = None) -> str:
+    bounds = f"__launch_bounds__({threads}{f', {min_blocks}' if min_blocks and min_blocks > 1 else ''})"
+    existing = re.search(r"__launch_bounds__\s*\([^)]*\)", text)
+    if existing:
+        return text[: existing.start()] + bounds + text[existing.end():]
+    at = re.search(rf"\b{re.escape(name)}\s*\(", text)
+    return text if at is None else text[: at.start()] + bounds + " " + text[at.start():]

@@ -10,6 +10,7 @@ from ....kernels import Kernel
 from ....specs import Spec, render_spec
 from ....specs.expr import has_literal, replace_literal
 from ...proposal import Proposal
+from ..structural.syntax import add_launch_bounds, add_restrict
 from . import transforms
 from .space import Config, Space
 
@@ -23,7 +24,7 @@ def render(c: Config, space: Space, kernel: Kernel, spec: Spec, definition: str,
     grid = list(spec.grid) if not c.block else [_rescale(g, old, new) for g, old, new in zip(spec.grid, spec.block, block)]
     smem = spec.smem if not c.block else _rescale_smem(spec.smem, space.original_block, block)
     if c.restrict:
-        text = transforms.add_restrict(text, kernel, space.const_names if c.restrict == "const" else frozenset())
+        text = add_restrict(text, kernel, space.const_names if c.restrict == "const" else frozenset())
     if c.unroll:
         text = transforms.unroll_loops(text, c.unroll)
     if c.grid_stride_waves:
@@ -40,7 +41,7 @@ def render(c: Config, space: Space, kernel: Kernel, spec: Spec, definition: str,
     if c.static_block:
         text = transforms.static_block(text, block)
     if c.min_blocks or (kernel.launch_bounds and c.block):
-        text = transforms.add_launch_bounds(text, kernel.name, threads, c.min_blocks)
+        text = add_launch_bounds(text, kernel.name, threads, c.min_blocks)
     launch_changed = tuple(grid) != tuple(spec.grid) or tuple(block) != tuple(spec.block) or smem != spec.smem
     if launch_changed:
         text = render_spec(dataclasses.replace(spec, grid=tuple(grid), block=tuple(block), smem=smem)) + text

@@ -20,33 +20,6 @@ _PRAGMA_LINE = re.compile(r"#\s*pragma\s+unroll\b[^\n]*\n[ \t]*$")
 _BLOCK_DIM = re.compile(r"\bblockDim\s*\.\s*([xyz])\b")
 
 
-def add_restrict(text: str, kernel: Kernel, const_names: frozenset[str] = frozenset()) -> str:
-    """`__restrict__` on every pointer parameter; `const` too on those named (read-only ones)."""
-    open_ = text.find("(", text.find(kernel.name))
-    close = closing(text, open_, "(", ")")
-    if open_ < 0 or close < 0:
-        return text
-    params = []
-    for p in kernel.params:
-        decl = p.text
-        if p.is_pointer and "restrict" not in decl:
-            star = decl.rfind("*")
-            decl = decl[: star + 1] + " __restrict__ " + decl[star + 1:].lstrip()
-        if p.is_pointer and p.name in const_names and not re.search(r"\bconst\b", decl[: decl.find("*")]):
-            decl = "const " + decl
-        params.append(decl)
-    return text[: open_ + 1] + ", ".join(params) + text[close:]
-
-
-def add_launch_bounds(text: str, name: str, threads: int, min_blocks: int | None = None) -> str:
-    bounds = f"__launch_bounds__({threads}{f', {min_blocks}' if min_blocks and min_blocks > 1 else ''})"
-    existing = re.search(r"__launch_bounds__\s*\([^)]*\)", text)
-    if existing:
-        return text[: existing.start()] + bounds + text[existing.end():]
-    at = re.search(rf"\b{re.escape(name)}\s*\(", text)
-    return text if at is None else text[: at.start()] + bounds + " " + text[at.start():]
-
-
 def has_loops(body: str) -> bool:
     """A `for` at the start of a line that no `#pragma unroll` already governs."""
     return any(not _PRAGMA_LINE.search(body[: m.start()]) for m in _FOR.finditer(body))

@@ -18,9 +18,9 @@ output is then finished by the original's own statements under its own guard.
 
 from __future__ import annotations
 
-import re
 import textwrap
 
+from ..syntax import add_launch_bounds
 from .layout import adjacent
 from .product import Product
 from .tile_space import TileConfig
@@ -99,11 +99,7 @@ class _Writer:
 
     def _signature(self) -> str:
         """The original's, bounded for this block (a bound the original had was for its own)."""
-        c, name = self.c, self.m.name
-        bounds = f"__launch_bounds__({c.threads}{f', {c.min_blocks}' if c.min_blocks else ''})"
-        signature = re.sub(r"__launch_bounds__\s*\([^)]*\)\s*", "", self.m.signature)
-        at = re.search(rf"\b{re.escape(name)}\s*\(", signature)
-        return signature if at is None else signature[:at.start()] + bounds + " " + signature[at.start():]
+        return add_launch_bounds(self.m.signature, self.m.name, self.c.threads, self.c.min_blocks)
 
     def _loop(self) -> str:
         c, m = self.c, self.m
