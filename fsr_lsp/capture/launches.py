@@ -159,7 +159,11 @@ def read_capture(folder: Path) -> Capture:
                       cwd=Path(meta["cwd"]) if isinstance(meta.get("cwd"), str) else None)
     damaged = 0
     unseen: list[str] = []
-    for path in sorted(folder.glob("launches-*.jsonl")):
+    try:
+        paths = sorted(folder.glob("launches-*.jsonl"))
+    except OSError:  # the folder removed meanwhile (a capture beside this one pruned its empty folder)
+        paths = []
+    for path in paths:
         records: dict[int, CapturedLaunch] = {}
         counts: dict[int, int] = {}
         try:
