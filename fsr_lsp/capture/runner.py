@@ -26,7 +26,7 @@ class CaptureError(RuntimeError):
 def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...] = (), snapshot_bytes: int = 0,
                 max_per_kernel: int = 64, timeout: float | None = None, nvcc: str = "",
                 on_output: Callable[[str], None] | None = None, cancel: threading.Event | None = None,
-                cwd: Path | None = None) -> Capture:
+                cwd: Path | None = None, build: str = "") -> Capture:
     """Run `command` (its output to the terminal, or line by line to `on_output`) and read back
     what it launched. `timeout` or `cancel` stop the program; what it launched by then is kept."""
     if not command:
@@ -41,7 +41,8 @@ def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...]
     env = dict(os.environ, CUDA_INJECTION64_PATH=str(library), FSR_CAPTURE_OUT=str(folder),
                FSR_CAPTURE_KERNELS=",".join(kernels), FSR_CAPTURE_MAX=str(max_per_kernel),
                FSR_CAPTURE_SNAPSHOT_BYTES=str(snapshot_bytes), PYTORCH_NO_CUDA_MEMORY_CACHING="1")
-    meta = {"command": command, "cwd": str(cwd or workspace), "started": time.time(), "kernels": list(kernels)}
+    meta = {"command": command, "cwd": str(cwd or workspace), "started": time.time(), "kernels": list(kernels),
+            "build": build}
     (folder / "capture.json").write_text(json.dumps(meta))
     try:
         proc = subprocess.Popen(command, cwd=cwd or workspace, env=env, start_new_session=True,

@@ -1,16 +1,19 @@
-"""`fsr capture [--kernel K] -- CMD ARGS...`: run the user's own program under the capture
-library and show, per kernel it launched, the launches recorded (grid, block, arguments and
-the allocations its pointers point into). `fsr spec`, `fsr optimize` and the editor then take
-a kernel's spec from the workspace's latest capture."""
+"""`fsr capture [--kernel K] [--build CMD] -- CMD ARGS...`: run the user's own program under the
+capture library and show, per kernel it launched, the launches recorded (grid, block, arguments
+and the allocations its pointers point into). `fsr spec`, `fsr optimize` and the editor then take
+a kernel's spec from the workspace's latest capture. `--build` first runs the build, recording
+how it compiles each file (its flags then join every compile of those kernels)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table
 
 from ..capture import Capture, CaptureError, run_capture
+from ..capture.build_watch import run_build
 from ..settings import settings_from_args
 from .console import fail, make_console
 
@@ -24,11 +27,18 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         return fail(str(e), 2)
     console = make_console(stderr=True, highlight=False)
+    if args.build is not None:
+        code = _build(console, args.build, args.workspace.resolve(), settings.compiler_nvcc, args.timeout)
+        if code:
+            return code
+    if not command:
+        return 0 if args.build is not None else fail(
+            "no command to capture: give the program to run, e.g. fsr capture -- ./app 1024", 2)
     console.print(f"capturing the launches of: {escape(' '.join(command))}")
     try:
         capture = run_capture(command, args.workspace.resolve(), kernels=tuple(args.kernel),
                               snapshot_bytes=settings.capture_snapshot_bytes, max_per_kernel=args.max_per_kernel,
-                              timeout=args.timeout, nvcc=settings.compiler_nvcc)
+                              timeout=args.timeout, nvcc=settings.compiler_nvcc, build=args.build or "")
     except CaptureError as e:
         return fail(str(e), 2)
     _print(capture)
@@ -37,6 +47,22 @@ def run(args: argparse.Namespace) -> int:
                     + (f" named {', '.join(args.kernel)}" if args.kernel else "")
                     + "? (a program that never touches the GPU, or one run under another profiler, records none); "
                     "nothing was kept", 1)
+    return 0
+
+
+def _build(console, command: str, workspace: Path, nvcc: str, timeout: float | None) -> int:
+    """Run the build, watching its nvcc; 0 to go on to the program, else fsr's exit status."""
+    if not command.strip():
+        return fail("--build needs the build command, e.g. --build \"make -B\"", 2)
+    console.print(f"building, recording each nvcc compile: {escape(command)}")
+    built = run_build(command, workspace, nvcc=nvcc, timeout=timeout)
+    for file in built.files():
+        console.print(f"  recorded how the build compiles {escape(file)}")
+    for problem in built.problems:
+        console.print(f"[yellow]problem:[/] {escape(problem)}")
+    if built.exit_code != 0:
+        return fail(f"the build did not succeed (exit status {built.exit_code}): the program was not run, so its "
+                    "launches are not of the build just recorded; earlier captures are kept", 1)
     return 0
 
 

@@ -136,6 +136,8 @@ def _print(specs: list[KernelSpec], proofs: dict[tuple[str, str], Proof]) -> Non
             console.print(spec.rstrip(), markup=False, highlight=False)
         for key, origin in s.provenance.items():
             console.print(f"  {key}: {origin}", markup=False, highlight=False)
+        if s.build:
+            console.print(f"  {s.build}", markup=False, highlight=False)
         for problem in s.problems:
             console.print(f"  [yellow]problem:[/] {escape(problem)}", highlight=False)
         if proof is not None:

@@ -43,15 +43,18 @@ class KernelSpec:
     provenance: dict[str, str] = field(default_factory=dict)  # for drafts: where each value came from
     launch: str = ""  # for drafts from a launch: `file.cu:85`; for captures: the captured launch
     inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of the bytes a captured run saved
-    flags: tuple[str, ...] = ()  # -D flags the run's build compiled the kernel with, where its symbol says so
+    flags: tuple[str, ...] = ()  # flags the user's build compiles the kernel with (its compile command, its symbol)
+    build: str = ""  # where those flags came from and what they are, said to the user; '' when no build says
 
     def as_json(self) -> dict:
         data = asdict(self)
         data.pop("provenance")
         data.pop("launch")
         data.pop("inputs")
-        if not self.flags:  # said only where the run's build had -D flags of its own
+        if not self.flags:  # said only where the build has flags of its own
             data.pop("flags")
+        if not self.build:
+            data.pop("build")
         return data
 
 

@@ -17,7 +17,9 @@ from ..kernels import Kernel, discover
 from ..kernels.aliases import compiled_as, defines_for, flag_defines, included_texts, type_aliases, with_aliases
 from ..kernels.lexical import defined_macros
 from ..source import SourceText
+from ..specs.build_flags import block_flags, flags_value, merged
 from ..specs.defines import block_defines, defines_value
+from .build_commands import BuildIndex, FileBuild
 from ..specs.edit import set_key
 from .captured_values import compiled_types
 from .host import Launch, find_launches
@@ -43,6 +45,11 @@ class LaunchIndex:
         self.truncated = False
         self._capture: tuple[int, Capture | None] = (-1, None)  # (captures folder's mtime, latest capture)
         self._fixed_capture = False
+        self.builds = BuildIndex(root)
+
+    def build(self, path: Path) -> FileBuild | None:
+        """How the user's build compiles `path` (its compile databases), or None."""
+        return self.builds.of(path.resolve())
 
     def use_capture(self, capture: Capture | None) -> None:
         """Take this capture (or none) instead of the workspace's (`fsr spec --capture DIR`, `--no-capture`)."""
@@ -177,6 +184,10 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
              drafter: Drafter | None, include_dirs: tuple[str, ...], flags: tuple[str, ...]) -> list[KernelSpec]:
     docs = {p.resolve(): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
     docs[path.resolve()] = text
+    build = index.build(path)
+    if build is not None:  # as the user's build compiles the file: its -D, -I and the flags that change code
+        flags = merged(build.flags.flags, flags)
+        include_dirs = (*include_dirs, *(d for d in build.flags.include_dirs() if d not in include_dirs))
     headers = included_texts(text, (path.parent, *map(Path, include_dirs))) if "#include" in text else []
     defined = flag_defines(flags)
     # the file's own typedefs, structs and unions too: `sizeof(benchtype)` sizes its buffers
@@ -210,5 +221,24 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
                 f"compiled with {' '.join(spec.flags)}: the captured launch's symbol (`{launched[0].name}`) says the "
                 f"run's build compiled {', '.join(f'`{p.name}` as {p.dtype}' for p in kernel.params if p.is_pointer)}, "
                 f"which the file's headers give with {', '.join(sorted(extra))} defined (the block's `defines` keeps it)")
+        if build is not None:
+            _with_build(spec, build, kernel)
         out.append(spec)
     return out
+
+
+def _with_build(spec: KernelSpec, build: FileBuild, kernel: Kernel) -> None:
+    """The spec compiles as the build does: its flags join the spec's, and a draft's block
+    carries them (`defines`, `flags`), so the placed block keeps them without the database."""
+    spec.problems += [p for p in build.problems if p not in spec.problems]
+    if not build.where:
+        return
+    spec.flags = merged(build.flags.flags, spec.flags, block_flags(kernel))
+    spec.build = f"built as your build does ({build.where}): {build.said()}"
+    if spec.spec and spec.origin != "attached":
+        defines = merged(build.flags.defines(), tuple(f for f in spec.flags if f.startswith("-D")))
+        if defines:
+            spec.spec = set_key(spec.spec, "defines", defines_value(defines))
+        if build.flags.others():
+            spec.spec = set_key(spec.spec, "flags", flags_value(build.flags.others()))
+        spec.provenance["flags"] = build.where

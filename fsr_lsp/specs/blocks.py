@@ -86,6 +86,8 @@ def render_spec(spec: Spec) -> str:
         lines.append("edge = false")
     if spec.defines:
         lines.append("defines = [" + ", ".join(value(d) for d in spec.defines) + "]")
+    if spec.flags:
+        lines.append("flags = [" + ", ".join(value(f) for f in spec.flags) + "]")
     if spec.bench_inputs != "random":
         lines.append(f"bench_inputs = {value(spec.bench_inputs)}")
     lines.append("[args]")

@@ -13,6 +13,7 @@ import tomllib
 from typing import Any
 
 from ..kernels.kernel import Kernel
+from .build_flags import block_flags, merged
 from .locate import strip_stars
 
 MACRO = re.compile(r"[A-Za-z_]\w*(?:=[\w.+-]*)?", re.ASCII)
@@ -42,8 +43,9 @@ def as_flags(macros: Any) -> tuple[str, ...]:
 
 
 def with_defines(flags: tuple[str, ...], kernel: Kernel) -> tuple[str, ...]:
-    """`flags` and the block's own `-D`s, each once."""
-    return (*flags, *(f for f in block_defines(kernel) if f not in flags))
+    """`flags` and the block's own `-D`s and `flags`, each once (a flag taking one value that
+    `flags` already sets stays as `flags` set it: they hold the build's)."""
+    return merged(flags, block_defines(kernel), block_flags(kernel))
 
 
 def defines_value(flags: tuple[str, ...]) -> str:

@@ -146,6 +146,7 @@ class Spec:
     inferred: bool = False
     edge: bool = True  # add a size that is no block multiple (false: the kernel requires multiples, say)
     defines: tuple[str, ...] = ()  # macros its build defines (specs/defines.py): typed and compiled with them
+    flags: tuple[str, ...] = ()  # the build's other flags that change device code (specs/build_flags.py)
     # "captured": at the bench size, the inputs a captured run saved take its own bytes at every seed
     # (a check kernel prints a line per mismatch: random inputs there print millions); tests stay random
     bench_inputs: Literal["random", "captured"] = "random"

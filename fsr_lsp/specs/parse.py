@@ -11,6 +11,7 @@ from typing import Any
 from ..kernels.packs import expanded
 from ..kernels.kernel import Kernel, Param, SpecComment
 from ..source import SourceText, Span
+from .build_flags import flags_problem
 from .defines import defines_problem
 from .at_args import at_arg, ats_ok
 from .expr import ExprError, evaluate, evaluate_int
@@ -28,7 +29,7 @@ from .size_warnings import tied_sizes_message
 from .texture_args import texture_param
 
 KNOWN_KEYS = ("bench", "tests", "grid", "block", "smem", "rtol", "atol", "args", "ref", "template", "edge", "defines",
-              "bench_inputs")
+              "flags", "bench_inputs")
 _BYTES = re.compile(r"\s*\bbytes\s*$")  # `in[16 bytes]`: a length in bytes
 _BUFFER = re.compile(r"^\s*(in|out|inout)\b\s*(?:\[(?P<len>[^\]]*)\])?\s*(?P<init>.*?)\s*$")
 MAX_TESTS = 64
@@ -117,6 +118,10 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
     if defines_problem(defines) is not None:
         ctx.add(defines_problem(defines), "defines")  # type: ignore[arg-type]
         defines = []
+    flags = data.get("flags", [])
+    if flags_problem(flags) is not None:
+        ctx.add(flags_problem(flags), "flags")  # type: ignore[arg-type]
+        flags = []
     template = data.get("template")
     if template is not None and not isinstance(template, str):
         ctx.add('template must be a string of template arguments, e.g. template = "float, 256"', "template")
@@ -143,7 +148,7 @@ def _build(ctx: _Ctx, data: dict[str, Any]) -> Spec | None:
         return None
     return Spec(bench=bench, tests=tuple(tests), grid=grid, block=tuple(int(b) for b in block), args=args,
                 smem=smem, rtol=rtol, atol=atol, ref=ref, template=template, edge=edge, defines=tuple(defines),
-                bench_inputs=bench_inputs)
+                flags=tuple(flags), bench_inputs=bench_inputs)
 
 
 def _sizes(ctx: _Ctx, value: Any, key: str, names: tuple[str, ...] | None) -> SizeSet:

@@ -34,6 +34,7 @@ from ..search.generators.llm import LLMGenerator
 from ..search.generators.tuner import BuiltinGenerator
 from ..search.gpu_bench import GpuBench
 from ..settings import Settings
+from ..specs.build_flags import merged
 
 log = logging.getLogger("fsr_lsp.workflows.optimize")
 
@@ -88,14 +89,31 @@ def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, setting
 
 def spec_options(options: EvalOptions, spec: KernelSpec | None) -> EvalOptions:
     """`options` for a kernel whose spec came from `spec`: the inputs a captured run saved join
-    the checks, and the -D flags its build compiled the kernel with join the compiler's."""
+    the checks, and the flags the user's build compiles the kernel with (its compile command,
+    the -D its captured symbol names) are the compiler's."""
     if spec is None:
         return options
     if spec.inputs:
         options = dataclasses.replace(options, real_inputs=tuple(sorted(spec.inputs.items())))
-    if spec.flags:
-        options = dataclasses.replace(options, flags=(*options.flags, *(f for f in spec.flags if f not in options.flags)))
+    if spec.flags:  # the build's own first: the settings' flags add to them, never replace one
+        flags = merged(tuple(f for f in spec.flags if not f.startswith("-I")), options.flags)
+        dirs = tuple(f[2:] for f in spec.flags if f.startswith("-I") and f[2:] not in options.include_dirs)
+        options = dataclasses.replace(options, flags=flags, include_dirs=(*options.include_dirs, *dirs))
     return options
+
+
+def _say_build(outcome: SearchOutcome, spec: KernelSpec | None) -> None:
+    """The final line names how the kernels were built: a speedup holds for the build it was
+    measured on (a kernel built with --use_fast_math can time 2.6x apart without it)."""
+    if spec is not None and spec.build:
+        if outcome.status == "improved":
+            outcome.message = f"{outcome.message.rstrip('.')}; {spec.build}"
+        else:
+            outcome.notes.append(spec.build)
+    elif outcome.status == "improved":
+        outcome.notes.append("built with fsr's own flags and the settings' (no compile database names this file): "
+                             "a build with other flags (--use_fast_math, -D) may time otherwise; `fsr capture --build "
+                             "CMD` or a compile_commands.json makes every compile take your build's flags")
 
 
 @dataclass
@@ -170,6 +188,7 @@ class Optimizer:
         with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
             outcome = run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
                                  report, job.cancel, started=job.started, include_dirs=job.eval_options().include_dirs)
+        _say_build(outcome, job.plan.spec if job.plan is not None else None)
         from .perf_check import record_search  # what it timed: a later edit is checked against it
 
         try:

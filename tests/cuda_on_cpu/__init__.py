@@ -58,10 +58,11 @@ def compile_on_cpu(source: str, ref: KernelRef, options: Any = None) -> CompileR
     if kernel is None:
         return CompileResult(False, None, f"error: no kernel named {ref.name}", 0.0, compiler=COMPILER)
     params = ["ptr" if p.is_pointer else (p.dtype or p.base_type) for p in kernel.params]
-    built = _built(source, ref)
+    macros = tuple(f for f in getattr(options, "flags", ()) if f.startswith(("-D", "-U")))  # the build's, as nvcc's
+    built = _built(source, ref, macros)
     if isinstance(built, str):  # host code (`<<<...>>>`) is no C++: without it, as prepare() does for nvcc
         device = device_unit(source, (), error_lines(built))
-        built = _built(device.text, ref) if device is not None else built
+        built = _built(device.text, ref, macros) if device is not None else built
     if isinstance(built, str):
         return CompileResult(False, None, built, time.perf_counter() - started, compiler=COMPILER)
     variables = [v.name for v in device_variables(source) if v.at_file_scope]
@@ -70,10 +71,10 @@ def compile_on_cpu(source: str, ref: KernelRef, options: Any = None) -> CompileR
                          "", time.perf_counter() - started, compiler=COMPILER, resources=Resources())
 
 
-def _built(source: str, ref: KernelRef) -> Path | str:
-    """The shared library of `source`'s kernel `ref`, or g++'s errors."""
+def _built(source: str, ref: KernelRef, macros: tuple[str, ...] = ()) -> Path | str:
+    """The shared library of `source`'s kernel `ref` (with the build's -D and -U), or g++'s errors."""
     unit = _unit(source, ref)
-    digest = hashlib.sha256(unit.encode() + SHIM.read_bytes()).hexdigest()[:24]
+    digest = hashlib.sha256(unit.encode() + SHIM.read_bytes() + "\0".join(macros).encode()).hexdigest()[:24]
     library = _CACHE / f"{digest}.so"
     if not library.exists():
         folder = _CACHE / digest  # the file named as nvcc's is, so that the evaluator reads g++'s errors on it
@@ -81,7 +82,8 @@ def _built(source: str, ref: KernelRef) -> Path | str:
         (folder / OWN_FILE).write_text(unit)
         built = subprocess.run([cxx() or "g++", "-std=gnu++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
                                 "-fsanitize=alignment", "-fsanitize-recover=alignment",
-                                "-include", str(SHIM), "-I", str(INCLUDE), "-o", f"{library}.tmp", "-x", "c++", OWN_FILE],
+                                *macros, "-include", str(SHIM), "-I", str(INCLUDE), "-o", f"{library}.tmp", "-x", "c++",
+                                OWN_FILE],
                                capture_output=True, text=True, cwd=folder)
         if built.returncode != 0:
             return built.stderr

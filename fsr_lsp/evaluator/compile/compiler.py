@@ -36,6 +36,14 @@ CACHE_VERSION = "1"
 BASE_NVCC_FLAGS = ("-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")
 
 
+def base_flags(flags: tuple[str, ...]) -> tuple[str, ...]:
+    """fsr's own nvcc flags, less those the given flags (a build's) set otherwise: nvcc refuses an
+    optimisation level or a language standard given twice."""
+    return tuple(f for f in BASE_NVCC_FLAGS
+                 if not (f.startswith("-O") and any(g.startswith(("-O", "--optimize")) for g in flags))
+                 and not (f.startswith("-std=") and any(g.startswith(("-std", "--std")) for g in flags)))
+
+
 @dataclass(frozen=True)
 class KernelRef:
     """Which kernel of a translation unit to compile and load."""
@@ -117,7 +125,7 @@ def _compile_nvcc(source: str, kernel: KernelRef, options: CompileOptions) -> Co
         src_path = Path(tmp) / "kernel.cu"
         out_path = Path(tmp) / "kernel.cubin"
         src_path.write_text(source + _explicit_instantiation(kernel), encoding="utf-8")
-        cmd = [nvcc, "-cubin", f"-arch={options.arch}", *BASE_NVCC_FLAGS, *options.flags,
+        cmd = [nvcc, "-cubin", f"-arch={options.arch}", *base_flags(options.flags), *options.flags,
                *(f"-I{d}" for d in options.include_dirs), "-o", str(out_path), str(src_path)]
         if options.limits is not None:
             run = run_limited(cmd, options.limits, tmp)
@@ -210,12 +218,17 @@ def _nvrtc_flags(flags: tuple[str, ...]) -> list[str] | None:
     """nvcc flags in NVRTC's spelling, or None when one has no NVRTC equivalent."""
     out = []
     for f in flags:
-        if f in ("-O3", "-O2"):
-            continue
+        if re.fullmatch(r"-O[0-3]", f):
+            continue  # nvcc's -O is the host compiler's level
         if f in ("-use_fast_math", "--use_fast_math"):
             out.append("--use_fast_math")
         elif f.startswith(("-D", "-U", "-std=", "--std=")) or f in ("-lineinfo", "--extra-device-vectorization"):
+            out.append(f.replace("--std=", "-std="))
+        elif re.fullmatch(r"--(ftz|prec-div|prec-sqrt|fmad)=(true|false)", f) \
+                or f in ("--expt-relaxed-constexpr", "--extended-lambda", "--restrict"):
             out.append(f)
+        elif f == "-G":
+            out.append("--device-debug")
         elif m := re.fullmatch(r"--?maxrregcount=(\d+)", f):
             out.append(f"--maxrregcount={m.group(1)}")
         else:
@@ -251,8 +264,10 @@ def _compile_nvrtc(source: str, kernel: KernelRef, options: CompileOptions) -> C
         expr = f"&{kernel.name_expression}".encode()
         nvrtc.nvrtcAddNameExpression(prog, expr)
         includes = [f"-I{d}" for d in (*options.include_dirs, *_cuda_include_dirs())]
-        opts = [f"-arch={options.arch}", "-std=c++17", "-default-device", "-lineinfo", "--ptxas-options=-v",
-                *includes, *(_nvrtc_flags(options.flags) or [])]
+        flags = _nvrtc_flags(options.flags) or []
+        std = [] if any(f.startswith("-std=") for f in flags) else ["-std=c++17"]
+        opts = [f"-arch={options.arch}", *std, "-default-device", "-lineinfo", "--ptxas-options=-v",
+                *includes, *flags]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         log = _read_out(nvrtc.nvrtcGetProgramLog, prog, size).rstrip(b"\x00 ").decode(errors="replace")

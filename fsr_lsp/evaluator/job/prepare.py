@@ -20,6 +20,7 @@ from ...kernels.lexical import code_only
 from ...kernels.packs import expanded
 from ...source import SourceText
 from ...specs import Spec, parse_spec
+from ...specs.build_flags import merged
 from ...specs.defines import with_defines
 from ...specs.param_types import template_substitution
 from .candidate import CandidateCheck, check_candidate
@@ -78,7 +79,7 @@ class EvalOptions:
         return 1, SCREEN_TIMING, defences
 
     def compile_options(self, arch: str, compiler: str | None = None, candidate: bool = False) -> CompileOptions:
-        flags = self.flags + (self.candidate_flags if candidate else ())
+        flags = merged(self.flags, self.candidate_flags) if candidate else self.flags  # adds, never replaces
         return CompileOptions(arch=arch, flags=flags, include_dirs=self.include_dirs,
                               compiler=compiler or self.compiler, nvcc=self.nvcc, cache_dir=self.cache_dir,  # type: ignore[arg-type]
                               limits=self.limits if candidate else None, redirect=self.device_variables)

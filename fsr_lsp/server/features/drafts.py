@@ -90,11 +90,13 @@ def draft_title(kernel: str, spec: KernelSpec) -> str:
 
 
 def hover_lines(spec: KernelSpec, proof: Proof | None) -> list[str]:
-    """Where the spec comes from; for a draft, where each value came from and its proof."""
+    """Where the spec comes from; for a draft, where each value came from and its proof; how
+    the user's build compiles the kernel, where a compile database says."""
+    built = [f"- {spec.build}"] if spec.build else []
     if spec.origin == "attached":
-        return []
+        return built
     if spec.origin == "inferred":
-        return ["- spec: inferred from the signature (no launch found to draft from)"]
+        return ["- spec: inferred from the signature (no launch found to draft from)", *built]
     if spec.origin == "none":
         return [f"- no spec: {spec.problems[0]}" if spec.problems else "- no spec"]
     where = f"the launch at {spec.launch}" if spec.launch else "the model"
@@ -107,4 +109,4 @@ def hover_lines(spec: KernelSpec, proof: Proof | None) -> list[str]:
     lines += [f"  - guess: {problem}" for problem in spec.problems]
     if proof is not None:
         lines.append(f"- proof on {proof.gpu or 'the GPU'}: {proof.status}: {proof.message}")
-    return lines
+    return lines + built
