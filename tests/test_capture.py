@@ -738,3 +738,12 @@ def test_the_library_follows_pointers_in_saved_memory_and_saves_what_they_point_
     if cap >= 64:
         ((at, target, offset),) = links_of(view.value_snapshot[0])
         assert at == 0 and offset == 8 and (folder / target).read_bytes() == bytes([7]) * 64
+
+
+def test_the_library_times_each_recorded_launch_from_cuptis_kernel_records(tmp_path: Path):
+    """GPU times joined to launches by correlation id: the median of a signature's launches, the
+    count timed; a record of a kernel the capture did not keep changes nothing."""
+    subprocess.run([str(built_harness(tmp_path, "timing_harness")), str(tmp_path)], check=True)
+    launches = {x.grid[0]: x for x in read_capture(tmp_path).launches}
+    assert (launches[8].count, launches[8].gpu_ns, launches[8].timed) == (3, 2000, 3)
+    assert (launches[4].count, launches[4].gpu_ns, launches[4].timed) == (1, 500, 1)

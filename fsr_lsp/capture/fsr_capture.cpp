@@ -13,6 +13,9 @@
 // names; empty: all), FSR_CAPTURE_MAX (distinct launches kept per kernel, default 64),
 // FSR_CAPTURE_SNAPSHOT_BYTES (cap on the bytes saved per kernel; 0: none). Saved memory that
 // holds pointers into other allocations is followed (follow_links): those are saved too.
+// Each recorded launch's GPU time comes from CUPTI's concurrent-kernel activity records (the
+// GPU's own start and end stamps, kernels not serialised), joined to the launch by correlation
+// id and written at exit as the median of its launches ("time" records; none if it crashes).
 
 #include <cuda.h>
 #include <cupti.h>
@@ -47,7 +50,20 @@ typedef CUresult (*TexResourceFn)(CUDA_RESOURCE_DESC*, CUtexObject);
 typedef CUresult (*TexDescFn)(CUDA_TEXTURE_DESC*, CUtexObject);
 typedef CUresult (*ArrayDescFn)(CUDA_ARRAY3D_DESCRIPTOR*, CUarray);
 
+#if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 130000
+typedef CUpti_ActivityKernel10 KernelRecord;
+#elif defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 18
+typedef CUpti_ActivityKernel9 KernelRecord;
+#else
+typedef CUpti_ActivityKernel5 KernelRecord;
+#endif
+
 std::mutex lock;
+std::mutex timing;  // the activity buffers' thread: never under `lock`, so a flush inside a callback cannot deadlock
+std::map<uint32_t, int> correlated;  // API correlation id -> launch id, until its kernel's record comes
+std::map<int, std::vector<uint64_t>> durations;  // launch id -> GPU nanoseconds of its launches (the first 1000)
+thread_local uint32_t runtime_correlation = 0;  // the runtime launch call this thread is inside, if any
+bool timing_on = false;
 std::map<uint64_t, Allocation> allocations;  // base -> allocation
 std::map<std::string, int> kept;               // kernel -> distinct launches written
 std::map<std::string, std::pair<int, long>> seen;  // launch signature -> (id, count)
@@ -265,8 +281,17 @@ void follow_links(std::map<uint64_t, std::string>& saved, std::vector<std::pair<
   }
 }
 
+void correlate(uint32_t correlation, int id) {
+  if (!timing_on) return;
+  std::lock_guard<std::mutex> guard(timing);
+  if (correlated.size() < 100000) {
+    correlated[correlation] = id;
+    if (runtime_correlation) correlated[runtime_correlation] = id;
+  }
+}
+
 void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned smem,
-               CUstream stream, void** kernelParams, void** extra) {
+               CUstream stream, void** kernelParams, void** extra, uint32_t correlation) {
   if (!out || !symbol) return;
   std::string name = demangled(symbol), base = base_name(name);
   if (!wanted.empty() && !wanted.count(base)) return;
@@ -328,11 +353,16 @@ void on_launch(const char* symbol, CUfunction f, const unsigned grid[3], const u
     body += (body.empty() ? "" : ",") + item + "}";
   }
   auto found = seen.find(sig);
-  if (found != seen.end()) { found->second.second++; return; }
+  if (found != seen.end()) {
+    found->second.second++;
+    correlate(correlation, found->second.first);
+    return;
+  }
   if (kept[base] >= max_per_kernel) return;
   kept[base]++;
   int id = next_id++;
   seen[sig] = {id, 1};
+  correlate(correlation, id);
   std::string snap;
   if (snapshot_cap > 0 && !snapshotted.count(name)) {
     snapshotted.insert(name);
@@ -396,8 +426,10 @@ void track(uint64_t base, size_t size, const char* via) {
 void runtime_launch(const CUpti_CallbackData* cb) {
   if (cb->callbackSite == CUPTI_API_ENTER) {
     at_runtime_entry = driver_launches;
+    runtime_correlation = cb->correlationId;  // the kernel's record may carry the runtime call's id
     return;
   }
+  runtime_correlation = 0;
   if (at_runtime_entry == driver_launches && cb->symbolName && out) {
     std::lock_guard<std::mutex> guard(lock);
     std::string name = demangled(cb->symbolName);
@@ -409,7 +441,34 @@ void runtime_launch(const CUpti_CallbackData* cb) {
   at_runtime_entry = -1;
 }
 
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 1 << 20;
+  *buffer = static_cast<uint8_t*>(aligned_alloc(8, *size));
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* record = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(timing);
+    while (buffer && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+      if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && record->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+      const KernelRecord* k = reinterpret_cast<const KernelRecord*>(record);
+      auto it = correlated.find(k->correlationId);
+      if (it == correlated.end()) continue;
+      std::vector<uint64_t>& mine = durations[it->second];
+      if (mine.size() < 1000 && k->end > k->start) mine.push_back(k->end - k->start);
+      correlated.erase(it);
+    }
+  }
+  free(buffer);
+}
+
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {  // a context about to go: its kernels' records before it does
+    if (id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && timing_on) cuptiActivityFlushAll(1);
+    return;
+  }
   if (inside) return;
   const CUpti_CallbackData* cb = static_cast<const CUpti_CallbackData*>(data);
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
@@ -426,7 +485,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
         auto* a = static_cast<const cuLaunchKernel_params*>(p);
         unsigned g[3] = {a->gridDimX, a->gridDimY, a->gridDimZ}, b[3] = {a->blockDimX, a->blockDimY, a->blockDimZ};
-        on_launch(cb->symbolName, a->f, g, b, a->sharedMemBytes, a->hStream, a->kernelParams, a->extra);
+        on_launch(cb->symbolName, a->f, g, b, a->sharedMemBytes, a->hStream, a->kernelParams, a->extra, cb->correlationId);
         driver_launches++;
         break;
       }
@@ -434,7 +493,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
         auto* a = static_cast<const cuLaunchCooperativeKernel_params*>(p);
         unsigned g[3] = {a->gridDimX, a->gridDimY, a->gridDimZ}, b[3] = {a->blockDimX, a->blockDimY, a->blockDimZ};
-        on_launch(cb->symbolName, a->f, g, b, a->sharedMemBytes, a->hStream, a->kernelParams, nullptr);
+        on_launch(cb->symbolName, a->f, g, b, a->sharedMemBytes, a->hStream, a->kernelParams, nullptr, cb->correlationId);
         driver_launches++;
         break;
       }
@@ -443,7 +502,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
         auto* a = static_cast<const cuLaunchKernelEx_params*>(p);
         const CUlaunchConfig* c = a->config;
         unsigned g[3] = {c->gridDimX, c->gridDimY, c->gridDimZ}, b[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
-        on_launch(cb->symbolName, a->f, g, b, c->sharedMemBytes, c->hStream, a->kernelParams, a->extra);
+        on_launch(cb->symbolName, a->f, g, b, c->sharedMemBytes, c->hStream, a->kernelParams, a->extra, cb->correlationId);
         driver_launches++;
         break;
       }
@@ -517,10 +576,19 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
 }
 
 void finish() {
+  if (timing_on) cuptiActivityFlushAll(1);  // before `lock`: the records arrive on this thread
   std::lock_guard<std::mutex> guard(lock);
   if (!out) return;
   for (auto& s : seen)
     if (s.second.second > 1) fprintf(out, "{\"count\":%d,\"n\":%ld}\n", s.second.first, s.second.second);
+  std::lock_guard<std::mutex> timed(timing);
+  for (auto& d : durations) {
+    std::vector<uint64_t> ns = d.second;
+    if (ns.empty()) continue;
+    std::sort(ns.begin(), ns.end());
+    fprintf(out, "{\"time\":%d,\"n\":%zu,\"median_ns\":%llu,\"min_ns\":%llu}\n", d.first, ns.size(),
+            static_cast<unsigned long long>(ns[ns.size() / 2]), static_cast<unsigned long long>(ns[0]));
+  }
   fclose(out);
   out = nullptr;
 }
@@ -590,6 +658,16 @@ extern "C" int InitializeInjection(void) {
 #endif
   };
   for (CUpti_CallbackId id : runtime_ids) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  const char* no_times = getenv("FSR_CAPTURE_NO_TIMES");
+  if (!(no_times && *no_times == '1') &&
+      cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) == CUPTI_SUCCESS &&
+      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS) {
+    timing_on = true;
+    cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  } else {
+    fprintf(out, "{\"error\":\"kernel times are not recorded: CUPTI's activity API refused (another profiler?)\"}\n");
+    fflush(out);
+  }
   atexit(finish);
   return 1;
 }

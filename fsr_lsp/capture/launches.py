@@ -56,6 +56,8 @@ class CapturedLaunch:
     smem: int
     params: tuple[CapturedParam, ...]
     count: int = 1  # launches with these very values
+    gpu_ns: int = 0  # median GPU time of those launches in the run (CUPTI's records); 0 where none came
+    timed: int = 0  # how many of them were timed
     snapshot: dict[int, Path] = field(default_factory=dict)  # parameter index -> its bytes before the launch
     # (parameter index, byte offset) of a by-value struct's pointer member -> the bytes it pointed to
     member_snapshot: dict[tuple[int, int], Path] = field(default_factory=dict)
@@ -166,6 +168,7 @@ def read_capture(folder: Path) -> Capture:
     for path in paths:
         records: dict[int, CapturedLaunch] = {}
         counts: dict[int, int] = {}
+        times: dict[int, tuple[int, int]] = {}  # launch id -> (median ns, launches timed)
         try:
             text = path.read_text(errors="replace")
         except OSError:  # pruned by a capture that ended meanwhile
@@ -182,14 +185,21 @@ def read_capture(folder: Path) -> Capture:
                 unseen.append(str(entry["unseen"]))
             elif "count" in entry:
                 counts[int(entry["count"])] = int(entry["n"])
+            elif "time" in entry:
+                try:
+                    times[int(entry["time"])] = (int(entry["median_ns"]), int(entry["n"]))
+                except (KeyError, TypeError, ValueError):
+                    damaged += 1
             elif "kernel" in entry:
                 try:
                     records[int(entry["id"])] = _launch(entry, folder)
                 except (KeyError, TypeError, ValueError):
                     damaged += 1
         for key, launch in records.items():
-            if key in counts:
-                launch = CapturedLaunch(**{**launch.__dict__, "count": counts[key]})
+            if key in counts or key in times:
+                ns, timed = times.get(key, (0, 0))
+                launch = CapturedLaunch(**{**launch.__dict__, "count": counts.get(key, launch.count), "gpu_ns": ns,
+                                           "timed": timed})
             capture.launches.append(launch)
     if unseen:
         capture.problems.append(f"{len(unseen)} kernel(s) launched through the CUDA runtime reached no driver launch "

@@ -71,7 +71,7 @@ def _print(capture: Capture) -> None:
     if not capture.launches:
         return
     table = Table(title=f"launches captured in {capture.folder}")
-    for column in ("kernel", "launches", "shapes", "most frequent", "pointers"):
+    for column in ("kernel", "launches", "shapes", "most frequent", "GPU time", "pointers"):
         table.add_column(column)
     for base in sorted({x.base for x in capture.launches}):
         mine = capture.of(base)
@@ -79,7 +79,8 @@ def _print(capture: Capture) -> None:
         pointers = [p for p in top.params if p.alloc is not None]
         sizes = ", ".join(f"{p.alloc.size - p.alloc.offset} B" for p in pointers)
         table.add_row(escape(top.name if top.template_args else base), str(sum(x.count for x in mine)), str(len(mine)),
-                      escape(top.where()), escape(f"{len(pointers)}: {sizes}" if pointers else "0"))
+                      escape(top.where()), f"{top.gpu_ns / 1e6:.4g} ms" if top.timed else "-",
+                      escape(f"{len(pointers)}: {sizes}" if pointers else "0"))
     console.print(table)
     if capture.exit_code:
         console.print(f"the program exited with status {capture.exit_code}: what it launched before is kept")

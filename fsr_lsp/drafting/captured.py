@@ -96,6 +96,7 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
         note += "; the inputs of its first launch were saved: they join the random input sets at the bench size"
     out.provenance["capture"] = note
     out.provenance["launch"] = f"{launch.where()} in {run.describe()}"
+    out.captured_ms, out.captured_timed = launch.gpu_ns / 1e6, launch.timed
     return out
 
 

@@ -49,6 +49,8 @@ class Draft:
     provenance: dict[str, str] = field(default_factory=dict)  # spec key or arg -> where its value came from
     launches: int = 0  # launches of this kernel found
     inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of bytes a captured run had
+    captured_ms: float = 0.0  # the bench launch's median GPU time in the captured run; 0 where not timed
+    captured_timed: int = 0  # how many of its launches the run timed
 
 
 def draft_specs(source: str | SourceText, extra_launches: list[Launch] | None = None) -> dict[str, Draft]:

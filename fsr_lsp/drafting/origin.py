@@ -45,6 +45,8 @@ class KernelSpec:
     inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of the bytes a captured run saved
     flags: tuple[str, ...] = ()  # flags the user's build compiles the kernel with (its compile command, its symbol)
     build: str = ""  # where those flags came from and what they are, said to the user; '' when no build says
+    captured_ms: float = 0.0  # a captured spec's bench launch: its median GPU time in the user's run
+    captured_timed: int = 0  # the launches that median is of
 
     def as_json(self) -> dict:
         data = asdict(self)
@@ -55,6 +57,9 @@ class KernelSpec:
             data.pop("flags")
         if not self.build:
             data.pop("build")
+        if not self.captured_ms:
+            data.pop("captured_ms")
+            data.pop("captured_timed")
         return data
 
 
@@ -143,7 +148,8 @@ def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draf
         taken = _captured(src, k, capture, draft)
         if taken.text is not None:
             return KernelSpec(name, k.name, line, "captured", taken.text, taken.problems + orphans, taken.provenance,
-                              launch=taken.provenance.get("launch", ""), inputs=taken.inputs)
+                              launch=taken.provenance.get("launch", ""), inputs=taken.inputs,
+                              captured_ms=taken.captured_ms, captured_timed=taken.captured_timed)
         not_captured = taken.problems
     if draft.text is not None:
         return KernelSpec(name, k.name, line, "drafted", draft.text, not_captured + draft.problems + orphans, draft.provenance,

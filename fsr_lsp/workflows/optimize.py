@@ -116,6 +116,28 @@ def _say_build(outcome: SearchOutcome, spec: KernelSpec | None) -> None:
                              "CMD` or a compile_commands.json makes every compile take your build's flags")
 
 
+APART = 0.25  # fsr's timing of the original and the user's run further apart than this are said
+
+
+def _against_the_run(outcome: SearchOutcome, spec: KernelSpec | None) -> None:
+    """fsr's timing of the original at the captured launch's sizes, against that launch's GPU
+    time in the user's own run: a speedup is only the user's where the two agree."""
+    ours = outcome.baseline.original_time if outcome.baseline is not None else None
+    if spec is None or not spec.captured_ms or ours is None or ours.median_ms <= 0:
+        return
+    theirs, ratio = spec.captured_ms, ours.median_ms / spec.captured_ms
+    said = (f"fsr times the original at {ours.median_ms:.4g} ms; in your run ({spec.captured_timed} launch"
+            f"{'es' if spec.captured_timed != 1 else ''} at these sizes) it took {theirs:.4g} ms")
+    if abs(ratio - 1) <= APART:
+        outcome.notes.append(f"{said}: they agree within {abs(ratio - 1):.0%}")
+    else:
+        outcome.notes.append(
+            f"{said}: {max(ratio, 1 / ratio):.2f}x apart, so the speedup may not be your program's. Likely causes: "
+            "flags your build has that fsr's compile has not (`fsr capture --build CMD` records them), the inputs "
+            "(work that depends on the data: bench_inputs = \"captured\" times on the run's own), other work on the "
+            "GPU during either run, or clocks (another GPU, power or thermal state)")
+
+
 @dataclass
 class OptimizeRun:
     """One Optimize: what was asked, and what became of it."""
@@ -189,6 +211,7 @@ class Optimizer:
             outcome = run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
                                  report, job.cancel, started=job.started, include_dirs=job.eval_options().include_dirs)
         _say_build(outcome, job.plan.spec if job.plan is not None else None)
+        _against_the_run(outcome, job.plan.spec if job.plan is not None else None)
         from .perf_check import record_search  # what it timed: a later edit is checked against it
 
         try:

@@ -1,0 +1,58 @@
+"""The capture's own kernel times (issue 58, item 2): each captured launch's GPU time in the
+user's run reaches the captured spec, and fsr's timing of the original is held against it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsr_lsp.evaluator.records import EvalResult, TimingStats
+from fsr_lsp.kernels import discover
+from fsr_lsp.search.outcome import SearchOutcome
+from fsr_lsp.settings import Settings
+from fsr_lsp.source import SourceText
+from fsr_lsp.workflows.optimize import _against_the_run, plan_spec
+from fsr_lsp.drafting.workspace import LaunchIndex
+
+from .test_capture import KERNELS, scale_launch, write_capture
+
+
+def captured_plan(root: Path, median_ns: int | None):
+    records = [scale_launch(4096)]
+    if median_ns is not None:
+        records.append({"time": 0, "n": 5, "median_ns": median_ns, "min_ns": median_ns - 10})
+    write_capture(root, records)
+    (root / "k.cu").write_text(KERNELS)
+    kernel = next(k for k in discover(SourceText(KERNELS)).kernels if k.name == "scale")
+    return plan_spec(LaunchIndex(root, first_wait=None), root / "k.cu", KERNELS, kernel, Settings())
+
+
+def outcome(original_ms: float) -> SearchOutcome:
+    timing = TimingStats(original_ms, original_ms, original_ms, original_ms, original_ms, 20)
+    return SearchOutcome("improved", "2.0x", baseline=EvalResult("scale", "verified", "", original_time=timing))
+
+
+def test_a_captured_spec_carries_its_launchs_time_in_the_run(tmp_path):
+    plan = captured_plan(tmp_path, 33_300_000)
+    assert plan.spec.origin == "captured" and plan.spec.captured_ms == 33.3 and plan.spec.captured_timed == 5
+    assert plan.spec.as_json()["captured_ms"] == 33.3
+
+
+def test_fsrs_timing_far_from_the_runs_is_said_with_its_likely_causes(tmp_path):
+    spec = captured_plan(tmp_path, 33_300_000).spec
+    apart = outcome(87.5)
+    _against_the_run(apart, spec)
+    (note,) = apart.notes
+    assert "fsr times the original at 87.5 ms" in note and "it took 33.3 ms" in note and "2.63x apart" in note
+    assert all(cause in note for cause in ("flags", "inputs", "other work on the GPU", "clocks"))
+    near = outcome(36.0)
+    _against_the_run(near, spec)
+    assert near.notes == ["fsr times the original at 36 ms; in your run (5 launches at these sizes) it took 33.3 ms: "
+                          "they agree within 8%"]
+
+
+def test_no_time_in_the_run_says_nothing(tmp_path):
+    spec = captured_plan(tmp_path, None).spec
+    assert spec.captured_ms == 0 and "captured_ms" not in spec.as_json()
+    plain = outcome(87.5)
+    _against_the_run(plain, spec)
+    assert plain.notes == []
