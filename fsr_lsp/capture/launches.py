@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CAPTURES = Path(".fsr") / "captures"
+STDOUT = "stdout.txt"  # the program's standard output, as it went to the terminal
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,14 @@ class Capture:
     runs: dict[str, "Capture"] = field(default_factory=dict)  # kernel -> the run its launches are from
     cwd: Path | None = None  # where the run was started
     every_run: list["Capture"] = field(default_factory=list)  # (merged) every run with a launch, newest first
+    build: str = ""  # the build command `fsr capture --build` ran before the program; '' when none
+
+    def output(self) -> str | None:
+        """The program's standard output in this run; None where it was not kept."""
+        try:
+            return (self.folder / STDOUT).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
 
     def of(self, kernel: str) -> list[CapturedLaunch]:
         """This kernel's launches, most frequent first."""
@@ -158,7 +167,8 @@ def read_capture(folder: Path) -> Capture:
     except (OSError, ValueError):
         pass
     capture = Capture(folder, list(meta.get("command", [])), [], meta.get("exit_code"),
-                      cwd=Path(meta["cwd"]) if isinstance(meta.get("cwd"), str) else None)
+                      cwd=Path(meta["cwd"]) if isinstance(meta.get("cwd"), str) else None,
+                      build=meta["build"] if isinstance(meta.get("build"), str) else "")
     damaged = 0
     unseen: list[str] = []
     try:

@@ -10,13 +10,14 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
 from .build import BuildError, injection_library
-from .launches import CAPTURES, Capture, read_capture, superseded
+from .launches import CAPTURES, STDOUT, Capture, read_capture, superseded
 
 
 class CaptureError(RuntimeError):
@@ -26,7 +27,7 @@ class CaptureError(RuntimeError):
 def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...] = (), snapshot_bytes: int = 0,
                 max_per_kernel: int = 64, timeout: float | None = None, nvcc: str = "",
                 on_output: Callable[[str], None] | None = None, cancel: threading.Event | None = None,
-                cwd: Path | None = None, build: str = "") -> Capture:
+                cwd: Path | None = None, build: str = "", root: Path | None = None) -> Capture:
     """Run `command` (its output to the terminal, or line by line to `on_output`) and read back
     what it launched. `timeout` or `cancel` stop the program; what it launched by then is kept."""
     if not command:
@@ -37,7 +38,7 @@ def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...]
         library = injection_library(nvcc)
     except BuildError as e:
         raise CaptureError(str(e)) from None
-    folder = _new_folder(workspace / CAPTURES)
+    folder = _new_folder(root or workspace / CAPTURES)
     env = dict(os.environ, CUDA_INJECTION64_PATH=str(library), FSR_CAPTURE_OUT=str(folder),
                FSR_CAPTURE_KERNELS=",".join(kernels), FSR_CAPTURE_MAX=str(max_per_kernel),
                FSR_CAPTURE_SNAPSHOT_BYTES=str(snapshot_bytes), PYTORCH_NO_CUDA_MEMORY_CACHING="1")
@@ -46,12 +47,17 @@ def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...]
     (folder / "capture.json").write_text(json.dumps(meta))
     try:
         proc = subprocess.Popen(command, cwd=cwd or workspace, env=env, start_new_session=True,
-                                stdout=subprocess.PIPE if on_output else None,
-                                stderr=subprocess.STDOUT if on_output else None, text=True, errors="replace")
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE if on_output else None,
+                                text=True, errors="replace")
     except OSError as e:
+        shutil.rmtree(folder, ignore_errors=True)  # nothing ran: no empty capture is left behind
         raise CaptureError(f"cannot run {command[0]}: {e.strerror or e}") from None
-    reader = threading.Thread(target=_pump, args=(proc, on_output), daemon=True) if on_output else None
-    if reader:
+    kept = open(folder / STDOUT, "w", encoding="utf-8")
+    sink = on_output or _terminal
+    readers = [threading.Thread(target=_pump, args=(proc.stdout, sink, kept), daemon=True)]
+    if on_output:
+        readers.append(threading.Thread(target=_pump, args=(proc.stderr, on_output, None), daemon=True))
+    for reader in readers:
         reader.start()
     deadline = None if timeout is None else time.monotonic() + timeout
     stopped = ""
@@ -65,8 +71,9 @@ def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...]
             break
         time.sleep(0.05)
     code = proc.wait()
-    if reader:
+    for reader in readers:
         reader.join(5)
+    kept.close()
     # read back before the exit code marks the run finished: from then on a newer capture of the
     # same kernels, ending in another terminal, may prune this folder
     capture = read_capture(folder)
@@ -106,10 +113,20 @@ def _new_folder(root: Path) -> Path:
             n += 1
 
 
-def _pump(proc: subprocess.Popen, sink: Callable[[str], None]) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
+def _pump(stream, sink: Callable[[str], None], kept) -> None:
+    """Each line of the program's output to `sink`, and to the kept file where there is one."""
+    for line in stream:
+        if kept is not None:
+            kept.write(line)
         sink(line.rstrip("\n"))
+
+
+def _terminal(line: str) -> None:
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        pass
 
 
 def _kill(proc: subprocess.Popen) -> None:

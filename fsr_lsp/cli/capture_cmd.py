@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(e), 2)
     _print(capture)
     if not capture.launches:
-        return fail("no kernel launch was recorded: did the program launch one"
+        status = f"the program exited with status {capture.exit_code} and " if capture.exit_code else ""
+        return fail(f"{status}no kernel launch was recorded: did the program launch one"
                     + (f" named {', '.join(args.kernel)}" if args.kernel else "")
                     + "? (a program that never touches the GPU, or one run under another profiler, records none); "
                     "nothing was kept", 1)

@@ -28,6 +28,8 @@ def _work(command: str) -> Callable[[argparse.Namespace], int]:
         from .spec_cmd import run
     elif command == "capture":
         from .capture_cmd import run
+    elif command == "confirm":
+        from .confirm_cmd import run
     else:
         from .profile_cmd import run
     return run

@@ -13,7 +13,7 @@ from .arguments import (OneLineParser, at_least, file_to_write, folder, gpu_inde
                         workspace)
 from .version import VersionAction
 
-COMMANDS = ("eval", "optimize", "history", "spec", "capture", "profile")  # each is <name>_cmd.py
+COMMANDS = ("eval", "optimize", "history", "spec", "capture", "profile", "confirm")  # each is <name>_cmd.py
 SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup",
                 "search.fixAttempts", "search.sanitize", "search.minGain", "llm.baseUrl", "llm.model", "llm.apiKeyEnv",
                 "llm.temperature", "llm.timeout", "llm.maxAnswerBytes", "compiler.nvcc", "compiler.flags",
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="fsr", description="Find, verify and time faster CUDA kernels.")
     parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_eval, _optimize, _history, _spec, _capture, _profile):
+    for add in (_eval, _optimize, _history, _spec, _capture, _profile, _confirm):
         add(sub)
     return parser
 
@@ -128,6 +128,21 @@ def _capture(sub: argparse._SubParsersAction) -> None:
                         "(--use_fast_math, -D, -std, ...)")
     add_setting_flags(p, "compiler.nvcc", "capture.snapshotBytes")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
+
+
+def _confirm(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("confirm", help="confirm an applied rewrite in your own program: rebuild, rerun, compare",
+                       description="After a rewrite is applied: rebuild with the build command the capture ran "
+                                   "(fsr capture --build), rerun the captured program under the capture, and report "
+                                   "the kernel's GPU time in the real run before and after, the program's exit status "
+                                   "and whether its output is the same (numbers within the kernel's tolerance, its "
+                                   "own timing lines left out). Exit status 0: confirmed; 1: something differs; 2: "
+                                   "it could not run.")
+    _one_kernel(p, writes=True)
+    p.add_argument("--build", metavar="CMD", default=None, help="the build command (default: the one the capture ran)")
+    p.add_argument("--no-build", action="store_true", help="do not rebuild: the program is already built")
+    p.add_argument("--timeout", type=seconds, default=None, help="stop the build and the program after this long")
+    add_setting_flags(p, "compiler.nvcc")
 
 
 def _profile(sub: argparse._SubParsersAction) -> None:

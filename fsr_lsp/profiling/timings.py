@@ -76,6 +76,14 @@ class Timings:
                 (os.path.abspath(file), kernel, gpu)).fetchone()
         return TimedVersion(*row) if row else None
 
+    def versions(self, file: str, kernel: str) -> list[TimedVersion]:
+        """Every version of a kernel timed, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT file, kernel, source, definition, time_ms, gpu, label, created FROM versions "
+                "WHERE file = ? AND kernel = ? ORDER BY created ASC", (os.path.abspath(file), kernel)).fetchall()
+        return [TimedVersion(*row) for row in rows]
+
     def kernels(self, file: str) -> set[str]:
         with self._lock:
             rows = self._db.execute("SELECT DISTINCT kernel FROM versions WHERE file = ?", (os.path.abspath(file),))
