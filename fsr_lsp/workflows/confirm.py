@@ -25,6 +25,7 @@ from ..specs import parse_spec
 
 CONFIRMS = Path(".fsr") / "confirms"  # the reruns: never a source of specs
 AGREES = 0.20  # the program's gain and the verified one further apart than this are explained
+SAME = 0.05  # kernel times of two runs this close are the same time
 
 
 @dataclass
@@ -104,8 +105,10 @@ def _times(out: Confirmation, before: list[CapturedLaunch], after: list[Captured
     gain = out.before_ms / out.after_ms
     said = (f"{out.kernel} in your program: {out.before_ms:.4g} ms -> {out.after_ms:.4g} ms a launch "
             f"({n_before} launches timed before, {n_after} after): ")
-    if gain >= 1:
+    if gain >= 1 + SAME:
         out.lines.append(said + f"{gain:.2f}x faster")
+    elif gain > 1 / (1 + SAME):
+        out.lines.append(said + f"{gain:.2f}x, the same within {SAME:.0%} (a run's own noise)")
     else:
         out.status = "differs"
         out.lines.append(said + f"{1 / gain:.2f}x SLOWER: a regression in the real run")

@@ -6,6 +6,7 @@ optimize` searches with it."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,28 @@ def test_a_static_cudart_binary_and_a_template_chosen_at_run_time(app: Path):
     print(rowsum["spec"], rowsum["proof"])
     assert rowsum["origin"] == "captured" and rowsum["proof"]["status"] == "proven"
     assert 'template = "64"' in rowsum["spec"] and "rows = 300" in rowsum["spec"] and "cols = 40" in rowsum["spec"]
+    # each launch's GPU time in the run, from CUPTI's kernel records (all three of scale's)
+    from fsr_lsp.capture import latest_capture
+
+    (scaled,) = latest_capture(app).of("scale")
+    assert scaled.count == 3 and scaled.timed == 3 and 500 < scaled.gpu_ns < 5_000_000, scaled
+    assert scale["captured_ms"] == scaled.gpu_ns / 1e6 and "GPU time" in r.stdout
+
+
+def test_a_watched_build_and_the_program_confirmed(app: Path, monkeypatch):
+    """`fsr capture --build` records the build's flags; after an edit, `fsr confirm` rebuilds,
+    reruns and compares (here the kernel is unchanged: the same output, the same exit status)."""
+    nvcc = Path(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    monkeypatch.setenv("PATH", f"{nvcc.parent}:{os.environ['PATH']}")  # the build names nvcc as builds do
+    build = "nvcc -O3 --use_fast_math -DUNUSED_FLAG=1 -cudart static -o app main.cu"
+    r = fsr("capture", "--build", build, "--", "./app", "5000", "300", "40", "64", cwd=app)
+    assert r.returncode == 0 and "recorded how the build compiles main.cu" in r.stderr, r.stdout + r.stderr
+    r = fsr("confirm", "kernels.cu", "-k", "scale", cwd=app)
+    print(r.stdout, r.stderr)
+    assert "exit status 0, as before" in r.stdout and "the same output" in r.stdout
+    assert "scale in your program:" in r.stdout
+    flags = spec_of(app, "scale")
+    assert "--use_fast_math" in flags["build"] and "-DUNUSED_FLAG=1" in flags["build"], flags
 
 
 def test_a_pycuda_script_and_optimize_with_the_capture(app: Path):
