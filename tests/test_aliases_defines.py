@@ -58,3 +58,18 @@ def test_a_capture_of_the_bf16_build_gives_a_bf16_spec(tmp_path):
     (spec,) = kernel_specs([tmp_path / "gelu.cu"], capture=latest_capture(tmp_path))
     assert spec.origin == "captured", spec.problems
     assert "N = 4096" in spec.spec and 'out = "out[N]"' in spec.spec, spec.spec  # 2-byte elements: n of them
+
+
+def test_an_include_guard_is_defined_where_it_is_not_before_the_header():
+    """`#ifndef MD_H` / `#define MD_H` around a header: its types are read (a guard counted as
+    defined from the start blanked the whole header), the branch the build's -D takes chosen."""
+    from fsr_lsp.kernels.aliases import type_aliases
+
+    header = ("#ifndef MD_H__\n#define MD_H__\n\n#ifdef SINGLE_PRECISION\n#define FPTYPE float\n#define POSVECTYPE float4\n"
+              "#else\n#define FPTYPE double\n#define POSVECTYPE double4\n#endif\n#endif\n")
+    assert type_aliases(header, {"SINGLE_PRECISION"}) == {"FPTYPE": "float", "POSVECTYPE": "float4"}
+    assert type_aliases(header) == {"FPTYPE": "double", "POSVECTYPE": "double4"}
+    guarded_twice = header + header.replace("MD_H__", "OTHER_H").replace("FPTYPE", "REAL").replace("POSVECTYPE", "VEC")
+    assert type_aliases(guarded_twice)["REAL"] == "double"
+    bang = "#if !defined(T_H)\n#define T_H\ntypedef float real_t;\n#endif\n"
+    assert type_aliases(bang) == {"real_t": "float"}

@@ -141,10 +141,13 @@ def active_text(text: str, defined: set[str]) -> str:
     """
     out = []
     stack: list[tuple[bool, bool]] = []  # (this branch is on, some branch of this #if was taken)
+    defined = set(defined) - _guards(text)  # an include guard is defined where it is, not before
     for line in text.split("\n"):
         m = _DIRECTIVE.match(line)
         on = all(s[0] for s in stack)
         if m is None:
+            if on and (d := _DEFINE_LINE.match(line)):
+                defined.add(d.group(1))
             out.append(line if on else "")
             continue
         kind, rest = m.group(1), m.group(2).strip()
@@ -161,6 +164,17 @@ def active_text(text: str, defined: set[str]) -> str:
             stack.pop()
         out.append("")
     return "\n".join(out)
+
+
+_DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)")
+_GUARD = re.compile(r"^[ \t]*#[ \t]*(?:ifndef[ \t]+(\w+)|if[ \t]+![ \t]*defined[ \t]*\(?[ \t]*(\w+)[ \t]*\)?)[^\n]*\n"
+                    r"(?:[ \t]*(?://[^\n]*)?\n)*[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
+
+
+def _guards(text: str) -> set[str]:
+    """Macros defined right after `#ifndef` of themselves: include guards (every header of a
+    concatenation has its own)."""
+    return {m.group(3) for m in _GUARD.finditer(text) if m.group(3) in (m.group(1), m.group(2))}
 
 
 def _condition(kind: str, rest: str, defined: set[str]) -> bool:
