@@ -56,3 +56,14 @@ def test_no_time_in_the_run_says_nothing(tmp_path):
     plain = outcome(87.5)
     _against_the_run(plain, spec)
     assert plain.notes == []
+
+
+def test_a_working_set_that_fits_l2_names_the_warm_cache_first(tmp_path):
+    from fsr_lsp.evaluator.records import GpuInfo
+
+    spec = captured_plan(tmp_path, 400_000).spec
+    assert spec.captured_bytes == 2 * 4 * 4096  # y and x, 16 KiB each
+    slow = outcome(0.61)
+    slow.baseline.gpu = GpuInfo(0, "NVIDIA H100", "9.0", 132, 50 << 20, 80 << 30)
+    _against_the_run(slow, spec)
+    assert "Likely causes: the cache first: its 0.0312 MiB fit the GPU's 50 MiB L2" in slow.notes[0]

@@ -51,6 +51,7 @@ class Draft:
     inputs: dict[str, str] = field(default_factory=dict)  # buffer -> "OFFSET:PATH" of bytes a captured run had
     captured_ms: float = 0.0  # the bench launch's median GPU time in the captured run; 0 where not timed
     captured_timed: int = 0  # how many of its launches the run timed
+    captured_bytes: int = 0  # the memory its pointers point into, each allocation once
 
 
 def draft_specs(source: str | SourceText, extra_launches: list[Launch] | None = None) -> dict[str, Draft]:

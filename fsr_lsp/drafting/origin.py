@@ -47,6 +47,7 @@ class KernelSpec:
     build: str = ""  # where those flags came from and what they are, said to the user; '' when no build says
     captured_ms: float = 0.0  # a captured spec's bench launch: its median GPU time in the user's run
     captured_timed: int = 0  # the launches that median is of
+    captured_bytes: int = 0  # the memory its pointers point into in that run
 
     def as_json(self) -> dict:
         data = asdict(self)
@@ -60,6 +61,7 @@ class KernelSpec:
         if not self.captured_ms:
             data.pop("captured_ms")
             data.pop("captured_timed")
+            data.pop("captured_bytes")
         return data
 
 
@@ -149,7 +151,8 @@ def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draf
         if taken.text is not None:
             return KernelSpec(name, k.name, line, "captured", taken.text, taken.problems + orphans, taken.provenance,
                               launch=taken.provenance.get("launch", ""), inputs=taken.inputs,
-                              captured_ms=taken.captured_ms, captured_timed=taken.captured_timed)
+                              captured_ms=taken.captured_ms, captured_timed=taken.captured_timed,
+                              captured_bytes=taken.captured_bytes)
         not_captured = taken.problems
     if draft.text is not None:
         return KernelSpec(name, k.name, line, "drafted", draft.text, not_captured + draft.problems + orphans, draft.provenance,

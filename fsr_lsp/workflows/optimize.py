@@ -131,11 +131,17 @@ def _against_the_run(outcome: SearchOutcome, spec: KernelSpec | None) -> None:
     if abs(ratio - 1) <= APART:
         outcome.notes.append(f"{said}: they agree within {abs(ratio - 1):.0%}")
     else:
+        gpu = outcome.baseline.gpu if outcome.baseline is not None else None
+        warm = ""
+        if ratio > 1 and gpu is not None and gpu.l2_bytes and 0 < spec.captured_bytes <= gpu.l2_bytes:
+            warm = (f"the cache first: its {spec.captured_bytes / 2**20:.3g} MiB fit the GPU's "
+                    f"{gpu.l2_bytes / 2**20:.0f} MiB L2, so launch after launch your program finds them there, where "
+                    "fsr empties L2 before each timed run (a speedup measured cold may be smaller warm); then ")
         outcome.notes.append(
             f"{said}: {max(ratio, 1 / ratio):.2f}x apart, so the speedup may not be your program's. Likely causes: "
-            "flags your build has that fsr's compile has not (`fsr capture --build CMD` records them), the inputs "
-            "(work that depends on the data: bench_inputs = \"captured\" times on the run's own), other work on the "
-            "GPU during either run, or clocks (another GPU, power or thermal state)")
+            f"{warm}flags your build has that fsr's compile has not (`fsr capture --build CMD` records them), the "
+            "inputs (work that depends on the data: bench_inputs = \"captured\" times on the run's own), other work "
+            "on the GPU during either run, or clocks (another GPU, power or thermal state)")
 
 
 @dataclass
