@@ -214,6 +214,30 @@ def test_a_watched_build_records_how_it_compiles_each_file(tmp_path, fake_nvcc):
     assert file_build(tmp_path, file).flags.flags == ("-O3", "--use_fast_math", "-DSCALE_BY_TWO")  # nothing lost
 
 
+def test_a_build_naming_nvcc_by_its_full_path_is_seen_too(tmp_path, fake_nvcc):
+    """A Makefile's `$(CUDA_HOME)/bin/nvcc` never looks on PATH: the watcher sees it started."""
+    file = project(tmp_path)
+    (tmp_path / "Makefile").write_text(f"CXX = {fake_nvcc}/nvcc\nscale.o: scale.cu\n\t$(CXX) --use_fast_math -DLDIM=32 "
+                                       "-c scale.cu -o scale.o\n")
+    built = run_build("make", tmp_path)
+    assert built.exit_code == 0 and built.files() == ["scale.cu"], built.problems
+    assert file_build(tmp_path, file).flags.flags == ("--use_fast_math", "-DLDIM=32")
+    (tmp_path / "build.sh").write_text(f"#!/bin/sh\ncd sub && exec {fake_nvcc}/nvcc -O2 -c ../scale.cu -o s.o\n")
+    (tmp_path / "sub").mkdir()
+    assert run_build("sh build.sh", tmp_path).entries[0]["directory"] == str(tmp_path / "sub")
+
+
+def test_without_a_c_compiler_a_wrapper_on_path_watches_plain_nvcc(tmp_path, fake_nvcc, monkeypatch):
+    from fsr_lsp.capture import build_watch
+
+    monkeypatch.setattr(build_watch, "watch_library", lambda cache=None: None)
+    file = project(tmp_path)
+    built = run_build("nvcc -O1 -DX=2 -c scale.cu -o scale.o", tmp_path)
+    assert built.exit_code == 0 and built.files() == ["scale.cu"]
+    assert file_build(tmp_path, file).flags.flags == ("-O1", "-DX=2")
+    assert (fake_nvcc / "ran").read_text().strip() == "-O1 -DX=2 -c scale.cu -o scale.o"
+
+
 def test_fsr_capture_build_runs_the_build_and_says_what_it_recorded(tmp_path, fake_nvcc):
     project(tmp_path)
     env = {**os.environ, "PATH": os.environ["PATH"]}

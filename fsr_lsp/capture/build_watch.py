@@ -1,10 +1,14 @@
-"""`fsr capture --build CMD`: run the user's build with an `nvcc` first on PATH that writes down
-each invocation (directory and arguments, as compilation-database tools do) and then runs the
-real nvcc unchanged. What it saw lands in `.fsr/compile_commands.json`, read like any other
-compile database, so every later compile of those files' kernels takes the build's flags."""
+"""`fsr capture --build CMD`: run the user's build watching each nvcc it starts (directory and
+arguments, as compilation-database tools do), nvcc itself run unchanged. The watcher is a small
+LD_PRELOAD library (`fsr_build_watch.c`, built with the host C compiler once and cached) that
+sees nvcc started by any path, a Makefile's `$(CUDA_HOME)/bin/nvcc` and CMake's absolute one
+included; where it cannot be built, an `nvcc` first on PATH does the same for builds that name
+nvcc plainly. What it saw lands in `.fsr/compile_commands.json`, read like any other compile
+database, so every later compile of those files' kernels takes the build's flags."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -64,13 +68,18 @@ def run_build(command: str, workspace: Path, *, cwd: Path | None = None, nvcc: s
     if shutil.which("nvcc", path=real_path) is None:
         return BuildRun(command, 127, problems=["no nvcc on PATH (or compiler.nvcc) for the build to run"])
     with tempfile.TemporaryDirectory(prefix="fsr-build-") as tmp:
-        wrapper = Path(tmp) / "bin" / "nvcc"
-        wrapper.parent.mkdir()
-        wrapper.write_text(_WRAPPER.format(python=sys.executable))
-        wrapper.chmod(0o755)
         log = Path(tmp) / "invocations.jsonl"
-        env = dict(os.environ, PATH=str(wrapper.parent) + os.pathsep + real_path, FSR_BUILD_PATH=real_path,
-                   FSR_BUILD_LOG=str(log), NVCC=str(wrapper), CUDACXX=str(wrapper))
+        env = dict(os.environ, PATH=real_path, FSR_BUILD_LOG=str(log))
+        preload = watch_library()
+        if preload is not None:
+            env["LD_PRELOAD"] = " ".join(filter(None, [str(preload), os.environ.get("LD_PRELOAD", "")]))
+        else:  # no C compiler: builds that name nvcc plainly are still seen
+            wrapper = Path(tmp) / "bin" / "nvcc"
+            wrapper.parent.mkdir()
+            wrapper.write_text(_WRAPPER.format(python=sys.executable))
+            wrapper.chmod(0o755)
+            env.update(PATH=str(wrapper.parent) + os.pathsep + real_path, FSR_BUILD_PATH=real_path,
+                       NVCC=str(wrapper), CUDACXX=str(wrapper))
         try:
             proc = subprocess.run(command, shell=True, cwd=cwd or workspace, env=env, timeout=timeout,
                                   stdout=subprocess.PIPE if on_output else None,
@@ -92,9 +101,38 @@ def run_build(command: str, workspace: Path, *, cwd: Path | None = None, nvcc: s
                             "files it did compile are kept")
     if not entries and code == 0:
         run.problems.append("the build compiled nothing fsr could see: nothing to rebuild (touch the kernel's file "
-                            "or clean first), or a build that names nvcc by its full path (CMake: use its "
-                            "compile_commands.json, CMAKE_EXPORT_COMPILE_COMMANDS=ON); the flags stay as they were")
+                            "or clean first: `make -B`), or a compiler started where fsr does not watch (a build "
+                            "server, a container); CMake: its compile_commands.json (CMAKE_EXPORT_COMPILE_COMMANDS=ON) "
+                            "serves too. The flags stay as they were")
     return run
+
+
+WATCH_SOURCE = Path(__file__).with_name("fsr_build_watch.c")
+
+
+def watch_library(cache: Path | None = None) -> Path | None:
+    """The LD_PRELOAD watcher, built the first time (well under a second) and cached per source;
+    None where no C compiler builds it."""
+    source = WATCH_SOURCE.read_bytes()
+    root = cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fsr-lsp" / "build-watch"
+    target = root / hashlib.sha256(source).hexdigest()[:16] / "libfsr_build_watch.so"
+    if target.exists():
+        return target
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        return None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            built = Path(tmp) / target.name
+            done = subprocess.run([compiler, "-shared", "-fPIC", "-O2", str(WATCH_SOURCE), "-ldl", "-o", str(built)],
+                                  capture_output=True, text=True, timeout=60)
+            if done.returncode != 0:
+                return None
+            os.replace(built, target)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return target
 
 
 def entries_of(log: Path) -> list[dict]:
