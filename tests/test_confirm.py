@@ -134,3 +134,16 @@ def test_outputs_compare_numbers_to_their_printed_precision_and_skip_timings():
     assert not compare_outputs("PASSED\n", "FAILED\n").same
     assert not compare_outputs("a\nb\n", "a\n").same
     assert compare_outputs("nan\n", "nan\n").same and not compare_outputs("nan\n", "1.0\n").same
+
+
+def test_a_rewrite_verified_under_another_launch_than_the_programs_is_said_first(project):
+    """The rewrite's @fsr block launches it with 128 threads; the program still launches 256."""
+    spec = ("/* @fsr\nbench = { n = 4096 }\ngrid = \"cdiv(n, 128)\"\nblock = 128\n[args]\ny = \"out[n]\"\nx = \"in[n]\"\n"
+            "a = 2.0\nn = \"n\"\n*/\n")
+    (project / "k.cu").write_text(spec + REWRITE)
+    state(project, ns=1_000_000)
+    done = confirmed(project)
+    assert done.status == "differs"
+    assert done.lines[0] == ("the applied rewrite was verified with block (128, 1, 1) (its @fsr block), but your "
+                             "program launches it with block (256, 1, 1): change the program's launch as the block "
+                             "says (grid and block), or the rewrite runs as it was never verified")

@@ -75,11 +75,36 @@ def confirm(workspace: Path, file: Path, kernel: str, settings: Settings, *, bui
                             root=workspace / CONFIRMS)
     except CaptureError as e:
         return Confirmation(kernel, "failed", [str(e)])
+    _launch_kept(out, file, kernel, again.of(kernel))
     _times(out, before, again.of(kernel))
     _against_verified(out, workspace, file, kernel)
     _exit_status(out, first, again)
     _outputs(out, first, again, file, kernel)
     return out
+
+
+def _launch_kept(out: Confirmation, file: Path, kernel: str, after: list[CapturedLaunch]) -> None:
+    """A rewrite verified under another launch than the program makes is not the rewrite that
+    ran: said first, as the likeliest cause of whatever follows."""
+    spec = _spec(file, kernel)
+    if spec is None or not after:
+        return
+    made = after[0].block
+    wanted = tuple(spec.block) + (1,) * (3 - len(spec.block))
+    if tuple(made) != wanted:
+        out.status = "differs"
+        out.lines.append(f"the applied rewrite was verified with block {wanted} (its @fsr block), but your program "
+                         f"launches it with block {tuple(made)}: change the program's launch as the block says "
+                         "(grid and block), or the rewrite runs as it was never verified")
+
+
+def _spec(file: Path, kernel: str):
+    try:
+        src = SourceText(file.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+    found = find_kernel(src, kernel)
+    return parse_spec(src, found).spec if found is not None and found.spec is not None else None
 
 
 def _mean_ms(launches: list[CapturedLaunch]) -> tuple[float, int]:
@@ -176,11 +201,6 @@ def _outputs(out: Confirmation, first: Capture, again: Capture, file: Path, kern
 
 def _tolerance(file: Path, kernel: str) -> tuple[float, float]:
     """The kernel's spec's tolerance, where it has one; else a float's."""
-    try:
-        src = SourceText(file.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return 1e-5, 1e-8
-    found = find_kernel(src, kernel)
-    spec = parse_spec(src, found).spec if found is not None and found.spec is not None else None
+    spec = _spec(file, kernel)
     return (spec.rtol if spec is not None and spec.rtol is not None else 1e-5,
             spec.atol if spec is not None and spec.atol is not None else 1e-8)
