@@ -67,3 +67,19 @@ def test_a_working_set_that_fits_l2_names_the_warm_cache_first(tmp_path):
     slow.baseline.gpu = GpuInfo(0, "NVIDIA H100", "9.0", 132, 50 << 20, 80 << 30)
     _against_the_run(slow, spec)
     assert "Likely causes: the cache first: its 0.0312 MiB fit the GPU's 50 MiB L2" in slow.notes[0]
+
+
+def test_a_warm_cache_case_is_timed_warm_and_said_beside(tmp_path):
+    from fsr_lsp.evaluator.records import GpuInfo
+
+    spec = captured_plan(tmp_path, 400_000).spec
+    slow = outcome(0.61)
+    slow.baseline.gpu = GpuInfo(0, "NVIDIA H100", "9.0", 132, 50 << 20, 80 << 30)
+    asked = []
+    _against_the_run(slow, spec, warm=lambda: asked.append(1) or (0.41, 0.2))
+    assert asked == [1]
+    assert ("Timed warm, fsr gets 0.41 ms for the original (1.02x your run's) and 0.2 ms for the rewrite: 2.05x warm; "
+            "then flags") in slow.notes[0]
+    agreeing = outcome(0.41)
+    _against_the_run(agreeing, spec, warm=lambda: asked.append(2) or (0.4, 0.2))
+    assert asked == [1]  # agreeing cold: nothing more is timed

@@ -25,7 +25,7 @@ from ..drafting.placement import place_spec
 from ..drafting.proof import Proof, prove_with
 from ..drafting.workspace import LaunchIndex, workspace_spec
 from ..evaluator import EvalOptions
-from ..evaluator.backends import Backend, backend_missing, make_backend
+from ..evaluator.backends import Backend, EvalRequest, backend_missing, make_backend
 from ..evaluator.support import load
 from ..kernels import Kernel
 from ..llmclient import LLMConfig
@@ -119,13 +119,37 @@ def _say_build(outcome: SearchOutcome, spec: KernelSpec | None) -> None:
 APART = 0.25  # fsr's timing of the original and the user's run further apart than this are said
 
 
-def _against_the_run(outcome: SearchOutcome, spec: KernelSpec | None) -> None:
+WarmTimes = Callable[[], "tuple[float, float | None] | None"]
+
+
+def _warm_times(bench: GpuBench, outcome: SearchOutcome) -> tuple[float, float | None] | None:
+    """The original and the winner timed as a program that launches them again and again runs
+    them: L2 not emptied between runs, nothing judged (each was verified, or is the original)."""
+    best = outcome.best
+    timing = dataclasses.replace(bench.options.timing, flush_l2=False)
+    options = dataclasses.replace(bench.options, timing=timing, time_only=best is not None,
+                                  candidate_flags=best.proposal.flags if best is not None else ())
+    try:
+        result = bench.backend.evaluate([EvalRequest(bench.source, bench.kernel, best.proposal.source if best else None,
+                                                     options)], bench.cancel)[0]
+    except Exception as e:  # noqa: BLE001 - an extra measurement: the search's result stands without it
+        log.warning("the warm timing after the search failed: %s", e)
+        return None
+    if result.original_time is None:
+        return None
+    return result.original_time.median_ms, result.candidate_time.median_ms if result.candidate_time else None
+
+
+def _against_the_run(outcome: SearchOutcome, spec: KernelSpec | None, warm: WarmTimes | None = None) -> None:
     """fsr's timing of the original at the captured launch's sizes, against that launch's GPU
-    time in the user's own run: a speedup is only the user's where the two agree."""
+    time in the user's own run: a speedup is only the user's where the two agree. Where they
+    do not and the launch's memory fits L2 (the program runs it warm), the original and the
+    winner are timed warm too, and that is said beside."""
     ours = outcome.baseline.original_time if outcome.baseline is not None else None
     if spec is None or not spec.captured_ms or ours is None or ours.median_ms <= 0:
         return
     theirs, ratio = spec.captured_ms, ours.median_ms / spec.captured_ms
+    warm_times = warm
     said = (f"fsr times the original at {ours.median_ms:.4g} ms; in your run ({spec.captured_timed} launch"
             f"{'es' if spec.captured_timed != 1 else ''} at these sizes) it took {theirs:.4g} ms")
     if abs(ratio - 1) <= APART:
@@ -136,12 +160,21 @@ def _against_the_run(outcome: SearchOutcome, spec: KernelSpec | None) -> None:
         if ratio > 1 and gpu is not None and gpu.l2_bytes and 0 < spec.captured_bytes <= gpu.l2_bytes:
             warm = (f"the cache first: its {spec.captured_bytes / 2**20:.3g} MiB fit the GPU's "
                     f"{gpu.l2_bytes / 2**20:.0f} MiB L2, so launch after launch your program finds them there, where "
-                    "fsr empties L2 before each timed run (a speedup measured cold may be smaller warm); then ")
+                    "fsr empties L2 before each timed run (a speedup measured cold may be smaller warm)"
+                    + _warm_said(warm_times() if warm_times else None, theirs) + "; then ")
         outcome.notes.append(
             f"{said}: {max(ratio, 1 / ratio):.2f}x apart, so the speedup may not be your program's. Likely causes: "
             f"{warm}flags your build has that fsr's compile has not (`fsr capture --build CMD` records them), the "
             "inputs (work that depends on the data: bench_inputs = \"captured\" times on the run's own), other work "
             "on the GPU during either run, or clocks (another GPU, power or thermal state)")
+
+
+def _warm_said(times: tuple[float, float | None] | None, theirs: float) -> str:
+    if times is None:
+        return ""
+    original, rewrite = times
+    said = f". Timed warm, fsr gets {original:.4g} ms for the original ({original / theirs:.2f}x your run's)"
+    return said + (f" and {rewrite:.4g} ms for the rewrite: {original / rewrite:.2f}x warm" if rewrite else "")
 
 
 @dataclass
@@ -214,10 +247,12 @@ class Optimizer:
             return stopped
         generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
         with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
-            outcome = run_search(job.searched_text, str(job.path), job.kernel, config, self._bench(job), generator, store,
+            bench = self._bench(job)
+            outcome = run_search(job.searched_text, str(job.path), job.kernel, config, bench, generator, store,
                                  report, job.cancel, started=job.started, include_dirs=job.eval_options().include_dirs)
         _say_build(outcome, job.plan.spec if job.plan is not None else None)
-        _against_the_run(outcome, job.plan.spec if job.plan is not None else None)
+        _against_the_run(outcome, job.plan.spec if job.plan is not None else None,
+                         warm=lambda: _warm_times(bench, outcome) if isinstance(bench, GpuBench) else None)
         from .perf_check import record_search  # what it timed: a later edit is checked against it
 
         try:
