@@ -65,12 +65,12 @@ def run_build(command: str, workspace: Path, *, cwd: Path | None = None, nvcc: s
     real_path = os.environ.get("PATH", "")
     if nvcc:  # the settings' nvcc is the one the build's `nvcc` means
         real_path = str(Path(nvcc).resolve().parent) + os.pathsep + real_path
-    if shutil.which("nvcc", path=real_path) is None:
+    preload = watch_library()
+    if preload is None and shutil.which("nvcc", path=real_path) is None:
         return BuildRun(command, 127, problems=["no nvcc on PATH (or compiler.nvcc) for the build to run"])
     with tempfile.TemporaryDirectory(prefix="fsr-build-") as tmp:
         log = Path(tmp) / "invocations.jsonl"
         env = dict(os.environ, PATH=real_path, FSR_BUILD_LOG=str(log))
-        preload = watch_library()
         if preload is not None:
             env["LD_PRELOAD"] = " ".join(filter(None, [str(preload), os.environ.get("LD_PRELOAD", "")]))
         else:  # no C compiler: builds that name nvcc plainly are still seen

@@ -78,6 +78,11 @@ class CapturedLaunch:
             return ""
         return function_addresses(self.name[start + len(self.base) + 1:end].strip())
 
+    def memory_bytes(self) -> int:
+        """The memory its pointers point into, each allocation once (two pointers into one: once)."""
+        allocations = {(p.alloc.base or -i, p.alloc.size) for i, p in enumerate(self.params) if p.alloc is not None}
+        return sum(size for _, size in allocations)
+
     def where(self) -> str:
         dims = lambda d: "(" + ", ".join(map(str, d)) + ")"  # noqa: E731
         return f"{self.base}<<<{dims(self.grid)}, {dims(self.block)}" + (f", {self.smem}" if self.smem else "") + ">>>"

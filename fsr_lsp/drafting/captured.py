@@ -96,9 +96,7 @@ def captured_spec(src: SourceText, kernel: Kernel, capture: Capture, draft: Draf
         note += "; the inputs of its first launch were saved: they join the random input sets at the bench size"
     out.provenance["capture"] = note
     out.provenance["launch"] = f"{launch.where()} in {run.describe()}"
-    out.captured_ms, out.captured_timed = launch.gpu_ns / 1e6, launch.timed
-    allocations = {(p.alloc.base or -i, p.alloc.size) for i, p in enumerate(launch.params) if p.alloc is not None}
-    out.captured_bytes = sum(size for _, size in allocations)  # two pointers into one allocation: once
+    out.captured_ms, out.captured_timed, out.captured_bytes = launch.gpu_ns / 1e6, launch.timed, launch.memory_bytes()
     return out
 
 

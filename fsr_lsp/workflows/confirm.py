@@ -63,9 +63,10 @@ def confirm(workspace: Path, file: Path, kernel: str, settings: Settings, *, bui
         built = run_build(command, workspace, cwd=first.cwd, nvcc=settings.compiler_nvcc, on_output=on_output,
                           timeout=timeout)
         if built.exit_code != 0:
+            why = f" ({built.problems[0]})" if built.exit_code in (124, 127) and built.problems else ""
             return Confirmation(kernel, "failed", [
-                f"the build `{command}` failed (exit status {built.exit_code}): nothing was run; the file is as "
-                "applied and nothing else was changed", *built.problems[1:]])
+                f"the build `{command}` failed (exit status {built.exit_code}){why}: nothing was run; the file is as "
+                "applied and nothing else was changed"])
         if not any(Path(e["directory"], e["file"]).resolve() == file.resolve() for e in built.entries):
             out.lines.append(f"the build did not compile {file.name} that fsr could see: if the program was not "
                              "rebuilt, the run below is of the binary before the rewrite")

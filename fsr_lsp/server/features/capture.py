@@ -1,7 +1,11 @@
 """The command fsr.capture ("FSR: Capture launches from a run"): runs the program the setting
 fsr.capture.command names (or the command given as the argument) in the workspace under the
 capture library, with cancellable progress; its output goes to the log. Afterwards code
-actions, hover and Optimize take specs from the new capture (the launch index reads it)."""
+actions, hover and Optimize take specs from the new capture (the launch index reads it).
+
+The command fsr.confirm [uri, kernel] (the code action "Confirm `K` in your program", offered
+where the kernel's capture ran a build): rebuild, rerun as captured, and compare
+(workflows/confirm.py), with cancellable progress; the report is the message."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ if TYPE_CHECKING:
     from ...capture import Capture
 
 CAPTURE = "fsr.capture"
+CONFIRM = "fsr.confirm"
 MAX_LOG_LINES = 200  # the program's output shown in the log; the rest is counted
 
 
@@ -47,6 +52,48 @@ def register(server: FsrServer) -> None:
             return str(e)
         root = Path(ls.workspace.root_path or Path.cwd())
         return await _capture(ls, command, root)
+
+    @server.command(CONFIRM)
+    async def confirm_command(ls: FsrServer, *args: Any) -> str:
+        flat = flat_args(args)
+        if len(flat) < 2 or not all(isinstance(a, str) for a in flat[:2]):
+            return f"{CONFIRM} takes [uri, kernel]"
+        return await _confirm(ls, flat[0], flat[1])
+
+
+async def _confirm(ls: FsrServer, uri: str, kernel: str) -> str:
+    from ...workflows.confirm import confirm
+
+    why = ls.trust.refusal("Confirm")  # it builds and runs the program
+    if why:
+        ls.show(why, types.MessageType.Warning)
+        return why
+    root = Path(ls.workspace.root_path or Path.cwd())
+    path = Path(ls.workspace.get_text_document(uri).path)
+    cancel = threading.Event()
+    token = await progress.begin(ls, f"FSR: confirming {kernel} in your program", "rebuilding, then rerunning", cancel)
+    loop = asyncio.get_running_loop()
+
+    def output(line: str) -> None:
+        loop.call_soon_threadsafe(ls.window_log_message, types.LogMessageParams(
+            type=types.MessageType.Log, message=f"confirm: {line}"))
+
+    try:
+        done = await asyncio.to_thread(confirm, root, path, kernel, ls.settings, on_output=output, cancel=cancel)
+    finally:
+        progress.end(ls, token)
+    message = f"FSR: {kernel}: {done.status}. " + " ".join(done.lines)
+    kind = {"confirmed": types.MessageType.Info, "differs": types.MessageType.Warning}.get(done.status,
+                                                                                         types.MessageType.Error)
+    ls.show(message, kind)
+    return message
+
+
+def confirmable(ls: FsrServer, kernel: str) -> bool:
+    """Whether the workspace's capture of `kernel` ran a build, so Confirm can rebuild and rerun."""
+    root = Path(ls.workspace.root_path or Path.cwd())
+    capture = ls.drafts.index_for(root).capture()
+    return capture is not None and bool(capture.of(kernel)) and bool(capture.run_of(kernel).build)
 
 
 async def _capture(ls: FsrServer, command: list[str], root: Path) -> str:

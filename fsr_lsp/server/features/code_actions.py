@@ -15,6 +15,7 @@ from ...source import Position, SourceText
 from ..diagnostics import SOURCE, lsp_position
 from ..edits import EditSupport, workspace_edit
 from ..server import FsrServer, is_cuda, not_on_disk
+from .capture import CONFIRM, confirmable
 from .commands import CANCEL, OPTIMIZE
 from .drafts import draft_title
 from .profiling import FINDING, PROFILE, profiles
@@ -139,6 +140,11 @@ def _kernel_actions(ls: FsrServer, at: _Document, kernel: Kernel, spec: KernelSp
         actions.append(types.CodeAction(title=f"Profile `{kernel.name}` (Nsight Compute, findings by line)",
                                         kind=types.CodeActionKind.Refactor,
                                         command=types.Command(title="FSR", command=PROFILE, arguments=[uri, kernel.name])))
+    if confirmable(ls, kernel.name):
+        actions.append(types.CodeAction(title=f"Confirm `{kernel.name}` in your program (rebuild, rerun, compare)",
+                                        kind=types.CodeActionKind.Refactor,
+                                        command=types.Command(title="FSR", command=CONFIRM,
+                                                              arguments=[uri, kernel.name])))
     if kernel.spec is None:
         actions += _spec_fixes(at, kernel, spec)
     job = ls.searches.finished.get((uri, kernel.name))
