@@ -90,3 +90,16 @@ def test_a_header_line_or_a_template_kernels_ptxas_line_is_placed_by_its_own_bui
     assert [m.text for m in out.messages] == ["header trouble", "spills"]  # every build's, and plain's own
     only_a = merged([(("-DA",), spans[0], CheckResult(messages=[ptxas])), (("-DB",), spans[1], CheckResult())], "k.cu")
     assert only_a.messages == []  # plain's ptxas line from another build than plain's: not said
+
+
+def test_the_on_save_check_compiles_as_the_users_build(tmp_path):
+    """A file a compile database names is checked with its flags (its -std instead of fsr's)."""
+    from fsr_lsp.server.check import nvcc_command, with_build
+    from fsr_lsp.settings import Settings
+
+    settings = with_build(Settings(compiler_flags=("-lineinfo",)), ("-std=c++14", "--use_fast_math", "-DX=1",
+                                                                  f"-I{tmp_path}"))
+    assert settings.compiler_flags == ("-std=c++14", "--use_fast_math", "-DX=1", "-lineinfo")
+    assert str(tmp_path) in settings.include_paths
+    command = nvcc_command("nvcc", tmp_path / "k.cu", "sm_90", settings.compiler_flags, [], tmp_path / "o")
+    assert "-std=c++17" not in command and "-std=c++14" in command

@@ -163,8 +163,19 @@ async def _nvcc_check(nvcc: str, text: str, path: Path, settings: Settings) -> C
 
 def nvcc_command(nvcc: str, src: Path, arch: str, flags: tuple[str, ...], include_dirs: list[Path],
                  out: Path) -> list[str]:
-    return [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-Xptxas", "-v", "-x", "cu",
+    std = [] if any(f.startswith(("-std", "--std")) for f in flags) else ["-std=c++17"]  # nvcc takes one
+    return [nvcc, "-cubin", f"-arch={arch}", *std, "-Xptxas", "-v", "-x", "cu",
             *(f"-I{d}" for d in include_dirs), *flags, "-o", str(out), str(src)]
+
+
+def with_build(settings: Settings, build_flags: tuple[str, ...]) -> Settings:
+    """The settings for a file the user's build compiles with `build_flags` (its compile
+    database): its flags first, the settings' added; its include folders searched too."""
+    from ..specs.build_flags import merged
+
+    flags = merged(tuple(f for f in build_flags if not f.startswith("-I")), settings.compiler_flags)
+    dirs = tuple(f[2:] for f in build_flags if f.startswith("-I") and f[2:] not in settings.include_paths)
+    return dataclasses.replace(settings, compiler_flags=flags, include_paths=(*settings.include_paths, *dirs))
 
 
 PIECE = 1 << 20  # characters of a text encoded, or split into lines, at a time

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ..check import CheckResult, check_source
+from ..check import CheckResult, check_source, with_build
 from ..server import FsrServer, is_cuda
 
 if TYPE_CHECKING:
@@ -135,7 +135,10 @@ def schedule_check(ls: FsrServer, uri: str) -> None:
 
 async def _check(ls: FsrServer, uri: str) -> None:
     doc = ls.workspace.get_text_document(uri)
-    result = await check_source(doc.source, Path(doc.path), ls.settings, ls.searches.remote(ls.settings))
+    root = Path(ls.workspace.root_path or Path(doc.path).parent)
+    build = await asyncio.to_thread(ls.drafts.index_for(root).build, Path(doc.path))  # its compile database
+    settings = with_build(ls.settings, build.flags.flags) if build is not None else ls.settings
+    result = await check_source(doc.source, Path(doc.path), settings, ls.searches.remote(ls.settings))
     if result.problem:
         ls.show_once(f"fsr: {result.problem}", types.MessageType.Warning)
     ls.checks[uri] = result
