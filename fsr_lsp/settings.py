@@ -176,7 +176,7 @@ def load_settings(options: Any, base: Settings | None = None, *, source: str = U
             continue
         name = KEYS.get(key)
         if name is None:
-            if "secret" in key.lower() or key.lower().endswith("key"):
+            if _SECRET.search(key):
                 problems.append(f"fsr.{key}: secrets are never read from settings; name an environment variable in "
                                 "fsr.llm.apiKeyEnv instead")
             else:
@@ -187,7 +187,8 @@ def load_settings(options: Any, base: Settings | None = None, *, source: str = U
             problems.append(f"fsr.{key}: {problem}")
             continue
         values[name] = converted
-    return Loaded(Settings(**values), problems)
+    loaded = Settings(**values)
+    return Loaded(loaded, problems + [f"fsr.{p}" for p in pair_problems(loaded)])
 
 
 def refused_keys(trusted: bool) -> tuple[str, ...]:
@@ -221,10 +222,67 @@ def check_value(name: str, value: Any) -> tuple[str, Any]:
         return f"expected at most {meta['maximum']:g}, got {value!r}", None
     if name == "gpus" and converted and not _GPUS.fullmatch(converted.strip()):
         return f'expected GPU indices ("0,1") or "all", got {value!r}', None
-    return "", converted
+    problem = _VALUE_CHECKS[name](converted) if name in _VALUE_CHECKS and converted else ""
+    return (problem, None) if problem else ("", converted)
+
+
+def _url_problem(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is no number
+    except ValueError as e:
+        return f"not a URL ({e}): give the endpoint as http(s)://host[:port]/v1"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"expected an http(s) URL such as https://api.example.com/v1, got {url!r}"
+    return ""
+
+
+ARCHES = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121)
+
+
+def _arch_problem(arch: str) -> str:
+    m = re.fullmatch(r"(?:sm|compute)_(\d+)[af]?", arch)
+    if m is None or int(m.group(1)) not in ARCHES:
+        return (f"{arch!r} is no architecture nvcc knows: sm_XY with XY one of "
+                f"{', '.join(map(str, ARCHES))} (an 'a' or 'f' suffix allowed), e.g. sm_90a")
+    return ""
+
+
+def _nvcc_problem(path: str) -> str:
+    found = Path(path).expanduser()
+    if not found.is_file() or not os.access(found, os.X_OK):
+        return f"{path!r} is not an executable file (no nvcc there); give the path to nvcc, or leave it empty for PATH"
+    return ""
+
+
+def _address_problem(address: str) -> str:
+    if address in ("auto", "local"):
+        return ""
+    m = re.fullmatch(r"(?:ray://)?([\w.-]+|\[[0-9a-fA-F:]+\]):(\d{1,5})", address)
+    if m is None or not 0 < int(m.group(2)) < 65536:
+        return f"expected auto, local, or a Ray address ray://host:10001 (or host:6379), got {address!r}"
+    return ""
+
+
+_VALUE_CHECKS = {"llm_base_url": _url_problem, "compiler_arch": _arch_problem, "compiler_nvcc": _nvcc_problem,
+                 "evaluator_address": _address_problem}
+
+
+def pair_problems(settings: Settings) -> list[str]:
+    """Settings that mean something only together, given one without the other."""
+    if settings.llm_base_url and not settings.llm_model:
+        return ["llm.baseUrl is set but llm.model is not: name the model the endpoint serves (--llm-model), or no "
+                "model is asked"]
+    if settings.llm_model and not settings.llm_base_url:
+        return ["llm.model is set but llm.baseUrl is not: give the endpoint (--llm-base-url), or the built-in "
+                "generator searches alone"]
+    return []
 
 
 _META = {f.name: f.metadata for f in fields(Settings)}
+_SECRET = re.compile(r"secret|api[-_]?key|token|password|credential", re.I)  # not every name ending in "Key"
 _GPUS = re.compile(r"all|\d+(\s*,\s*\d+)*")
 
 
@@ -298,13 +356,21 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
         value = getattr(args, dest)
         if f.name == "evaluator_address":
             if value:
+                problem = _address_problem(value)
+                if problem:
+                    raise ValueError(f"{f.metadata['cli']}: {problem}")
                 values["evaluator_backend"], values["evaluator_address"] = "ray", value
             continue
         problem, converted = check_value(f.name, list(value) if isinstance(values[f.name], tuple) else value)
         if problem:
             raise ValueError(f"{f.metadata['cli']}: {problem}")
         values[f.name] = converted
-    return Settings(**values)
+    settings = Settings(**values)
+    given = {f.name for f in fields(Settings) if hasattr(args, f"setting_{f.name}")}
+    if {"llm_base_url", "llm_model"} <= given:  # a command that takes the endpoint: the pair is checked
+        for problem in pair_problems(settings):
+            raise ValueError(problem.replace("llm.baseUrl", "--llm-base-url").replace("llm.model", "--llm-model"))
+    return settings
 
 
 def cli_flags() -> dict[str, str]:

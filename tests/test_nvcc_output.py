@@ -1,3 +1,5 @@
+import pytest
+
 from fsr_lsp.server.nvcc_output import parse_messages
 
 SOURCE = ["#include <cstdio>", "__global__ void k(float* x)", "{", "    x[0] = zz + 1;", "    int unused = 2;", "}"]
@@ -40,3 +42,28 @@ def test_the_caret_is_found_even_when_nvcc_echoes_the_preprocessed_line():
     out = 'enc.cu(3): error: identifier "zz" is undefined\n                   y[0] = zz;\n                          ^\n'
     (m,) = parse_messages(out, source)
     assert source[2][m.column:m.column + 2] == "zz"
+
+
+@pytest.mark.parametrize("log, said", [
+    ("nvcc fatal   : Unsupported gpu architecture 'compute_999'\n",
+     "nvcc could not build this file: Unsupported gpu architecture 'compute_999' (check fsr.compiler.arch)"),
+    ("nvcc fatal   : Unknown option '--bogus-flag'\n",
+     "nvcc could not build this file: Unknown option '--bogus-flag' (check fsr.compiler.flags or the build's flags)"),
+])
+def test_nvcc_refusing_a_setting_is_an_error_on_the_first_line(log, said):
+    """A build that fails for a reason in the settings is never silence (issue 61, item 3)."""
+    (message,) = parse_messages(log, ["__global__ void k() {}"])
+    assert (message.line, message.severity, message.text) == (0, "error", said)
+
+
+def test_a_refused_setting_reaches_the_files_first_line_as_a_diagnostic():
+    from fsr_lsp.kernels import discover
+    from fsr_lsp.server.check import read_log
+    from fsr_lsp.server.diagnostics import compiler_diagnostics
+    from fsr_lsp.source import SourceText
+
+    text = "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[0] = 1.0f; }\n"
+    src = SourceText(text)
+    result = read_log("nvcc fatal   : Unknown option '--bogus-flag'\n", text)
+    (d,) = compiler_diagnostics(src, "k.cu", result, discover(src).kernels)
+    assert d.range.start.line == 0 and "Unknown option '--bogus-flag'" in d.message and d.severity == 1

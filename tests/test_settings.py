@@ -4,9 +4,11 @@ from fsr_lsp.settings import Settings, load_settings
 
 
 def test_nested_dotted_and_wrapped_forms():
-    nested = load_settings({"search": {"rounds": 2, "targetSpeedup": 1.5}, "llm": {"baseUrl": "http://x/v1"}})
-    dotted = load_settings({"search.rounds": 2, "search.targetSpeedup": 1.5, "llm.baseUrl": "http://x/v1"})
-    wrapped = load_settings({"fsr": {"search": {"rounds": 2, "targetSpeedup": 1.5}, "llm": {"baseUrl": "http://x/v1"}}})
+    nested = load_settings({"search": {"rounds": 2, "targetSpeedup": 1.5}, "llm": {"baseUrl": "http://x/v1", "model": "m"}})
+    dotted = load_settings({"search.rounds": 2, "search.targetSpeedup": 1.5, "llm.baseUrl": "http://x/v1",
+                            "llm.model": "m"})
+    wrapped = load_settings({"fsr": {"search": {"rounds": 2, "targetSpeedup": 1.5},
+                                     "llm": {"baseUrl": "http://x/v1", "model": "m"}}})
     for loaded in (nested, dotted, wrapped):
         assert loaded.problems == []
         assert loaded.settings.search_rounds == 2 and loaded.settings.llm_base_url == "http://x/v1"
@@ -68,7 +70,7 @@ def test_every_cli_flag_of_a_setting_comes_from_the_table():
     flags = set(cli_flags().values())
     own = {"-h", "--help", "--kernel", "-k", "--candidate", "-c", "--json", "--timeout", "--seeds", "--seed", "--reps",
            "--compiler", "--apply", "--report", "--workspace", "--check", "--source", "--capture", "--no-capture",
-           "--max-per-kernel"}
+           "--max-per-kernel", "--build", "--no-build"}
     for name, command in sub.choices.items():
         for action in command._actions:
             for option in action.option_strings:
@@ -107,7 +109,7 @@ def test_a_workspace_source_may_not_set_what_names_a_program_an_address_or_an_en
     mine = Settings(llm_base_url="http://mine/v1", llm_api_key_env="MY_KEY", compiler_nvcc="/opt/cuda/bin/nvcc",
                     capture_command="./build/app", compiler_flags=("-lineinfo",))
     project = {"llm": {"baseUrl": "http://attacker/v1", "apiKeyEnv": "AWS_SECRET_ACCESS_KEY", "model": "m"},
-               "compiler": {"nvcc": "./evil", "flags": ["-ccbin=./evil"]}, "evaluator": {"address": "ray://attacker:1"},
+               "compiler": {"nvcc": "/bin/sh", "flags": ["-ccbin=./evil"]}, "evaluator": {"address": "ray://attacker:1"},
                "capture": {"command": "./evil"}, "search": {"rounds": 2}, "server": {"command": ["./evil"]}}
     for loaded in (load_settings(project, source="workspace", kept=mine),
                    load_settings({**project, "source": "workspace"}, kept=mine),  # the marker in the section
@@ -127,7 +129,7 @@ def test_a_workspace_source_may_not_set_what_names_a_program_an_address_or_an_en
     assert untrusted.settings.compiler_flags == ("-lineinfo",) and TRUSTED_ONLY == ("compiler.flags",)
     assert any(p.startswith("fsr.compiler.flags: not taken") and "not trusted" in p for p in untrusted.problems)
     # The user's own settings set all of them, as before; an unknown marker reads as the workspace's.
-    assert load_settings(project).settings.compiler_nvcc == "./evil"
+    assert load_settings(project).settings.compiler_nvcc == "/bin/sh"
     odd = load_settings({**project, "source": "repo"}, kept=mine)
     assert odd.settings.compiler_nvcc == "/opt/cuda/bin/nvcc" and any("fsr.source: expected" in p for p in odd.problems)
 
@@ -161,3 +163,27 @@ def test_waits_from_the_editor_are_capped_at_a_week():
         why, value = check_value(name, 1e12)
         assert value is None and "expected at most 604800" in why, (name, why)
         assert check_value(name, 3600) == ("", 3600.0)
+
+
+@pytest.mark.parametrize("options, said", [
+    ({"compiler": {"arch": "sm_999"}}, "fsr.compiler.arch: 'sm_999' is no architecture nvcc knows"),
+    ({"compiler": {"nvcc": "/nonexistent/nvcc"}}, "fsr.compiler.nvcc: '/nonexistent/nvcc' is not an executable file"),
+    ({"llm": {"baseUrl": "notaurl", "model": "m"}}, "fsr.llm.baseUrl: expected an http(s) URL"),
+    ({"llm": {"baseUrl": "http://h:99999/v1", "model": "m"}}, "fsr.llm.baseUrl: not a URL"),
+    ({"llm": {"model": "m"}}, "fsr.llm.model is set but llm.baseUrl is not"),
+    ({"llm": {"baseUrl": "http://h/v1"}}, "fsr.llm.baseUrl is set but llm.model is not"),
+    ({"evaluator": {"address": "ray://"}}, "fsr.evaluator.address: expected auto, local, or a Ray address"),
+    ({"search": {"sortKey": 1}}, "fsr.search.sortKey: unknown setting"),
+])
+def test_settings_are_checked_like_arguments(options, said):
+    """A mistyped setting is one line naming it, the default kept; nothing silently replaced."""
+    loaded = load_settings(options)
+    assert any(p.startswith(said) for p in loaded.problems), loaded.problems
+    assert loaded.settings.compiler_arch == Settings().compiler_arch or "arch" not in str(options)
+    assert loaded.settings.compiler_nvcc == ""
+
+
+def test_good_values_pass():
+    loaded = load_settings({"compiler": {"arch": "sm_90a", "nvcc": ""}, "evaluator": {"address": "ray://head:10001"},
+                            "llm": {"baseUrl": "https://api.example.com/v1", "model": "m"}})
+    assert loaded.problems == []

@@ -43,7 +43,17 @@ def parse_messages(output: str, source_lines: list[str]) -> list[Message]:
     return out
 
 
+_FATAL = re.compile(r"^nvcc (?:fatal|error)\s*:\s*(?P<msg>.+)$")
+_BLAMED = (("gpu architecture", "fsr.compiler.arch"), ("Unknown option", "fsr.compiler.flags or the build's flags"),
+           ("option", "fsr.compiler.flags or the build's flags"))
+
+
 def _parse_line(raw: str, following: list[str], source_lines: list[str]) -> Message | None:
+    if m := _FATAL.match(raw.strip()):  # nvcc refused to start: a setting or a flag, never a line of the file
+        text = m.group("msg").strip()
+        blamed = next((setting for words, setting in _BLAMED if words.lower() in text.lower()), "")
+        return Message("", 0, -1, "error", f"nvcc could not build this file: {text}"
+                       + (f" (check {blamed})" if blamed else ""))
     if m := _NVCC.match(raw):
         if m.group("sev") == "remark":
             return None
