@@ -166,6 +166,11 @@ def test_a_header_takes_the_flags_every_cu_file_agrees_on(tmp_path):
         {"directory": str(tmp_path), "file": "a.cu", "arguments": ["nvcc", "--use_fast_math", "-c", "a.cu"]},
         {"directory": str(tmp_path), "file": "b.cu", "arguments": ["nvcc", "-c", "b.cu"]}]))
     assert file_build(tmp_path, header) is None  # they disagree: no guess
+    (tmp_path / "b.cu").write_text('#include "kern.cuh"\n')  # b.cu includes it: b's flags are its
+    (tmp_path / "a.cu").write_text("int main() {}\n")
+    assert file_build(tmp_path, header).flags.flags == () and "include kern.cuh" in file_build(tmp_path, header).where
+    (tmp_path / "a.cu").write_text('#include "sub/kern.cuh"\n')  # both include it, and disagree
+    assert file_build(tmp_path, header) is None
 
 
 def test_a_compiler_fsr_does_not_read_and_a_damaged_database_say_so(tmp_path):

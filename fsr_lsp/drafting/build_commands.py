@@ -2,11 +2,12 @@
 (capture/compile_db.py), read into the flags fsr compiles with (specs/build_flags.py).
 
 A file the databases name is compiled as its entry says. A file they do not name (a header, a
-`.cu` included by another) takes the flags every nvcc entry of the workspace agrees on, where
-they agree. An entry of a compiler fsr does not read (clang, a host compiler) says so once."""
+`.cu` included by another) takes the flags of the files that include it where those agree, else
+those every `.cu` entry agrees on; where they disagree, none. An entry of a compiler fsr does not read (clang, a host compiler) says so once."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -39,11 +40,25 @@ def file_build(root: Path, path: Path) -> FileBuild | None:
         return FileBuild(BuildFlags(), _where(root, mine[0]), (*problems, (
             f"{path.name} is compiled by {mine[0].compiler()} ({_where(root, mine[0])}), whose flags fsr does not "
             "read (nvcc's only): compiled with the settings' flags")))
-    shared = {read_command(list(c.arguments), c.directory) for c in all_commands(root)
-              if c.is_nvcc() and c.file.suffix == ".cu"}
-    if len(shared) == 1:
-        return FileBuild(shared.pop(), "every .cu file of the workspace's compile databases", tuple(problems))
+    compiled = [c for c in all_commands(root) if c.is_nvcc() and c.file.suffix == ".cu"]
+    includers = [c for c in compiled if _includes(c.file, path.name)]
+    for group, where in ((includers, f"the files that include {path.name}"),
+                         (compiled, "every .cu file of the workspace's compile databases")):
+        shared = {read_command(list(c.arguments), c.directory) for c in group}
+        if len(shared) == 1:
+            return FileBuild(shared.pop(), where, tuple(problems))
+        if len(shared) > 1:
+            break  # they disagree: no guess
     return FileBuild(BuildFlags(), "", tuple(problems)) if problems else None
+
+
+def _includes(file: Path, name: str) -> bool:
+    """Whether `file` has an #include naming `name` (a header, or a .cu included whole)."""
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return re.search(r'^[ \t]*#[ \t]*include[ \t]*["<](?:[^">]*/)?' + re.escape(name) + r'[">]', text, re.M) is not None
 
 
 LOOK_AGAIN = 1.0  # seconds between looks for a new or changed database

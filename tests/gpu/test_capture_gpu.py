@@ -129,3 +129,26 @@ def test_a_pycuda_script_and_optimize_with_the_capture(app: Path):
     print(r.stdout[-3000:], r.stderr[-2000:])
     assert "took one from the launch captured in a run" in r.stderr  # the plan is said where progress goes
     assert r.returncode == 0 and "Traceback" not in r.stderr  # improved, or no win: the captured spec was proven
+
+
+CMAKE = """cmake_minimum_required(VERSION 3.18)
+project(app LANGUAGES CXX CUDA)
+set(CMAKE_CUDA_ARCHITECTURES native)
+add_executable(app main.cu)
+target_compile_options(app PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--use_fast_math -DFROM_CMAKE=1>)
+"""
+
+
+def test_a_cmake_build_is_watched(app: Path, tmp_path: Path):
+    """CMake starts nvcc by its absolute path: the watcher records it all the same."""
+    if shutil.which("cmake") is None:
+        pytest.skip("no cmake here")
+    folder = tmp_path / "cmake_app"
+    shutil.copytree(app, folder, ignore=shutil.ignore_patterns(".fsr", "app"))
+    (folder / "CMakeLists.txt").write_text(CMAKE)
+    nvcc = Path(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    build = f"cmake -S . -B build -DCMAKE_CUDA_COMPILER={nvcc} > /dev/null && cmake --build build"
+    r = fsr("capture", "--build", build, "--", "./build/app", "5000", "300", "40", "64", cwd=folder)
+    assert r.returncode == 0 and "recorded how the build compiles" in r.stderr, r.stdout + r.stderr
+    flags = spec_of(folder, "scale")
+    assert "--use_fast_math" in flags["build"] and "-DFROM_CMAKE=1" in flags["build"], flags
