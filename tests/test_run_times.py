@@ -58,28 +58,23 @@ def test_no_time_in_the_run_says_nothing(tmp_path):
     assert plain.notes == []
 
 
-def test_a_working_set_that_fits_l2_names_the_warm_cache_first(tmp_path):
+def test_the_cache_is_named_only_where_the_warm_timing_closes_the_gap(tmp_path):
     from fsr_lsp.evaluator.records import GpuInfo
 
     spec = captured_plan(tmp_path, 400_000).spec
     assert spec.captured_bytes == 2 * 4 * 4096  # y and x, 16 KiB each
-    slow = outcome(0.61)
-    slow.baseline.gpu = GpuInfo(0, "NVIDIA H100", "9.0", 132, 50 << 20, 80 << 30)
-    _against_the_run(slow, spec)
-    assert "Likely causes: the cache first: its 0.0312 MiB fit the GPU's 50 MiB L2" in slow.notes[0]
-
-
-def test_a_warm_cache_case_is_timed_warm_and_said_beside(tmp_path):
-    from fsr_lsp.evaluator.records import GpuInfo
-
-    spec = captured_plan(tmp_path, 400_000).spec
-    slow = outcome(0.61)
-    slow.baseline.gpu = GpuInfo(0, "NVIDIA H100", "9.0", 132, 50 << 20, 80 << 30)
+    h100 = GpuInfo(0, "NVIDIA H100", "9.0", 132, 50 << 20, 80 << 30)
+    cached = outcome(0.61)
+    cached.baseline.gpu = h100
     asked = []
-    _against_the_run(slow, spec, warm=lambda: asked.append(1) or (0.41, 0.2))
+    _against_the_run(cached, spec, warm=lambda: asked.append(1) or (0.41, 0.2))
     assert asked == [1]
-    assert ("Timed warm, fsr gets 0.41 ms for the original (1.02x your run's) and 0.2 ms for the rewrite: 2.05x warm; "
-            "then flags") in slow.notes[0]
+    assert ("The cache: its 0.0312 MiB fit the GPU's 50 MiB L2, and timed warm (L2 kept, as your program's launches "
+            "find it) fsr gets 0.41 ms, 1.02x your run's; the rewrite warm: 0.2 ms, 2.05x") in cached.notes[0]
+    inputs = outcome(0.61)
+    inputs.baseline.gpu = h100
+    _against_the_run(inputs, spec, warm=lambda: (0.6, None))
+    assert "Not the cache: timed warm as well, fsr gets 0.6 ms. Likely causes: flags" in inputs.notes[0]
     agreeing = outcome(0.41)
     _against_the_run(agreeing, spec, warm=lambda: asked.append(2) or (0.4, 0.2))
     assert asked == [1]  # agreeing cold: nothing more is timed

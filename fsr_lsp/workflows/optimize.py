@@ -142,39 +142,39 @@ def _warm_times(bench: GpuBench, outcome: SearchOutcome) -> tuple[float, float |
 
 def _against_the_run(outcome: SearchOutcome, spec: KernelSpec | None, warm: WarmTimes | None = None) -> None:
     """fsr's timing of the original at the captured launch's sizes, against that launch's GPU
-    time in the user's own run: a speedup is only the user's where the two agree. Where they
-    do not and the launch's memory fits L2 (the program runs it warm), the original and the
-    winner are timed warm too, and that is said beside."""
+    time in the user's own run: a speedup is only the user's where the two agree. Where fsr is
+    slower and the launch's memory fits L2 (a program launching it again and again runs it
+    warm), the original and the winner are timed warm too: the cache is named as the cause only
+    where that closes the gap, and the warm speedup is said."""
     ours = outcome.baseline.original_time if outcome.baseline is not None else None
     if spec is None or not spec.captured_ms or ours is None or ours.median_ms <= 0:
         return
     theirs, ratio = spec.captured_ms, ours.median_ms / spec.captured_ms
-    warm_times = warm
     said = (f"fsr times the original at {ours.median_ms:.4g} ms; in your run ({spec.captured_timed} launch"
             f"{'es' if spec.captured_timed != 1 else ''} at these sizes) it took {theirs:.4g} ms")
     if abs(ratio - 1) <= APART:
         outcome.notes.append(f"{said}: they agree within {abs(ratio - 1):.0%}")
-    else:
-        gpu = outcome.baseline.gpu if outcome.baseline is not None else None
-        warm = ""
-        if ratio > 1 and gpu is not None and gpu.l2_bytes and 0 < spec.captured_bytes <= gpu.l2_bytes:
-            warm = (f"the cache first: its {spec.captured_bytes / 2**20:.3g} MiB fit the GPU's "
-                    f"{gpu.l2_bytes / 2**20:.0f} MiB L2, so launch after launch your program finds them there, where "
-                    "fsr empties L2 before each timed run (a speedup measured cold may be smaller warm)"
-                    + _warm_said(warm_times() if warm_times else None, theirs) + "; then ")
-        outcome.notes.append(
-            f"{said}: {max(ratio, 1 / ratio):.2f}x apart, so the speedup may not be your program's. Likely causes: "
-            f"{warm}flags your build has that fsr's compile has not (`fsr capture --build CMD` records them), the "
-            "inputs (work that depends on the data: bench_inputs = \"captured\" times on the run's own), other work "
-            "on the GPU during either run, or clocks (another GPU, power or thermal state)")
-
-
-def _warm_said(times: tuple[float, float | None] | None, theirs: float) -> str:
+        return
+    gpu = outcome.baseline.gpu if outcome.baseline is not None else None
+    fits = ratio > 1 and gpu is not None and gpu.l2_bytes and 0 < spec.captured_bytes <= gpu.l2_bytes
+    times = warm() if fits and warm is not None else None
+    said += f": {max(ratio, 1 / ratio):.2f}x apart, so the speedup may not be your program's"
+    causes = ("flags your build has that fsr's compile has not (`fsr capture --build CMD` records them), the inputs "
+              "(work that depends on the data: bench_inputs = \"captured\" times on the run's own), other work on "
+              "the GPU during either run, or clocks (another GPU, power or thermal state)")
     if times is None:
-        return ""
+        outcome.notes.append(f"{said}. Likely causes: {causes}")
+        return
     original, rewrite = times
-    said = f". Timed warm, fsr gets {original:.4g} ms for the original ({original / theirs:.2f}x your run's)"
-    return said + (f" and {rewrite:.4g} ms for the rewrite: {original / rewrite:.2f}x warm" if rewrite else "")
+    speedup = f"; the rewrite warm: {rewrite:.4g} ms, {original / rewrite:.2f}x" if rewrite else ""
+    if abs(original / theirs - 1) <= APART:
+        outcome.notes.append(
+            f"{said}. The cache: its {spec.captured_bytes / 2**20:.3g} MiB fit the GPU's {gpu.l2_bytes / 2**20:.0f} "
+            f"MiB L2, and timed warm (L2 kept, as your program's launches find it) fsr gets {original:.4g} ms, "
+            f"{original / theirs:.2f}x your run's{speedup}")
+    else:
+        outcome.notes.append(f"{said}. Not the cache: timed warm as well, fsr gets {original:.4g} ms{speedup}. "
+                             f"Likely causes: {causes}")
 
 
 @dataclass
