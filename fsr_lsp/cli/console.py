@@ -81,6 +81,18 @@ class _Console(Console):
         raise SystemExit(closed_pipe())
 
 
+PIPE_WIDTH = 4000  # a pipe or a file has no width: lines (compiler text included) stay whole
+
+
 def make_console(stderr: bool = False, **kwargs: Any) -> Console:
-    """A rich console on stdout (or stderr) that never shows a secret."""
-    return _Console(file=_Redacting(sys.stderr if stderr else sys.stdout), **kwargs)
+    """A rich console on stdout (or stderr) that never shows a secret. Into a pipe or a file it
+    wraps nothing: a line a script greps for stays one line."""
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    if not terminal and "width" not in kwargs and not os.environ.get("COLUMNS"):
+        kwargs.setdefault("soft_wrap", True)
+        kwargs["width"] = PIPE_WIDTH
+    return _Console(file=_Redacting(stream), **kwargs)
