@@ -78,3 +78,14 @@ def test_the_cache_is_named_only_where_the_warm_timing_closes_the_gap(tmp_path):
     agreeing = outcome(0.41)
     _against_the_run(agreeing, spec, warm=lambda: asked.append(2) or (0.4, 0.2))
     assert asked == [1]  # agreeing cold: nothing more is timed
+
+
+def test_the_plan_says_what_follows_the_proof(tmp_path):
+    """`fsr eval` and Profile say what they do next, not "then searching" (issue 61, item 8)."""
+    write_capture(tmp_path, [scale_launch(4096)])
+    (tmp_path / "k.cu").write_text(KERNELS)
+    kernel = next(k for k in discover(SourceText(KERNELS)).kernels if k.name == "scale")
+    for then in ("searching", "evaluating", "profiling"):
+        plan = plan_spec(LaunchIndex(tmp_path, first_wait=None), tmp_path / "k.cu", KERNELS, kernel, Settings(),
+                         then=then)
+        assert plan.message.endswith(f"proving it on the GPU with the original kernel, then {then}"), plan.message

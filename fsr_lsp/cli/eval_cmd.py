@@ -14,7 +14,7 @@ from ..evaluator.records import EvalResult
 from ..evaluator.worker.serde import to_json
 from ..evaluator.support import gpu_support_missing
 from ..evaluator.backends import local_gpus
-from ..evaluator.compile.compiler import CompilerMissing
+from ..evaluator.compile.compiler import find_nvcc, CompilerMissing
 from ..evaluator.job.prepare import prepare
 from ..kernels.aliases import with_included_aliases
 from ..specs.defines import with_defines
@@ -109,6 +109,8 @@ def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, cand
     that needs no GPU (the candidate does not compile, is rejected, the original is no oracle)
     before saying what is missing."""
     options = dataclasses.replace(settings.eval_options(args.file), compiler="nvcc")
+    if find_nvcc(settings.compiler_nvcc or None) is None:  # nothing can be compiled either: no arch to name
+        return fail(f"{missing}; nvcc is not here either, so nothing was compiled", 3)
     try:
         prepared = prepare(source, args.kernel, candidate, settings.compiler_arch, options)
     except CompilerMissing:
@@ -120,7 +122,7 @@ def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, cand
         else:
             render_result(result, args.file, args.candidate, min_gain=settings.search_min_gain)
         return EXIT.get(result.status, 1)
-    return fail(f"{missing} (it compiles for {settings.compiler_arch}: the rest needs the GPU)", 3)
+    return fail(f"{missing} (it compiled for {settings.compiler_arch}, fsr.compiler.arch: the rest needs the GPU)", 3)
 
 
 def _with_spec(args: argparse.Namespace, settings: Settings, source: str) -> tuple[str, SpecPlan | None]:
@@ -139,7 +141,8 @@ def spec_and_inputs(file: Path, source: str, kernel_name: str,
     kernel = find_kernel(source, kernel_name)
     if kernel is None:
         return source, (), "", None  # the precheck names the kernels there are
-    plan = plan_spec(LaunchIndex(workspace_of(file), first_wait=None), file.resolve(), source, kernel, settings)
+    plan = plan_spec(LaunchIndex(workspace_of(file), first_wait=None), file.resolve(), source, kernel, settings,
+                     then="evaluating")
     text = place_spec(source, kernel.name, plan.draft).text if plan.draft else source
     return text, tuple(sorted(plan.spec.inputs.items())), plan.message, plan
 

@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         return fail(missing, 3)
     optimizer = Optimizer()
-    plan = plan_spec(LaunchIndex(workspace, first_wait=None), args.file.resolve(), source, kernel, settings)
+    plan = plan_spec(LaunchIndex(workspace, first_wait=None), args.file.resolve(), source, kernel, settings,
+                     then="profiling")
     job = ProfileRun(source, args.file.resolve(), args.kernel, workspace, settings, plan)
     try:
         outcome = profile_kernel(optimizer, job, lambda message: console.print(escape(message), highlight=False))

@@ -57,9 +57,10 @@ class SpecPlan:
 
 def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, settings: Settings,
               open_documents: dict[Path, str] | None = None,
-              model_drafter: Callable[[], Drafter] | None = None) -> SpecPlan:
+              model_drafter: Callable[[], Drafter] | None = None, then: str = "searching") -> SpecPlan:
     """The spec Optimize will search with: the kernel's own block, a draft from its launch, or
-    (no launch, an endpoint set) the model's draft; `model_drafter` makes the model's drafter."""
+    (no launch, an endpoint set) the model's draft; `model_drafter` makes the model's drafter.
+    `then`: what follows the proof, as the user is told ("searching", "profiling", ...)."""
     spec = workspace_spec(index, path, text, kernel, open_documents, include_dirs=settings.include_paths,
                           flags=settings.compiler_flags)
     if kernel.spec is not None or spec.origin == "inferred":
@@ -67,11 +68,11 @@ def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, setting
     if spec.origin == "captured" and spec.spec is not None:
         return SpecPlan(spec, draft=spec.spec, message=(
             f"{kernel.name}: no @fsr spec; took one from the launch captured in a run ({spec.launch}); proving it "
-            f"on the GPU with the original kernel, then searching"))
+            f"on the GPU with the original kernel, then {then}"))
     if spec.origin == "drafted" and spec.spec is not None:
         return SpecPlan(spec, draft=spec.spec, message=(
             f"{kernel.name}: no @fsr spec; drafted one from the launch at {spec.launch}; proving it on the GPU with "
-            f"the original kernel, then searching"))
+            f"the original kernel, then {then}"))
     if settings.llm_config().configured and model_drafter is not None:
         launches = index.launches(open_documents)
         why = "; ".join(spec.problems) or "no launch found"

@@ -53,7 +53,7 @@ def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str]
     placed: Placed | None = None
     if plan is not None and plan.draft is not None:
         run.draft = plan.draft
-        report(plan.message.replace("then searching", "then profiling"))
+        report(plan.message)
         proof = optimizer.prove(run, lambda p: report(p.message))
         if not proof.proven:
             return ProfileOutcome(None, f"the drafted @fsr spec of {job.kernel} failed its proof: {proof.message}",

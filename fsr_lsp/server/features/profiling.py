@@ -95,7 +95,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     cancel = state.running[key] = threading.Event()  # a second Profile meanwhile is refused
     try:
         planned = await asyncio.to_thread(planned_spec, ls.drafts.index_for(root), path, text, kernel_name, settings,
-                                          open_documents(ls))
+                                          open_documents(ls), then="profiling")
     except BaseException:  # the request cancelled, a bug of ours: no profile is running
         state.running.pop(key, None)
         raise

@@ -133,8 +133,8 @@ PLAN_STAND_IN = "FSR_LSP_TEST_PLAN_SECONDS"  # tests: seconds planning a spec is
 
 
 def planned_spec(index: LaunchIndex, path: Path, text: str, kernel_name: str, settings: Settings,
-                 documents: dict[Path, str], model_drafter: Callable[[], Drafter] | None = None
-                 ) -> tuple[Kernel, SpecPlan] | str:
+                 documents: dict[Path, str], model_drafter: Callable[[], Drafter] | None = None,
+                 then: str = "searching") -> tuple[Kernel, SpecPlan] | str:
     """The kernel named in `text` and the spec Optimize or Profile will use for it
     (`plan_spec`), or why there is none: blocking, for a thread (a 10 MB file's kernels and
     launches take seconds)."""
@@ -147,7 +147,7 @@ def planned_spec(index: LaunchIndex, path: Path, text: str, kernel_name: str, se
     kernel = find_kernel(text, kernel_name)
     if kernel is None:
         return f"no kernel named {kernel_name}"
-    return kernel, plan_spec(index, path, text, kernel, settings, documents, model_drafter=model_drafter)
+    return kernel, plan_spec(index, path, text, kernel, settings, documents, model_drafter=model_drafter, then=then)
 
 
 def _model_drafter(settings: Settings):
