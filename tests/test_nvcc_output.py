@@ -67,3 +67,20 @@ def test_a_refused_setting_reaches_the_files_first_line_as_a_diagnostic():
     result = read_log("nvcc fatal   : Unknown option '--bogus-flag'\n", text)
     (d,) = compiler_diagnostics(src, "k.cu", result, discover(src).kernels)
     assert d.range.start.line == 0 and "Unknown option '--bogus-flag'" in d.message and d.severity == 1
+
+
+def test_a_publish_holds_at_most_200_diagnostics_and_says_how_many_more():
+    from lsprotocol import types
+
+    from fsr_lsp.server.diagnostics import capped
+
+    def at(line, severity):
+        here = types.Position(line=line, character=0)
+        return types.Diagnostic(range=types.Range(start=here, end=here), message=f"m{line}", severity=severity)
+
+    many = [at(i, types.DiagnosticSeverity.Warning) for i in range(500)] + [at(600, types.DiagnosticSeverity.Error)]
+    shown = capped(many)
+    assert len(shown) == 200 and shown[-1].message == "302 more diagnostics not shown (0 errors): the first 199, the " \
+                                                      "most severe first, are"
+    assert any(d.message == "m600" for d in shown)  # the error is kept before warnings
+    assert capped(many[:10]) == many[:10]

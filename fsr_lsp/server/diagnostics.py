@@ -16,6 +16,23 @@ if TYPE_CHECKING:
     from ..kernels import Kernel, OrphanSpec
 
 SOURCE = "fsr"
+MAX_PER_PUBLISH = 200  # a binary or generated file can give thousands: the editor's list is unusable past this
+
+
+def capped(diagnostics: list[types.Diagnostic], limit: int = MAX_PER_PUBLISH) -> list[types.Diagnostic]:
+    """At most `limit`: the most severe first, in file order, and one line on the first line
+    saying how many more there are."""
+    if len(diagnostics) <= limit:
+        return diagnostics
+    ordered = sorted(diagnostics, key=lambda d: (d.severity or 4, d.range.start.line, d.range.start.character))
+    kept, left = ordered[:limit - 1], ordered[limit - 1:]
+    errors = sum(1 for d in left if d.severity == types.DiagnosticSeverity.Error)
+    zero = types.Position(line=0, character=0)
+    summary = types.Diagnostic(range=types.Range(start=zero, end=zero), source=SOURCE, code="more",
+                               severity=types.DiagnosticSeverity.Warning,
+                               message=f"{len(left)} more diagnostics not shown ({errors} errors): the first "
+                                       f"{limit - 1}, the most severe first, are")
+    return sorted(kept, key=lambda d: (d.range.start.line, d.range.start.character)) + [summary]
 
 
 def compiler_diagnostics(src: SourceText, name: str, result: CheckResult, kernels: list[Kernel],

@@ -80,6 +80,9 @@ class FsrServer(LanguageServer):
         super().window_log_message(params)
 
     def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None:
+        from .diagnostics import capped
+
+        params.diagnostics = capped(params.diagnostics)
         for d in params.diagnostics:
             d.message = redact(d.message)
         super().text_document_publish_diagnostics(params)
