@@ -109,12 +109,17 @@ def _bind_caller(src: SourceText, callers: dict[str, Node], scope: Scope, file_s
     outer = _scope_at(src, caller, file_scope)
     if outer.params:
         _bind_caller(src, callers, outer, file_scope, seen | {scope.function})
+    own_allocations = set(scope.allocations)  # the launcher's own, before the caller's are merged in
     for table in ("values", "macros", "dims", "allocations", "aliases", "types", "lists"):
         merged = dict(getattr(outer, table))
         merged.update(getattr(scope, table))  # the launcher's own names win
         setattr(scope, table, merged)
     for param, arg in zip(scope.param_order, args_node.named_children):
         text = node_text(src, arg).strip()
+        if param not in own_allocations and not (text == param and param not in outer.aliases):
+            # the parameter names what the caller passes, never the caller's own variable of that name
+            # (main's host `out` beside the `d_out` it passes as `out`)
+            scope.allocations.pop(param, None)
         if text == param:
             scope.values.pop(param, None) if param not in outer.values else None
             if param in outer.aliases and param in scope.pointer_params:

@@ -4,7 +4,8 @@ Writes: an assignment or increment whose target is `p[i]`, `*(p + i)`, `p[i].x`,
 through a cast (`reinterpret_cast<float4*>(p)[i] = ...`), or a pointer derived from `p` in the
 body (`float* row = y + r * cols; row[c] = ...`); an atomic or store intrinsic whose first
 argument points into `p`. Reads: any other use. Read-only becomes `in`, written but never read
-`out`, both (a compound assignment, an atomic) `inout`.
+`out`, both (a compound assignment, an atomic) `inout`. It accumulates (its start value
+matters) by an atomic, or by a compound assignment no plain store to it comes before.
 """
 
 from __future__ import annotations
@@ -42,6 +43,13 @@ def pointer_access(src: SourceText, kernel: Kernel) -> dict[str, Access]:
     written: set[str] = set()
     accumulated: set[str] = set()
     write_sites: set[tuple[int, int]] = set()
+    # `out[j] = e; ... out[j] /= s;`: a compound store after a plain one of the same buffer reads
+    # what the kernel wrote, not the start value (softmax normalising in place)
+    first_plain: dict[str, int] = {}
+    for node in nodes_of(body, "assignment_expression"):
+        root = _root(node.child_by_field_name("left"), roots)
+        if root is not None and _text(node.child_by_field_name("operator")) == "=":
+            first_plain[root] = min(first_plain.get(root, node.start_byte), node.start_byte)
     for node in nodes_of(body, "assignment_expression", "update_expression", "call_expression"):
         if node.type == "assignment_expression":
             target = node.child_by_field_name("left")
@@ -49,13 +57,15 @@ def pointer_access(src: SourceText, kernel: Kernel) -> dict[str, Access]:
             if root is not None:
                 written.add(root)
                 write_sites.add((target.start_byte, target.end_byte))
-                if _text(node.child_by_field_name("operator")) != "=":
+                if _text(node.child_by_field_name("operator")) != "=" and \
+                        node.start_byte < first_plain.get(root, len(src.data) + 1):
                     accumulated.add(root)
         elif node.type == "update_expression":
             root = _root(node.child_by_field_name("argument"), roots)
             if root is not None:
                 written.add(root)
-                accumulated.add(root)
+                if node.start_byte < first_plain.get(root, len(src.data) + 1):
+                    accumulated.add(root)
         elif node.type == "call_expression":
             fn = _text(node.child_by_field_name("function")).split("::")[-1]
             args = node.child_by_field_name("arguments")

@@ -122,7 +122,30 @@ def _diagnostics(ls: FsrServer, uri: str, state: DocumentState) -> tuple[int | N
                    + orphan_spec_diagnostics(src, found.orphan_specs, enc)
                    + ls.drafts.diagnostics(uri, src, kernels, enc)
                    + [d for source in ls.diagnostic_sources for d in source(ls, uri, src, kernels)])
-    return state.version, diagnostics
+    return state.version, with_drafts_said(diagnostics, state, kernels, enc)
+
+
+def with_drafts_said(diagnostics: list[types.Diagnostic], state: DocumentState, kernels: list,
+                     encoding: str) -> list[types.Diagnostic]:
+    """A kernel's "no spec, none can be inferred" says the draft its code action offers, where
+    the document cache holds one for its definition: the Warning and the quick fix agree."""
+    from ..diagnostics import lsp_range
+    from .drafts import draft_title
+
+    src = state.src
+    with state.specs.lock:
+        drafted = {key: d.spec for key, d in state.specs.drafted.items()}
+    for k in kernels:
+        spec = drafted.get((k.name, src.slice(k.definition_span.start_byte, k.definition_span.end_byte)))
+        if k.spec is not None or spec is None or spec.origin not in ("drafted", "captured") or not spec.spec:
+            continue
+        at = lsp_range(src, k.name_span, encoding)
+        for d in diagnostics:
+            if d.code == "spec-missing" and d.range == at:
+                d.message = (f"{k.name} has no @fsr spec; one is drafted from "
+                             f"{'the captured launch ' if spec.origin == 'captured' else 'the launch at '}{spec.launch}: "
+                             f"the quick fix \"{draft_title(k.name, spec)}\" inserts it (Optimize proves it first)")
+    return diagnostics
 
 
 def schedule_check(ls: FsrServer, uri: str) -> None:
