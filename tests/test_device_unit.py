@@ -1,6 +1,9 @@
 """A file whose host side needs headers this machine lacks still yields its kernel: compiled
 again without the missing #includes and the host functions, lines kept."""
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from fsr_lsp.evaluator.compile.device_unit import device_unit, error_lines, missing_headers
@@ -122,3 +125,46 @@ def test_prepare_compiles_a_kernel_whose_host_code_does_not_compile_here(tmp_pat
     broken = HOST_ERRORS_FILE.replace("2.f * x[i]", "2.f * x[i] + undefined_thing")
     failed = prepare(broken, "twice", None, "sm_90a", EvalOptions(compiler="nvcc"))
     assert failed.job is None and "undefined_thing" in failed.result.message
+
+
+NESTED_LOG = """In file included from kernel.cu:9:
+/work/proj/inc/common.h:2:10: fatal error: cublas_v2.h: No such file or directory
+    2 | #include <cublas_v2.h>
+      |          ^~~~~~~~~~~~~
+compilation terminated.
+"""
+
+
+def test_a_missing_header_one_include_deep_is_found_in_the_header_that_includes_it(tmp_path):
+    """`common.h` including `<cublas_v2.h>` (issue 61, item 5): the header is patched, not the file."""
+    from fsr_lsp.evaluator.compile.device_unit import missing_in_headers
+    from fsr_lsp.evaluator.job.prepare import _patch_headers
+
+    assert missing_in_headers(NESTED_LOG) == {"/work/proj/inc/common.h": ("cublas_v2.h",)}
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "common.h").write_text("#pragma once\n#include <cublas_v2.h>\ninline void host_helper(cublasHandle_t h) {}\n"
+                                  "__device__ inline float twice(float x) { return 2.0f * x; }\n")
+    patched = tmp_path / "patched"
+    patched.mkdir()
+    log = NESTED_LOG.replace("/work/proj/inc", str(inc))
+    assert _patch_headers(log, (str(inc),), patched) == 1
+    copy = (patched / "common.h").read_text()
+    assert "cublas_v2.h" not in copy and "host_helper" not in copy and "__device__ inline float twice" in copy
+    assert copy.count("\n") == (inc / "common.h").read_text().count("\n")  # lines kept
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="needs nvcc")
+def test_a_file_whose_header_includes_a_missing_one_compiles_its_device_side(tmp_path):
+    from fsr_lsp.evaluator.job.prepare import EvalOptions, prepare
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "common.h").write_text("#pragma once\n#include <cublas_v2_not_here.h>\n"
+                                               "inline void host_helper(cublasHandle_t h) { (void)h; }\n"
+                                               "__device__ inline float twice(float x) { return 2.0f * x; }\n")
+    source = ('/* @fsr\nbench = { n = 1000 }\ngrid = "cdiv(n, 256)"\nblock = 256\n[args]\nn = "n"\nx = "inout[n]"\n*/\n'
+              '#include "common.h"\n__global__ void k(int n, float* x) { int i = blockIdx.x * blockDim.x + threadIdx.x; '
+              'if (i < n) x[i] = twice(x[i]); }\nint main() { return 0; }\n')
+    prepared = prepare(source, "k", None, "sm_90", EvalOptions(include_dirs=(str(tmp_path / "inc"),), compiler="nvcc"))
+    assert prepared.result.compile["original"].ok, prepared.result.message
+    assert any("cublas_v2_not_here.h not found" in w for w in prepared.result.warnings)

@@ -44,6 +44,19 @@ def missing_headers(log: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a or b for a, b in _MISSING.findall(log)))
 
 
+def missing_in_headers(log: str) -> dict[str, tuple[str, ...]]:
+    """Headers of the user's (not the compiled file itself) that include one the compiler cannot
+    find: their path as the compiler names it -> the missing ones (`common.h` including
+    `<cublas_v2.h>`, one include deep)."""
+    out: dict[str, list[str]] = {}
+    for line in log.splitlines():
+        m = NVCC_LOCATION.match(line) or GCC_LOCATION.match(line)
+        found = _MISSING.search(line) if m else None
+        if m and found and m.group("file").rsplit("/", 1)[-1] != OWN_FILE:
+            out.setdefault(m.group("file"), []).append(found.group(1) or found.group(2))
+    return {f: tuple(dict.fromkeys(names)) for f, names in out.items()}
+
+
 def error_lines(log: str) -> frozenset[int]:
     """The lines of the compiled file itself (`kernel.cu`) that the compiler calls errors."""
     lines = set()
@@ -54,12 +67,14 @@ def error_lines(log: str) -> frozenset[int]:
     return frozenset(lines)
 
 
-def device_unit(text: str, missing: tuple[str, ...], errors: frozenset[int] = frozenset()) -> DeviceUnit | None:
+def device_unit(text: str, missing: tuple[str, ...], errors: frozenset[int] = frozenset(),
+                hosts: bool = False) -> DeviceUnit | None:
     """`text` without the `#include`s of `missing`, without host function bodies and without
     the host declarations on the 1-based `errors` lines; None when there is nothing to leave
     out, or when an error is in device code or in a declaration device code names (a compile
-    error of that kind is the user's to see)."""
-    if not missing and not errors:
+    error of that kind is the user's to see). `hosts`: leave out the host functions even with
+    nothing missing here (a header it includes was the one that failed)."""
+    if not missing and not errors and not hosts:
         return None
     data = text.encode()
     root = parse(data).root_node

@@ -18,6 +18,7 @@ from ...kernels.aliases import flag_defines, included_texts, type_aliases, with_
 from ...kernels.lexical import defined_macros
 from ...kernels.lexical import code_only
 from ...kernels.packs import expanded
+from ... import scratch
 from ...source import SourceText
 from ...specs import Spec, parse_spec
 from ...specs.build_flags import merged
@@ -30,7 +31,7 @@ from ..compile.compiler_output import scrub
 from ..compile.compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
 from ..compile.limits import CompileLimits
 from .preprocessing import original_includes
-from ..compile.device_unit import device_unit, error_lines, missing_headers
+from ..compile.device_unit import missing_in_headers, device_unit, error_lines, missing_headers
 from .launch_kind import needs_cooperative_launch
 from .plan import build_plans, variable_plans
 from .struct_layout import layout_checks
@@ -230,10 +231,23 @@ def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: C
     why it failed (the compiler names one missing header, or one layer of errors, at a time);
     else the first failure."""
     missing, errors = missing_headers(failed.log), error_lines(failed.log)
+    with scratch.folder("headers") as patched:
+        return _device_side_in(source, ref, options, failed, warnings, missing, errors, patched)
+
+
+def _device_side_in(source: str, ref: KernelRef, options: CompileOptions, failed: CompileResult, warnings: list[str],
+                    missing: tuple[str, ...], errors: frozenset[int], patched: Path) -> tuple[CompileResult, str]:
+    """`_device_side`'s tries; a header of the user's that includes a missing one is compiled
+    from a copy in `patched` (first on the include path) without that include and its host code."""
+    headers = 0
     for _ in range(8):
-        unit = device_unit(source, missing, errors)
+        headers += _patch_headers(failed.log, options.include_dirs, patched)
+        unit = device_unit(source, missing, errors, hosts=headers > 0)
         if unit is None:
             return failed, source
+        if headers:
+            options = dataclasses.replace(options, include_dirs=(str(patched), *options.include_dirs)) \
+                if str(patched) not in options.include_dirs else options
         result = compile_kernel(unit.text, ref, options)
         if result.ok:
             why = (f"{', '.join(unit.missing)} not found" if unit.missing else
@@ -244,10 +258,40 @@ def _device_side(source: str, ref: KernelRef, options: CompileOptions, failed: C
             return result, unit.text
         more = tuple(h for h in missing_headers(result.log) if h not in missing)
         new_errors = error_lines(result.log) - errors
-        if not more and not new_errors:
+        deeper = _patch_headers(result.log, options.include_dirs, patched)
+        if not more and not new_errors and not deeper:
             return failed, source
+        headers += deeper
         missing, errors = missing + more, errors | new_errors
+        failed = result if deeper else failed
     return failed, source
+
+
+def _patch_headers(log: str, include_dirs: tuple[str, ...], patched: Path) -> int:
+    """Copies, in `patched`, of the user's headers that include one the compiler cannot find:
+    that include and their host functions left out (lines kept). How many were written."""
+    written = 0
+    for named, missing in missing_in_headers(log).items():
+        path = _header_path(named, include_dirs)
+        if path is None or path.parent == patched:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        unit = device_unit(text, missing)
+        target = patched / path.name
+        if unit is not None and not target.exists():
+            target.write_text(unit.text, encoding="utf-8")
+            written += 1
+    return written
+
+
+def _header_path(named: str, include_dirs: tuple[str, ...]) -> Path | None:
+    """The header the compiler names (an absolute path, or one relative to an include folder)."""
+    candidates = [Path(named)] + [Path(d) / named for d in include_dirs] + [Path(d) / Path(named).name
+                                                                           for d in include_dirs]
+    return next((c for c in candidates if c.is_absolute() and c.is_file()), None)
 
 
 WIDE_MAX_BYTES = 4 << 30  # buffers above this at the bench size: no double-precision copy beside them
