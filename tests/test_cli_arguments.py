@@ -122,7 +122,9 @@ def test_a_writable_place_is_tried_and_left_as_it_was(tmp_path: Path):
     log = arguments.file_to_write()(str(tmp_path / "x.log"))
     assert log == tmp_path / "x.log" and not log.exists()
     report = arguments.file_to_write(make_folders=True)(str(tmp_path / "reports" / "r.html"))
-    assert report.parent.is_dir() and not report.exists()
+    assert not report.parent.exists() and not report.exists()  # checked, made only when the report is written
+    with pytest.raises(argparse.ArgumentTypeError, match="cannot take the folders"):
+        arguments.file_to_write(make_folders=True)("/proc/new/r.html")
     with pytest.raises(argparse.ArgumentTypeError, match="No such file"):
         arguments.file_to_write()(str(tmp_path / "missing" / "x.log"))
 
@@ -169,3 +171,23 @@ def test_profile_without_gpu_support_says_what_a_profile_needs():
     assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "fsr profile needs" in r.stderr, r.stderr
     assert "searches" not in r.stderr
+
+
+def test_a_report_folder_is_checked_not_made_and_a_bad_ray_address_refused_first(tmp_path):
+    """`--report new/dir/r.html` leaves no folder behind a check; `--ray nonsense` and
+    `--ray ray://` are one line before anything starts (issue 61, item 4)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "k.cu").write_text("__global__ void k(float* x, int n) { }\n")
+    report = tmp_path / "new" / "dir" / "r.html"
+    run = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", str(tmp_path / "k.cu"), "-k", "k",
+                          "--report", str(report), "--llm-base-url", "notaurl", "--llm-model", "m"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "expected an http(s) URL" in run.stderr, run.stderr
+    assert not (tmp_path / "new").exists()
+    for address in ("nonsense", "ray://"):
+        bad = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", str(tmp_path / "k.cu"), "-k", "k",
+                              "--ray", address], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "expected auto, local, or a Ray address" in bad.stderr, bad.stderr
+        assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

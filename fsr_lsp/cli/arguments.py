@@ -121,9 +121,16 @@ def file_to_write(make_folders: bool = False) -> Callable[[str], Path]:
             raise argparse.ArgumentTypeError(f"expected a file's name, got the folder {text!r}" if text
                                              else "expected a file's name")
         existed = path.exists()
+        if make_folders and not path.parent.exists():  # tried, then removed: nothing is left behind by a check
+            missing = [p for p in path.absolute().parents if not p.exists()]
+            try:
+                missing[-1].mkdir()
+                missing[-1].rmdir()
+            except OSError as e:
+                raise argparse.ArgumentTypeError(f"cannot write {text}: {missing[-1].parent} cannot take the folders "
+                                                 f"on its way ({e.strerror or e})") from None
+            return path
         try:
-            if make_folders:
-                path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "a", encoding="utf-8"):
                 pass
         except OSError as e:
