@@ -122,7 +122,7 @@ def _without_gpu(args: argparse.Namespace, settings: Settings, source: str, cand
         else:
             render_result(result, args.file, args.candidate, min_gain=settings.search_min_gain)
         return EXIT.get(result.status, 1)
-    return fail(f"{missing} (it compiled for {settings.compiler_arch}, fsr.compiler.arch: the rest needs the GPU)", 3)
+    return fail(f"{missing} (it compiles for {settings.compiler_arch}: the rest needs the GPU)", 3)
 
 
 def _with_spec(args: argparse.Namespace, settings: Settings, source: str) -> tuple[str, SpecPlan | None]:
