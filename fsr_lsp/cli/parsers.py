@@ -123,8 +123,8 @@ def _capture(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-per-kernel", type=at_least(1, most=MAX_PER_KERNEL), default=64,
                    help=f"distinct launches kept per kernel (at most {MAX_PER_KERNEL:,})")
     p.add_argument("--build", metavar="CMD", default=None,
-                   help="first run this build command (a shell line, e.g. \"make -B\") with an nvcc wrapper that "
-                        "records each compile: every later compile of those files' kernels takes the build's flags "
+                   help="first run this build command (a shell line, e.g. \"make -B\"), recording each nvcc it "
+                        "starts: every later compile of those files' kernels takes the build's flags "
                         "(--use_fast_math, -D, -std, ...)")
     add_setting_flags(p, "compiler.nvcc", "capture.snapshotBytes")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="the program and its arguments, after --")

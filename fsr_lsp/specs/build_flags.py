@@ -10,13 +10,12 @@ to change device code, never one that runs a program or writes a file, are accep
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..kernels.kernel import Kernel
-from .locate import strip_stars
+from .locate import block_value
 
 # canonical spelling -> the spellings nvcc accepts; each takes a value (joined by `=`, or the next argument)
 _VALUED = {
@@ -141,12 +140,7 @@ def flags_problem(value: Any) -> str | None:
 def block_flags(kernel: Kernel) -> tuple[str, ...]:
     """The flags of the kernel's own @fsr block (none where it has none or it is unusable: the
     spec's own parse says why)."""
-    if kernel.spec is None or "flags" not in kernel.spec.body:
-        return ()
-    try:
-        value = tomllib.loads(strip_stars(kernel.spec.body)).get("flags")
-    except tomllib.TOMLDecodeError:
-        return ()
+    value = block_value(kernel, "flags")
     return tuple(value) if value is not None and flags_problem(value) is None else ()
 
 

@@ -9,12 +9,11 @@ it is text a user, a capture or a model wrote, and compiler flags could do anyth
 from __future__ import annotations
 
 import re
-import tomllib
 from typing import Any
 
 from ..kernels.kernel import Kernel
 from .build_flags import block_flags, merged
-from .locate import strip_stars
+from .locate import block_value
 
 MACRO = re.compile(r"[A-Za-z_]\w*(?:=[\w.+-]*)?", re.ASCII)
 
@@ -29,13 +28,8 @@ def defines_problem(value: Any) -> str | None:
 def block_defines(kernel: Kernel) -> tuple[str, ...]:
     """The `-D` flags of the kernel's own @fsr block (none where it has none, or it is unreadable:
     the spec's own parse says why)."""
-    if kernel.spec is None or "defines" not in kernel.spec.body:
-        return ()
-    try:
-        value = tomllib.loads(strip_stars(kernel.spec.body)).get("defines")
-    except tomllib.TOMLDecodeError:
-        return ()
-    return as_flags(value) if defines_problem(value) is None else ()
+    value = block_value(kernel, "defines")
+    return as_flags(value) if value is not None and defines_problem(value) is None else ()
 
 
 def as_flags(macros: Any) -> tuple[str, ...]:

@@ -1,11 +1,13 @@
 """Where in the file a spec problem is reported: the line of the key it is about, else the
-`@fsr` line; and the block's body as TOML reads it."""
+`@fsr` line; and the block's body as TOML reads it, a key of it."""
 
 from __future__ import annotations
 
 import re
+import tomllib
+from typing import Any
 
-from ..kernels.kernel import SpecComment
+from ..kernels.kernel import Kernel, SpecComment
 from ..source import SourceText, Span
 
 
@@ -42,3 +44,14 @@ def locate(src: SourceText, comment: SpecComment, body: str, key: str | None, se
     first = comment.span.start_byte
     line_end = src.data.find(b"\n", first)
     return src.span(first, line_end if line_end > 0 else comment.span.end_byte)
+
+
+def block_value(kernel: Kernel, key: str) -> Any:
+    """The value of `key` in the kernel's own @fsr block; None where it has none, or the block
+    does not parse (its own parse says why)."""
+    if kernel.spec is None or key not in kernel.spec.body:
+        return None
+    try:
+        return tomllib.loads(strip_stars(kernel.spec.body)).get(key)
+    except tomllib.TOMLDecodeError:
+        return None
