@@ -1,5 +1,5 @@
 """The one way fsr opens a store of its own (`.fsr/history.sqlite`, `proofs.sqlite`,
-`timings.sqlite`): a file that is no database (garbage, a folder of that name, a file SQLite calls
+`timings.sqlite`, and the folders `captures/` and `confirms/`): a file that is no database (garbage, a folder of that name, a file SQLite calls
 malformed) is moved aside, kept for whoever wants to look, named in one line on stderr and in
 the log, and a fresh store is made, so the command or the editor's hover goes on. Where even
 that fails (a read-only folder), the store lives in memory for this process and says so."""
@@ -30,6 +30,22 @@ def open_store(path: Path, schema: str, timeout: float = 30.0, wal: bool = True)
                 e = again
         _say(f"{path} cannot be used ({e}); kept in memory for this run only, nothing of it is saved")
         return _connect(Path(":memory:"), schema, timeout, wal=False)
+
+
+def store_folder(path: Path) -> Path:
+    """`path` as a folder (made where missing, its parents too): a file in its place (garbage
+    where `.fsr/captures` belongs) is moved aside, kept and named in one line, as a damaged
+    store is. Raises OSError where no folder can be had there."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    except FileExistsError:
+        kept = _moved_aside(path)
+        if kept is None:
+            raise
+        _say(f"{path} was a file, not the folder fsr keeps there; kept as {kept.name}, a new folder made")
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
 
 def _connect(path: Path, schema: str, timeout: float, wal: bool) -> sqlite3.Connection:

@@ -88,3 +88,30 @@ def test_fsr_history_with_a_garbage_history_answers_without_a_traceback(tmp_path
                           capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr and proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert "history.sqlite was damaged" in proc.stderr
+
+
+@pytest.mark.parametrize("folder", ["captures", "confirms"])
+def test_a_file_where_a_store_folder_belongs_is_kept_aside_and_the_capture_runs(tmp_path, folder):
+    """`.fsr/captures` (or `confirms`) that is a file: moved aside, one line, the run goes on."""
+    app = Path(__file__).parent / "data" / "fake_capture_app.py"
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".fsr").mkdir()
+    (tmp_path / ".fsr" / folder).write_text("garbage")
+    from fsr_lsp.capture import run_capture
+
+    env = {"FSR_CAPTURE_LIBRARY": str(app)}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        root = tmp_path / ".fsr" / folder if folder == "confirms" else None
+        capture = run_capture([sys.executable, str(app), "3000"], tmp_path, on_output=lambda line: None, root=root)
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    assert capture.launches and (tmp_path / ".fsr" / folder).is_dir()
+    (kept,) = (tmp_path / ".fsr").glob(f"{folder}.damaged-*")
+    assert kept.read_text() == "garbage"
+    run = subprocess.run([sys.executable, "-c", "import logging, fsr_lsp.stores as s; from pathlib import Path; "
+                          f"p = Path({str(tmp_path / 'x')!r}); p.write_text('g'); s.store_folder(p)"],
+                         capture_output=True, text=True)
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr  # said once, not again by logging's last resort

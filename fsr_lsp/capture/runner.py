@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..stores import store_folder
 from .build import BuildError, injection_library
 from .launches import CAPTURES, STDOUT, Capture, read_capture, superseded
 
@@ -101,7 +102,10 @@ def _new_folder(root: Path) -> Path:
     started), even when captures start together (two terminals, a batch): created, never just
     looked for. Within one second a name could otherwise come back: a run that ended at once may
     be pruned as superseded, and a second one starting after it would take its folder's name."""
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        store_folder(root)  # a file where the folder belongs: kept aside, said, a folder made
+    except OSError as e:
+        raise CaptureError(f"cannot make the capture folder {root}: {e.strerror or e}") from None
     now = time.time()
     stamp, n = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f".{int(now * 1e6) % 1_000_000:06d}", 0
     while True:
