@@ -15,7 +15,6 @@ import argparse
 import concurrent.futures
 import re
 import time
-from pathlib import Path
 
 from _common import ROOT, console, event_median_ms, save, table
 

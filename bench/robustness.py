@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, console, save, table
+from _common import ROOT, save, table
 
 sys.path.insert(0, str(ROOT))
 from tests.fake_llm import FakeLLM, answer, stall  # noqa: E402

@@ -5,7 +5,6 @@ import pytest
 
 from fsr_lsp.evaluator.compile.compiler_output import CandidateLines, scrub
 from fsr_lsp.evaluator.job.prepare import EvalOptions, prepare
-from fsr_lsp.evaluator.records import EvalResult
 from fsr_lsp.search.prompting import fix_prompt
 from fsr_lsp.search.proposal import Proposal, Tried
 

@@ -2,7 +2,6 @@
 a key the endpoint echoes appears nowhere we show or store."""
 
 import logging
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from fsr_lsp.search.report import render
 
 from .fake_llm import KEY, FakeLLM, answer, drip, status
 from .scripted_bench import ScriptedBench
-from .search_helpers import EXAMPLES, context, example
+from .search_helpers import context, example
 
 import pytest
 

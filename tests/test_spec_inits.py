@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fsr_lsp.specs import Init, parse_spec, render_spec
+from fsr_lsp.specs import Init, render_spec
 
 from .test_spec import GOOD, KERNEL, parse, problem
 

@@ -185,7 +185,7 @@ def test_element_wise_maps_are_recognised(case):
         scalar = "__half" if "__half" in case else "__nv_bfloat16"  # the type the typedef names
         assert 'grid = "cdiv(N, 2048)"' in p.source and "const int vectors = N / 8;" in p.source
         assert f"const {scalar}* inp_lanes = reinterpret_cast<const {scalar}*>(&inp8);" in p.source, p.source
-        assert f"out_lanes[7], inp_lanes[7]);" in p.source and "reinterpret_cast<uint4*>(out)[v] = out8;" in p.source
+        assert "out_lanes[7], inp_lanes[7]);" in p.source and "reinterpret_cast<uint4*>(out)[v] = out8;" in p.source
         assert p.note.startswith("eight elements a thread through uint4 loads and stores (eight ")
     if case.startswith("int buffers"):
         # a lane the statements may leave alone keeps what memory held: the output is loaded first

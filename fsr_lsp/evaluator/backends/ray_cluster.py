@@ -268,7 +268,7 @@ class RayBackend:
 
     def profile(self, request: EvalRequest, lines: bool = False, cancel: threading.Event | None = None) -> Profiled:
         try:
-            ray = import_ray()
+            import_ray()  # Ray missing: said as every command says it
             self.start()
         except EvaluatorUnavailable as e:
             return Profiled(None, str(e))
