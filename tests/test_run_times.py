@@ -10,7 +10,8 @@ from fsr_lsp.kernels import discover
 from fsr_lsp.search.outcome import SearchOutcome
 from fsr_lsp.settings import Settings
 from fsr_lsp.source import SourceText
-from fsr_lsp.workflows.optimize import _against_the_run, plan_spec
+from fsr_lsp.workflows.optimize import plan_spec
+from fsr_lsp.workflows.program_times import against_the_run as _against_the_run
 from fsr_lsp.drafting.workspace import LaunchIndex
 
 from .test_capture import KERNELS, scale_launch, write_capture
