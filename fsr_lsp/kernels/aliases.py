@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -29,7 +30,12 @@ def type_aliases(text: str, defined: set[str] = frozenset()) -> dict[str, str]: 
     Aliases chosen by the preprocessor (`#if defined(ENABLE_FP32) typedef float floatX; #else
     typedef __nv_bfloat16 floatX; #endif`) are read from the branch the text takes with its own
     `#define`s and `defined` (those of the file that includes it), as a build without -D flags
-    would."""
+    would. Read once per text and macros (a 10 MB file's kernels each asked again): a copy each."""
+    return dict(_type_aliases(text, frozenset(defined)))
+
+
+@lru_cache(maxsize=16)
+def _type_aliases(text: str, defined: frozenset[str]) -> dict[str, str]:
     text = active_text(text, defined_macros(text.encode()) | set(defined))
     raw: dict[str, str] = {}
     for m in _TYPEDEF.finditer(text):
