@@ -86,6 +86,58 @@ def test_a_length_of_2_to_the_31_ends_the_server_at_once_while_the_client_waits(
     assert len(said) == 1 and "64 MiB" in said[0], log
 
 
+def test_a_length_over_the_limit_ends_the_server_within_2_s_while_an_nvcc_check_runs(tmp_path):
+    """Issue 60: the over-limit line came while a document's nvcc check ran, and the server hung
+    in its shutdown (2 runs in 4). The check's nvcc here sleeps for a minute."""
+    nvcc = tmp_path / "slow_nvcc"
+    nvcc.write_text("#!/bin/sh\nsleep 60\n")
+    nvcc.chmod(0o755)
+    (tmp_path / "k.cu").write_text("__global__ void k(float* x) { x[0] = 1.0f; }\n")
+    initialize = message(id=1, method="initialize", params={
+        "processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
+        "initializationOptions": {"fsr": {"compiler": {"nvcc": str(nvcc)}}}}) + message(method="initialized", params={})
+    opened = message(method="textDocument/didOpen", params={"textDocument": {
+        "uri": (tmp_path / "k.cu").as_uri(), "languageId": "cuda", "version": 1, "text": (tmp_path / "k.cu").read_text()}})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "fsr_lsp.server.main"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    try:
+        proc.stdin.write(initialize + opened)
+        proc.stdin.flush()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not _running(nvcc):  # the check has started its nvcc
+            time.sleep(0.05)
+        assert _running(nvcc), "the document's nvcc check never started"
+        proc.stdin.write(b"Content-Length: 1000000000000\r\n\r\n")
+        proc.stdin.flush()
+        started = time.monotonic()
+        rc = proc.wait(timeout=10)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log = proc.stderr.read().decode()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+    assert rc not in (0, None) and took <= 2.0, (took, log)
+    assert "Traceback" not in log, log
+    assert not _running(nvcc), "the check's nvcc outlived the server"
+
+
+def _running(program) -> bool:
+    """Whether a process runs `program` (read from /proc: no pgrep needed)."""
+    from pathlib import Path
+
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(program).encode() in cmdline.read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def test_a_length_that_is_not_a_number_costs_that_message_alone(tmp_path):
     stream = init(tmp_path) + b"Content-Length: abc\r\n\r\n" + raw(2, "textDocument/hover") + hover(3) + end()
     proc, replies, by_id = session(stream, tmp_path)
