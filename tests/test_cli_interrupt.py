@@ -47,12 +47,15 @@ class HangsInRoundTwo:
 
     def __init__(self, cancel: threading.Event) -> None:
         self.cancel = cancel
+        self.interrupted = False
 
     def propose(self, ctx, n):
         if ctx.round == 0:
             return [Proposal(REWRITE.format(tag="a", verdict="verified 1.8"), "scripted", note="fast"),
                     Proposal(REWRITE.format(tag="b", verdict="wrong"), "scripted", note="wrong")]
-        _thread.interrupt_main()  # the user's Ctrl-C, as the main thread gets it
+        if not self.interrupted:  # one Ctrl-C: a second, asked again later, would reach pytest itself
+            self.interrupted = True
+            _thread.interrupt_main()  # the user's Ctrl-C, as the main thread gets it
         self.cancel.wait(10)
         return []
 
