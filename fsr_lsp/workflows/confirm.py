@@ -21,7 +21,7 @@ from ..kernels import find_kernel, kernel_source
 from ..profiling.timings import Timings
 from ..settings import Settings
 from ..source import SourceText
-from ..specs import parse_spec
+from ..specs import Spec, parse_spec
 
 CONFIRMS = Path(".fsr") / "confirms"  # the reruns: never a source of specs
 AGREES = 0.20  # the program's gain and the verified one further apart than this are explained
@@ -76,18 +76,38 @@ def confirm(workspace: Path, file: Path, kernel: str, settings: Settings, *, bui
                             root=workspace / CONFIRMS)
     except CaptureError as e:
         return Confirmation(kernel, "failed", [str(e)])
-    _launch_kept(out, file, kernel, again.of(kernel))
+    applied = _applied(file, kernel)
+    _launch_kept(out, applied.spec, again.of(kernel))
     _times(out, before, again.of(kernel))
-    _against_verified(out, workspace, file, kernel)
+    _against_verified(out, workspace, file, kernel, applied.definition)
     _exit_status(out, first, again)
-    _outputs(out, first, again, file, kernel)
+    _outputs(out, first, again, applied.spec)
     return out
 
 
-def _launch_kept(out: Confirmation, file: Path, kernel: str, after: list[CapturedLaunch]) -> None:
+@dataclass(frozen=True)
+class _Applied:
+    """The kernel as the file holds it now (read once): its definition and its spec, where any."""
+
+    definition: str = ""
+    spec: Spec | None = None
+
+
+def _applied(file: Path, kernel: str) -> _Applied:
+    try:
+        src = SourceText(file.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return _Applied()
+    found = find_kernel(src, kernel)
+    if found is None:
+        return _Applied()
+    spec = parse_spec(src, found).spec if found.spec is not None else None
+    return _Applied(kernel_source(src, found).definition.strip(), spec)
+
+
+def _launch_kept(out: Confirmation, spec: Spec | None, after: list[CapturedLaunch]) -> None:
     """A rewrite verified under another launch than the program makes is not the rewrite that
     ran: said first, as the likeliest cause of whatever follows."""
-    spec = _spec(file, kernel)
     if spec is None or not after:
         return
     made = after[0].block
@@ -97,15 +117,6 @@ def _launch_kept(out: Confirmation, file: Path, kernel: str, after: list[Capture
         out.lines.append(f"the applied rewrite was verified with block {wanted} (its @fsr block), but your program "
                          f"launches it with block {tuple(made)}: change the program's launch as the block says "
                          "(grid and block), or the rewrite runs as it was never verified")
-
-
-def _spec(file: Path, kernel: str):
-    try:
-        src = SourceText(file.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return None
-    found = find_kernel(src, kernel)
-    return parse_spec(src, found).spec if found is not None and found.spec is not None else None
 
 
 def _mean_ms(launches: list[CapturedLaunch]) -> tuple[float, int]:
@@ -143,17 +154,10 @@ def _times(out: Confirmation, before: list[CapturedLaunch], after: list[Captured
                          "the times are of different launches")
 
 
-def _against_verified(out: Confirmation, workspace: Path, file: Path, kernel: str) -> None:
+def _against_verified(out: Confirmation, workspace: Path, file: Path, kernel: str, definition: str) -> None:
     """The speedup fsr verified for the rewrite now in the file, against the program's."""
-    try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    if not definition:
         return
-    src = SourceText(text)
-    found = find_kernel(src, kernel)
-    if found is None:
-        return
-    definition = kernel_source(src, found).definition.strip()
     with Timings(workspace) as timings:
         versions = timings.versions(str(file), kernel)
     rewrite = next((v for v in reversed(versions) if v.label == "the rewrite a search found"
@@ -188,20 +192,19 @@ def _exit_status(out: Confirmation, first: Capture, again: Capture) -> None:
     out.lines += [f"problem in the rerun: {p}" for p in again.problems]
 
 
-def _outputs(out: Confirmation, first: Capture, again: Capture, file: Path, kernel: str) -> None:
+def _outputs(out: Confirmation, first: Capture, again: Capture, spec: Spec | None) -> None:
     was, now = first.output(), again.output()
     if was is None:
         out.lines.append("the first run's output was not kept (captured before fsr kept outputs): not compared")
         return
-    rtol, atol = _tolerance(file, kernel)
+    rtol, atol = _tolerance(spec)
     compared = compare_outputs(was, now or "", rtol, atol)
     if not compared.same:
         out.status = "differs"
     out.lines.append(compared.describe())
 
 
-def _tolerance(file: Path, kernel: str) -> tuple[float, float]:
+def _tolerance(spec: Spec | None) -> tuple[float, float]:
     """The kernel's spec's tolerance, where it has one; else a float's."""
-    spec = _spec(file, kernel)
     return (spec.rtol if spec is not None and spec.rtol is not None else 1e-5,
             spec.atol if spec is not None and spec.atol is not None else 1e-8)

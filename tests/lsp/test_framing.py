@@ -49,6 +49,17 @@ def assert_clean(proc: subprocess.CompletedProcess, replies: list[dict]) -> None
     assert not [r for r in replies if r.get("method") == "window/showMessage"], replies
 
 
+def stopped(proc: subprocess.Popen) -> str:
+    """The server killed if it still runs, its streams closed: what it wrote on stderr."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    log = proc.stderr.read().decode()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()
+    return log
+
+
 # ---------------------------------------------------------------- framing
 
 
@@ -73,13 +84,7 @@ def test_a_length_of_2_to_the_31_ends_the_server_at_once_while_the_client_waits(
     except subprocess.TimeoutExpired:
         rc = None
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log = proc.stderr.read().decode()
-        proc.stdin.close()
-        proc.stdout.close()
-        proc.stderr.close()
+        log = stopped(proc)
     assert rc not in (0, None), f"the server was still running 20 s after the header\n{log}"
     assert "Traceback" not in log, log
     said = [line for line in log.splitlines() if "2147483648" in line]
@@ -114,12 +119,7 @@ def test_a_length_over_the_limit_ends_the_server_within_2_s_while_an_nvcc_check_
         rc = proc.wait(timeout=10)
         took = time.monotonic() - started
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log = proc.stderr.read().decode()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            stream.close()
+        log = stopped(proc)
     assert rc not in (0, None) and took <= 2.0, (took, log)
     assert "Traceback" not in log, log
     assert not _running(nvcc), "the check's nvcc outlived the server"
@@ -346,12 +346,7 @@ def test_a_clients_answer_that_does_not_fit_is_logged_and_fails_the_request(tmp_
         assert proc.wait(timeout=20) == 0
     finally:
         watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log = proc.stderr.read().decode()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            stream.close()
+        log = stopped(proc)
     assert not [m for m in seen if m.get("method") == "window/showMessage"], seen
     said = [line for line in log.splitlines() if " WARNING " in line]
     assert len(said) == 1 and "does not fit" in said[0], log
