@@ -158,11 +158,14 @@ class Evaluator:
                         return self._lost(job, stage, started)
                     if kind == "stage":
                         stage = payload
+                        log.debug("worker %d: %s", self.device_index, payload)  # the job's timeline, timestamped
                         if on_stage is not None:
                             on_stage(payload)
                         continue
                     result = from_data(EvalResult, payload)
                     result.gpu = result.gpu or gpu
+                    log.debug("worker %d: %s in %.2f s (%s)", self.device_index, result.status, result.seconds,
+                              ", ".join(f"{k} {v:.2f} s" for k, v in result.phase_seconds.items()))
                     if result.restart_worker:
                         self._kill()
                         self.restarts += 1
