@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from fsr_lsp.evaluator.gpu.oracle_cache import OracleCache
 from fsr_lsp.evaluator.gpu.guards import UnmappedUnavailable
 from fsr_lsp.evaluator.records import GpuInfo, KernelBinary, LaunchPlan, Resources
 
@@ -104,6 +105,7 @@ class FakeSession:
         self.cuda = None
         self.vetted: set[Any] = set()
         self.loaded: dict[str, FakeKernel] = {}
+        self.oracle_cache = OracleCache(1 << 30)
 
     def load(self, binary: KernelBinary, dtypes: list[str | None]) -> FakeKernel:
         if binary.entry not in self.loaded:

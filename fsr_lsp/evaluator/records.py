@@ -203,6 +203,9 @@ class EvalJob:
     sizes: list[SizePlan]
     seeds_per_size: int = 3
     base_seed: int = 0
+    # the bench size's input set and the timed runs' inputs, where a search keeps them for all its jobs:
+    # the original's runs there are then made once (gpu/oracle_cache.py); None: drawn from base_seed
+    bench_seed: int | None = None
     ref: dict[str, str] = field(default_factory=dict)
     timing: TimingConfig = field(default_factory=TimingConfig)
     defences: Defences = field(default_factory=Defences)

@@ -4,6 +4,7 @@ request (this machine's GPU, or the GPUs of a Ray cluster), and comes back as a 
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from typing import Callable
 
@@ -23,7 +24,11 @@ class GpuBench:
         self.backend: Backend = LocalBackend(backend, workers) if isinstance(backend, Evaluator) else backend
         self.source = source
         self.kernel = kernel
-        self.options = options or EvalOptions()
+        options = options or EvalOptions()
+        if options.bench_seed is None:  # one bench input set for the whole search: the original's runs
+            # there are made once and kept by the worker for every candidate (gpu/oracle_cache.py)
+            options = dataclasses.replace(options, bench_seed=int.from_bytes(os.urandom(4), "little"))
+        self.options = options
         self.cancel = cancel or threading.Event()
         self.original_ms = 0.0  # one run of the original, once the baseline has timed it
 

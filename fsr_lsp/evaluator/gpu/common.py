@@ -57,7 +57,12 @@ class JobContext:
 
 
 def seed_for(job: EvalJob, size_index: int, j: int) -> int:
-    return (job.base_seed + 7919 * size_index + j) % (1 << 62)
+    """The seed of input set `j` at size `size_index`; indices past the sizes are the timing's.
+    The bench size and the timing draw from the job's bench seed where it has one."""
+    base = job.base_seed
+    if job.bench_seed is not None and (size_index >= len(job.sizes) or job.sizes[size_index].role == "bench"):
+        base = job.bench_seed
+    return (base + 7919 * size_index + j) % (1 << 62)
 
 
 def make_inputs(session: GpuSession, plan: SizePlan, seed: int) -> dict[str, Any]:

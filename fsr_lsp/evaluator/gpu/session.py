@@ -15,6 +15,7 @@ from ..compile.relocatable import device_runtime, is_relocatable
 from .module_state import ModuleState, uncompared
 from .packing import SCALAR_FORMAT, is_struct, param_format
 from .printed import PrintedOutput
+from .oracle_cache import OracleCache, budget_for
 from .textures import Textures
 
 
@@ -85,6 +86,8 @@ class GpuSession:
         self._pages: Any = None
         self.printed: PrintedOutput | None = None  # set by the worker, whose stdout it holds
         self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
+        # the original's runs at an input set, for later jobs of the same original (gpu/oracle_cache.py)
+        self.oracle_cache = OracleCache(budget_for(self.info.memory_bytes))
         self.info.bandwidth_gbps = self._measure_bandwidth()
 
     def take_printed(self) -> str:

@@ -13,6 +13,7 @@ repetitions of this run, of the geometric interquartile mean of the paired ratio
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -27,12 +28,15 @@ from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_onl
                      seed_for)
 from .ref import eval_ref
 from .timed_runs import SMALL_OUTPUT, Repetition, held_to_their_errors, largest_difference
+from .oracle_cache import TimedOriginal, cacheable, run_key, tensor_bytes
 from .session import LoadedKernel
 
 BOOTSTRAP_SAMPLES = 1000
 SLOW_TIMING_MS = 2000.0  # of the slowest contender's runs a timing needs at least, beyond which it takes fewer
 MIN_SLOW_REPS = 5
 SLOW_WARMUP_S = 0.3  # a warm-up repetition this long (wall clock) is warm-up enough
+KEEP_TIMED_MS = 20.0  # an original this slow a run has its timed runs kept for later jobs (oracle_cache.py)
+REPLAY_FACTOR = 2.0  # kept times are compared only with a candidate at least this much faster
 
 
 @dataclass
@@ -42,6 +46,7 @@ class _Contender:
     point: Callable[[list[Any]], None] | None = None  # its `__device__` variables at their buffers, unclocked
     times: list[tuple[Any, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    replay: TimedOriginal | None = None  # the original's timed runs from an earlier job, not run again
 
 
 def _inputs_of_runs(bench: SizePlan) -> str:
@@ -60,11 +65,39 @@ def _inputs_of_runs(bench: SizePlan) -> str:
 
 
 def time_job(ctx: JobContext) -> None:
+    """Time the contenders at the bench size. Against an original slow enough that its timed runs
+    are kept (gpu/oracle_cache.py), the candidate runs alone on the same inputs, its outputs
+    compared with the original's kept ones, and the original's kept times are the other side:
+    taken only where the candidate is over REPLAY_FACTOR times faster, far beyond any drift
+    between the two timings; else both are timed again side by side."""
+    bench = next(p for p in reversed(ctx.job.sizes) if p.role == "bench")
+    key = _timed_key(ctx, bench)
+    replay = ctx.session.oracle_cache.get(key) if key and ctx.candidate is not None else None
+    if replay is not None and _time(ctx, bench, replay, None):
+        return
+    _time(ctx, bench, None, key if ctx.candidate is None else None)
+
+
+def _timed_key(ctx: JobContext, bench: SizePlan) -> str | None:
+    """The key of the original's kept timed runs: a search's (its bench seed fixed), on buffers a
+    seed decides, without a torch `ref` timed beside."""
+    job = ctx.job
+    if job.bench_seed is None or job.mode != "full" or job.ref or job.constants or ctx.original.state is not None \
+            or not cacheable(bench):
+        return None
+    n = len(job.sizes)
+    return run_key("timed", job, ctx.original.digest, "", bench, seed_for(job, n + 1, 0),
+                   generator=seed_for(job, n + 2, 0), order=seed_for(job, n + 4, 0), timing=dataclasses.asdict(job.timing))
+
+
+def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: str | None) -> bool:
+    """One timing; False where a replayed original turned out not to be far enough ahead of the
+    candidate (nothing recorded in the result then). `keep`: the key under which the original's
+    timed runs are kept, where they are slow enough."""
     session, job, result = ctx.session, ctx.job, ctx.result
     torch = session.torch
-    bench = next(p for p in reversed(job.sizes) if p.role == "bench")
     cfg = job.timing
-    ctx.report(f"timing at {bench.label}")
+    ctx.report(f"timing at {bench.label}" + (" (the original's timed runs from an earlier job)" if replay else ""))
     buffer_args = buffers_of(bench)
     outs = outputs(bench)
     pointers = any(a.links or a.pointers for a in bench.args)  # memory holding pointers: compared as placed
@@ -79,18 +112,23 @@ def time_job(ctx: JobContext) -> None:
 
     sets = [working(), working()]  # the kernels swap these every other repetition
     contenders = [] if job.mode == "alone" else \
-        [_Contender("original", kernel_launch(ctx.original, bench.original), ctx.original.point)]
+        [_Contender("original", kernel_launch(ctx.original, bench.original), ctx.original.point)] if replay is None \
+        else [_Contender("original", None, replay=replay)]
     if ctx.candidate:
         contenders.append(_Contender("candidate", kernel_launch(ctx.candidate, bench.candidate), ctx.candidate.point))
     if job.ref and not any(w.startswith("ref not used") for w in result.warnings):
         contenders.append(_Contender("ref", None))
     kernels = [c for c in contenders if c.launch is not None]
+    kept: list[dict[str, Any]] | None = [] if keep else None  # the original's outputs, each timed run's
     bad = {c.name: torch.zeros((), dtype=torch.int64, device=session.device) for c in contenders}
     touched = torch.zeros((), dtype=torch.int64, device=session.device)
     generator = torch.Generator(device=session.device)
     generator.manual_seed(seed_for(job, len(job.sizes) + 2, 0))
 
-    def once(c: _Contender, buffers: dict[str, Any] | None, timed: bool) -> None:
+    def once(c: _Contender, buffers: dict[str, Any] | None, timed: int | None) -> None:
+        if c.replay is not None:  # its outputs on these inputs as kept; nothing for a warm-up run
+            c.outputs = c.replay.outputs[timed] if timed is not None else {}
+            return
         if buffers is not None:
             for a in buffer_args:
                 if a.direction == "out":
@@ -114,8 +152,10 @@ def time_job(ctx: JobContext) -> None:
         end.record()
         if args is not None and pointers:  # pointers put back as saved: the kernels' buffer sets compare
             canonical(torch, bench.args, buffers, {name: t.data_ptr() for name, t in buffers.items()})
-        if timed:
+        if timed is not None:
             c.times.append((start, end))
+            if kept is not None and c.name == "original":
+                kept.append({a.name: buffers[a.name].clone() for a in outs} if buffers is not None else {})
 
     shuffle = random.Random(seed_for(job, len(job.sizes) + 4, 0))
     # Outputs judged against the double-precision run during verification: the candidate may
@@ -123,7 +163,7 @@ def time_job(ctx: JobContext) -> None:
     tolerances = {a.name: ctx.accuracy.compare_tolerance(a.name) for a in outs}
     seen: list[Repetition] = []  # the candidate's disagreements, each repetition's, judged at the end
 
-    def repetition(r: int, timed: bool) -> None:
+    def repetition(r: int, timed: int | None) -> None:
         state = generator.get_state()
         for a in buffer_args:
             if a.name in pristine:
@@ -161,23 +201,33 @@ def time_job(ctx: JobContext) -> None:
     def sync(where: str) -> None:
         guarded_launch(session, "candidate" if ctx.candidate else "original", where, lambda: None)
 
-    for r in range(cfg.warmup):
+    warmups = 0
+    for r in range(replay.warmup if replay else cfg.warmup):  # a replay draws the inputs the kept runs had
         warm = time.perf_counter()
-        repetition(r, timed=False)
+        repetition(r, timed=None)
         sync("warm-up")
-        if time.perf_counter() - warm > SLOW_WARMUP_S:  # one run of a slow kernel warms it as well as three
-            break
-    repetition(0, timed=True)
+        warmups += 1
+        if replay is None and time.perf_counter() - warm > SLOW_WARMUP_S:  # one run of a slow kernel warms it
+            break  # as well as three
+    repetition(0, timed=0)
     sync("timing")
     per_run_ms = max(max(s.elapsed_time(e) for c in contenders for s, e in c.times), 1e-3) + 0.05
-    reps = int(min(cfg.max_reps, max(least_reps(cfg, per_run_ms), cfg.target_seconds * 1000.0 / per_run_ms)))
+    reps = len(replay.times_ms) if replay else \
+        int(min(cfg.max_reps, max(least_reps(cfg, per_run_ms), cfg.target_seconds * 1000.0 / per_run_ms)))
+    if kept is not None and per_run_ms < KEEP_TIMED_MS:
+        kept = None  # fast enough to time again beside each candidate
     for r in range(1, reps):
-        repetition(r, timed=True)
+        repetition(r, timed=r)
         if r % 32 == 31:
             ctx.report(f"timing at {bench.label}: {r + 1}/{reps} runs")
             session.take_printed()  # what a printing kernel wrote meanwhile: nobody's to compare
     sync("timing")
-    times = {c.name: [s.elapsed_time(e) for s, e in c.times] for c in contenders}
+    times = {c.name: c.replay.times_ms if c.replay else [s.elapsed_time(e) for s, e in c.times] for c in contenders}
+    if replay is not None and stats(times["candidate"]).median_ms * REPLAY_FACTOR > replay.median_ms:
+        return False  # too close to the original to compare with times taken in another job
+    if keep and kept is not None and "original" in times:
+        original = TimedOriginal(warmups, kept, times["original"], stats(times["original"]).median_ms)
+        session.oracle_cache.put(keep, original, tensor_bytes(kept))
     _log_times(job.kernel, bench.label, times)
     counts = {name: int(v.item()) for name, v in bad.items()}
     if int(touched.item()) and job.mode != "time":
@@ -188,8 +238,10 @@ def time_job(ctx: JobContext) -> None:
         held = ""
         if counts["candidate"]:
             held = held_to_their_errors(ctx, bench, pristine, generator, seen, counts["candidate"])
+        kept_runs = (f"; the original's outputs and times from its own timing in an earlier job on the same inputs "
+                     f"({replay.median_ms:.4g} ms a run, over {REPLAY_FACTOR:g}x the candidate's)") if replay else ""
         result.checks.append(Check("timed runs verified", "pass",
-                                   f"{len(times['original']) + cfg.warmup} runs, {_inputs_of_runs(bench)}{held}"))
+                                   f"{len(times['original']) + warmups} runs, {_inputs_of_runs(bench)}{held}{kept_runs}"))
     if counts.get("ref"):
         result.warnings.append(f"ref disagreed with the original on {counts['ref']} elements of its timed runs")
     result.bench_size = bench.label
@@ -203,6 +255,7 @@ def time_job(ctx: JobContext) -> None:
     if result.ref_time:
         base = result.candidate_time or result.original_time
         result.speedup_vs_ref = result.ref_time.median_ms / base.median_ms
+    return True
 
 
 def least_reps(cfg: TimingConfig, per_run_ms: float) -> int:

@@ -23,6 +23,7 @@ fault and the result says so, naming the argument.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,8 @@ from .buffers import FLOATS, describe
 from .constant_fill import fill_constants
 from .common import Failure, JobContext, captured_inputs, inputs_only, make_inputs, outputs, seed_for
 from .oracle import OracleProblem, check_module_variables, kept_poison, oracle_problem, rounding_spread
+from .oracle_cache import OracleRuns
+from .oracle_runs import kept_runs, verify_key, worth_keeping
 from .print_flood import PrintRate
 from .printed import Printed, printed_difference
 from .range_check import check_ranges, range_plan
@@ -94,21 +97,29 @@ def verify(ctx: JobContext) -> Counts:
                 inputs = make_inputs(ctx.session, plan, seed)
             fill_constants(ctx, seed)  # the host's `__constant__` data, drawn for this input set too
             launches = max(1, job.defences.chained_launches) if j == 0 else 1
-            try:
-                expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
-                check_module_variables(ctx, plan)
-                printed = list(ctx.printed)  # what each of its chained launches printed
-                printed_any = printed_any or any(p.lines for p in printed)
-                if printed and j < random_sets and not own:
-                    printing.observe(plan, printed[0])
-                again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
-                printed_again = ctx.printed[0]
-                rerun = lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0]  # noqa: E731
-                spread: set[str] = set()
-                problem = oracle_problem(ctx, plan, inputs, expected[0], again[0], rerun,
-                                         accuracy.grounded if ctx.wide is not None else set(), spread)
-            except OracleProblem as e:
-                problem = e
+            rerun = lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0]  # noqa: E731
+            key = verify_key(ctx, index, plan, seed, launches, shared) if j < random_sets and not own else None
+            hit: OracleRuns | None = ctx.session.oracle_cache.get(key) if key else None
+            started = time.perf_counter()
+            problem: OracleProblem | None = None
+            if hit is not None:  # this original's runs on these very inputs, from an earlier job
+                expected, again, spread = hit.expected, [hit.again], set(hit.spread)
+                printed, printed_again = hit.printed, hit.printed_again
+            else:
+                try:
+                    expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
+                    check_module_variables(ctx, plan)
+                    printed = list(ctx.printed)  # what each of its chained launches printed
+                    printed_any = printed_any or any(p.lines for p in printed)
+                    if printed and j < random_sets and not own:
+                        printing.observe(plan, printed[0])
+                    again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
+                    printed_again = ctx.printed[0]
+                    spread = set()
+                    problem = oracle_problem(ctx, plan, inputs, expected[0], again[0], rerun,
+                                             accuracy.grounded if ctx.wide is not None else set(), spread)
+                except OracleProblem as e:
+                    problem = e
             if problem:
                 if plan.role == "edge":
                     result.warnings.append(f"edge size {plan.label} skipped: the original {problem}")
@@ -117,9 +128,16 @@ def verify(ctx: JobContext) -> Counts:
                 raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {problem}",
                               check=problem.check, argument=problem.argument)
             _count_nonfinite(ctx, plan, expected[0])
-            double = _double_run(ctx, plan, inputs, expected[0]) if accuracy.grounded else None
-            if not problem and spread:
+            raw = None
+            if accuracy.grounded:
+                raw = hit.double if hit is not None else double_outputs(ctx, plan, inputs)
+            double = _double_run(ctx, plan, expected[0], raw) if accuracy.grounded else None
+            if spread:
                 double = rounding_spread(ctx, plan, inputs, expected[0], again[0], double, spread, rerun)
+            if key is not None and hit is not None:
+                ctx.report(f"checking {plan.label} (seed {seed}): the original's runs on these inputs from an earlier job")
+            elif key is not None and worth_keeping(ctx, plan, printed, printed_again, started):
+                ctx.session.oracle_cache.put(key, *kept_runs(plan, expected, again[0], printed, printed_again, spread, raw))
             reference = None
             if ref_usable:
                 reference, ref_problem = _reference(ctx, plan, inputs, expected[0], seed)
@@ -146,10 +164,9 @@ def verify(ctx: JobContext) -> Counts:
     return counts
 
 
-def _double_run(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict) -> dict | None:
-    """The original run in double precision on the same inputs; the original's own error joins
-    the criterion. None once the criterion has fallen back."""
-    double = double_outputs(ctx, plan, inputs)
+def _double_run(ctx: JobContext, plan: SizePlan, expected: dict, double: dict) -> dict | None:
+    """The original's double-precision run on the same inputs (`double`, its outputs); the
+    original's own error joins the criterion. None once the criterion has fallen back."""
     ctx.accuracy.observe_original(ctx.torch, plan, expected, double)
     if not ctx.accuracy.grounded:
         ctx.result.warnings.append(f"accuracy: no double-precision reference ({ctx.accuracy.why_not}); outputs are "

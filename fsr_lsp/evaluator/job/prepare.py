@@ -54,6 +54,9 @@ class EvalOptions:
     cache_dir: str | None = None
     seeds_per_size: int = 3
     base_seed: int | None = None  # None: fresh seeds every evaluation
+    # the bench size's inputs and the timed runs', the same for every job that passes it (a search's:
+    # the original's runs there are made once); None: drawn like the others
+    bench_seed: int | None = None
     timing: TimingConfig = field(default_factory=TimingConfig)
     defences: Defences = field(default_factory=Defences)
     skip_unchanged: bool = True  # the original's own code as a candidate is "unchanged", not timed
@@ -204,6 +207,7 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
         mode="time" if options.time_only else "alone" if options.screen and options.screen_alone else "full",
         seeds_per_size=seeds,
         base_seed=seed,
+        bench_seed=options.bench_seed,
         ref={} if options.screen else dict(spec.ref),
         timing=timing,
         defences=defences,
