@@ -6,6 +6,7 @@ the original to be compared with times taken in another job."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from fsr_lsp.source import SourceText  # noqa: E402
 from fsr_lsp.specs import parse_spec  # noqa: E402
 
 from . import fake_kernels  # noqa: E402,F401  (registers the Python kernels)
+from .cuda_on_cpu import EmulatedSession, compile_on_cpu, cxx  # noqa: E402
 from .fake_gpu import FakeSession, binary, kernel, view  # noqa: E402
 
 BENCH = 4096
@@ -174,3 +176,44 @@ def test_the_kept_outputs_are_the_originals_on_those_inputs():
     y = verify.expected[0]["y"].numpy()
     assert np.isfinite(y).all() and y.shape == (BENCH,)
     assert not np.array_equal(timed.outputs[0]["y"].numpy(), timed.outputs[1]["y"].numpy())  # fresh inputs each
+
+
+MATMUL = (Path(__file__).parents[1] / "bench" / "matmul_forms" / "sgemm_xrows.cu").read_text()
+# the same sum, its loop counting down: a different kernel that gives the same result to rounding
+MATMUL_DOWN = MATMUL.replace("for (int i = 0; i < K; ++i)", "for (int i = K - 1; i >= 0; --i)")
+
+
+@pytest.mark.skipif(cxx() is None, reason="no C++ compiler for the CPU emulator")
+def test_the_runs_are_kept_through_prepare_for_a_real_kernel(monkeypatch):
+    """Through the evaluator's own `prepare` (a double-precision build, the module's state, the
+    spec's plans): a search's candidate job meets the baseline's kept runs, its double-precision
+    run among them. Thresholds at 0: the emulator's matrix product is not slow enough to keep."""
+    from unittest import mock
+
+    from fsr_lsp.evaluator.gpu import oracle_runs, timing
+    from fsr_lsp.evaluator.job import prepare as preparing
+
+    monkeypatch.setattr(oracle_runs, "WORTH_SECONDS", 0.0)
+    monkeypatch.setattr(timing, "KEEP_TIMED_MS", 0.0)
+    monkeypatch.setattr(timing, "REPLAY_FACTOR", 1e-9)  # any candidate: the emulator's times mean nothing
+    source = MATMUL.replace("bench = { M = 4096, N = 4096, K = 4096 }", "bench = { M = 48, N = 40, K = 24 }")
+    options = preparing.EvalOptions(timing=TimingConfig(warmup=1, min_reps=3, max_reps=3, target_seconds=0.0),
+                                    bench_seed=5)
+    session = EmulatedSession()
+    preparing._wide_binary.cache_clear()
+    try:
+        with mock.patch.object(preparing, "compile_kernel", compile_on_cpu):
+            jobs = [preparing.prepare(source, "gemm_naive", candidate, "cpu", options).job
+                    for candidate in (None, MATMUL_DOWN.split("*/", 1)[1])]
+    finally:
+        preparing._wide_binary.cache_clear()
+    assert all(j is not None for j in jobs) and jobs[0].wide is not None
+    baseline = run_job(session, jobs[0])
+    assert baseline.status == "verified", baseline.message
+    assert len(session.oracle_cache) == 2  # the bench size's runs and the timed runs
+    stages: list[str] = []
+    result = run_job(session, jobs[1], stages.append)
+    assert result.status == "verified", result.message
+    assert any("from an earlier job" in s for s in stages if s.startswith("checking M=48")), stages
+    assert any("earlier job" in s for s in stages if s.startswith("timing")), stages
+    assert session.oracle_cache.hits == 2

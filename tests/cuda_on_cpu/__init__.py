@@ -169,6 +169,9 @@ class _EmulatedState:
                 continue
         self.initial = {n: ctypes.string_at(a, size) for n, (a, size) in self.addresses.items()}
 
+    def __len__(self) -> int:
+        return len(self.addresses)
+
     def restore(self) -> None:
         for name, (address, size) in self.addresses.items():
             ctypes.memmove(address, self.initial[name], size)

@@ -45,6 +45,10 @@ class ModuleState:
                 continue
         return cls(views, {name: v.clone() for name, v in views.items()})
 
+    def __len__(self) -> int:
+        """How many variables the module has (a module with none has nothing to keep apart)."""
+        return len(self.views)
+
     def restore(self) -> None:
         for name, view in self.views.items():
             view.copy_(self.initial[name])

@@ -116,6 +116,12 @@ def run_key(kind: str, job: EvalJob, original: str, wide: str, plan: SizePlan, s
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()
 
 
+def has_variables(kernel: Any) -> bool:
+    """A module with `__device__` variables of its own: its runs are not kept (what they hold
+    between launches is the program's, not the inputs')."""
+    return kernel.state is not None and len(kernel.state) > 0
+
+
 def cacheable(plan: SizePlan) -> bool:
     """Sizes whose inputs one seed decides: no texture (its contents live beside the plan) and no
     memory holding pointers (its outputs are compared as placed)."""

@@ -7,7 +7,7 @@ import time
 
 from ..records import SizePlan
 from .common import JobContext, outputs
-from .oracle_cache import WORTH_SECONDS, OracleRuns, cacheable, run_key, tensor_bytes
+from .oracle_cache import WORTH_SECONDS, OracleRuns, cacheable, has_variables, run_key, tensor_bytes
 from .printed import Printed
 from .shared import SharedPoison
 
@@ -18,7 +18,7 @@ def verify_key(ctx: JobContext, index: int, plan: SizePlan, seed: int, launches:
     (gpu/oracle_cache.py): the bench size's, where the job's bench seed is one a search keeps.
     None elsewhere (other seeds never come again), and for memory holding pointers, textures, and
     a module with variables of its own."""
-    if ctx.job.bench_seed is None or plan.role != "bench" or not cacheable(plan) or ctx.original.state is not None:
+    if ctx.job.bench_seed is None or plan.role != "bench" or not cacheable(plan) or has_variables(ctx.original):
         return None
     return run_key("verify", ctx.job, ctx.original.digest, ctx.wide.digest if ctx.wide is not None else "", plan, seed,
                    index=index, launches=launches, shared=shared is not None, grounded=sorted(ctx.accuracy.grounded),

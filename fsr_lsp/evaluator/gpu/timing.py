@@ -28,7 +28,7 @@ from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_onl
                      seed_for)
 from .ref import eval_ref
 from .timed_runs import SMALL_OUTPUT, Repetition, held_to_their_errors, largest_difference
-from .oracle_cache import TimedOriginal, cacheable, run_key, tensor_bytes
+from .oracle_cache import TimedOriginal, cacheable, has_variables, run_key, tensor_bytes
 from .session import LoadedKernel
 
 BOOTSTRAP_SAMPLES = 1000
@@ -82,7 +82,7 @@ def _timed_key(ctx: JobContext, bench: SizePlan) -> str | None:
     """The key of the original's kept timed runs: a search's (its bench seed fixed), on buffers a
     seed decides, without a torch `ref` timed beside."""
     job = ctx.job
-    if job.bench_seed is None or job.mode != "full" or job.ref or job.constants or ctx.original.state is not None \
+    if job.bench_seed is None or job.mode != "full" or job.ref or job.constants or has_variables(ctx.original) \
             or not cacheable(bench):
         return None
     n = len(job.sizes)
