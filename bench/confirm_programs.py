@@ -44,6 +44,12 @@ PROGRAMS = [
             ("./main", "1000000", "100"), "main.cu", "cool_kernel"),
     Program("md", "zjin-lcf/HeCBench", "hecbench/src/md-cuda", "make ARCH=sm_90 SP=yes", ("./main", "3", "100"),
             "main.cu", "md"),
+    Program("reduce v1", "Liu-xiandong/How_to_optimize_in_GPU", "htogpu/reduce",
+            "mkdir -p bin && nvcc -o bin/reduce_v1 reduce_v1_no_divergence_branch.cu", ("./bin/reduce_v1",), "reduce_v1_no_divergence_branch.cu", "reduce1"),
+    Program("reduce v3", "Liu-xiandong/How_to_optimize_in_GPU", "htogpu/reduce",
+            "mkdir -p bin && nvcc -o bin/reduce_v3 reduce_v3_add_during_load.cu", ("./bin/reduce_v3",), "reduce_v3_add_during_load.cu", "reduce3"),
+    Program("hellinger", "zjin-lcf/HeCBench", "hecbench/src/hellinger-cuda", "make ARCH=sm_90", ("./main", "10"),
+            "main.cu", "hellinger"),
 ]
 
 
