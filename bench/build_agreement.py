@@ -5,7 +5,11 @@ its first round, the proof timing the original at the captured launch's sizes. P
 flags fsr read from the build, the kernel's median GPU time in the program's own run (the
 capture's CUPTI records), fsr's time with the build's flags, and fsr's time without them.
 
-    python bench/build_agreement.py CORPUS [--only NAME...] [--budget SECONDS]
+    python bench/build_agreement.py CORPUS [--only NAME...] [--budget SECONDS] [--snapshot-bytes N]
+
+With --snapshot-bytes the capture saves the run's inputs (up to N bytes a launch) and fsr times the
+original on them (`bench_inputs = "captured"`): the agreement where the kernel's work depends on
+its data (branches on values, indices from the data).
 
 CORPUS holds the projects' folders as ENTRIES name them (hecbench/src/softmax-cuda, ...).
 """
@@ -31,6 +35,7 @@ from fsr_lsp.evaluator import Evaluator
 from fsr_lsp.evaluator.backends.local import LocalBackend
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.settings import Settings
+from fsr_lsp.specs.edit import set_key
 from fsr_lsp.workflows.optimize import OptimizeRun, Optimizer, plan_spec
 
 
@@ -62,13 +67,14 @@ ENTRIES = [
 ]
 
 
-def captured(entry: Entry, corpus: Path, work: Path) -> tuple[Path | None, str]:
+def captured(entry: Entry, corpus: Path, work: Path, snapshot: int = 0) -> tuple[Path | None, str]:
     folder = work / entry.name.split()[0]
     shutil.rmtree(folder, ignore_errors=True)
     shutil.copytree(corpus / entry.folder, folder)
     (folder / ".git").mkdir(exist_ok=True)
     ran = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "capture", "--workspace", str(folder),
-                          "--timeout", "120", "--build", entry.build, "--", *entry.run],
+                          "--timeout", "120", "--build", entry.build, "--snapshot-bytes", str(snapshot), "--",
+                          *entry.run],
                          cwd=folder, capture_output=True, text=True, timeout=400)
     if latest_capture(folder) is None:
         return None, f"rc {ran.returncode}: {(ran.stderr or ran.stdout).strip()[-300:]}"
@@ -82,7 +88,7 @@ def kernel_file(folder: Path, kernel: str) -> Path | None:
     return None
 
 
-def rows_of(entry: Entry, folder: Path, evaluator: Evaluator) -> list[dict]:
+def rows_of(entry: Entry, folder: Path, evaluator: Evaluator, own_inputs: bool = False) -> list[dict]:
     capture = latest_capture(folder)
     assert capture is not None
     by_time = sorted({x.base for x in capture.launches},
@@ -105,19 +111,23 @@ def rows_of(entry: Entry, folder: Path, evaluator: Evaluator) -> list[dict]:
             continue
         job = OptimizeRun(text, path, kernel, folder, settings, plan)
         backend = Optimizer(LocalBackend(evaluator)).backend(settings)
-        with_flags = prove_with(backend, text, kernel, plan.draft, job.eval_options(), timeout=300)
+        draft = plan.draft
+        if own_inputs and job.eval_options().real_inputs:  # timed on the run's own inputs
+            draft = set_key(draft, "bench_inputs", '"captured"')
+            row["inputs"] = "the run's"
+        with_flags = prove_with(backend, text, kernel, draft, job.eval_options(), timeout=300)
         row["fsr_ms"] = with_flags.original_ms
         if not with_flags.proven:
             row["why"] = f"{with_flags.status}: {with_flags.message[:160]}"
             continue
         options = job.eval_options()
         warm = dataclasses.replace(options, timing=dataclasses.replace(options.timing, flush_l2=False))
-        warmed = prove_with(backend, text, kernel, plan.draft, warm, timeout=300)  # as the program runs it, L2 kept
+        warmed = prove_with(backend, text, kernel, draft, warm, timeout=300)  # as the program runs it, L2 kept
         row["warm_ms"] = warmed.original_ms if warmed.proven else None
         if plan.spec.flags:
             bare_spec = dataclasses.replace(plan.spec, flags=())
             bare = OptimizeRun(text, path, kernel, folder, settings, dataclasses.replace(plan, spec=bare_spec))
-            without = prove_with(backend, text, kernel, plan.draft, bare.eval_options(), timeout=300)
+            without = prove_with(backend, text, kernel, draft, bare.eval_options(), timeout=300)
             row["bare_ms"] = without.original_ms if without.proven else None
     return rows
 
@@ -127,6 +137,7 @@ def main() -> int:
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--budget", type=float, default=500.0, help="start no entry after this many seconds")
+    parser.add_argument("--snapshot-bytes", type=int, default=0, help="save the run's inputs; time on them")
     args = parser.parse_args()
     started = time.monotonic()
     rows: list[dict] = []
@@ -139,11 +150,11 @@ def main() -> int:
                 rows.append({"program": entry.name, "project": entry.project, "why": "not run: the budget was spent"})
                 continue
             t0 = time.monotonic()
-            folder, why = captured(entry, args.corpus.resolve(), Path(tmp))
+            folder, why = captured(entry, args.corpus.resolve(), Path(tmp), args.snapshot_bytes)
             if folder is None:
                 rows.append({"program": entry.name, "project": entry.project, "why": f"capture: {why}"})
             else:
-                rows += rows_of(entry, folder, evaluator)
+                rows += rows_of(entry, folder, evaluator, own_inputs=args.snapshot_bytes > 0)
             console.print(f"{entry.name}: {time.monotonic() - t0:.0f} s", highlight=False)
             save("build_agreement", rows)
     shown = []
