@@ -71,8 +71,13 @@ class Settings:
     gpu: int = setting(0, "gpu", "GPU index for searches", minimum=0)
     gpus: str = setting("", "gpus", 'several local GPUs ("0,1" or "all"): a round fans out over them', "--gpu")
     evaluator_backend: str = setting("local", "evaluator.backend",
-                                     "local: this machine's GPU; ray: the GPUs of a Ray cluster",
-                                     choices=("local", "ray"))
+                                     "local: this machine's GPU; service: the same through one warm service shared "
+                                     "by the editor and every fsr command (no CUDA start, the original's runs kept "
+                                     "between commands); ray: the GPUs of a Ray cluster",
+                                     "--backend", choices=("local", "service", "ray"))
+    evaluator_service_idle: float = setting(600.0, "evaluator.serviceIdle",
+                                            "with evaluator.backend service: seconds without a request before the "
+                                            "service exits", "--service-idle", minimum=5)
     evaluator_address: str = setting("auto", "evaluator.address", "with ray: auto, ray://host:10001, or local",
                                      "--ray", env="FSR_RAY_ADDRESS")
     capture_command: str = setting("", "capture.command",
@@ -114,7 +119,7 @@ class Settings:
         from .evaluator.backends import BackendChoice
 
         return BackendChoice(kind=self.evaluator_backend, gpus=self.gpus or str(self.gpu),  # type: ignore[arg-type]
-                             address=self.evaluator_address, timeout=timeout)
+                             address=self.evaluator_address, timeout=timeout, idle=self.evaluator_service_idle)
 
 
 # setting key (as the client spells it) -> field name

@@ -17,8 +17,9 @@ COMMANDS = ("eval", "optimize", "history", "spec", "capture", "profile", "confir
 SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup",
                 "search.fixAttempts", "search.sanitize", "search.minGain", "llm.baseUrl", "llm.model", "llm.apiKeyEnv",
                 "llm.temperature", "llm.timeout", "llm.maxAnswerBytes", "compiler.nvcc", "compiler.flags",
-                "includePaths", "gpus", "evaluator.address")
-PROFILE_FLAGS = ("compiler.nvcc", "compiler.flags", "includePaths", "gpus", "evaluator.address")
+                "includePaths", "gpus", "evaluator.address", "evaluator.backend", "evaluator.serviceIdle")
+PROFILE_FLAGS = ("compiler.nvcc", "compiler.flags", "includePaths", "gpus", "evaluator.address", "evaluator.backend",
+                 "evaluator.serviceIdle")
 MAX_PER_KERNEL = 1_000_000  # the capture library reads it as a C int
 
 
@@ -103,8 +104,8 @@ def _spec(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workspace", type=folder, help="folder holding .fsr/ with the proof cache and captures")
     p.add_argument("--capture", type=folder, help="a capture folder (default: the workspace's latest, from fsr capture)")
     p.add_argument("--no-capture", action="store_true", help="ignore captured launches")
-    add_setting_flags(p, "gpus", "evaluator.address", "compiler.nvcc", "compiler.flags", "includePaths", "llm.baseUrl",
-                      "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes")
+    add_setting_flags(p, "gpus", "evaluator.address", "evaluator.backend", "evaluator.serviceIdle", "compiler.nvcc",
+                      "compiler.flags", "includePaths", "llm.baseUrl", "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes")
     _waits(p, "--llm-timeout")
 
 

@@ -14,7 +14,7 @@ export const SERVER_KEYS = [
   "llm.baseUrl", "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes",
   "search.rounds", "search.candidates", "search.timeBudget", "search.targetSpeedup", "search.fixAttempts",
   "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.arch", "compiler.flags", "includePaths", "gpu", "autoApply",
-  "diagnostics.onOpen", "perfOnSave", "logLevel", "gpus", "evaluator.backend", "evaluator.address", "capture.command",
+  "diagnostics.onOpen", "perfOnSave", "logLevel", "gpus", "evaluator.backend", "evaluator.serviceIdle", "evaluator.address", "capture.command",
   "capture.snapshotBytes",
 ];
 

@@ -1,7 +1,8 @@
 """Where GPU work runs: one interface (`Backend`), two kinds behind it, one factory.
 
-`local`: this machine's GPUs, an evaluator worker process each (local.py). `ray`: the GPUs of
-a Ray cluster, an actor each (ray_cluster.py). Requests and results are plain data
+`local`: this machine's GPUs, an evaluator worker process each (local.py). `service`: the same
+GPUs through one warm service shared by the editor and every command (service_client.py). `ray`:
+the GPUs of a Ray cluster, an actor each (ray_cluster.py). Requests and results are plain data
 (request.py); work of the layers above runs on a backend's GPU by registered name (calls.py).
 """
 
@@ -18,6 +19,7 @@ from .calls import REMOTE_CALLS, remote_call
 from .local import LocalBackend, local_gpus
 from .ray_cluster import RayBackend, ray_missing
 from .request import EvalRequest
+from .service_client import ServiceBackend
 
 
 @runtime_checkable
@@ -57,10 +59,11 @@ class BackendChoice:
     """Which backend, from the settings: `local` GPUs (`gpus`: "0", "0,1" or "all") or a `ray`
     cluster at `address` (auto, ray://host:10001, local)."""
 
-    kind: Literal["local", "ray"] = "local"
+    kind: Literal["local", "service", "ray"] = "local"
     gpus: str = "0"
     address: str = "auto"
     timeout: float = 120.0  # per job, before a hung kernel is killed
+    idle: float = 600.0  # with `service`: seconds without a request before the service exits
 
 
 def backend_missing(choice: BackendChoice, needs: str = "GPU evaluation needs") -> str:
@@ -73,6 +76,9 @@ def make_backend(choice: BackendChoice) -> Backend:
     for a `gpus` that is no index, list or `all`."""
     if choice.kind == "ray":
         return RayBackend(choice.address, timeout=choice.timeout)
+    if choice.kind == "service":
+        local_gpus(choice.gpus)  # a bad GPU list is said here, not by the service
+        return ServiceBackend(choice.gpus, choice.timeout, choice.idle)
     from ..worker.worker_client import Evaluator
 
     return LocalBackend([Evaluator(i, timeout=choice.timeout) for i in local_gpus(choice.gpus)])

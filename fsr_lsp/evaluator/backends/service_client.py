@@ -1,0 +1,215 @@
+"""This machine's GPUs through one warm service per user and GPU set (evaluator/service/): the
+editor and every `fsr` command send it their requests, so the CUDA context, the compiled
+originals and the original's kept runs (gpu/oracle_cache.py) outlive each command. Started on
+first use as a detached process; it exits after an idle time. Reached through a Unix socket in
+a folder only the user can enter, with a key only the user can read: never a network port.
+
+Requests and results cross as plain data (worker/serde.py), as they do to a Ray cluster. A
+service that dies takes no result with it (history stays in the workspace): the requests it held
+come back "crashed", and the next call starts a new one."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import secrets
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from multiprocessing.connection import Client, Connection
+from pathlib import Path
+from typing import Any, Callable
+
+from ..profile.profile import Profiled
+from ..records import EvalResult, GpuInfo
+from ..worker.serde import from_data, to_data
+from ..worker.worker_client import EvaluatorUnavailable
+from .request import EvalRequest
+
+log = logging.getLogger("fsr_lsp.evaluator")
+
+SERVICE_MODULE = "fsr_lsp.evaluator.service"
+START_WAIT_S = 20.0  # for a new service's socket to accept (its workers start on first use, not here)
+POLL_S = 0.05
+
+
+class ServiceUnsafe(RuntimeError):
+    """The service's folder is not the user's own: nothing is sent through it."""
+
+
+def service_dir() -> Path:
+    """A folder only this user can enter: under XDG_RUNTIME_DIR where the session has one, else
+    the temporary folder. Refused if someone else owns it or others can enter it."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    base = Path(runtime) / "fsr" if runtime and os.access(runtime, os.W_OK) else \
+        Path(tempfile.gettempdir()) / f"fsr-{os.getuid()}"
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = base.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise ServiceUnsafe(f"{base} is not a folder of this user's own (mode {stat.filemode(info.st_mode)}): the GPU "
+                            "service is not used (remove it, or set evaluator.backend to local)")
+    return base
+
+
+def socket_path(gpus: str, timeout: float) -> Path:
+    """One service per GPU set and job timeout."""
+    name = "".join(c if c.isalnum() else "-" for c in gpus) or "0"
+    return service_dir() / f"gpus-{name}-t{int(timeout)}.sock"
+
+
+def service_key(folder: Path) -> bytes:
+    """The key every connection proves it knows (multiprocessing's challenge), made once, 0600."""
+    path = folder / "key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes()
+    with os.fdopen(fd, "wb") as f:
+        f.write(secrets.token_bytes(32))
+    return path.read_bytes()
+
+
+class ServiceBackend:
+    """The Backend of a warm service: the same answers as the local backend, from a process that
+    outlives the command. `spawn` starts a service (tests give their own)."""
+
+    def __init__(self, gpus: str = "0", timeout: float = 120.0, idle: float = 600.0,
+                 spawn: Callable[[Path], None] | None = None) -> None:
+        self.path = socket_path(gpus, timeout)
+        self.key = service_key(self.path.parent)
+        self.gpus_arg, self.timeout, self.idle = gpus, timeout, idle
+        self._spawn = spawn or self._start_service
+        self._info: GpuInfo | None = None
+        self._gpus = 1
+        self._cancels = 0
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------- connection
+
+    def _connect(self) -> Connection:
+        """A connection to the service, started first if none answers."""
+        try:
+            return Client(str(self.path), family="AF_UNIX", authkey=self.key)
+        except (FileNotFoundError, ConnectionRefusedError):
+            pass
+        with open(self.path.with_suffix(".lock"), "w") as lock:  # one command starts it, the others wait
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                return Client(str(self.path), family="AF_UNIX", authkey=self.key)
+            except (FileNotFoundError, ConnectionRefusedError):
+                self.path.unlink(missing_ok=True)  # a service that died left its socket
+                self._spawn(self.path)
+            deadline = time.monotonic() + START_WAIT_S
+            while True:
+                try:
+                    return Client(str(self.path), family="AF_UNIX", authkey=self.key)
+                except (FileNotFoundError, ConnectionRefusedError):
+                    if time.monotonic() > deadline:
+                        raise EvaluatorUnavailable(f"the GPU service did not start within {START_WAIT_S:.0f} s (its "
+                                                   f"log: {self.path.parent / 'service.log'})") from None
+                    time.sleep(0.1)
+
+    def _start_service(self, path: Path) -> None:
+        log.debug("starting the GPU service at %s", path)
+        with open(path.parent / "service.log", "ab") as out:
+            subprocess.Popen([sys.executable, "-m", SERVICE_MODULE, "--socket", str(path), "--gpus", self.gpus_arg,
+                              "--timeout", str(self.timeout), "--idle", str(self.idle)],
+                             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+                             cwd=str(path.parent))
+
+    def _ask(self, message: dict) -> Any:
+        """One request, one answer; an error answer raised as the service said it."""
+        try:
+            conn = self._connect()
+        except ServiceUnsafe as e:
+            raise EvaluatorUnavailable(str(e)) from None
+        with conn:
+            conn.send_bytes(_encode(message))
+            try:
+                answer = _decode(conn.recv_bytes())
+            except (EOFError, OSError):
+                raise EvaluatorUnavailable("the GPU service went away; the next request starts a new one") from None
+        if "unavailable" in answer:
+            raise EvaluatorUnavailable(answer["unavailable"])
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer["ok"]
+
+    # ---------------------------------------------------------------- Backend
+
+    def start(self) -> GpuInfo:
+        answer = self._ask({"op": "start"})
+        self._info, self._gpus = from_data(GpuInfo, answer["gpu"]), int(answer["gpus"])
+        return self._info
+
+    @property
+    def gpus(self) -> int:
+        return self._gpus
+
+    def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None,
+                 on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
+        results: list[EvalResult | None] = [None] * len(requests)
+        cancels = self._cancels
+        try:
+            conn = self._connect()
+        except (EvaluatorUnavailable, ServiceUnsafe) as e:
+            return [EvalResult(kernel=r.kernel, status="unavailable", message=str(e)) for r in requests]
+        with conn:
+            conn.send_bytes(_encode({"op": "evaluate", "batch": uuid.uuid4().hex,
+                                     "requests": [to_data(r) for r in requests]}))
+            told = False
+            try:
+                while True:
+                    if not told and ((cancel is not None and cancel.is_set()) or self._cancels != cancels):
+                        conn.send_bytes(_encode({"op": "cancel"}))
+                        told = True
+                    if not conn.poll(POLL_S):
+                        continue
+                    answer = _decode(conn.recv_bytes())
+                    if "done" in answer:
+                        break
+                    i, result = int(answer["index"]), from_data(EvalResult, answer["result"])
+                    results[i] = result
+                    if on_result is not None:
+                        on_result(i, result)
+            except (EOFError, OSError):
+                pass  # the service went away: what it held comes back as such
+        gone = "the GPU service went away while this ran; the next request starts a new one"
+        return [r if r is not None else EvalResult(kernel=q.kernel, status="crashed", message=gone)
+                for r, q in zip(results, requests)]
+
+    def compile_ahead(self, requests: list[EvalRequest]) -> None:
+        try:
+            self._ask({"op": "compile_ahead", "requests": [to_data(r) for r in requests]})
+        except (EvaluatorUnavailable, RuntimeError) as e:
+            log.debug("compiling ahead on the service: %s", e)
+
+    def profile(self, request: EvalRequest, lines: bool = False, cancel: threading.Event | None = None) -> Profiled:
+        try:
+            return from_data(Profiled, self._ask({"op": "profile", "request": to_data(request), "lines": lines}))
+        except EvaluatorUnavailable as e:
+            return Profiled(None, str(e))
+
+    def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
+        return self._ask({"op": "call", "name": name, "payload": payload})
+
+    def cancel(self) -> None:
+        """Stop this backend's requests in flight (never another command's)."""
+        self._cancels += 1
+
+    def close(self) -> None:
+        """Nothing to stop here: the service is shared, and exits when idle."""
+
+
+def _encode(message: dict) -> bytes:
+    return json.dumps(message).encode()
+
+
+def _decode(data: bytes) -> dict:
+    return json.loads(data.decode())

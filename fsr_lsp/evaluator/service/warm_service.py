@@ -1,0 +1,160 @@
+"""The service's side: a local backend kept warm, answering each connection on its own thread.
+
+One message in, answers out, as JSON (worker/serde.py's plain data): `start` (the GPU's facts),
+`evaluate` (a result per request as it finishes, then `done`; a `cancel` on the same connection
+stops that batch only, never another command's), `profile`, `call`, `compile_ahead`. It exits
+after `idle` seconds with no connection, closing its workers; a client that finds it gone starts
+another."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import threading
+import time
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Connection, Listener
+from pathlib import Path
+from typing import Any
+
+from ..backends.local import LocalBackend
+from ..backends.request import EvalRequest
+from ..backends.service_client import service_key
+from ..worker.serde import from_data, to_data
+from ..worker.worker_client import EvaluatorUnavailable
+
+log = logging.getLogger("fsr_lsp.evaluator")
+
+
+class Service:
+    def __init__(self, backend: Any, idle: float) -> None:
+        self.backend, self.idle = backend, idle
+        self.active = 0
+        self.last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def serve(self, path: Path) -> None:
+        """Answer connections until idle; the socket is removed on the way out."""
+        key = service_key(path.parent)
+        listener = Listener(str(path), family="AF_UNIX", authkey=key)
+        os.chmod(path, 0o600)
+        threading.Thread(target=self._exit_when_idle, args=(listener,), daemon=True,
+                         name="fsr-service-idle").start()
+        try:
+            while True:
+                try:
+                    conn = listener.accept()
+                except (OSError, EOFError, AuthenticationError):  # closed when idle, or a client without the key
+                    if self._closing:
+                        return
+                    continue
+                with self._lock:
+                    self.active += 1
+                threading.Thread(target=self._handle, args=(conn,), daemon=True, name="fsr-service-conn").start()
+        finally:
+            self.backend.close()
+            if not self._closing:
+                listener.close()  # removes the socket
+
+    _closing = False
+
+    def _exit_when_idle(self, listener: Listener) -> None:
+        while True:
+            time.sleep(min(1.0, self.idle / 4))
+            with self._lock:
+                idle = self.active == 0 and time.monotonic() - self.last > self.idle
+            if idle:
+                log.info("idle for %.0f s: exiting", self.idle)
+                self._closing = True
+                listener.close()  # removes the socket: new clients start a new service from here on
+                return
+
+    def _handle(self, conn: Connection) -> None:
+        try:
+            with conn:
+                message = json.loads(conn.recv_bytes().decode())
+                if message.get("op") == "evaluate":
+                    self._evaluate(conn, message)
+                else:
+                    conn.send_bytes(json.dumps(self._answer(message)).encode())
+        except (EOFError, OSError):
+            pass  # the client went away: its batch was cancelled below
+        except Exception as e:  # noqa: BLE001 - a bug of ours: said to the client, the service stays up
+            log.exception("service request failed")
+            try:
+                conn.send_bytes(json.dumps({"error": f"the GPU service failed: {e}"}).encode())
+            except OSError:
+                pass
+        finally:
+            with self._lock:
+                self.active -= 1
+                self.last = time.monotonic()
+
+    def _answer(self, message: dict) -> dict:
+        op = message.get("op")
+        try:
+            if op == "start":
+                info = self.backend.start()
+                return {"ok": {"gpu": to_data(info), "gpus": self.backend.gpus}}
+            if op == "profile":
+                request = from_data(EvalRequest, message["request"])
+                return {"ok": to_data(self.backend.profile(request, bool(message.get("lines"))))}
+            if op == "call":
+                return {"ok": self.backend.call(message["name"], message["payload"])}
+            if op == "compile_ahead":
+                ahead = getattr(self.backend, "compile_ahead", None)
+                if ahead is not None:
+                    ahead([from_data(EvalRequest, r) for r in message["requests"]])
+                return {"ok": None}
+        except EvaluatorUnavailable as e:
+            return {"unavailable": str(e)}
+        return {"error": f"the GPU service does not know {op!r}"}
+
+    def _evaluate(self, conn: Connection, message: dict) -> None:
+        """The batch on a thread; results sent as they come; a cancel (or the client going away)
+        stops this batch only."""
+        requests = [from_data(EvalRequest, r) for r in message["requests"]]
+        cancel = threading.Event()
+        send = threading.Lock()
+
+        def sent(i: int, result: Any) -> None:
+            with send:
+                conn.send_bytes(json.dumps({"index": i, "result": to_data(result)}).encode())
+
+        def run() -> None:
+            try:
+                self.backend.evaluate(requests, cancel, sent)
+            except OSError:  # the client went away mid-batch
+                cancel.set()
+
+        worker = threading.Thread(target=run, daemon=True, name="fsr-service-batch")
+        worker.start()
+        while worker.is_alive():
+            try:
+                if conn.poll(0.1) and json.loads(conn.recv_bytes().decode()).get("op") == "cancel":
+                    cancel.set()
+            except (EOFError, OSError):
+                cancel.set()
+                worker.join()
+                return
+        with send:
+            conn.send_bytes(json.dumps({"done": True}).encode())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fsr_lsp.evaluator.service")
+    parser.add_argument("--socket", required=True, type=Path)
+    parser.add_argument("--gpus", default="0")
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--idle", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    from ..backends import local_gpus
+    from ..worker.worker_client import Evaluator
+
+    backend = LocalBackend([Evaluator(i, timeout=args.timeout) for i in local_gpus(args.gpus)])
+    log.info("GPU service for GPUs %s at %s (pid %d)", args.gpus, args.socket, os.getpid())
+    Service(backend, args.idle).serve(args.socket)
+    return 0

@@ -1,0 +1,210 @@
+"""The warm GPU service (evaluator/service/, backends/service_client.py) without a GPU: the
+protocol over its socket with a scripted backend inside (results as they finish, a cancel that
+stops its own batch only, a service that dies), the folder and key that keep other users out,
+and the real service process started by a client, saying why there is no GPU and exiting when
+idle."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Client
+from pathlib import Path
+
+import pytest
+
+from fsr_lsp.evaluator.backends import BackendChoice, make_backend
+from fsr_lsp.evaluator.backends.request import EvalRequest
+from fsr_lsp.evaluator.backends.service_client import ServiceBackend, ServiceUnsafe, service_dir
+from fsr_lsp.evaluator.profile.profile import Profiled
+from fsr_lsp.evaluator.records import EvalResult, GpuInfo
+from fsr_lsp.evaluator.service.warm_service import Service
+from fsr_lsp.evaluator.worker.worker_client import EvaluatorUnavailable
+
+GPU = GpuInfo(0, "Scripted GPU", "9.0", 132, 50 << 20, 80 << 30)
+
+
+class ScriptedBackend:
+    """What the service holds: answers by kernel name ("slow" waits for a cancel, up to 30 s)."""
+
+    gpus = 1
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.closed = False
+        self.cancelled: list[str] = []
+
+    def start(self) -> GpuInfo:
+        self.started += 1
+        return GPU
+
+    def evaluate(self, requests, cancel=None, on_result=None):
+        out = []
+        for i, r in enumerate(reversed(requests)):  # finishes in another order than asked
+            index = len(requests) - 1 - i
+            if r.kernel == "slow":
+                deadline = time.monotonic() + 30
+                while not cancel.is_set() and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                status = "cancelled" if cancel.is_set() else "verified"
+                if cancel.is_set():
+                    self.cancelled.append(r.kernel)
+            else:
+                status = "verified"
+            result = EvalResult(kernel=r.kernel, status=status, message=f"{r.kernel} {r.candidate}")
+            out.append(result)
+            if on_result is not None:
+                on_result(index, result)
+        return list(reversed(out))
+
+    def profile(self, request, lines=False, cancel=None):
+        return Profiled(None, f"no ncu here ({request.kernel}, lines={lines})")
+
+    def call(self, name, payload, timeout=None):
+        return {"name": name, **payload}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def runtime(tmp_path, monkeypatch):
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    return folder
+
+
+def in_thread(backend, idle: float = 60.0):
+    """A spawn for the client: the service on a thread of this process, holding `backend`."""
+    services: list[Service] = []
+
+    def spawn(path: Path) -> None:
+        service = Service(backend, idle)
+        services.append(service)
+        threading.Thread(target=service.serve, args=(path,), daemon=True).start()
+
+    return spawn, services
+
+
+def test_requests_cross_and_results_come_back_by_index_as_they_finish(runtime):
+    backend = ScriptedBackend()
+    spawn, services = in_thread(backend)
+    client = ServiceBackend("0", 120.0, spawn=spawn)
+    assert client.start() == GPU and client.gpus == 1
+    seen: list[int] = []
+    requests = [EvalRequest("src", f"k{i}", f"cand{i}") for i in range(3)]
+    results = client.evaluate(requests, on_result=lambda i, r: seen.append(i))
+    assert [r.message for r in results] == ["k0 cand0", "k1 cand1", "k2 cand2"]
+    assert seen == [2, 1, 0]  # as they finished
+    assert client.profile(EvalRequest("src", "k")).note == "no ncu here (k, lines=False)"
+    assert client.call("compile", {"x": 1}) == {"name": "compile", "x": 1}
+    # a second client (another command) meets the same service, started once
+    other = ServiceBackend("0", 120.0, spawn=lambda p: pytest.fail("started a second service"))
+    assert other.start() == GPU and len(services) == 1 and backend.started == 2
+
+
+def test_a_cancel_stops_its_own_batch_never_another_commands(runtime):
+    backend = ScriptedBackend()
+    spawn, _ = in_thread(backend)
+    mine, theirs = ServiceBackend("0", 120.0, spawn=spawn), ServiceBackend("0", 120.0, spawn=spawn)
+    stop = threading.Event()
+    got: dict[str, list[EvalResult]] = {}
+    t = threading.Thread(target=lambda: got.setdefault("mine", mine.evaluate([EvalRequest("s", "slow")], stop)))
+    t.start()
+    time.sleep(0.5)
+    got["theirs"] = theirs.evaluate([EvalRequest("s", "fast")])
+    stop.set()
+    t.join(10)
+    assert not t.is_alive()
+    assert got["mine"][0].status == "cancelled" and got["theirs"][0].status == "verified"
+    assert backend.cancelled == ["slow"]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVE = ("import sys; from pathlib import Path; from tests.test_gpu_service import ScriptedBackend; "
+         "from fsr_lsp.evaluator.service.warm_service import Service; Service(ScriptedBackend(), 60).serve(Path(sys.argv[1]))")
+
+
+def test_a_service_that_dies_answers_crashed_and_the_next_call_starts_another(runtime):
+    """The service killed (SIGKILL) while it holds a batch: the batch comes back "crashed", and
+    the next request starts a new service over the dead one's socket."""
+    procs: list[subprocess.Popen] = []
+
+    def spawn(path: Path) -> None:
+        procs.append(subprocess.Popen([sys.executable, "-c", SERVE, str(path)], cwd=ROOT,
+                                      env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)}))
+
+    client = ServiceBackend("0", 120.0, spawn=spawn)
+    try:
+        assert client.start() == GPU
+        box: dict[str, list[EvalResult]] = {}
+        t = threading.Thread(target=lambda: box.setdefault("r", client.evaluate([EvalRequest("s", "slow")])))
+        t.start()
+        time.sleep(1.0)
+        procs[0].kill()
+        t.join(20)
+        assert not t.is_alive()
+        assert box["r"][0].status == "crashed" and "went away" in box["r"][0].message
+        assert client.path.exists()  # the dead service's socket, left behind
+        assert client.start() == GPU and len(procs) == 2
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_a_folder_others_can_enter_is_refused(runtime):
+    folder = service_dir()
+    os.chmod(folder, 0o755)
+    with pytest.raises(ServiceUnsafe, match="not a folder of this user's own"):
+        service_dir()
+    with pytest.raises(ServiceUnsafe):
+        ServiceBackend("0", 120.0)
+
+
+def test_a_connection_without_the_key_is_refused(runtime):
+    spawn, services = in_thread(ScriptedBackend())
+    client = ServiceBackend("0", 120.0, spawn=spawn)
+    client.start()
+    assert oct(client.path.stat().st_mode & 0o777) == "0o600"
+    assert oct((client.path.parent / "key").stat().st_mode & 0o777) == "0o600"
+    with pytest.raises(Exception):  # multiprocessing's AuthenticationError
+        Client(str(client.path), family="AF_UNIX", authkey=b"not the key")
+    assert client.start() == GPU and len(services) == 1  # the same service, still up
+
+
+def test_the_settings_choose_the_service(runtime):
+    backend = make_backend(BackendChoice(kind="service", gpus="0", timeout=30.0, idle=20.0))
+    assert isinstance(backend, ServiceBackend) and backend.idle == 20.0 and backend.path.name == "gpus-0-t30.sock"
+    with pytest.raises(ValueError):
+        make_backend(BackendChoice(kind="service", gpus="x"))
+
+
+def test_the_real_service_starts_says_why_there_is_no_gpu_and_exits_when_idle(runtime):
+    """The client starts `python -m fsr_lsp.evaluator.service` detached; on a machine without a
+    GPU its answer is the worker's own reason; idle, it exits and removes its socket."""
+    client = ServiceBackend("0", 60.0, idle=5.0)
+    env_ok = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
+    started = time.monotonic()
+    try:
+        client.start()
+        gpu = True
+    except EvaluatorUnavailable as e:
+        gpu = False
+        assert str(e), "no reason given"
+        if env_ok:
+            assert "GPU" in str(e) or "CUDA" in str(e) or "torch" in str(e), str(e)
+    assert client.path.exists()
+    if gpu:
+        pytest.skip("this machine has a GPU: the service is up")
+    deadline = time.monotonic() + 60
+    while client.path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not client.path.exists(), "the idle service did not exit"
+    assert time.monotonic() - started >= 5.0
+    log = (client.path.parent / "service.log").read_text()
+    assert "GPU service for GPUs 0" in log and "idle for 5 s: exiting" in log
