@@ -1,0 +1,77 @@
+"""Issue 59: what the warm GPU service saves a user who runs searches one after another. Each
+kernel is searched by `fsr optimize --time-budget S` as a user runs it, each run in a fresh
+workspace (nothing stored from before), first with the local backend (every command starts its
+own worker), then twice with `--backend service` (the first run starts the service, the second
+finds it warm: no CUDA start, and the original's runs at the bench size kept from the first).
+
+    python bench/warm_service.py [SECONDS] [--kernel FILE:KERNEL:BENCH ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, console, fsr_optimize, save, table
+
+DEFAULT = [f"{ROOT / 'bench' / 'matmul_forms' / 'sgemm_xrows.cu'}:gemm_naive:{{ M = 4096, N = 4096, K = 4096 }}",
+           f"{ROOT / 'bench' / 'naive_kernels' / 'softmax.cu'}::"]
+
+
+def workspace(tmp: Path, source: Path, bench: str, n: int) -> Path:
+    folder = tmp / f"run{n}"
+    folder.mkdir()
+    (folder / ".git").mkdir()
+    text = source.read_text()
+    if bench:
+        text = re.sub(r"bench\s*=\s*\{[^}]*\}", f"bench = {bench}", text, count=1)
+    (folder / source.name).write_text(text)
+    return folder
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("seconds", nargs="?", type=float, default=30.0)
+    parser.add_argument("--kernel", nargs="*", default=DEFAULT, help="FILE:KERNEL:BENCH (KERNEL and BENCH may be empty)")
+    args = parser.parse_args()
+    rows, records = [], []
+    logs = Path(os.environ["OUT"]) / "logs" if os.environ.get("OUT") else None
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["XDG_RUNTIME_DIR"] = tmp  # a service of this bench's own, gone with it
+        n = 0
+        for spec in args.kernel:
+            file, kernel, bench = (spec.split(":", 2) + ["", ""])[:3]
+            source = Path(file)
+            if not kernel:
+                kernel = re.search(r"__global__\s+void\s+(\w+)", source.read_text()).group(1)
+            for label, extra in (("local", ()), ("service, cold", ("--backend", "service", "--service-idle", "60")),
+                                 ("service, warm", ("--backend", "service", "--service-idle", "60"))):
+                n += 1
+                folder = workspace(Path(tmp), source, bench, n)
+                started = time.perf_counter()
+                r = fsr_optimize(folder, source.name, kernel, args.seconds, *extra,
+                                 keep=logs / f"{n}-{kernel}.log" if logs else None)
+                r["label"], r["kernel"] = label, kernel
+                records.append({k: v for k, v in r.items() if k != "log"})
+                rows.append([kernel, label, r["status"], f"{r['speedup'] or 1:.2f}x",
+                             "-" if r["first_win_s"] is None else f"{r['first_win_s']:.1f}",
+                             "-" if r["search_s"] is None else f"{r['search_s']:.1f}", f"{time.perf_counter() - started:.1f}"])
+                console.print(f"[run] {kernel} {label}: {r['status']} first win {r['first_win_s']} s; "
+                              f"{r['message'][:160]}", markup=False)
+                if r["status"].startswith("rc "):
+                    console.print(r["log"][-1500:], markup=False)
+                save("warm_service", records)
+        subprocess.run(["pkill", "-f", "fsr_lsp.evaluator.service"], check=False)
+    table("fsr optimize one after another: local, then the service cold and warm (fresh workspace each run)",
+          ["kernel", "backend", "verdict", "speedup", "first win s", "search s", "wall s"], rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
