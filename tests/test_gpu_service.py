@@ -208,3 +208,30 @@ def test_the_real_service_starts_says_why_there_is_no_gpu_and_exits_when_idle(ru
     assert time.monotonic() - started >= 5.0
     log = (client.path.parent / "service.log").read_text()
     assert "GPU service for GPUs 0" in log and "idle for 5 s: exiting" in log
+
+
+STARTER = ("import sys; from fsr_lsp import processes; processes.start_reaper(processes.mark_tree()); "
+           "from fsr_lsp.evaluator.backends.service_client import ServiceBackend; "
+           "from fsr_lsp.evaluator.worker.worker_client import EvaluatorUnavailable\n"
+           "b = ServiceBackend('0', 61.0, idle=30.0)\n"
+           "try:\n    b.start()\nexcept EvaluatorUnavailable as e:\n    print('unavailable:', e)\n"
+           "print(b.path)")
+
+
+def test_the_service_outlives_the_command_that_started_it(runtime):
+    """A command marks its process tree and its reaper kills the tree when it exits (processes.py):
+    the service it started is no part of that tree, and answers the next command."""
+    ran = subprocess.run([sys.executable, "-c", STARTER], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+    assert ran.returncode == 0, ran.stderr
+    path = Path(ran.stdout.strip().splitlines()[-1])
+    time.sleep(1.5)  # the reaper's round, after its parent is gone
+    client = ServiceBackend("0", 61.0, spawn=lambda p: pytest.fail("the service did not outlive its starter"))
+    try:
+        try:
+            client.start()
+        except EvaluatorUnavailable:
+            pass  # no GPU here: the service answered all the same
+        assert path.exists()
+    finally:
+        subprocess.run(["pkill", "-f", f"--socket {path}"], check=False)

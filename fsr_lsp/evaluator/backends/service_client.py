@@ -26,6 +26,7 @@ from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any, Callable
 
+from ...processes import MARK
 from ..profile.profile import Profiled
 from ..records import EvalResult, GpuInfo
 from ..worker.serde import from_data, to_data
@@ -37,6 +38,9 @@ log = logging.getLogger("fsr_lsp.evaluator")
 SERVICE_MODULE = "fsr_lsp.evaluator.service"
 START_WAIT_S = 20.0  # for a new service's socket to accept (its workers start on first use, not here)
 POLL_S = 0.05
+# the service's starter: starts it in a session of its own, then exits (the service is orphaned)
+DETACH = ("import subprocess, sys; subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, start_new_session=True, "
+          "close_fds=True)")
 
 
 class ServiceUnsafe(RuntimeError):
@@ -116,12 +120,16 @@ class ServiceBackend:
                     time.sleep(0.1)
 
     def _start_service(self, path: Path) -> None:
+        """Detached so that it outlives this command: started by a child that exits at once (the
+        service's parent is then no process of this command's tree), in a session of its own,
+        without the mark this command's tree is cleaned up by (processes.py)."""
         log.debug("starting the GPU service at %s", path)
+        command = [sys.executable, "-m", SERVICE_MODULE, "--socket", str(path), "--gpus", self.gpus_arg,
+                   "--timeout", str(self.timeout), "--idle", str(self.idle)]
+        env = {k: v for k, v in os.environ.items() if k != MARK}
         with open(path.parent / "service.log", "ab") as out:
-            subprocess.Popen([sys.executable, "-m", SERVICE_MODULE, "--socket", str(path), "--gpus", self.gpus_arg,
-                              "--timeout", str(self.timeout), "--idle", str(self.idle)],
-                             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-                             cwd=str(path.parent))
+            subprocess.run([sys.executable, "-c", DETACH, *command], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                           env=env, cwd=str(path.parent), check=False, timeout=30)
 
     def _ask(self, message: dict) -> Any:
         """One request, one answer; an error answer raised as the service said it."""
