@@ -21,7 +21,8 @@ from ..drafting.workspace import LaunchIndex
 from ..llmclient import ChatClient
 from ..search import SearchOutcome
 from ..search.loop import first_win_seconds
-from ..search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
+from ..search.applicable import applicable
+from ..search.apply import ApplyError
 from ..search.report import parents, write_report
 from ..settings import settings_from_args
 from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
@@ -170,12 +171,14 @@ def _apply(file: Path, job: OptimizeRun) -> int:
     outcome = job.outcome
     assert outcome is not None and outcome.best is not None
     current = file.read_text(encoding="utf-8")
-    candidate = outcome.best.proposal.source
     try:
-        rewrite = rewrite_with_block(current, job.searched_text, job.kernel, candidate, job.draft) if job.draft \
-            else rewrite_if_unchanged(current, job.text, job.kernel, candidate)
+        chosen = applicable(current, job.searched_text if job.draft else job.text, job.kernel, job.draft, outcome,
+                            job.settings.search_config().min_gain)
     except ApplyError as e:
         return fail(f"not applied: {e}", 1)
+    rewrite = chosen.rewrite
+    if chosen.instead:
+        print(f"note: {chosen.instead}")
     tmp = file.with_name(f".{file.name}.fsr-tmp")
     tmp.write_text(rewrite.text, encoding="utf-8")
     os.chmod(tmp, file.stat().st_mode)

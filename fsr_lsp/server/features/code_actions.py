@@ -19,7 +19,7 @@ from .capture import CONFIRM, confirmable
 from .commands import CANCEL, OPTIMIZE
 from .drafts import draft_title
 from .profiling import FINDING, PROFILE, profiles
-from .searches import known_spec, rewrite_edit
+from .searches import chosen_rewrite, known_spec, rewrite_edit
 
 if TYPE_CHECKING:
     from ...drafting.origin import KernelSpec
@@ -169,8 +169,10 @@ def _apply_action(ls: FsrServer, at: _Document, job: SearchJob) -> types.CodeAct
     """Lazy (the edit is computed when chosen) for clients that resolve `edit`; for the others
     the edit itself, computed against the document version of this request."""
     assert job.outcome is not None and job.outcome.best is not None
-    r = job.outcome.best.result
-    launch = ", changes the launch" if "@fsr" in job.outcome.best.proposal.source else ""
+    chosen, _ = chosen_rewrite(ls, job) if "@fsr" in job.outcome.best.proposal.source else (None, "")
+    applied = chosen.tried if chosen is not None else job.outcome.best  # the one the edit will hold
+    r = applied.result
+    launch = ", changes the launch" if "@fsr" in applied.proposal.source else ""
     action = types.CodeAction(title=f"Apply FSR rewrite ({r.speedup:.2f}x{launch})", kind=APPLY_KIND,
                               data={"uri": at.uri, "kernel": job.kernel})
     if at.support.resolve_edit:

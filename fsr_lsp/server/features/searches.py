@@ -10,7 +10,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from lsprotocol import types
 
@@ -211,27 +211,39 @@ async def _auto_apply(ls: FsrServer, job: SearchJob) -> None:
         await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=f"FSR rewrite of {job.kernel}"))
 
 
-def rewrite_edit(ls: FsrServer, job: SearchJob) -> tuple[types.WorkspaceEdit | None, str]:
-    """The verified rewrite as a versioned edit of the document as it is now, or why not."""
-    from ...search.apply import ApplyError, rewrite_if_unchanged, rewrite_with_block
+def chosen_rewrite(ls: FsrServer, job: SearchJob) -> tuple[Any, str]:
+    """The verified rewrite to apply to the document as it is now (search/applicable.py), or
+    (None, why not)."""
+    from ...search.applicable import applicable
+    from ...search.apply import ApplyError
 
     assert job.outcome is not None and job.outcome.best is not None
     doc = ls.workspace.get_text_document(job.uri)
-    candidate = job.outcome.best.proposal.source
     try:
-        rewrite = rewrite_with_block(doc.source, job.searched_text, job.kernel, candidate, job.draft) \
-            if job.draft else rewrite_if_unchanged(doc.source, job.searched_text, job.kernel, candidate)
+        return applicable(doc.source, job.searched_text, job.kernel, job.draft, job.outcome,
+                          job.run.settings.search_config().min_gain), ""
     except ApplyError as e:
         return None, str(e)
+
+
+def rewrite_edit(ls: FsrServer, job: SearchJob) -> tuple[types.WorkspaceEdit | None, str]:
+    """The verified rewrite as a versioned edit of the document as it is now, or why not."""
+    chosen, why = chosen_rewrite(ls, job)
+    if chosen is None:
+        return None, why
+    doc = ls.workspace.get_text_document(job.uri)
+    rewrite = chosen.rewrite
     src = SourceText.of(doc.source)
     edits = [types.TextEdit(range=types.Range(start=lsp_position(src, start, ls.encoding),
                                               end=lsp_position(src, end, ls.encoding)), new_text=new)
              for start, end, new in rewrite.edits]
-    r = job.outcome.best.result
+    r = chosen.tried.result
+    said = [chosen.instead] if chosen.instead else []
     annotation = types.ChangeAnnotation(label=f"FSR rewrite of {job.kernel} ({r.speedup:.2f}x, verified)",
-                                        needs_confirmation=True, description=" ".join([job.outcome.message, *rewrite.notes]))
-    if rewrite.notes:
-        ls.show(f"FSR {job.kernel}: " + "; ".join(rewrite.notes), types.MessageType.Warning)
+                                        needs_confirmation=True,
+                                        description=" ".join([job.outcome.message, *said, *rewrite.notes]))
+    if rewrite.notes or said:
+        ls.show(f"FSR {job.kernel}: " + "; ".join([*said, *rewrite.notes]), types.MessageType.Warning)
     return workspace_edit(ls.edit_support, job.uri, doc.version, edits, annotation), ""
 
 
