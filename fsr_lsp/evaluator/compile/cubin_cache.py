@@ -3,7 +3,10 @@ a kernel compiled once is loaded the next time, in any process."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import logging
 import os
 import re
 import threading
@@ -11,6 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..records import CompileResult, KernelBinary, Resources
+
+log = logging.getLogger("fsr_lsp.evaluator")
 
 
 def included_text(source: str, include_dirs: tuple[str, ...]) -> list[str]:
@@ -33,6 +38,10 @@ def cache_dir(explicit: str | None) -> Path:
 
 
 def cache_load(folder: str | None, key: str, arch: str, flags: tuple[str, ...]) -> CompileResult | None:
+    """The cached compile, or None. An entry that is not what `cache_store` wrote (a truncated
+    or altered cubin, its digest not matching; a record missing its fields; one from before
+    cubins carried a digest) is a miss, and removed: loaded, a damaged cubin would make the
+    original "fail to load" on the GPU, blamed on the spec."""
     d = cache_dir(folder)
     meta_path, cubin_path = d / f"{key}.json", d / f"{key}.cubin"
     try:
@@ -40,10 +49,18 @@ def cache_load(folder: str | None, key: str, arch: str, flags: tuple[str, ...]) 
         cubin = cubin_path.read_bytes()
     except (OSError, ValueError):
         return None
+    res = meta.get("resources") if isinstance(meta, dict) else None
+    fields = {f.name for f in dataclasses.fields(Resources)}
+    if not (isinstance(meta, dict) and isinstance(meta.get("entry"), str) and isinstance(meta.get("compiler"), str)
+            and meta.get("sha256") == hashlib.sha256(cubin).hexdigest()
+            and (res is None or (isinstance(res, dict) and set(res) <= fields))):
+        log.info("cubin cache: %s is damaged or from an older fsr; compiled again", meta_path)
+        for path in (meta_path, cubin_path):
+            path.unlink(missing_ok=True)
+        return None
     binary = KernelBinary(cubin=cubin, entry=meta["entry"], compiler=meta["compiler"], arch=arch,
                           flags=tuple(flags))
-    res = meta.get("resources")
-    return CompileResult(True, binary, meta.get("log", ""), 0.0, cached=True, compiler=meta["compiler"],
+    return CompileResult(True, binary, str(meta.get("log", "")), 0.0, cached=True, compiler=meta["compiler"],
                          resources=Resources(**res) if res else None)
 
 
@@ -54,7 +71,7 @@ def cache_store(folder: str | None, key: str, result: CompileResult) -> None:
         assert result.binary is not None
         for suffix, data in ((".cubin", result.binary.cubin),
                              (".json", json.dumps({"entry": result.binary.entry, "compiler": result.compiler,
-                                                   "log": result.log,
+                                                   "log": result.log, "sha256": hashlib.sha256(result.binary.cubin).hexdigest(),
                                                    "resources": asdict(result.resources) if result.resources else None}).encode())):
             tmp = d / f"{key}{suffix}.{os.getpid()}.{threading.get_ident()}.tmp"  # threads compile side by side
             tmp.write_bytes(data)
