@@ -324,11 +324,13 @@ def _convert(value: Any, kind: type) -> Any:
 
 # ------------------------------------------------------------ the CLI's flags, from the same table
 
-def add_setting_flags(parser: argparse.ArgumentParser, *keys: str) -> None:
-    """The `fsr` flags of these settings, with the table's defaults and help."""
+def add_setting_flags(parser: argparse.ArgumentParser, *keys: str, helps: dict[str, str] | None = None) -> None:
+    """The `fsr` flags of these settings, with the table's defaults and help; `helps` says what a
+    setting means for this command where the table's words are about another (a search's rounds
+    for a command that has none)."""
     for key in keys:
         f = _FIELDS[key]
-        meta = f.metadata
+        meta = {**f.metadata, "help": (helps or {}).get(key, f.metadata["help"])}
         flag, default = meta["cli"], getattr(_DEFAULTS, f.name)
         assert flag, f"{key} has no CLI flag"
         dest = f"setting_{f.name}"
@@ -346,8 +348,9 @@ def add_setting_flags(parser: argparse.ArgumentParser, *keys: str) -> None:
         else:
             env_default = os.environ.get(meta["env"]) if meta["env"] else None
             shown = f"${meta['env']}, else {default!r}" if meta["env"] else repr(default)
+            said = "" if "(default" in meta["help"] else f" (default {shown})"  # a help that says it already
             parser.add_argument(flag, dest=dest, type=type(default), default=env_default or default, metavar=metavar,
-                                help=f"{meta['help']} (default {shown})".replace("%", "%%"))
+                                help=f"{meta['help']}{said}".replace("%", "%%"))
 
 
 def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -> Settings:

@@ -191,3 +191,18 @@ def test_a_report_folder_is_checked_not_made_and_a_bad_ray_address_refused_first
                               "--ray", address], capture_output=True, text=True, timeout=60)
         assert bad.returncode == 2 and "expected auto, local, or a Ray address" in bad.stderr, bad.stderr
         assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_help_texts_speak_of_the_command_they_are_in():
+    """A command that runs no search's rounds does not describe its flags by rounds (issue 61), and
+    no default is said twice."""
+    import subprocess
+    import sys
+
+    for command in ("spec", "eval", "profile"):
+        text = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", command, "--help"], capture_output=True,
+                              text=True, env={"COLUMNS": "200", **__import__("os").environ}).stdout
+        assert "round" not in text, (command, text)
+        assert "off: off:" not in text
+        for line in text.splitlines():
+            assert line.count("(default") <= 1, (command, line)

@@ -20,6 +20,10 @@ SEARCH_FLAGS = ("search.rounds", "search.candidates", "search.timeBudget", "sear
                 "includePaths", "gpus", "evaluator.address", "evaluator.backend", "evaluator.serviceIdle")
 PROFILE_FLAGS = ("compiler.nvcc", "compiler.flags", "includePaths", "gpus", "evaluator.address", "evaluator.backend",
                  "evaluator.serviceIdle")
+# What a setting means for a command that runs no search's rounds (the table's help speaks of those)
+ONE_GPU_HELP = {"gpus": 'local GPUs ("0,1" or "all"): this command uses the first (default 0)'}
+EVAL_HELP = {"search.sanitize": "compute-sanitizer on a verified candidate before its verdict counts",
+             "search.minGain": "a win: the whole speedup interval above 1 + this"}
 MAX_PER_KERNEL = 1_000_000  # the capture library reads it as a C int
 
 
@@ -65,7 +69,8 @@ def _eval(sub: argparse._SubParsersAction) -> None:
     # One GPU: the setting's --gpu takes a list or `all` for a search's round, which eval has not.
     p.add_argument("--gpu", dest="setting_gpus", type=gpu_index, default="0", metavar="N",
                    help="the GPU to evaluate on, by index (default 0)")
-    add_setting_flags(p, "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.flags", "includePaths")
+    add_setting_flags(p, "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.flags", "includePaths",
+                      helps=EVAL_HELP)
     p.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
 
 
@@ -105,7 +110,8 @@ def _spec(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--capture", type=folder, help="a capture folder (default: the workspace's latest, from fsr capture)")
     p.add_argument("--no-capture", action="store_true", help="ignore captured launches")
     add_setting_flags(p, "gpus", "evaluator.address", "evaluator.backend", "evaluator.serviceIdle", "compiler.nvcc",
-                      "compiler.flags", "includePaths", "llm.baseUrl", "llm.model", "llm.apiKeyEnv", "llm.temperature", "llm.timeout", "llm.maxAnswerBytes")
+                      "compiler.flags", "includePaths", "llm.baseUrl", "llm.model", "llm.apiKeyEnv", "llm.temperature",
+                      "llm.timeout", "llm.maxAnswerBytes", helps=ONE_GPU_HELP)
     _waits(p, "--llm-timeout")
 
 
@@ -154,5 +160,5 @@ def _profile(sub: argparse._SubParsersAction) -> None:
                                    "with ncu's estimated gains and a summary (occupancy, DRAM, L2, SM throughput).")
     _one_kernel(p, writes=True)
     p.add_argument("--json", action="store_true", help="print the findings and every line's counters as JSON")
-    add_setting_flags(p, *PROFILE_FLAGS)
+    add_setting_flags(p, *PROFILE_FLAGS, helps=ONE_GPU_HELP)
 
