@@ -32,7 +32,7 @@ def tied_groups(bench: dict[str, int], varying: set[str] | list[str]) -> list[li
 
 
 def untied_tests(bench: dict[str, int], varying: set[str] | list[str], checks: list[str],
-                 tests: list[dict[str, int]] = ()) -> list[dict[str, int]]:
+                 tests: list[dict[str, int]] | tuple[()] = ()) -> list[dict[str, int]]:
     """Up to two test sizes with each tied group's sizes apart (both orders); the other varying
     sizes at a small value, the rest at the bench. Only those keeping every check positive;
     none when `tests` already hold every group apart (a draft's own, capped at a capture's)."""

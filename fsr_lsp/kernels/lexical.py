@@ -180,9 +180,9 @@ def _guards(text: str) -> set[str]:
 def _condition(kind: str, rest: str, defined: set[str]) -> bool:
     name = re.match(r"\(?\s*(\w+)", rest)
     if kind == "ifdef":
-        return bool(name) and name.group(1) in defined
+        return name is not None and name.group(1) in defined
     if kind == "ifndef":
-        return not (bool(name) and name.group(1) in defined)
+        return not (name is not None and name.group(1) in defined)
     text = re.sub(r"//.*|/\*.*?\*/", "", rest).strip()
     if re.fullmatch(r"\d+", text):
         return int(text) != 0

@@ -114,8 +114,9 @@ def describe_resources(ctx: RoundContext) -> str:
     ptxas = compiled.resources if compiled and compiled.resources else None
     if res is None and ptxas is None:
         return ""
-    regs = ptxas.registers if ptxas else res.registers
-    smem = ptxas.shared_bytes if ptxas else res.shared_bytes
+    known = ptxas or res
+    assert known is not None
+    regs, smem = known.registers, known.shared_bytes
     spill = f", {ptxas.spill_stores} bytes spill stores, {ptxas.spill_loads} bytes spill loads" if ptxas else ""
     label = "the fastest version so far" if best else "the original"
     return f"Resource use of {label}: {regs} registers per thread, {smem} bytes static shared memory{spill}."

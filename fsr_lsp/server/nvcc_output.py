@@ -88,6 +88,8 @@ def _caret_column(following: list[str], source_lines: list[str], line: int) -> i
     if rest and original.count(rest) == 1:
         return original.index(rest)
     token = re.match(r"\w+|\S", echoed[caret:])
-    if token and len(re.findall(rf"(?<!\w){re.escape(token.group())}(?!\w)", original)) == 1:
-        return re.search(rf"(?<!\w){re.escape(token.group())}(?!\w)", original).start()
+    if token:
+        found = list(re.finditer(rf"(?<!\w){re.escape(token.group())}(?!\w)", original))
+        if len(found) == 1:
+            return found[0].start()
     return -1

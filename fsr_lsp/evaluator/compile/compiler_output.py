@@ -38,7 +38,7 @@ class CandidateLines:
         return line - self.first + 1 if self.first <= line < self.first + self.count else None
 
 
-def scrub(log: str, lines: CandidateLines | None, headers: set[str] = frozenset()) -> str:
+def scrub(log: str, lines: CandidateLines | None, headers: set[str] | frozenset[str] = frozenset()) -> str:
     """`log` with only what the candidate may be shown (see the module's docstring); `headers`:
     base names of headers whose message lines may stay (the original's includes, CUDA's)."""
     out: list[str] = []
@@ -82,7 +82,7 @@ def _instantiated_at(raw: str, m: re.Match, lines: CandidateLines | None) -> str
     return raw if own is None else f"{raw[:m.start('line')]}{own} of the candidate"
 
 
-def _is_known_header(file: str, headers: set[str]) -> bool:
+def _is_known_header(file: str, headers: set[str] | frozenset[str]) -> bool:
     name = os.path.basename(file)
     if name in headers:
         return True

@@ -112,7 +112,8 @@ def _kill(child: subprocess.Popen) -> None:
     child.wait()
     for stream in (child.stdin, child.stdout):
         try:
-            stream.close()
+            if stream is not None:
+                stream.close()
         except OSError:
             pass
 

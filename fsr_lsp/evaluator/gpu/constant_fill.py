@@ -34,7 +34,7 @@ def fill_constants(ctx: JobContext, seed: int) -> None:
                 kernel.set_global(plan.name, data)
         wide = ctx.wide
         wide_size = wide.global_size(plan.name) if wide is not None else 0
-        if wide_size:
+        if wide is not None and wide_size:
             twice = plan.dtype == "float32" and wide_size == 2 * size
             wide.set_global(plan.name, _bytes(torch, values.double()) if twice else data)
 

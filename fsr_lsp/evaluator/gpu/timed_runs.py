@@ -63,10 +63,11 @@ def held_to_their_errors(ctx: JobContext, bench: Any, pristine: dict[str, Any], 
     elif any(int(n.item()) for r in flagged for name, n in r.bad_by.items() if name not in r.apart):
         problem = ""
     else:
-        problem = next((p for p in (_judged_again(ctx, bench, pristine, generator, r) for r in flagged) if p), None)
-        if problem is None:
+        found = next((p for p in (_judged_again(ctx, bench, pristine, generator, r) for r in flagged) if p), None)
+        if found is None:
             return (f"; {len(flagged)} of {len(reps)} runs apart beyond the verification's tolerance, each within the "
                     "original's own error on its inputs drawn again")
+        problem = found
     raise Failure("wrong", f"{count} output elements of the timed runs differ from the original's on the same fresh "
                            f"inputs{problem}: the candidate caches results across launches, skips work, or depends on "
                            "state left by earlier runs", check="timed runs verified")

@@ -144,13 +144,13 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
         session.hold_gpu(cfg.hold_cycles)  # keeps the GPU busy while Python submits the launch
         start, end = session.event(), session.event()
         start.record()
-        if c.launch is not None and buffers is not None:
+        if c.launch is not None and buffers is not None and args is not None:
             c.launch(args)
             c.outputs = buffers
         else:
             c.outputs = eval_ref(torch, job.ref, bench, pristine)
         end.record()
-        if args is not None and pointers:  # pointers put back as saved: the kernels' buffer sets compare
+        if args is not None and buffers is not None and pointers:  # pointers put back as saved: buffer sets compare
             canonical(torch, bench.args, buffers, {name: t.data_ptr() for name, t in buffers.items()})
         if timed is not None:
             c.times.append((start, end))
@@ -252,8 +252,8 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
         result.speedup = paired_speedup(times["original"], times["candidate"])
         result.speedup_ci = speedup_interval(times["original"], times["candidate"], cfg.confidence,
                                              seed_for(job, len(job.sizes) + 3, 0))
-    if result.ref_time:
-        base = result.candidate_time or result.original_time
+    base = result.candidate_time or result.original_time
+    if result.ref_time and base is not None:
         result.speedup_vs_ref = result.ref_time.median_ms / base.median_ms
     return True
 

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import Check, EvalJob, SizePlan
+from ..records import Check, CheckStatus, EvalJob, SizePlan
 from ..job.captured_buffers import bench_captured
 from ..job.widening import grounded_buffers
 from .accuracy import FACTOR, FLOOR_ULPS
@@ -131,7 +131,7 @@ def verify(ctx: JobContext) -> Counts:
             raw = None
             if accuracy.grounded:
                 raw = hit.double if hit is not None else double_outputs(ctx, plan, inputs)
-            double = _double_run(ctx, plan, expected[0], raw) if accuracy.grounded else None
+            double = _double_run(ctx, plan, expected[0], raw) if raw is not None else None
             if spread:
                 double = rounding_spread(ctx, plan, inputs, expected[0], again[0], double, spread, rerun)
             if key is not None and hit is not None:
@@ -263,11 +263,11 @@ def _checks(ctx: JobContext, counts: Counts, ref_usable: bool, shared: SharedPoi
     out += [Check("guard bands", "pass", "canary bands before and after every buffer unchanged after every launch"),
             shared_check]
     if job.ref:
-        status = "pass" if ref_usable else "skip"
+        status: CheckStatus = "pass" if ref_usable else "skip"
         out.append(Check(f"{who} matches ref", status, f"{counts.ref_compared} runs" if ref_usable else "ref disagrees with the original"))
     if any(p.role == "edge" for p in job.sizes):
         edge = next(p for p in job.sizes if p.role == "edge")
-        state = "pass" if edge.label in counts.sizes else "skip"
+        state: CheckStatus = "pass" if edge.label in counts.sizes else "skip"
         out.append(Check("non-multiple size", state, edge.label))
     return out
 

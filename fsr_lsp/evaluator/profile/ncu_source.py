@@ -71,7 +71,7 @@ def _int(value: str) -> int:
 def parse_source_page(text: str) -> list[LineCounters]:
     """Every numbered CUDA line of the export, in order (SASS rows are folded into them by ncu)."""
     out: list[LineCounters] = []
-    file, header = "", []
+    file, header = "", list[str]()
     for row in csv.reader(text.splitlines()):
         if not row:
             continue
