@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from fsr_lsp.evaluator.records import Check, EvalResult, Mismatch, TimingStats
+from fsr_lsp.search.outcome import Bench
 
 from .search_helpers import GPU
 
@@ -25,11 +26,11 @@ def stats(ms: float, spread: float = 0.01) -> TimingStats:
     return TimingStats(ms, ms * (1 - spread), ms * (1 + spread), ms * (1 - spread / 2), ms * (1 + spread / 2), 50)
 
 
-class ScriptedBench:
-    flags: tuple[str, ...] = ()
+class ScriptedBench(Bench):
+    flags: tuple[str, ...] = ()  # type: ignore[assignment]
+    gpu = GPU  # type: ignore[assignment]
 
     def __init__(self, spread: float = 0.01) -> None:
-        self.gpu = GPU
         self.evaluated: list[str] = []
         self.confirmed: list[str] = []
         self.spread = spread
@@ -37,8 +38,12 @@ class ScriptedBench:
     def baseline(self) -> EvalResult:
         return EvalResult(kernel="k", status="verified", message="original", gpu=GPU, original_time=stats(BASE_MS))
 
-    def evaluate(self, proposals):
-        return [self._verdict(p.source) for p in proposals]
+    def evaluate(self, proposals, on_result=None):
+        results = [self._verdict(p.source) for p in proposals]
+        for i, r in enumerate(results):
+            if on_result is not None:
+                on_result(i, r)
+        return results
 
     def confirm(self, proposal):
         self.confirmed.append(proposal.source)

@@ -264,6 +264,8 @@ def test_screened_results_never_reach_the_history(monkeypatch, without_structura
     from .scripted_bench import ScriptedBench
 
     class TuningBench(ScriptedBench):
+        screens = True
+
         def __init__(self):
             super().__init__()
             self.model = CostModel()

@@ -12,6 +12,7 @@ from pathlib import Path
 from fsr_lsp.evaluator.gpu.timing import MIN_SLOW_REPS, least_reps
 from fsr_lsp.evaluator.records import EvalResult, TimingConfig, TimingStats
 from fsr_lsp.search.config import SearchConfig
+from fsr_lsp.search.outcome import Bench
 from fsr_lsp.search.generators.screening import screened_ms
 from fsr_lsp.search.generators.structural.matmul.tile_space import TileConfig
 from fsr_lsp.search.generators.structural.tiles import GENERATOR
@@ -49,21 +50,22 @@ def stats(ms: float) -> TimingStats:
     return TimingStats(ms, ms, ms, ms, ms, 10)
 
 
-class ModelBench:
+class ModelBench(Bench):
     """The GPU as the cost model says: every candidate verifies at its modelled speedup; a
     screen gives the same times, timed beside the original."""
 
-    flags: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()  # type: ignore[assignment]
+    screens = True
+    gpu = GPU  # type: ignore[assignment]
 
     def __init__(self) -> None:
-        self.gpu = GPU
         self.evaluated: list = []
         self.screened: list = []
 
     def baseline(self) -> EvalResult:
         return EvalResult(kernel="k", status="verified", message="original", gpu=GPU, original_time=stats(BASE_MS))
 
-    def evaluate(self, proposals):
+    def evaluate(self, proposals, on_result=None):
         self.evaluated += proposals
         return [self._result(p, screened=False) for p in proposals]
 

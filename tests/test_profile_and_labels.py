@@ -43,6 +43,8 @@ def test_without_ncu_the_profile_says_so(monkeypatch):
 
 
 class ProfilingBench(ScriptedBench):
+    profiles = True
+
     def __init__(self, facts=FACTS, note=""):
         super().__init__()
         self.facts, self.note = facts, note

@@ -10,7 +10,7 @@ from fsr_lsp.search.generators.llm import LLMGenerator
 
 from .fake_llm import FakeLLM, answer, stall
 from .scripted_bench import ScriptedBench
-from .search_helpers import example
+from .search_helpers import GPU, example
 
 SAXPY = example("saxpy.cu")
 
@@ -39,21 +39,17 @@ class SlowBench(ScriptedBench):
     def gpu(self):  # asking for the GPU after the deadline would start the worker it stopped
         if self.stop.is_set():
             self.gpu_after_stop += 1
-        return self._gpu
-
-    @gpu.setter
-    def gpu(self, value):
-        self._gpu = value
+        return GPU
 
     def interrupt(self):
         self.interrupts += 1
         self.stop.set()
 
-    def evaluate(self, proposals):
+    def evaluate(self, proposals, on_result=None):
         if any("hang" in p.source for p in proposals):
             self.stop.wait()
             return [self._cancelled() for _ in proposals]
-        return super().evaluate(proposals)
+        return super().evaluate(proposals, on_result)
 
     def confirm(self, proposal):
         if "slow" in proposal.source:

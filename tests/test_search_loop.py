@@ -133,10 +133,10 @@ def test_resume_after_a_kill_reuses_stored_verdicts_and_stores_no_key(env, tmp_p
         pass
 
     class DyingBench(ScriptedBench):
-        def evaluate(self, proposals):
+        def evaluate(self, proposals, on_result=None):
             if any("second-round" in p.source for p in proposals):
                 raise Killed
-            return super().evaluate(proposals)
+            return super().evaluate(proposals, on_result)
 
     steps = [kernel("verified 1.3", "one"), kernel("wrong", "two"), kernel("verified 1.4", "second-round")]
     with FakeLLM(steps, default=kernel("verified 1.4", "second-round")) as llm:

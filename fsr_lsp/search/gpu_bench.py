@@ -13,12 +13,16 @@ from ..evaluator.profile.profile import Profiled
 from ..evaluator.records import EvalResult, GpuInfo
 from ..evaluator.backends import Backend, EvalRequest, LocalBackend
 from .generators.screening import SLOW_ORIGINAL_MS
+from .outcome import Bench
 from .proposal import Proposal
 
 CONFIRM_SEEDS = 8
 
 
-class GpuBench:
+class GpuBench(Bench):
+    screens = True
+    profiles = True
+
     def __init__(self, backend: Backend | Evaluator, source: str, kernel: str, options: EvalOptions | None = None,
                  workers: int = 0, cancel: threading.Event | None = None) -> None:
         self.backend: Backend = LocalBackend(backend, workers) if isinstance(backend, Evaluator) else backend

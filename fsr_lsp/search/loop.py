@@ -8,7 +8,6 @@ same loop; the generator reads `ctx.mode`. The loop only sees the evaluator thro
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import threading
@@ -53,7 +52,7 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
     `include_dirs`, with the bench's `-D` flags."""
     started = time.monotonic() if started is None else started
     cancel = cancel or threading.Event()
-    deadline = Deadline(started + config.time_budget, cancel, getattr(bench, "interrupt", None))
+    deadline = Deadline(started + config.time_budget, cancel, bench.interrupt)
     try:
         return _search(source, file, kernel_name, config, bench, generator, store, on_progress, cancel, deadline,
                        include_dirs)
@@ -81,7 +80,7 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
     kernel_text = texts.unit
     bench_plan = build_plans(kernel, spec)[-1]
     likely = getattr(generator, "likely_first", None)
-    if likely is not None and hasattr(bench, "compile_ahead"):  # compiled while the GPU worker starts
+    if likely is not None:  # compiled while the GPU worker starts, where the bench can
         bench.compile_ahead(likely(kernel, spec, texts.definition))
     report(Progress(0, config.rounds, 0, 0, None, "measuring the original"))
     baseline = bench.baseline()
@@ -105,7 +104,7 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
                            gpu=gpu, baseline=baseline, workload=classify(kernel_text, bench_plan), round=round_,
                            rounds=config.rounds, mode=config.mode, history=list(history),
                            seeds=ranked(history)[: config.seeds], definition_text=texts.definition,
-                           declarations=texts.declarations, screen=getattr(bench, "screen", None),
+                           declarations=texts.declarations, screen=bench.screen if bench.screens else None,
                            deadline=started + config.time_budget, cancel=cancel, focus=config.focus,
                            note=lambda m: report(Progress(round_ + 1, config.rounds, len(outcome.tried),
                                                           _verified(outcome.tried), _best_speedup(history, config),
@@ -131,7 +130,7 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
             arrived[i] = time.monotonic() - started
             record(Tried(fresh[i], result))
 
-        results = iter(_evaluate(bench, fresh, on_result)) if fresh else iter(())
+        results = iter(bench.evaluate(fresh, on_result=on_result)) if fresh else iter(())
         index = iter(range(len(fresh)))
         out = []
         for p, t in zip(proposals, tried):
@@ -212,12 +211,11 @@ class Profiler:
         self._facts: dict[str, tuple[ProfileFacts | None, str]] = {}
 
     def leader(self, leader: Tried | None) -> tuple[ProfileFacts | None, str]:
-        profile = getattr(self.bench, "profile", None)
-        if profile is None:
+        if not self.bench.profiles:
             return None, ""
         key = leader.proposal.key if leader else ""
         if key not in self._facts:
-            profiled = profile(leader.proposal if leader else None)
+            profiled = self.bench.profile(leader.proposal if leader else None)
             self._facts[key] = (profiled.facts, profiled.note)
             if profiled.note and profiled.note not in self.outcome.notes:
                 self.outcome.notes.append(profiled.note)
@@ -252,13 +250,6 @@ def _fixes(batch: list[Tried], ctx: RoundContext, generator: Generator, config: 
         fixed += results
         pending = [t for t in results if t.result.status in FIXABLE]
     return fixed
-
-
-def _evaluate(bench: Bench, proposals: list[Proposal], on_result: Callable[[int, EvalResult], None]) -> list[EvalResult]:
-    """The bench's results, each handed to `on_result` as it arrives when the bench can."""
-    if "on_result" in inspect.signature(bench.evaluate).parameters:
-        return bench.evaluate(proposals, on_result=on_result)
-    return bench.evaluate(proposals)
 
 
 def _verified(tried: list[Tried]) -> int:

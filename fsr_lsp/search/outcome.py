@@ -4,26 +4,59 @@ outcome, and the ranking of what was tried."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Callable, Literal
 
+from ..evaluator.profile.profile import Profiled
 from ..evaluator.records import EvalResult, GpuInfo
 from .proposal import Proposal, Tried
 
 
-class Bench(Protocol):
-    gpu: GpuInfo
-    flags: tuple[str, ...]  # compile flags of both kernels: part of the search's identity
+class Bench:
+    """What a search runs on. Every bench gives the original's baseline, a verdict per proposal
+    and a stricter confirmation; the rest is optional, with defaults that do nothing, and a bench
+    overrides what it can (the observer style of the autotuners' backends): `screen` where
+    `screens` (a cheap ranking of configurations, never a verdict), `profile` where `profiles`
+    (Nsight Compute facts about a leader), `compile_ahead` (while the GPU starts), `interrupt`
+    (the deadline or a cancel stops the GPU work in flight)."""
 
-    def baseline(self) -> EvalResult: ...
+    screens = False
+    profiles = False
 
-    def evaluate(self, proposals: list[Proposal]) -> list[EvalResult]:
-        """A result per proposal; a bench may also take `on_result(index, result)`, called as
-        each arrives."""
-        ...
+    @property
+    def gpu(self) -> GpuInfo:
+        """The GPU the search runs on (a bench may start it to say)."""
+        raise NotImplementedError
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Compile flags of both kernels: part of the search's identity."""
+        return ()
+
+    def baseline(self) -> EvalResult:
+        raise NotImplementedError
+
+    def evaluate(self, proposals: list[Proposal],
+                 on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
+        """A result per proposal, each also handed to `on_result(index, result)` as it arrives."""
+        raise NotImplementedError
 
     def confirm(self, proposal: Proposal) -> EvalResult:
         """Stricter verification of a winner: more seeds, and the sanitizers."""
-        ...
+        raise NotImplementedError
+
+    def screen(self, proposals: list[Proposal]) -> list[EvalResult]:
+        """The bench size only, one input set, few repetitions (where `screens`)."""
+        raise NotImplementedError
+
+    def profile(self, proposal: Proposal | None) -> Profiled:
+        """Facts about a candidate (the original when None), where `profiles`."""
+        return Profiled(None, "")
+
+    def compile_ahead(self, proposals: list[Proposal]) -> None:
+        """Compile these while the GPU worker starts, where the bench can."""
+
+    def interrupt(self) -> None:
+        """Stop the GPU work in flight now."""
 
 
 @dataclass
