@@ -139,7 +139,7 @@ def test_the_servers_settings_choose_the_ray_backend():
     assert searches.unavailable(settings) == ""  # no CUDA needed here: the cluster compiles and runs
     bad = load_settings({"evaluator.backend": "cuda"})
     assert bad.settings.evaluator_backend == "local"
-    assert bad.problems == ["fsr.evaluator.backend: expected one of local, ray, got 'cuda'"]
+    assert bad.problems == ["fsr.evaluator.backend: expected one of local, service, ray, got 'cuda'"]
 
 
 @pytest.mark.nvcc
