@@ -67,8 +67,12 @@ def tiled_products(kernel: Kernel, spec: Spec, definition: str, gpu: GpuInfo | N
     """Round 0's configurations of the family with their candidates, likeliest first; [] when
     the kernel is not a naive matrix product."""
     product = matrix_product(kernel, spec, definition)
-    if product is None:
-        return []
+    return [] if product is None else first_tiles(product, spec, gpu, round_)
+
+
+def first_tiles(product: Product, spec: Spec, gpu: GpuInfo | None = None,
+                round_: int = 0) -> list[tuple[TileConfig, Proposal]]:
+    """Round 0's configurations of a product the recogniser read, with their candidates."""
     s = bench_sizes(product, spec)
     sms = gpu.sm_count if gpu is not None and gpu.sm_count else DEFAULT_SMS
     configs = [c for c in first_guesses(s.p, s.q, s.batch, sms, s.element, FIRST_GUESSES) if valid(c, s.element)]
