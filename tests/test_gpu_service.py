@@ -179,7 +179,7 @@ def test_a_connection_without_the_key_is_refused(runtime):
 
 def test_the_settings_choose_the_service(runtime):
     backend = make_backend(BackendChoice(kind="service", gpus="0", timeout=30.0, idle=20.0))
-    assert isinstance(backend, ServiceBackend) and backend.idle == 20.0 and backend.path.name == "gpus-0-t30.sock"
+    assert isinstance(backend, ServiceBackend) and backend.idle == 20.0 and backend.path.name.startswith("gpus-0-t30-")
     with pytest.raises(ValueError):
         make_backend(BackendChoice(kind="service", gpus="x"))
 
@@ -235,3 +235,21 @@ def test_the_service_outlives_the_command_that_started_it(runtime):
         assert path.exists()
     finally:
         subprocess.run(["pkill", "-f", f"--socket {path}"], check=False)
+
+
+def test_another_build_or_gpu_set_never_meets_an_older_service(runtime, monkeypatch):
+    """A service started by another version of fsr, an edited checkout, or under another
+    CUDA_VISIBLE_DEVICES has a socket of its own: work never goes to code or GPUs it was not meant for."""
+    from fsr_lsp.evaluator.backends import service_client
+
+    first = service_client.socket_path("0", 120.0)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    service_client._build_digest.cache_clear()
+    try:
+        assert service_client.socket_path("0", 120.0) != first
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+        monkeypatch.setattr(service_client, "__version__", "9.9.9")
+        service_client._build_digest.cache_clear()
+        assert service_client.socket_path("0", 120.0) != first
+    finally:
+        service_client._build_digest.cache_clear()

@@ -11,6 +11,8 @@ come back "crashed", and the next call starts a new one."""
 from __future__ import annotations
 
 import fcntl
+import functools
+import hashlib
 import json
 import logging
 import os
@@ -26,6 +28,7 @@ from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any, Callable
 
+from ... import __version__
 from ...processes import MARK
 from ..profile.profile import Profiled
 from ..records import EvalResult, GpuInfo
@@ -62,9 +65,19 @@ def service_dir() -> Path:
 
 
 def socket_path(gpus: str, timeout: float) -> Path:
-    """One service per GPU set and job timeout."""
+    """One service per GPU set and job timeout, and per build of fsr: a service started by another
+    version (or by this checkout before an edit), another Python or another CUDA_VISIBLE_DEVICES
+    is never sent work it would do the old way or on other GPUs."""
     name = "".join(c if c.isalnum() else "-" for c in gpus) or "0"
-    return service_dir() / f"gpus-{name}-t{int(timeout)}.sock"
+    return service_dir() / f"gpus-{name}-t{int(timeout)}-{_build_digest()}.sock"
+
+
+@functools.lru_cache(maxsize=1)
+def _build_digest() -> str:
+    package = Path(__file__).resolve().parents[2]
+    code = sorted((str(f.relative_to(package)), f.stat().st_mtime_ns) for f in package.rglob("*.py"))
+    facts = (__version__, sys.executable, os.environ.get("CUDA_VISIBLE_DEVICES", ""), code)
+    return hashlib.sha256(repr(facts).encode()).hexdigest()[:12]
 
 
 def service_key(folder: Path) -> bytes:
