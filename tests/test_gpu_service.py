@@ -161,9 +161,7 @@ def test_a_folder_others_can_enter_is_refused(runtime):
     folder = service_dir()
     os.chmod(folder, 0o755)
     with pytest.raises(ServiceUnsafe, match="not a folder of this user's own"):
-        service_dir()
-    with pytest.raises(ServiceUnsafe):
-        ServiceBackend("0", 120.0)
+        service_dir()  # nothing sent through it: the command does its GPU work itself (below)
 
 
 def test_a_connection_without_the_key_is_refused(runtime):
@@ -253,3 +251,22 @@ def test_another_build_or_gpu_set_never_meets_an_older_service(runtime, monkeypa
         assert service_client.socket_path("0", 120.0) != first
     finally:
         service_client._build_digest.cache_clear()
+
+
+def test_no_service_to_be_had_means_the_command_runs_its_gpu_work_itself(runtime, monkeypatch, caplog):
+    """A service that does not start, or a folder that is not the user's own: the same answers
+    from the command's own (local) backend, and one line saying why."""
+    from fsr_lsp.evaluator.backends import service_client
+
+    monkeypatch.setattr(service_client, "START_WAIT_S", 0.5)
+    own = ScriptedBackend()
+    client = ServiceBackend("0", 120.0, spawn=lambda p: None, local=lambda: own)
+    with caplog.at_level("WARNING", logger="fsr_lsp.evaluator"):
+        assert client.start() == GPU
+        assert [r.message for r in client.evaluate([EvalRequest("s", "k", "c")])] == ["k c"]
+    assert own.started == 1 and "did not start within" in caplog.text
+    os.chmod(service_dir(), 0o755)
+    other = ScriptedBackend()
+    unsafe = ServiceBackend("0", 120.0, local=lambda: other)
+    assert unsafe.start() == GPU and other.started == 1
+    assert unsafe.call("compile", {"x": 1}) == {"name": "compile", "x": 1}

@@ -50,6 +50,10 @@ class ServiceUnsafe(RuntimeError):
     """The service's folder is not the user's own: nothing is sent through it."""
 
 
+class ServiceDidNotStart(RuntimeError):
+    """No service answered within START_WAIT_S of starting one."""
+
+
 def service_dir() -> Path:
     """A folder only this user can enter: under XDG_RUNTIME_DIR where the session has one, else
     the temporary folder. Refused if someone else owns it or others can enter it."""
@@ -94,14 +98,21 @@ def service_key(folder: Path) -> bytes:
 
 class ServiceBackend:
     """The Backend of a warm service: the same answers as the local backend, from a process that
-    outlives the command. `spawn` starts a service (tests give their own)."""
+    outlives the command. `spawn` starts a service (tests give their own). Where no service can
+    be had (its folder is not the user's own, or it does not start), the command does the GPU
+    work itself, as the local backend does (`local` makes that backend), and says why once."""
 
     def __init__(self, gpus: str = "0", timeout: float = 120.0, idle: float = 600.0,
-                 spawn: Callable[[Path], None] | None = None) -> None:
-        self.path = socket_path(gpus, timeout)
-        self.key = service_key(self.path.parent)
+                 spawn: Callable[[Path], None] | None = None, local: Callable[[], Any] | None = None) -> None:
         self.gpus_arg, self.timeout, self.idle = gpus, timeout, idle
         self._spawn = spawn or self._start_service
+        self._make_local = local or self._local_backend
+        self._local: Any = None
+        try:
+            self.path = socket_path(gpus, timeout)
+            self.key = service_key(self.path.parent)
+        except (ServiceUnsafe, OSError) as e:
+            self._without_service(str(e))
         self._info: GpuInfo | None = None
         self._gpus = 1
         self._cancels = 0
@@ -128,9 +139,34 @@ class ServiceBackend:
                     return Client(str(self.path), family="AF_UNIX", authkey=self.key)
                 except (FileNotFoundError, ConnectionRefusedError):
                     if time.monotonic() > deadline:
-                        raise EvaluatorUnavailable(f"the GPU service did not start within {START_WAIT_S:.0f} s (its "
-                                                   f"log: {self.path.parent / 'service.log'})") from None
+                        raise ServiceDidNotStart(f"the GPU service did not start within {START_WAIT_S:.0f} s (its "
+                                                 f"log: {self.path.parent / 'service.log'})") from None
                     time.sleep(0.1)
+
+    def _local_backend(self) -> Any:
+        from ..worker.worker_client import Evaluator
+        from .local import LocalBackend, local_gpus
+
+        return LocalBackend([Evaluator(i, timeout=self.timeout) for i in local_gpus(self.gpus_arg)])
+
+    def _without_service(self, why: str) -> None:
+        log.warning("the GPU service cannot be used (%s): this command runs its GPU work itself", why)
+        self._local = self._make_local()
+
+    def _here(self) -> Any:
+        """The backend of this command's own GPU work (no service)."""
+        assert self._local is not None
+        return self._local
+
+    def _connected(self) -> Connection | None:
+        """A connection to the service, or None once this command runs its GPU work itself."""
+        if self._local is not None:
+            return None
+        try:
+            return self._connect()
+        except (ServiceUnsafe, ServiceDidNotStart, OSError) as e:
+            self._without_service(str(e))
+            return None
 
     def _start_service(self, path: Path) -> None:
         """Detached so that it outlives this command: started by a child that exits at once (the
@@ -145,11 +181,11 @@ class ServiceBackend:
                            env=env, cwd=str(path.parent), check=False, timeout=30)
 
     def _ask(self, message: dict) -> Any:
-        """One request, one answer; an error answer raised as the service said it."""
-        try:
-            conn = self._connect()
-        except ServiceUnsafe as e:
-            raise EvaluatorUnavailable(str(e)) from None
+        """One request, one answer; an error answer raised as the service said it. (Not called
+        once the command runs its GPU work itself.)"""
+        conn = self._connected()
+        if conn is None:
+            raise _Local()
         with conn:
             conn.send_bytes(_encode(message))
             try:
@@ -165,22 +201,26 @@ class ServiceBackend:
     # ---------------------------------------------------------------- Backend
 
     def start(self) -> GpuInfo:
-        answer = self._ask({"op": "start"})
+        if self._local is not None:
+            return self._local.start()
+        try:
+            answer = self._ask({"op": "start"})
+        except _Local:
+            return self._here().start()
         self._info, self._gpus = from_data(GpuInfo, answer["gpu"]), int(answer["gpus"])
         return self._info
 
     @property
     def gpus(self) -> int:
-        return self._gpus
+        return self._local.gpus if self._local is not None else self._gpus
 
     def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None,
                  on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
         results: list[EvalResult | None] = [None] * len(requests)
         cancels = self._cancels
-        try:
-            conn = self._connect()
-        except (EvaluatorUnavailable, ServiceUnsafe) as e:
-            return [EvalResult(kernel=r.kernel, status="unavailable", message=str(e)) for r in requests]
+        conn = self._connected()
+        if conn is None:
+            return self._local.evaluate(requests, cancel, on_result)
         with conn:
             conn.send_bytes(_encode({"op": "evaluate", "batch": uuid.uuid4().hex,
                                      "requests": [to_data(r) for r in requests]}))
@@ -208,24 +248,41 @@ class ServiceBackend:
     def compile_ahead(self, requests: list[EvalRequest]) -> None:
         try:
             self._ask({"op": "compile_ahead", "requests": [to_data(r) for r in requests]})
+        except _Local:
+            ahead = getattr(self._local, "compile_ahead", None)
+            if ahead is not None:
+                ahead(requests)
         except (EvaluatorUnavailable, RuntimeError) as e:
             log.debug("compiling ahead on the service: %s", e)
 
     def profile(self, request: EvalRequest, lines: bool = False, cancel: threading.Event | None = None) -> Profiled:
         try:
             return from_data(Profiled, self._ask({"op": "profile", "request": to_data(request), "lines": lines}))
+        except _Local:
+            return self._local.profile(request, lines, cancel)
         except EvaluatorUnavailable as e:
             return Profiled(None, str(e))
 
     def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
-        return self._ask({"op": "call", "name": name, "payload": payload})
+        try:
+            return self._ask({"op": "call", "name": name, "payload": payload})
+        except _Local:
+            return self._local.call(name, payload, timeout)
 
     def cancel(self) -> None:
         """Stop this backend's requests in flight (never another command's)."""
         self._cancels += 1
+        if self._local is not None:
+            self._local.cancel()
 
     def close(self) -> None:
-        """Nothing to stop here: the service is shared, and exits when idle."""
+        """The service is shared and exits when idle: only this command's own workers stop."""
+        if self._local is not None:
+            self._local.close()
+
+
+class _Local(Exception):
+    """This command runs its GPU work itself (no service): the caller turns to the local backend."""
 
 
 def _encode(message: dict) -> bytes:
