@@ -12,23 +12,8 @@ from pathlib import Path
 
 import pytest
 
-KERNEL = """/* @fsr
-bench = { n = 1000 }
-grid = "cdiv(n, 256)"
-block = 256
-[args]
-n = "n"
-x = "inout[n]"
-*/
-__global__ void k(int n, float* x) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }
-"""
-STORES = ("history.sqlite", "proofs.sqlite", "timings.sqlite", "captures", "confirms", "compile_commands.json")
-DAMAGE = {
-    "garbage": lambda p: p.write_text("garbage\n" * 50),
-    "a folder": lambda p: (p.mkdir(), (p / "junk").write_text("x")),
-    "empty": lambda p: p.write_text(""),
-    "read-only garbage": lambda p: (p.write_text("garbage"), p.chmod(0o444)),
-}
+from .damaged_workspace import DAMAGE, KERNEL, STORES
+
 COMMANDS = (("spec", "k.cu"), ("spec", "k.cu", "--check"), ("history", "k.cu", "-k", "k"), ("eval", "k.cu", "-k", "k"),
             ("optimize", "k.cu", "-k", "k", "--time-budget", "5"), ("confirm", "k.cu", "-k", "k", "--no-build"),
             ("profile", "k.cu", "-k", "k"))

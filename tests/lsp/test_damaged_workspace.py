@@ -14,26 +14,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-KERNEL = """/* @fsr
-bench = { n = 1000 }
-grid = "cdiv(n, 256)"
-block = 256
-[args]
-n = "n"
-x = "inout[n]"
-*/
-__global__ void scale(int n, float* x) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }
+from ..damaged_workspace import DAMAGE, STORES, KERNEL as ONE
 
+ROOT = Path(__file__).resolve().parents[2]
+KERNEL = ONE.replace("void k(", "void scale(") + """
 __global__ void bare(int n, float* y) { int i = threadIdx.x; if (i < n) y[i] = 1.0f; }
 """
-STORES = ("history.sqlite", "proofs.sqlite", "timings.sqlite", "captures", "confirms", "compile_commands.json")
-DAMAGE = {
-    "garbage": lambda p: p.write_text("garbage\n" * 50),
-    "a folder": lambda p: (p.mkdir(), (p / "junk").write_text("x")),
-    "empty": lambda p: p.write_text(""),
-    "read-only garbage": lambda p: (p.write_text("garbage"), p.chmod(0o444)),
-}
 
 
 def frame(body: bytes) -> bytes:
