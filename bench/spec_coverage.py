@@ -43,7 +43,7 @@ def groups() -> list[list[Path]]:
 
 
 def takes_pointer(s: KernelSpec) -> bool:
-    src = SourceText(Path(s.file).read_text())
+    src = SourceText(Path(s.file).read_text(errors="replace"))
     k = next(k for k in discover(src).kernels if k.name == s.kernel)
     return any(p.is_pointer for p in k.params)
 
@@ -109,7 +109,7 @@ def proofs(drafts: list[KernelSpec], threads: int) -> list[dict]:
 
         def one(s: KernelSpec) -> dict:
             t0 = time.perf_counter()
-            p = prove(evaluator, Path(s.file).read_text(), s.kernel, s.spec, options, timeout=120.0)
+            p = prove(evaluator, Path(s.file).read_text(errors="replace"), s.kernel, s.spec, options, timeout=120.0)
             return {"file": Path(s.file).name, "kernel": s.kernel, "status": p.status, "check": p.check,
                     "argument": p.argument, "message": p.message, "seconds": time.perf_counter() - t0,
                     "tolerance": p.tolerance, "gpu": gpu.name}

@@ -334,3 +334,61 @@ int main() {
 """)
     assert s.origin == "drafted", s.problems
     assert 'grid = "cdiv(n, 128)"' in s.spec
+
+
+def test_a_dim3_whose_members_are_set_after_it_is_declared(tmp_path: Path):
+    """`dim3 threads; threads.x = THREADS; threads.y = 1;` (Rodinia's and its heirs' style), and a
+    grid counted up where the division leaves a remainder (`blocks = blocks + 1`: the new value in
+    terms of the old, never a definition of itself)."""
+    s = spec(tmp_path, """
+#define THREADS 512
+int main() {
+    int n = 1 << 20;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    dim3 threads;
+    threads.x = THREADS;
+    threads.y = 1;
+    int blocks_x;
+    blocks_x = n / threads.x;
+    if (n % threads.x != 0) blocks_x = blocks_x + 1;
+    dim3 blocks;
+    blocks.x = blocks_x;
+    add<<<blocks, threads>>>(c, a, n);
+}
+""")
+    assert s.origin == "drafted", s.problems
+    assert "block = 512" in s.spec and 'grid = "((n / (512)) + 1)"' in s.spec, s.spec
+
+
+def test_a_dim3_member_updated_in_place_is_not_guessed(tmp_path: Path):
+    s = spec(tmp_path, """
+int main() {
+    int n = 4096;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    dim3 threads;
+    threads.x = 128;
+    threads.x *= 2;
+    add<<<(n + 255) / 256, threads>>>(c, a, n);
+}
+""")
+    assert s.origin != "drafted" or "block = 128" not in s.spec
+
+
+def test_a_dim3_passed_to_a_launcher_keeps_its_components(tmp_path: Path):
+    s = spec(tmp_path, """
+void run_add(float* c, const float* a, int n, const dim3 num_blocks, const dim3 num_threads) {
+    add<<<num_blocks, num_threads>>>(c, a, n);
+}
+int main() {
+    int n = 1 << 16;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    dim3 threads(128);
+    dim3 blocks((n + 127) / 128);
+    run_add(c, a, n, blocks, threads);
+}
+""")
+    assert s.origin == "drafted", s.problems
+    assert "block = 128" in s.spec and "grid = \"(n + 127) / 128\"" in s.spec, s.spec

@@ -126,6 +126,8 @@ def _bind_caller(src: SourceText, callers: dict[str, Node], scope: Scope, file_s
                 scope.aliases[param] = outer.aliases[param]
         elif param in scope.pointer_params:
             scope.aliases[param] = text
+        elif text in outer.dims:  # `launch(grid, threads)` into `const dim3 num_threads`: its components
+            scope.dims[param] = list(outer.dims[text])
         else:
             scope.values[param] = text if re.fullmatch(r"[\w.]+", text) else f"({text})"
         scope.params.discard(param)

@@ -47,6 +47,7 @@ class Scope:
     lists: dict[str, list[str]] = field(default_factory=dict)  # `int sizes[] = {32, 64, 128}` -> its items
     template_order: list[str] = field(default_factory=list)  # the host function's own template parameters
     floating: set[str] = field(default_factory=set)  # names declared float or double (`ceil(nf / 256)` rounds up)
+    declared: set[str] = field(default_factory=set)  # whole numbers declared with no value (`int blocks;`), set later
 
 
 # `atoi(argv[1])`, `(int)strtol(argv[2], 0, 10)`, `std::stoi(argv[3])`: a size known only when the program runs
@@ -115,6 +116,12 @@ def _collect_declaration(src: SourceText, node: Node, scope: Scope) -> None:
             args = node_text(src, params)[1:-1] if params is not None else ""
             elem = _CONTAINERS.match(type_text.replace(" ", "")).group(1)
             scope.allocations[node_text(src, name)] = Allocation(elem, count=_first_arg(args), via=type_text.split("<")[0])
+            continue
+        if d.type == "identifier" and type_text == "dim3":  # `dim3 threads;`, its members set below it
+            scope.dims[node_text(src, d)] = ["1"]
+            continue
+        if d.type == "identifier" and type_text and _WHOLE.fullmatch(type_text):  # `int blocks_x;`, set below
+            scope.declared.add(node_text(src, d))
             continue
         if d.type != "init_declarator":
             continue
@@ -217,6 +224,9 @@ def _collect_call(src: SourceText, call: Node, scope: Scope) -> None:
 def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
     left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
     op = assign.child_by_field_name("operator")
+    if left is not None and right is not None and left.type == "field_expression":
+        _collect_dim(src, left, right, op, scope)
+        return
     if left is None or right is None or left.type != "identifier":
         return
     name = node_text(src, left)
@@ -229,12 +239,40 @@ def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
     value = node_text(src, right)
     if FROM_ARGV.match(value):
         scope.values.setdefault(name, value)  # `if (argc > 1) n = atoi(argv[1]);`: the default stays
-    elif name in scope.values or right.type == "number_literal":
+    elif name in scope.values and re.search(rf"\b{re.escape(name)}\b", value):
+        # `blocks = blocks + 1`: the new value in terms of the one before (never a definition of itself)
+        scope.values[name] = re.sub(rf"\b{re.escape(name)}\b", lambda _: f"({scope.values[name]})", value)
+    elif name in scope.values or name in scope.declared or right.type == "number_literal":
         scope.values[name] = value
     else:
         inner = _strip_casts(right)
         if inner.type in ("new_expression", "call_expression"):
             _collect_pointer(src, name, "", right, scope)
+
+
+def _collect_dim(src: SourceText, left: Node, right: Node, op: Node | None, scope: Scope) -> None:
+    """`threads.x = NUMBER_THREADS;`: a member of a `dim3` set after its declaration (`dim3
+    threads;`, every member 1 until then). Any other update makes it unknown."""
+    arg, member = left.child_by_field_name("argument"), left.child_by_field_name("field")
+    name = node_text(src, arg) if arg is not None else ""
+    field_ = node_text(src, member) if member is not None else ""
+    if name not in scope.dims or field_ not in ("x", "y", "z"):
+        return
+    if op is not None and node_text(src, op) != "=":
+        del scope.dims[name]  # `threads.x *= 2`: no longer what was written
+        return
+    parts = list(scope.dims[name])
+    index = "xyz".index(field_)
+    parts += ["1"] * (index + 1 - len(parts))
+    value = node_text(src, right)
+    parts[index] = value if re.fullmatch(r"[\w.]+", value) else f"({value})"
+    while len(parts) > 1 and parts[-1] == "1":
+        parts.pop()
+    scope.dims[name] = parts
+
+
+_WHOLE = re.compile(r"(?:const\s+)?(?:(?:unsigned|signed|long|short)\s+)*(?:int|long|size_t|unsigned|"
+                    r"u?int(?:8|16|32|64)_t|std::size_t)?")
 
 
 _CXX_CASTS = re.compile(r"(?:static|reinterpret|const)_cast\s*<")
