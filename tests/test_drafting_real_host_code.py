@@ -392,3 +392,33 @@ int main() {
 """)
     assert s.origin == "drafted", s.problems
     assert "block = 128" in s.spec and "grid = \"(n + 127) / 128\"" in s.spec, s.spec
+
+
+def test_a_header_written_to_follow_another_sees_its_constants(tmp_path: Path):
+    """`main.cu` includes `consts.h` then `launch.h`; `launch.h` launches with `consts.h`'s
+    constants without including it (it relies on its includer's order): drafted, both from the
+    files given and from the workspace's launch index, as the editor finds it."""
+    from fsr_lsp.drafting.workspace import LaunchIndex, workspace_spec
+    from fsr_lsp.kernels import find_kernel
+
+    (tmp_path / "consts.h").write_text("const int BLOCK_X = 128;\n#define N_ITEMS 4096\n")
+    (tmp_path / "k.cuh").write_text(KERNEL)
+    (tmp_path / "launch.h").write_text("""
+void run(float* c, const float* a) {
+    dim3 threads(BLOCK_X);
+    dim3 blocks;
+    blocks.x = (N_ITEMS + BLOCK_X - 1) / BLOCK_X;
+    add<<<blocks, threads>>>(c, a, N_ITEMS);
+}
+""")
+    (tmp_path / "main.cu").write_text('#include "consts.h"\n#include "k.cuh"\n#include "launch.h"\n'
+                                      "int main() { float *a, *c; cudaMalloc(&a, N_ITEMS * sizeof(float));\n"
+                                      "cudaMalloc(&c, N_ITEMS * sizeof(float)); run(c, a); }\n")
+    files = [tmp_path / n for n in ("consts.h", "k.cuh", "launch.h", "main.cu")]
+    (found,) = [s for s in kernel_specs(files) if s.kernel == "add"]
+    assert found.origin == "drafted", found.problems
+    assert "block = 128" in found.spec, found.spec
+    (tmp_path / ".git").mkdir()
+    text = (tmp_path / "k.cuh").read_text()
+    edited = workspace_spec(LaunchIndex(tmp_path, first_wait=None), tmp_path / "k.cuh", text, find_kernel(text, "add"))
+    assert edited.origin == "drafted" and "block = 128" in edited.spec, edited.problems

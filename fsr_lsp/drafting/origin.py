@@ -13,7 +13,7 @@ from typing import Callable, Literal
 
 from ..capture import Capture
 from ..kernels import Kernel, discover, kernel_source
-from ..kernels.aliases import included_texts, type_aliases, with_aliases
+from ..kernels.aliases import included_texts, includer_texts, type_aliases, with_aliases
 from ..kernels.callees import uses_dynamic_shared
 from ..kernels.clock_reads import clock_read
 from ..kernels.device_variables import compared_variables
@@ -76,7 +76,8 @@ def kernel_specs(files: list[Path], drafter: Drafter | None = None,
     unknown are looked up in the headers it includes (its folder, then `include_dirs`)."""
     texts = {f: SourceText(f.read_text(encoding="utf-8", errors="replace")) for f in files}
     # each file's headers, read once: their macros serve its launches, their typedefs its kernels
-    headers = {f: tuple(included_texts(src.text, (f.parent, *include_dirs))) for f, src in texts.items()}
+    headers = {f: (*included_texts(src.text, (f.parent, *include_dirs)), *includer_texts(f, include_dirs))
+               for f, src in texts.items()}
     launches = [launch for path, src in texts.items() for launch in find_launches(src, str(path), headers[path])]
     out = []
     for path, src in texts.items():

@@ -14,7 +14,8 @@ from pathlib import Path
 from ..capture import Capture, latest_capture
 from ..capture.launches import CAPTURES
 from ..kernels import Kernel, discover
-from ..kernels.aliases import compiled_as, defines_for, flag_defines, included_texts, type_aliases, with_aliases
+from ..kernels.aliases import (compiled_as, defines_for, flag_defines, included_texts, includer_texts, type_aliases,
+                               with_aliases)
 from ..kernels.lexical import defined_macros
 from ..source import SourceText
 from ..specs.build_flags import block_flags, flags_value, merged
@@ -147,6 +148,7 @@ class LaunchIndex:
         if "<<<" not in text:
             return []
         headers = tuple(included_texts(text, (path.parent, self.root))) if "#include" in text else ()
+        headers += tuple(includer_texts(path, (self.root,)))  # a header written to follow others
         return find_launches(SourceText(text), self.relative(path), headers)
 
     def relative(self, path: Path) -> str:

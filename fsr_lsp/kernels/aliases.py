@@ -117,6 +117,38 @@ def included_texts(text: str, include_dirs: Iterable[Path]) -> list[str]:
     return texts
 
 
+HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".cuh", ".inl")
+MAX_SIBLINGS = 200  # a folder bigger than this is not searched for a header's includers
+
+
+def includer_texts(path: Path, include_dirs: Iterable[Path] = ()) -> list[str]:
+    """What a header's includer includes before it, for a header written to be included after
+    others (`kernels_wrapper.h` launching with `kernels.h`'s constants, both included by
+    `main.cu` in that order): the texts of the headers (and what they include) that the first
+    file beside it to include it includes first. [] for a file that is no header."""
+    if path.suffix.lower() not in HEADER_SUFFIXES:
+        return []
+    try:
+        siblings = sorted(p for p in path.parent.iterdir() if p.is_file() and p != path)
+    except OSError:
+        return []
+    if len(siblings) > MAX_SIBLINGS:
+        return []
+    for sibling in siblings:
+        if sibling.suffix.lower() not in (".cu", ".cpp", ".cc", ".cxx", ".c", *HEADER_SUFFIXES):
+            continue
+        try:
+            text = sibling.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        names = _INCLUDE.findall(text)
+        at = next((i for i, name in enumerate(names) if Path(name).name == path.name), None)
+        if at:
+            before = "".join(f'#include "{name}"\n' for name in names[:at])
+            return included_texts(before, (sibling.parent, *include_dirs))
+    return []
+
+
 def with_included_aliases(kernel: Kernel, text: str, include_dirs: Iterable[Path],
                           flags: Iterable[str] = ()) -> Kernel:
     """The kernel with element types its own file leaves unknown taken from its headers, and
