@@ -422,3 +422,22 @@ void run(float* c, const float* a) {
     text = (tmp_path / "k.cuh").read_text()
     edited = workspace_spec(LaunchIndex(tmp_path, first_wait=None), tmp_path / "k.cuh", text, find_kernel(text, "add"))
     assert edited.origin == "drafted" and "block = 128" in edited.spec, edited.problems
+
+
+def test_a_remainder_counted_as_one_block_more(tmp_path: Path):
+    """`n / B + (n % B > 0)`: the bool is 0 or 1, the grid rounds up."""
+    s = spec(tmp_path, """
+#define BLOCK_SIZE 256
+int main() {
+    int n = 5000;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    add<<<(n / BLOCK_SIZE) + (n % BLOCK_SIZE > 0), BLOCK_SIZE>>>(c, a, n);
+}
+""")
+    assert s.origin == "drafted", s.problems
+    assert 'grid = "(n / 256) + (min(n % 256, 1))"' in s.spec, s.spec
+    from fsr_lsp.specs.expr import evaluate
+
+    for n, blocks in ((5000, 20), (5120, 20), (1, 1), (256, 1), (257, 2)):
+        assert evaluate("(n / 256) + (min(n % 256, 1))", {"n": n}) == blocks

@@ -75,6 +75,9 @@ class Translator:
             return f"({self._node(node.named_children[0], text, depth + 1)})"
         if t == "binary_expression":
             op = text_of(node.child_by_field_name("operator"))
+            remainder = self._remainder_test(node, op, text, depth)
+            if remainder is not None:
+                return remainder
             if op not in _BINARY:
                 raise Unresolved(f"operator {op} in `{text}`")
             left = self._node(node.child_by_field_name("left"), text, depth + 1)
@@ -98,6 +101,17 @@ class Translator:
         if t == "conditional_expression":
             return self._default(node, text, depth)
         raise Unresolved(f"`{text_of(node)}` ({t.replace('_', ' ')})")
+
+    def _remainder_test(self, node: Node, op: str, text: str, depth: int) -> str | None:
+        """`n % B > 0` or `n % B != 0` (a bool counted as 1: `n / B + (n % B > 0)` rounds up):
+        `min(n % B, 1)`, the same 0 or 1 for sizes, which are never negative. None otherwise."""
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        while left is not None and left.type == "parenthesized_expression":
+            left = left.named_children[0]
+        if op not in (">", "!=") or right is None or text_of(right).strip() not in ("0", "0u", "0U") or left is None \
+                or left.type != "binary_expression" or text_of(left.child_by_field_name("operator")) != "%":
+            return None
+        return f"min({self._node(left, text, depth + 1)}, 1)"
 
     def _default(self, node: Node, text: str, depth: int) -> str:
         """`argc > 1 ? atoi(argv[1]) : 4096`: the value the program runs with when not told."""
