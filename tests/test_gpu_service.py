@@ -202,8 +202,12 @@ def test_the_real_service_starts_says_why_there_is_no_gpu_and_exits_when_idle(ru
     deadline = time.monotonic() + 60
     while client.path.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not client.path.exists(), "the idle service did not exit"
+    assert not client.path.exists(), "the idle service did not close its socket"
     assert time.monotonic() - started >= 5.0
+    deadline = time.monotonic() + 20  # and the process itself ends (its socket gone is not enough)
+    while _running(client.path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _running(client.path), "the idle service's process is still running"
     log = (client.path.parent / "service.log").read_text()
     assert "GPU service for GPUs 0" in log and "idle for 5 s: exiting" in log
 
@@ -232,7 +236,7 @@ def test_the_service_outlives_the_command_that_started_it(runtime):
             pass  # no GPU here: the service answered all the same
         assert path.exists()
     finally:
-        subprocess.run(["pkill", "-f", f"--socket {path}"], check=False)
+        subprocess.run(["pkill", "-f", "--", f"--socket {path}"], check=False)
 
 
 def test_another_build_or_gpu_set_never_meets_an_older_service(runtime, monkeypatch):
@@ -270,3 +274,8 @@ def test_no_service_to_be_had_means_the_command_runs_its_gpu_work_itself(runtime
     unsafe = ServiceBackend("0", 120.0, local=lambda: other)
     assert unsafe.start() == GPU and other.started == 1
     assert unsafe.call("compile", {"x": 1}) == {"name": "compile", "x": 1}
+
+
+def _running(path: Path) -> bool:
+    """Whether a service process for this socket is alive."""
+    return subprocess.run(["pgrep", "-f", "--", f"--socket {path}"], capture_output=True).returncode == 0

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Connection, Listener
+from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
@@ -40,35 +40,41 @@ class Service:
         key = service_key(path.parent)
         listener = Listener(str(path), family="AF_UNIX", authkey=key)
         os.chmod(path, 0o600)
-        threading.Thread(target=self._exit_when_idle, args=(listener,), daemon=True,
-                         name="fsr-service-idle").start()
+        threading.Thread(target=self._exit_when_idle, args=(path, key), daemon=True, name="fsr-service-idle").start()
         try:
             while True:
                 try:
                     conn = listener.accept()
-                except (OSError, EOFError, AuthenticationError):  # closed when idle, or a client without the key
-                    if self._closing:
-                        return
+                except (OSError, EOFError, AuthenticationError):  # a client without the key
                     continue
+                if self._closing:  # the idle watch's own call, made to end the wait in accept()
+                    conn.close()
+                    return
                 with self._lock:
                     self.active += 1
                 threading.Thread(target=self._handle, args=(conn,), daemon=True, name="fsr-service-conn").start()
         finally:
+            listener.close()  # removes the socket: the next client starts a new service
             self.backend.close()
-            if not self._closing:
-                listener.close()  # removes the socket
 
     _closing = False
 
-    def _exit_when_idle(self, listener: Listener) -> None:
+    def _exit_when_idle(self, path: Path, key: bytes) -> None:
+        """Ends `serve` after `idle` seconds without a connection. Closing a listening socket
+        from another thread does not wake a thread blocked in accept() (Linux): it is woken by a
+        call of its own, which then finds the service closing."""
         while True:
             time.sleep(min(1.0, self.idle / 4))
             with self._lock:
                 idle = self.active == 0 and time.monotonic() - self.last > self.idle
+                if idle:
+                    self._closing = True
             if idle:
                 log.info("idle for %.0f s: exiting", self.idle)
-                self._closing = True
-                listener.close()  # removes the socket: new clients start a new service from here on
+                try:
+                    Client(str(path), family="AF_UNIX", authkey=key).close()
+                except (OSError, EOFError, AuthenticationError):
+                    pass
                 return
 
     def _handle(self, conn: Connection) -> None:
