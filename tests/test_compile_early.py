@@ -131,7 +131,9 @@ def test_fsr_eval_starts_the_worker_while_it_finds_the_spec(monkeypatch, tmp_pat
     monkeypatch.setattr(eval_cmd, "local_gpus", lambda spec: [0])
     monkeypatch.setattr(eval_cmd, "Evaluator", Worker)
     monkeypatch.setattr(eval_cmd, "spec_and_inputs", finding)
-    monkeypatch.setattr(eval_cmd, "evaluate", evaluate)
+    from fsr_lsp.evaluator.backends import local
+
+    monkeypatch.setattr(local, "evaluate_one", evaluate)  # what the local backend's evaluate_one runs
     monkeypatch.setattr(eval_cmd, "render_result", lambda *a, **k: None)
     source = tmp_path / "k.cu"
     spec = Path(__file__).parent.parent / "examples" / "saxpy.cu"

@@ -63,6 +63,17 @@ class ScriptedBackend:
     def profile(self, request, lines=False, cancel=None):
         return Profiled(None, f"no ncu here ({request.kernel}, lines={lines})")
 
+    def evaluate_one(self, request, sanitize=False, on_stage=None, cancel=None):
+        for stage in ("compiling", "checking n=1000", "timing at n=4096"):
+            if on_stage is not None:
+                on_stage(stage)
+            if request.kernel == "slow":
+                cancel.wait(30)
+                if cancel.is_set():
+                    self.cancelled.append(request.kernel)
+                    return EvalResult(kernel=request.kernel, status="cancelled", message=f"cancelled while {stage}")
+        return EvalResult(kernel=request.kernel, status="verified", message=f"sanitize={sanitize}")
+
     def call(self, name, payload, timeout=None):
         return {"name": name, **payload}
 
@@ -279,3 +290,19 @@ def test_no_service_to_be_had_means_the_command_runs_its_gpu_work_itself(runtime
 def _running(path: Path) -> bool:
     """Whether a service process for this socket is alive."""
     return subprocess.run(["pgrep", "-f", "--", f"--socket {path}"], capture_output=True).returncode == 0
+
+
+def test_fsr_evals_one_request_streams_its_stages_and_stops_on_cancel(runtime):
+    """`fsr eval --backend service`: each stage said as the service starts it, then the result;
+    a cancel (Ctrl-C) stops that request in the service."""
+    backend = ScriptedBackend()
+    spawn, _ = in_thread(backend)
+    client = ServiceBackend("0", 120.0, spawn=spawn)
+    stages: list[str] = []
+    result = client.evaluate_one(EvalRequest("s", "k", "c"), True, stages.append)
+    assert result.status == "verified" and result.message == "sanitize=True"
+    assert stages == ["compiling", "checking n=1000", "timing at n=4096"]
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    cancelled = client.evaluate_one(EvalRequest("s", "slow", "c"), False, None, stop)
+    assert cancelled.status == "cancelled" and backend.cancelled == ["slow"]

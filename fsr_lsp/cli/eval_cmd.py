@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from .arguments import workspace_of
-from ..evaluator import Evaluator, EvaluatorUnavailable, TimingConfig, evaluate
+from ..evaluator import Evaluator, EvaluatorUnavailable, TimingConfig
 from ..evaluator.records import EvalResult
 from ..evaluator.worker.serde import to_json
 from ..evaluator.support import gpu_support_missing
@@ -26,6 +26,8 @@ from ..drafting.placement import place_spec
 from ..drafting.workspace import LaunchIndex
 from ..kernels import find_kernel
 from ..evaluator.backends.local import LocalBackend
+from ..evaluator.backends.request import EvalRequest
+from ..evaluator.backends.service_client import ServiceBackend
 from ..workflows.optimize import Optimizer, OptimizeRun, SpecPlan, plan_spec, spec_options
 from rich.markup import escape
 
@@ -45,18 +47,20 @@ def run(args: argparse.Namespace) -> int:
     except (InputError, ValueError) as e:
         return fail(str(e), 2)
     missing = gpu_support_missing("GPU evaluation needs")
-    evaluator: Evaluator | None = None
+    backend: LocalBackend | ServiceBackend | None = None
     if not missing:
         try:
             gpu = local_gpus(settings.gpus or "0")[0]
         except ValueError:
             return fail(f"--gpu {settings.gpus}: expected a GPU index", 2)
-        evaluator = _starting(Evaluator(gpu, timeout=args.timeout))
+        # the warm service where the settings ask for it (no CUDA start here); else a worker of its own
+        backend = ServiceBackend(str(gpu), args.timeout, settings.evaluator_service_idle) \
+            if settings.evaluator_backend == "service" else LocalBackend(_starting(Evaluator(gpu, timeout=args.timeout)))
     try:
-        return _evaluate(args, settings, source, candidate, evaluator, missing)
+        return _evaluate(args, settings, source, candidate, backend, missing)
     finally:
-        if evaluator is not None:
-            evaluator.close()
+        if backend is not None:
+            backend.close()
 
 
 def _starting(evaluator: Evaluator) -> Evaluator:
@@ -73,7 +77,7 @@ def _starting(evaluator: Evaluator) -> Evaluator:
 
 
 def _evaluate(args: argparse.Namespace, settings: Settings, source: str, candidate: str | None,
-              evaluator: Evaluator | None, missing: str) -> int:
+              backend: LocalBackend | ServiceBackend | None, missing: str) -> int:
     original = source
     source, plan = _with_spec(args, settings, source)
     # the settings' options with what the spec's run saved and its build's -D, as `fsr optimize` has them
@@ -81,20 +85,20 @@ def _evaluate(args: argparse.Namespace, settings: Settings, source: str, candida
     problem = _precheck(args, source, base.include_dirs, base.flags)
     if problem:  # what the CPU can tell is said before asking for a GPU
         return fail(problem, 2)
-    if evaluator is None:
+    if backend is None:
         return _without_gpu(args, settings, source, candidate, missing)
     if plan is not None and plan.draft is not None:  # proven first, as `fsr optimize` proves it (the same code)
         job = OptimizeRun(original, args.file.resolve(), args.kernel, workspace_of(args.file), settings, plan)
         with _Status(not args.json) as status:
-            stopped = Optimizer(LocalBackend(evaluator)).prepare(job, lambda p: status.update(p.message))
+            stopped = Optimizer(backend).prepare(job, lambda p: status.update(p.message))
         if stopped is not None:
             return fail(stopped.message, 3 if job.proof is not None and job.proof.status == "unavailable" else 2)
         source = job.searched_text
     options = dataclasses.replace(base, compiler=args.compiler, seeds_per_size=args.seeds, base_seed=args.seed,
                                   timing=TimingConfig(max_reps=args.reps, min_reps=min(20, args.reps)))
     with _Status(not args.json) as status:
-        result = evaluate(evaluator, source, args.kernel, candidate, options,
-                          sanitize_winner=settings.search_sanitize, on_stage=status.update)
+        result = backend.evaluate_one(EvalRequest(source, args.kernel, candidate, options), settings.search_sanitize,
+                                      status.update)
     if result.status == "unavailable":
         return fail(result.message, 3)
     if args.json:

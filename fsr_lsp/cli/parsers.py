@@ -70,7 +70,7 @@ def _eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", dest="setting_gpus", type=gpu_index, default="0", metavar="N",
                    help="the GPU to evaluate on, by index (default 0)")
     add_setting_flags(p, "search.sanitize", "search.minGain", "compiler.nvcc", "compiler.flags", "includePaths",
-                      helps=EVAL_HELP)
+                      "evaluator.backend", "evaluator.serviceIdle", helps=EVAL_HELP)
     p.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
 
 

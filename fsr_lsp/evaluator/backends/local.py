@@ -143,6 +143,13 @@ class LocalBackend:
         assert all(r is not None for r in results)  # every request was drained
         return results  # type: ignore[return-value]
 
+    def evaluate_one(self, request: EvalRequest, sanitize: bool = False, on_stage: Callable[[str], None] | None = None,
+                     cancel: threading.Event | None = None) -> EvalResult:
+        """One request on the first GPU, each stage said as it starts (`fsr eval`), the
+        sanitizers after a verified candidate where `sanitize`."""
+        return evaluate_one(self.evaluator, request.source, request.kernel, request.candidate, request.options,
+                            sanitize_winner=sanitize, timeout=request.timeout, on_stage=on_stage, cancel=cancel)
+
     def profile(self, request: EvalRequest, lines: bool = False, cancel: threading.Event | None = None) -> Profiled:
         try:
             arch = self.start().arch

@@ -245,6 +245,33 @@ class ServiceBackend:
         return [r if r is not None else EvalResult(kernel=q.kernel, status="crashed", message=gone)
                 for r, q in zip(results, requests)]
 
+    def evaluate_one(self, request: EvalRequest, sanitize: bool = False, on_stage: Callable[[str], None] | None = None,
+                     cancel: threading.Event | None = None) -> EvalResult:
+        """One request, each stage said as the service starts it (`fsr eval`)."""
+        conn = self._connected()
+        if conn is None:
+            return self._here().evaluate_one(request, sanitize, on_stage, cancel)
+        gone = EvalResult(kernel=request.kernel, status="crashed",
+                          message="the GPU service went away while this ran; the next request starts a new one")
+        with conn:
+            conn.send_bytes(_encode({"op": "evaluate_one", "request": to_data(request), "sanitize": sanitize}))
+            cancels, told = self._cancels, False
+            try:
+                while True:
+                    if not told and ((cancel is not None and cancel.is_set()) or self._cancels != cancels):
+                        conn.send_bytes(_encode({"op": "cancel"}))
+                        told = True
+                    if not conn.poll(POLL_S):
+                        continue
+                    answer = _decode(conn.recv_bytes())
+                    if "stage" in answer:
+                        if on_stage is not None:
+                            on_stage(answer["stage"])
+                        continue
+                    return from_data(EvalResult, answer["result"]) if answer.get("result") else gone
+            except (EOFError, OSError):
+                return gone
+
     def compile_ahead(self, requests: list[EvalRequest]) -> None:
         try:
             self._ask({"op": "compile_ahead", "requests": [to_data(r) for r in requests]})

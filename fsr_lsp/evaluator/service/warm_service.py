@@ -83,6 +83,8 @@ class Service:
                 message = json.loads(conn.recv_bytes().decode())
                 if message.get("op") == "evaluate":
                     self._evaluate(conn, message)
+                elif message.get("op") == "evaluate_one":
+                    self._evaluate_one(conn, message)
                 else:
                     conn.send_bytes(json.dumps(self._answer(message)).encode())
         except (EOFError, OSError):
@@ -118,6 +120,43 @@ class Service:
             return {"unavailable": str(e)}
         return {"error": f"the GPU service does not know {op!r}"}
 
+    def _evaluate_one(self, conn: Connection, message: dict) -> None:
+        """One request with its stages said as they start (`fsr eval`), then its result; a
+        cancel on the connection (or the client going away) stops it."""
+        request = from_data(EvalRequest, message["request"])
+        cancel = threading.Event()
+        send = threading.Lock()
+        done: list[Any] = []
+
+        def said(text: str) -> None:
+            with send:
+                conn.send_bytes(json.dumps({"stage": text}).encode())
+
+        def run() -> None:
+            try:
+                done.append(self.backend.evaluate_one(request, bool(message.get("sanitize")), said, cancel))
+            except OSError:
+                cancel.set()
+
+        worker = threading.Thread(target=run, daemon=True, name="fsr-service-one")
+        worker.start()
+        if not self._until_done(conn, worker, cancel):
+            return
+        with send:
+            conn.send_bytes(json.dumps({"result": to_data(done[0]) if done else None}).encode())
+
+    def _until_done(self, conn: Connection, worker: threading.Thread, cancel: threading.Event) -> bool:
+        """Wait for `worker`, setting `cancel` on a cancel from the client; False if it went away."""
+        while worker.is_alive():
+            try:
+                if conn.poll(0.1) and json.loads(conn.recv_bytes().decode()).get("op") == "cancel":
+                    cancel.set()
+            except (EOFError, OSError):
+                cancel.set()
+                worker.join()
+                return False
+        return True
+
     def _evaluate(self, conn: Connection, message: dict) -> None:
         """The batch on a thread; results sent as they come; a cancel (or the client going away)
         stops this batch only."""
@@ -137,14 +176,8 @@ class Service:
 
         worker = threading.Thread(target=run, daemon=True, name="fsr-service-batch")
         worker.start()
-        while worker.is_alive():
-            try:
-                if conn.poll(0.1) and json.loads(conn.recv_bytes().decode()).get("op") == "cancel":
-                    cancel.set()
-            except (EOFError, OSError):
-                cancel.set()
-                worker.join()
-                return
+        if not self._until_done(conn, worker, cancel):
+            return
         with send:
             conn.send_bytes(json.dumps({"done": True}).encode())
 
