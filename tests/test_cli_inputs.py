@@ -196,3 +196,29 @@ def test_eval_without_a_gpu_still_reports_a_candidate_that_does_not_compile(tmp_
     good.write_text(SAXPY[SAXPY.index("__global__"):].replace("float* y", "float* __restrict__ y"))
     r = fsr("eval", f, "-k", "saxpy", "-c", good)
     assert r.returncode == 3 and "it compiles for sm_90a: the rest needs the GPU" in one_line(r)
+
+
+def test_fsr_spec_k_resolves_only_the_kernel_named(tmp_path, monkeypatch):
+    """`fsr spec FILE -k K` drafts K alone (a 10 MB file's other 1,600 kernels were all drafted
+    for it), and still tells a name that is not there from a file with no kernel."""
+    from fsr_lsp.cli import main as cli
+    from fsr_lsp.drafting import workspace
+
+    resolved: list[str] = []
+    real = workspace._resolve
+
+    def counting(index, path, text, kernels, *rest):
+        resolved.extend(k.name for k in kernels)
+        return real(index, path, text, kernels, *rest)
+
+    monkeypatch.setattr(workspace, "_resolve", counting)
+    (tmp_path / ".git").mkdir()
+    src = tmp_path / "two.cu"
+    src.write_text("__global__ void a(float* x) { x[threadIdx.x] = 1.f; }\n"
+                   "__global__ void b(float* y) { y[threadIdx.x] = 2.f; }\n")
+    assert cli.main(["spec", str(src), "-k", "b"]) == 0
+    assert resolved == ["b"]
+    assert cli.main(["spec", str(src), "-k", "c"]) == 2
+    empty = tmp_path / "none.cu"
+    empty.write_text("int main() { return 0; }\n")
+    assert cli.main(["spec", str(empty), "-k", "c"]) == 2

@@ -17,6 +17,8 @@ from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
 from ..drafting.origin import Drafter, KernelSpec
 from ..drafting.workspace import LaunchIndex, file_specs
+from ..kernels import discover
+from ..source import SourceText
 from ..drafting.proof import Proof, prove_with
 from ..evaluator import EvaluatorUnavailable
 from ..evaluator.backends import backend_missing, make_backend
@@ -52,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
         index.use_capture(capture)
     elif args.no_capture:
         index.use_capture(None)
-    found = _resolved(index, list(args.files), drafter, settings)
-    if not found:  # an empty file, a header of host code, a file that is no CUDA at all: said, not silence
+    found = _resolved(index, list(args.files), drafter, settings, args.kernel)
+    if not found and (not args.kernel or not _has_kernels(args.files)):
+        # an empty file, a header of host code, a file that is no CUDA at all: said, not silence
         return fail(f"no kernel (__global__ function) in {', '.join(map(str, args.files))}", 2)
     specs = [s for s in found if args.kernel in (None, s.kernel)]
     if args.kernel and not specs:
@@ -79,15 +82,20 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(p.status == "failed" for p in proofs.values()) else 0
 
 
-def _resolved(index: LaunchIndex, files: list[Path], drafter: Drafter | None, settings: Settings) -> list[KernelSpec]:
-    """Every kernel of the files, resolved as `fsr optimize` resolves one (`file_specs`: the
-    workspace's launches and captures, the files given counting as they are), named by the
-    paths as given."""
+def _has_kernels(files: list[Path]) -> bool:
+    return any(discover(SourceText(f.read_text(encoding="utf-8", errors="replace"))).kernels for f in files)
+
+
+def _resolved(index: LaunchIndex, files: list[Path], drafter: Drafter | None, settings: Settings,
+              only: str | None = None) -> list[KernelSpec]:
+    """Every kernel of the files (or only the one named `only`: a 10 MB file's other kernels are
+    not drafted for it), resolved as `fsr optimize` resolves one (`file_specs`: the workspace's
+    launches and captures, the files given counting as they are), named by the paths as given."""
     texts = {f.resolve(): f.read_text(encoding="utf-8", errors="replace") for f in files}
     out = []
     for f in files:
         for s in file_specs(index, f.resolve(), texts[f.resolve()], texts, drafter, settings.include_paths,
-                            settings.compiler_flags):
+                            settings.compiler_flags, only):
             s.file = str(f)
             out.append(s)
     return out

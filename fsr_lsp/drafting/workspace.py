@@ -171,12 +171,14 @@ def workspace_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, op
 
 def file_specs(index: LaunchIndex, path: Path, text: str, open_documents: dict[Path, str] | None = None,
                drafter: Drafter | None = None, include_dirs: tuple[str, ...] = (),
-               flags: tuple[str, ...] = ()) -> list[KernelSpec]:
-    """Every kernel of one file, resolved as `workspace_spec` resolves one (`fsr spec`'s listing)."""
+               flags: tuple[str, ...] = (), only: str | None = None) -> list[KernelSpec]:
+    """Every kernel of one file (or those named `only`), resolved as `workspace_spec` resolves
+    one (`fsr spec`'s listing)."""
     found = discover(SourceText.of(text))
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
                for o in found.orphan_specs]
-    specs = _resolve(index, path, text, found.kernels, open_documents, drafter, include_dirs, flags)
+    kernels = [k for k in found.kernels if only in (None, k.name)]
+    specs = _resolve(index, path, text, kernels, open_documents, drafter, include_dirs, flags)
     for s in specs:
         s.problems += orphans
     return specs
