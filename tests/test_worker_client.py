@@ -109,3 +109,30 @@ def test_the_real_worker_without_torch_or_gpu_says_why():
         pytest.skip("a GPU is available here")
     finally:
         ev.close()
+
+
+def test_an_idle_worker_gives_back_what_it_keeps_once_until_its_next_job():
+    """After its idle time with no job, the worker drops the original's kept runs (GPU memory the
+    user's own programs may need while no search runs): once, and again only after another job."""
+    from multiprocessing import Pipe
+
+    from fsr_lsp.evaluator.records import EvalResult
+    from fsr_lsp.evaluator.worker.serde import from_data, to_data
+    from fsr_lsp.evaluator.worker.worker import serve
+
+    parent, child = Pipe()
+    released: list[float] = []
+    handler = lambda job, report: EvalResult(kernel=job.kernel, status="verified", message="ok")  # noqa: E731
+    t = threading.Thread(target=serve, args=(child, fake_workers.GPU, handler),
+                         kwargs={"on_idle": lambda: released.append(time.monotonic()), "idle_s": 0.2}, daemon=True)
+    t.start()
+    assert parent.recv()[0] == "ready"
+    time.sleep(0.7)
+    assert len(released) == 1  # once, not every 0.2 s
+    parent.send(("job", to_data(job("k"))))
+    assert from_data(EvalResult, parent.recv()[1]).status == "verified"
+    time.sleep(0.5)
+    assert len(released) == 2
+    parent.send(("stop",))
+    t.join(5)
+    assert not t.is_alive()

@@ -90,6 +90,12 @@ class GpuSession:
         self.oracle_cache = OracleCache(budget_for(self.info.memory_bytes))
         self.info.bandwidth_gbps = self._measure_bandwidth()
 
+    def release_kept(self) -> None:
+        """The original's kept runs dropped and torch's cached memory given back (an idle worker:
+        the user's own programs on this GPU may need it)."""
+        self.oracle_cache.clear()
+        self.torch.cuda.empty_cache()
+
     def take_printed(self) -> str:
         """What kernels printed since the last call; "" where stdout is not ours to read."""
         return self.printed.take() if self.printed is not None else ""

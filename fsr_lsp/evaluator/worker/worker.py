@@ -37,18 +37,30 @@ def worker_main(conn: Any, device_index: int) -> None:
     session.printed = printed
     from ..gpu.run import run_job
 
-    serve(conn, session.info, lambda job, report: run_job(session, job, report))
+    serve(conn, session.info, lambda job, report: run_job(session, job, report), on_idle=session.release_kept)
 
 
-def serve(conn: Any, gpu: GpuInfo, handle: Handler) -> None:
-    """Announce the GPU, then answer jobs until told to stop or the parent goes away."""
+IDLE_RELEASE_S = 300.0  # a worker with no job for this long gives back what it keeps for the next one
+
+
+def serve(conn: Any, gpu: GpuInfo, handle: Handler, on_idle: Callable[[], None] | None = None,
+          idle_s: float = IDLE_RELEASE_S) -> None:
+    """Announce the GPU, then answer jobs until told to stop or the parent goes away; after
+    `idle_s` with no job, `on_idle` once (the original's kept runs, GPU memory that the user's
+    own programs on this GPU may need while no search runs)."""
     try:
         conn.send(("ready", to_data(gpu)))
+        idle_said = False
         while True:
+            if on_idle is not None and not idle_said and not conn.poll(idle_s):
+                on_idle()
+                idle_said = True
+                continue
             try:
                 message = conn.recv()
             except EOFError:
                 return
+            idle_said = False
             if message[0] == "stop":
                 return
             job = from_data(EvalJob, message[1])
