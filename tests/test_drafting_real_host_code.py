@@ -441,3 +441,24 @@ int main() {
 
     for n, blocks in ((5000, 20), (5120, 20), (1, 1), (256, 1), (257, 2)):
         assert evaluate("(n / 256) + (min(n % 256, 1))", {"n": n}) == blocks
+
+
+def test_a_dim3_member_and_a_name_reassigned_from_each_other(tmp_path: Path):
+    """`blocks.x = blocks_x; ... blocks_x = blocks.x / 2;` (a reduction's next pass): the member
+    holds the value it was given then, not a name defined from it again (a cycle before)."""
+    s = spec(tmp_path, """
+int main() {
+    int n = 1 << 16;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    int blocks_x;
+    blocks_x = n / 256;
+    dim3 blocks;
+    blocks.x = blocks_x;
+    blocks_x = blocks.x / 2;
+    blocks.x = blocks_x;
+    add<<<blocks, 256>>>(c, a, n);
+}
+""")
+    assert s.origin == "drafted", s.problems
+    assert 'grid = "(((n / 256)) / 2)"' in s.spec, s.spec

@@ -236,7 +236,7 @@ def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
     while right.type == "assignment_expression" and right.child_by_field_name("right") is not None:
         _collect_assignment(src, right, scope)  # `N = M = K = 2048;`
         right = right.child_by_field_name("right")
-    value = node_text(src, right)
+    value = _dims_now(node_text(src, right), scope)
     if FROM_ARGV.match(value):
         scope.values.setdefault(name, value)  # `if (argc > 1) n = atoi(argv[1]);`: the default stays
     elif name in scope.values and re.search(rf"\b{re.escape(name)}\b", value):
@@ -248,6 +248,19 @@ def _collect_assignment(src: SourceText, assign: Node, scope: Scope) -> None:
         inner = _strip_casts(right)
         if inner.type in ("new_expression", "call_expression"):
             _collect_pointer(src, name, "", right, scope)
+
+
+def _dims_now(value: str, scope: Scope) -> str:
+    """`blocks.x / 2` with the member's value as it is at this point of the code: the member may
+    be set from the name being assigned later (`blocks.x = blocks_x`), never a cycle then."""
+    def member(m: re.Match) -> str:
+        parts = scope.dims.get(m.group(1))
+        if parts is None:
+            return m.group(0)
+        index = "xyz".index(m.group(2))
+        return f"({parts[index]})" if index < len(parts) else "1"
+
+    return re.sub(r"\b(\w+)\.([xyz])\b", member, value)
 
 
 def _collect_dim(src: SourceText, left: Node, right: Node, op: Node | None, scope: Scope) -> None:
@@ -265,6 +278,11 @@ def _collect_dim(src: SourceText, left: Node, right: Node, op: Node | None, scop
     index = "xyz".index(field_)
     parts += ["1"] * (index + 1 - len(parts))
     value = node_text(src, right)
+    if value in scope.values and re.search(r"[A-Za-z_]", scope.values[value]):
+        # `blocks.x = blocks_x`: its definition now, as `blocks_x` may be reassigned from `blocks.x` below
+        # (a name with a literal value stays a name: it becomes a size of the spec)
+        value = scope.values[value]
+    value = _dims_now(value, scope)
     parts[index] = value if re.fullmatch(r"[\w.]+", value) else f"({value})"
     while len(parts) > 1 and parts[-1] == "1":
         parts.pop()
