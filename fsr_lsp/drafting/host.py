@@ -8,6 +8,8 @@ the texts into spec expressions.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -51,6 +53,7 @@ def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()
     collect_file(src, tree.root_node, file_scope)
     out = []
     callers: dict[str, Node] | None = None
+    scopes = _Scopes(src, file_scope)
     for call in nodes_of(tree.root_node, "call_expression"):
         config = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
         if config is None:
@@ -62,7 +65,7 @@ def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()
         args = tuple(node_text(src, a) for a in args_node.named_children if a.type != "comment") if args_node is not None \
             else ()
         exprs = tuple(node_text(src, c) for c in config.named_children if c.type != "comment")
-        scope = _scope_at(src, call, file_scope)
+        scope = scopes.at(call)
         if scope.params:
             if callers is None:
                 callers = _first_calls(src, tree.root_node)
@@ -161,13 +164,58 @@ def _template_parameter(src: SourceText, node: Node) -> str:
     return node_text(src, ident) if ident is not None else ""
 
 
-def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
-    """File scope plus what the enclosing host function declares before the launch."""
-    scope = Scope(dict(file_scope.values), dict(file_scope.macros), dict(file_scope.dims), dict(file_scope.allocations),
-                  dict(file_scope.aliases), dict(file_scope.types), file_names=set(file_scope.values))
-    fn = call.parent
+class _Scopes:
+    """The scope at each launch of a file, each function's body read once: launches come in
+    source order, so the scope at the next launch of a function continues from the last one's
+    (a generated file's function with hundreds of launches was read again for each)."""
+
+    def __init__(self, src: SourceText, file_scope: Scope) -> None:
+        self.src, self.file_scope = src, file_scope
+        self._open: dict[int, tuple[Scope, list[Node], list[int]]] = {}  # function start -> (scope, items, [next, taken_to])
+
+    def at(self, call: Node) -> Scope:
+        fn = _enclosing_function(call)
+        if fn is None:
+            return _scope_at(self.src, call, self.file_scope)
+        state = self._open.get(fn.start_byte)
+        if state is None:
+            scope = _scope_at(self.src, call, self.file_scope, fn, body=False)
+            body = fn.child_by_field_name("body")
+            items = nodes_of(body, *_ITEMS) if body is not None else []
+            state = self._open[fn.start_byte] = (scope, items, [0, -1])
+        scope, items, where = state
+        while where[0] < len(items) and items[where[0]].start_byte < call.start_byte:
+            node = items[where[0]]
+            where[0] += 1
+            if node.start_byte < where[1]:  # inside one already read (a lambda's body)
+                continue
+            where[1] = node.end_byte
+            collect_item(self.src, node, scope)
+        return _copied(scope)
+
+
+_ITEMS = ("declaration", "expression_statement", "preproc_def", "preproc_function_def", "alias_declaration",
+          "type_definition")
+
+
+def _enclosing_function(node: Node) -> Node | None:
+    fn = node.parent
     while fn is not None and fn.type != "function_definition":
         fn = fn.parent
+    return fn
+
+
+def _copied(scope: Scope) -> Scope:
+    """A copy a launch may change (binding its launcher's parameters) without changing the next's."""
+    return Scope(**{f.name: copy.copy(getattr(scope, f.name)) for f in dataclasses.fields(scope)})
+
+
+def _scope_at(src: SourceText, call: Node, file_scope: Scope, fn: Node | None = None, body: bool = True) -> Scope:
+    """File scope plus what the enclosing host function declares before the launch (`body`
+    false: its parameters only, the body to be read by the caller)."""
+    scope = Scope(dict(file_scope.values), dict(file_scope.macros), dict(file_scope.dims), dict(file_scope.allocations),
+                  dict(file_scope.aliases), dict(file_scope.types), file_names=set(file_scope.values))
+    fn = fn or _enclosing_function(call)
     if fn is None:
         return scope
     declarator = fn.child_by_field_name("declarator")
@@ -190,10 +238,11 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope) -> Scope:
                 scope.param_order.append(node_text(src, ident))
                 if "*" in node_text(src, p) or "[" in node_text(src, p):
                     scope.pointer_params.add(node_text(src, ident))
-    body = fn.child_by_field_name("body")
+    if not body:
+        return scope
+    body_node = fn.child_by_field_name("body")
     taken_to = -1
-    for node in nodes_of(body, "declaration", "expression_statement", "preproc_def", "preproc_function_def",
-                         "alias_declaration", "type_definition") if body is not None else ():
+    for node in nodes_of(body_node, *_ITEMS) if body_node is not None else ():
         if node.start_byte >= call.start_byte:
             break
         if node.start_byte < taken_to:  # inside one already read (a lambda's body)
