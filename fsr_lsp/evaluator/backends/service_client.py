@@ -26,7 +26,7 @@ import time
 import uuid
 from multiprocessing.connection import Client, Connection
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ... import __version__
 from ...processes import MARK
@@ -41,6 +41,7 @@ log = logging.getLogger("fsr_lsp.evaluator")
 SERVICE_MODULE = "fsr_lsp.evaluator.service"
 START_WAIT_S = 20.0  # for a new service's socket to accept (its workers start on first use, not here)
 POLL_S = 0.05
+GONE = "the GPU service went away while this ran; the next request starts a new one"
 # the service's starter: starts it in a session of its own, then exits (the service is orphaned)
 DETACH = ("import subprocess, sys; subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, start_new_session=True, "
           "close_fds=True)")
@@ -221,18 +222,10 @@ class ServiceBackend:
         conn = self._connected()
         if conn is None:
             return self._local.evaluate(requests, cancel, on_result)
+        message = {"op": "evaluate", "batch": uuid.uuid4().hex, "requests": [to_data(r) for r in requests]}
         with conn:
-            conn.send_bytes(_encode({"op": "evaluate", "batch": uuid.uuid4().hex,
-                                     "requests": [to_data(r) for r in requests]}))
-            told = False
             try:
-                while True:
-                    if not told and ((cancel is not None and cancel.is_set()) or self._cancels != cancels):
-                        conn.send_bytes(_encode({"op": "cancel"}))
-                        told = True
-                    if not conn.poll(POLL_S):
-                        continue
-                    answer = _decode(conn.recv_bytes())
+                for answer in self._answers(conn, message, cancel, cancels):
                     if "done" in answer:
                         break
                     i, result = int(answer["index"]), from_data(EvalResult, answer["result"])
@@ -241,36 +234,42 @@ class ServiceBackend:
                         on_result(i, result)
             except (EOFError, OSError):
                 pass  # the service went away: what it held comes back as such
-        gone = "the GPU service went away while this ran; the next request starts a new one"
-        return [r if r is not None else EvalResult(kernel=q.kernel, status="crashed", message=gone)
+        return [r if r is not None else EvalResult(kernel=q.kernel, status="crashed", message=GONE)
                 for r, q in zip(results, requests)]
 
     def evaluate_one(self, request: EvalRequest, sanitize: bool = False, on_stage: Callable[[str], None] | None = None,
                      cancel: threading.Event | None = None) -> EvalResult:
         """One request, each stage said as the service starts it (`fsr eval`)."""
+        cancels = self._cancels
         conn = self._connected()
         if conn is None:
             return self._here().evaluate_one(request, sanitize, on_stage, cancel)
-        gone = EvalResult(kernel=request.kernel, status="crashed",
-                          message="the GPU service went away while this ran; the next request starts a new one")
+        gone = EvalResult(kernel=request.kernel, status="crashed", message=GONE)
         with conn:
-            conn.send_bytes(_encode({"op": "evaluate_one", "request": to_data(request), "sanitize": sanitize}))
-            cancels, told = self._cancels, False
             try:
-                while True:
-                    if not told and ((cancel is not None and cancel.is_set()) or self._cancels != cancels):
-                        conn.send_bytes(_encode({"op": "cancel"}))
-                        told = True
-                    if not conn.poll(POLL_S):
-                        continue
-                    answer = _decode(conn.recv_bytes())
-                    if "stage" in answer:
-                        if on_stage is not None:
-                            on_stage(answer["stage"])
-                        continue
-                    return from_data(EvalResult, answer["result"]) if answer.get("result") else gone
+                for answer in self._answers(conn, {"op": "evaluate_one", "request": to_data(request),
+                                                   "sanitize": sanitize}, cancel, cancels):
+                    if "stage" not in answer:
+                        return from_data(EvalResult, answer["result"]) if answer.get("result") else gone
+                    if on_stage is not None:
+                        on_stage(answer["stage"])
             except (EOFError, OSError):
-                return gone
+                pass
+        return gone
+
+    def _answers(self, conn: Connection, message: dict, cancel: threading.Event | None,
+                 cancels: int) -> Iterator[dict]:
+        """`message` sent, then each answer as it comes; a cancel (the caller's event, or this
+        backend's `cancel()` since `cancels` was read) is told to the service once. Raises
+        EOFError or OSError where the service goes away."""
+        told = False
+        conn.send_bytes(_encode(message))
+        while True:
+            if not told and ((cancel is not None and cancel.is_set()) or self._cancels != cancels):
+                conn.send_bytes(_encode({"op": "cancel"}))
+                told = True
+            if conn.poll(POLL_S):
+                yield _decode(conn.recv_bytes())
 
     def compile_ahead(self, requests: list[EvalRequest]) -> None:
         try:
