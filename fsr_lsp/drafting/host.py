@@ -171,7 +171,7 @@ class _Scopes:
 
     def __init__(self, src: SourceText, file_scope: Scope) -> None:
         self.src, self.file_scope = src, file_scope
-        self._open: dict[int, tuple[Scope, list[Node], list[int]]] = {}  # function start -> (scope, items, [next, taken_to])
+        self._open: dict[int, tuple[Scope, _BodyWalk]] = {}  # function start -> its scope so far, its walk
 
     def at(self, call: Node) -> Scope:
         fn = _enclosing_function(call)
@@ -179,19 +179,30 @@ class _Scopes:
             return _scope_at(self.src, call, self.file_scope)
         state = self._open.get(fn.start_byte)
         if state is None:
-            scope = _scope_at(self.src, call, self.file_scope, fn, body=False)
-            body = fn.child_by_field_name("body")
-            items = nodes_of(body, *_ITEMS) if body is not None else []
-            state = self._open[fn.start_byte] = (scope, items, [0, -1])
-        scope, items, where = state
-        while where[0] < len(items) and items[where[0]].start_byte < call.start_byte:
-            node = items[where[0]]
-            where[0] += 1
-            if node.start_byte < where[1]:  # inside one already read (a lambda's body)
-                continue
-            where[1] = node.end_byte
-            collect_item(self.src, node, scope)
+            state = self._open[fn.start_byte] = (_scope_at(self.src, call, self.file_scope, fn, body=False),
+                                                 _BodyWalk(fn))
+        scope, walk = state
+        walk.read_to(self.src, call.start_byte, scope)
         return _copied(scope)
+
+
+class _BodyWalk:
+    """A function body's declarations and statements, read into a scope up to a point, and later
+    on from there."""
+
+    def __init__(self, fn: Node) -> None:
+        body = fn.child_by_field_name("body")
+        self.items = nodes_of(body, *_ITEMS) if body is not None else []
+        self.next, self.taken_to = 0, -1
+
+    def read_to(self, src: SourceText, end: int, scope: Scope) -> None:
+        while self.next < len(self.items) and self.items[self.next].start_byte < end:
+            node = self.items[self.next]
+            self.next += 1
+            if node.start_byte < self.taken_to:  # inside one already read (a lambda's body)
+                continue
+            self.taken_to = node.end_byte
+            collect_item(src, node, scope)
 
 
 _ITEMS = ("declaration", "expression_statement", "preproc_def", "preproc_function_def", "alias_declaration",
@@ -238,16 +249,7 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope, fn: Node | None = 
                 scope.param_order.append(node_text(src, ident))
                 if "*" in node_text(src, p) or "[" in node_text(src, p):
                     scope.pointer_params.add(node_text(src, ident))
-    if not body:
-        return scope
-    body_node = fn.child_by_field_name("body")
-    taken_to = -1
-    for node in nodes_of(body_node, *_ITEMS) if body_node is not None else ():
-        if node.start_byte >= call.start_byte:
-            break
-        if node.start_byte < taken_to:  # inside one already read (a lambda's body)
-            continue
-        taken_to = node.end_byte
-        collect_item(src, node, scope)
+    if body:
+        _BodyWalk(fn).read_to(src, call.start_byte, scope)
     return scope
 

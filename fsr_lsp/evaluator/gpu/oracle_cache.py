@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import statistics
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..records import EvalJob, SizePlan
@@ -47,8 +48,10 @@ class TimedOriginal:
     warmup: int
     outputs: list[dict[str, Any]]
     times_ms: list[float]
-    median_ms: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.times_ms)
 
 
 class OracleCache:

@@ -225,9 +225,8 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
     times = {c.name: c.replay.times_ms if c.replay else [s.elapsed_time(e) for s, e in c.times] for c in contenders}
     if replay is not None and stats(times["candidate"]).median_ms * REPLAY_FACTOR > replay.median_ms:
         return False  # too close to the original to compare with times taken in another job
-    if keep and kept is not None and "original" in times:
-        original = TimedOriginal(warmups, kept, times["original"], stats(times["original"]).median_ms)
-        session.oracle_cache.put(keep, original, tensor_bytes(kept))
+    if keep and kept is not None:  # the original alone was timed (a baseline): kept for the candidates
+        session.oracle_cache.put(keep, TimedOriginal(warmups, kept, times["original"]), tensor_bytes(kept))
     _log_times(job.kernel, bench.label, times)
     counts = {name: int(v.item()) for name, v in bad.items()}
     if int(touched.item()) and job.mode != "time":

@@ -17,7 +17,7 @@ import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..backends.local import LocalBackend
 from ..backends.request import EvalRequest
@@ -121,32 +121,41 @@ class Service:
         return {"error": f"the GPU service does not know {op!r}"}
 
     def _evaluate_one(self, conn: Connection, message: dict) -> None:
-        """One request with its stages said as they start (`fsr eval`), then its result; a
-        cancel on the connection (or the client going away) stops it."""
+        """One request with its stages said as they start (`fsr eval`), then its result."""
         request = from_data(EvalRequest, message["request"])
-        cancel = threading.Event()
-        send = threading.Lock()
-        done: list[Any] = []
+        self._streamed(conn, lambda send, cancel: {"result": to_data(self.backend.evaluate_one(
+            request, bool(message.get("sanitize")), lambda text: send({"stage": text}), cancel))})
 
-        def said(text: str) -> None:
-            with send:
-                conn.send_bytes(json.dumps({"stage": text}).encode())
+    def _evaluate(self, conn: Connection, message: dict) -> None:
+        """A batch, each result sent as it comes, then `done`."""
+        requests = [from_data(EvalRequest, r) for r in message["requests"]]
+
+        def batch(send: Callable[[dict], None], cancel: threading.Event) -> dict:
+            self.backend.evaluate(requests, cancel, lambda i, result: send({"index": i, "result": to_data(result)}))
+            return {"done": True}
+
+        self._streamed(conn, batch)
+
+    def _streamed(self, conn: Connection, work: Callable[[Callable[[dict], None], threading.Event], dict]) -> None:
+        """`work(send, cancel)` on a thread of its own, what it sends going out as it comes and
+        what it returns last; a cancel on the connection (or the client going away) sets `cancel`,
+        which stops this request alone. Nothing more is sent to a client that went away."""
+        cancel = threading.Event()
+        lock = threading.Lock()
+        last: list[dict] = []
+
+        def send(answer: dict) -> None:
+            with lock:
+                conn.send_bytes(json.dumps(answer).encode())
 
         def run() -> None:
             try:
-                done.append(self.backend.evaluate_one(request, bool(message.get("sanitize")), said, cancel))
-            except OSError:
+                last.append(work(send, cancel))
+            except OSError:  # the client went away mid-request
                 cancel.set()
 
-        worker = threading.Thread(target=run, daemon=True, name="fsr-service-one")
+        worker = threading.Thread(target=run, daemon=True, name="fsr-service-request")
         worker.start()
-        if not self._until_done(conn, worker, cancel):
-            return
-        with send:
-            conn.send_bytes(json.dumps({"result": to_data(done[0]) if done else None}).encode())
-
-    def _until_done(self, conn: Connection, worker: threading.Thread, cancel: threading.Event) -> bool:
-        """Wait for `worker`, setting `cancel` on a cancel from the client; False if it went away."""
         while worker.is_alive():
             try:
                 if conn.poll(0.1) and json.loads(conn.recv_bytes().decode()).get("op") == "cancel":
@@ -154,33 +163,9 @@ class Service:
             except (EOFError, OSError):
                 cancel.set()
                 worker.join()
-                return False
-        return True
-
-    def _evaluate(self, conn: Connection, message: dict) -> None:
-        """The batch on a thread; results sent as they come; a cancel (or the client going away)
-        stops this batch only."""
-        requests = [from_data(EvalRequest, r) for r in message["requests"]]
-        cancel = threading.Event()
-        send = threading.Lock()
-
-        def sent(i: int, result: Any) -> None:
-            with send:
-                conn.send_bytes(json.dumps({"index": i, "result": to_data(result)}).encode())
-
-        def run() -> None:
-            try:
-                self.backend.evaluate(requests, cancel, sent)
-            except OSError:  # the client went away mid-batch
-                cancel.set()
-
-        worker = threading.Thread(target=run, daemon=True, name="fsr-service-batch")
-        worker.start()
-        if not self._until_done(conn, worker, cancel):
-            return
-        with send:
-            conn.send_bytes(json.dumps({"done": True}).encode())
-
+                return
+        if last:
+            send(last[0])
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fsr_lsp.evaluator.service")
