@@ -64,6 +64,15 @@ ENTRIES = [
           ("./bin/reduce_v0",), 1),
     Entry("reduce v3", "Liu-xiandong/How_to_optimize_in_GPU", "htogpu/reduce", "mkdir -p bin && make",
           ("./bin/reduce_v3",), 1),
+    Entry("memory-coalescing (CMake)", "Kobzol/hardware-effects-gpu", "kobzol",
+          "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_POLICY_VERSION_MINIMUM=3.5 "
+          "&& cmake --build build --target memory-coalescing", ("./build/memory-coalescing/memory-coalescing", "1", "32"), 1),
+    Entry("matrix multiply", "CoffeeBeforeArch/cuda_programming", "cuda_programming/02_matrix_mul/baseline",
+          "nvcc -o mmul mmul.cu", ("./mmul",), 1),
+    Entry("matrix transpose", "brucefan1983/CUDA-Programming", "CUDA-Programming/src/07-global-memory",
+          "nvcc -O3 -arch=sm_90 -o matrix matrix.cu", ("./matrix", "2048"), 4),
+    Entry("matrix multiply (float)", "Infatoshi/cuda-course", "cuda-course/05_Writing_your_First_Kernels/03 Profiling",
+          "nvcc -o 01 01_naive_matmul.cu", ("./01",), 1),
 ]
 
 

@@ -50,6 +50,12 @@ PROGRAMS = [
             "mkdir -p bin && nvcc -o bin/reduce_v3 reduce_v3_add_during_load.cu", ("./bin/reduce_v3",), "reduce_v3_add_during_load.cu", "reduce3"),
     Program("hellinger", "zjin-lcf/HeCBench", "hecbench/src/hellinger-cuda", "make ARCH=sm_90", ("./main", "10"),
             "main.cu", "hellinger"),
+    Program("matrix multiply", "CoffeeBeforeArch/cuda_programming", "cuda_programming/02_matrix_mul/baseline",
+            "nvcc -o mmul mmul.cu", ("./mmul",), "mmul.cu", "matrixMul"),
+    Program("matrix transpose", "brucefan1983/CUDA-Programming", "CUDA-Programming/src/07-global-memory",
+            "nvcc -O3 -arch=sm_90 -o matrix matrix.cu", ("./matrix", "2048"), "matrix.cu", "transpose1"),
+    Program("matrix multiply (float)", "Infatoshi/cuda-course", "cuda-course/05_Writing_your_First_Kernels/03 Profiling",
+            "nvcc -o 01 01_naive_matmul.cu", ("./01",), "01_naive_matmul.cu", "matrixMultiply"),
 ]
 
 

@@ -4,7 +4,13 @@ workspace (nothing stored from before), first with the local backend (every comm
 own worker), then twice with `--backend service` (the first run starts the service, the second
 finds it warm: no CUDA start, and the original's runs at the bench size kept from the first).
 
-    python bench/warm_service.py [SECONDS] [--kernel FILE:KERNEL:BENCH ...]
+    python bench/warm_service.py [SECONDS] [--kernel FILE:KERNEL:BENCH ...] [--modes MODE ...]
+    python bench/warm_service.py 10 --families --modes service   # each naive family once on one warm service
+
+MODES, per kernel in order (default: local service service): `local` (the command's own worker) or
+`service` (the shared service; the table says "cold" for the run that started it, "warm" after).
+With `--families` the kernels are bench/naive_kernels/*.cu: with `--modes service` only the first
+pays the service's start, and every other family is a warm service's first search of that kernel.
 """
 
 from __future__ import annotations
@@ -35,11 +41,21 @@ def workspace(tmp: Path, source: Path, bench: str, n: int) -> Path:
     return folder
 
 
+def started_service(folder: Path) -> bool:
+    """Whether this run started the service (its own debug log says so), not found it warm."""
+    log = folder / "fsr-debug.log"
+    return log.exists() and "starting the GPU service" in log.read_text(errors="replace")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("seconds", nargs="?", type=float, default=30.0)
     parser.add_argument("--kernel", nargs="*", default=DEFAULT, help="FILE:KERNEL:BENCH (KERNEL and BENCH may be empty)")
+    parser.add_argument("--modes", nargs="*", default=["local", "service", "service"], choices=["local", "service"])
+    parser.add_argument("--families", action="store_true", help="the kernels of bench/naive_kernels/")
     args = parser.parse_args()
+    if args.families:
+        args.kernel = [f"{path}::" for path in sorted((ROOT / "bench" / "naive_kernels").glob("*.cu"))]
     rows, records = [], []
     logs = Path(os.environ["OUT"]) / "logs" if os.environ.get("OUT") else None
     with tempfile.TemporaryDirectory() as tmp:
@@ -50,13 +66,14 @@ def main() -> int:
             source = Path(file)
             if not kernel:
                 kernel = re.search(r"__global__\s+void\s+(\w+)", source.read_text()).group(1)
-            for label, extra in (("local", ()), ("service, cold", ("--backend", "service", "--service-idle", "60")),
-                                 ("service, warm", ("--backend", "service", "--service-idle", "60"))):
+            for mode in args.modes:
+                extra = ("--backend", "service", "--service-idle", "120") if mode == "service" else ()
                 n += 1
                 folder = workspace(Path(tmp), source, bench, n)
                 started = time.perf_counter()
                 r = fsr_optimize(folder, source.name, kernel, args.seconds, *extra,
                                  keep=logs / f"{n}-{kernel}.log" if logs else None)
+                label = mode if mode == "local" else f"service, {'cold' if started_service(folder) else 'warm'}"
                 r["label"], r["kernel"] = label, kernel
                 records.append({k: v for k, v in r.items() if k != "log"})
                 rows.append([kernel, label, r["status"], f"{r['speedup'] or 1:.2f}x",
