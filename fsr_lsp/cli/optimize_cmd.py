@@ -173,7 +173,7 @@ def _apply(file: Path, job: OptimizeRun) -> int:
     current = file.read_text(encoding="utf-8")
     try:
         chosen = applicable(current, job.searched_text if job.draft else job.text, job.kernel, job.draft, outcome,
-                            job.settings.search_config().min_gain)
+                            job.settings.search_config().min_gain, job.launched_from)
     except ApplyError as e:
         return fail(f"not applied: {e}", 1)
     rewrite = chosen.rewrite

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..source import Span
@@ -57,6 +58,14 @@ class Kernel:
         """Each template parameter's name, in order (`T` of `typename T = float`, `IN` of
         `typename... IN`): what a spec's or a launch's template arguments are zipped with."""
         return tuple((t.split("=")[0].split() or [""])[-1] for t in self.template_params)
+
+    def typed_as(self, original: "Kernel") -> "Kernel":
+        """This kernel (a rewrite of `original`, same parameter list) with the original's element
+        types where its own are unknown: a type named through the file's typedef or a header
+        (`real`, `floatX`) is known in the file, not in a rewrite that only uses it."""
+        params = tuple(p if p.dtype is not None else dataclasses.replace(p, dtype=o.dtype, lanes=o.lanes)
+                       for p, o in zip(self.params, original.params))
+        return dataclasses.replace(self, params=params)
 
     @property
     def takes_pointers(self) -> bool:

@@ -27,6 +27,7 @@ class Rewrite:
     edits: tuple[tuple[int, int, str], ...]  # (start byte, end byte, new text) in the old file, in order
     launch_changed: bool
     notes: tuple[str, ...] = ()  # launches in the file that could not be updated safely
+    relaunched: int = 0  # launches in the file changed to the rewrite's launch
 
 
 def rewrite_file(text: str, kernel_name: str, candidate: str) -> Rewrite:
@@ -45,19 +46,20 @@ def rewrite_file(text: str, kernel_name: str, candidate: str) -> Rewrite:
     edits = []
     notes: list[str] = []
     launch_changed = False
+    relaunched = 0
     if cand.spec is not None:
-        spec_edit = _spec_edit(src, kernel, cand_src, cand)
+        original, own = _specs(src, kernel, cand_src, cand)
+        spec_edit = _spec_edit(src, kernel, original, own)
         if spec_edit is not None:
             edits.append(spec_edit)
             launch_changed = True
-            original = parse_spec(src, kernel).spec
-            # the candidate's block may state only its launch, over the original's spec (as _spec_edit reads it)
-            launches, notes = launch_edits(src, kernel_name, original, parse_spec(cand_src, cand, base=original).spec)
+            launches, notes = launch_edits(src, kernel_name, original, own)
             edits += launches
+            relaunched = len(launches)
     d = kernel.definition_span
     edits.append((d.start_byte, d.end_byte, body))
     edits.sort()
-    return Rewrite(_applied(src.data, edits), tuple(edits), launch_changed, tuple(notes))
+    return Rewrite(_applied(src.data, edits), tuple(edits), launch_changed, tuple(notes), relaunched)
 
 
 def _applied(data: bytes, edits: list[tuple[int, int, str]]) -> str:
@@ -184,12 +186,19 @@ def _kernel_text(text: str, kernel: Kernel) -> str:
     return SourceText(text).slice(kernel.span.start_byte, kernel.span.end_byte)
 
 
-def _spec_edit(src: SourceText, kernel: Kernel, cand_src: SourceText, cand: Kernel) -> tuple[int, int, str] | None:
+def _specs(src: SourceText, kernel: Kernel, cand_src: SourceText, cand: Kernel) -> tuple[Spec, Spec]:
+    """The kernel's spec in the file and the rewrite's: its block states only what it changes (its
+    launch) over the original's, and its types are the file's (a typedef the rewrite only uses),
+    as the evaluator read them when it verified the rewrite."""
     original = parse_spec(src, kernel).spec
-    # a candidate's block states only what it changes (its launch), over the original's spec
-    own = parse_spec(cand_src, cand, base=original, types_from=src.text).spec if original is not None else None
+    own = parse_spec(cand_src, cand.typed_as(kernel), base=original, types_from=src.text).spec \
+        if original is not None else None
     if original is None or own is None:
         raise ApplyError("the rewrite's @fsr block does not parse")
+    return original, own
+
+
+def _spec_edit(src: SourceText, kernel: Kernel, original: Spec, own: Spec) -> tuple[int, int, str] | None:
     if (own.grid, own.block, own.smem) == (original.grid, original.block, original.smem):
         return None
     if kernel.spec is None:  # an inferred spec: write the whole block, new launch included
@@ -238,4 +247,4 @@ def rewrite_with_block(current: str, searched: str, kernel_name: str, candidate:
     else:
         edits.append((at, at, new_block.decode()))
     edits.sort()
-    return Rewrite(_applied(src.data, edits), tuple(edits), rewrite.launch_changed, rewrite.notes)
+    return Rewrite(_applied(src.data, edits), tuple(edits), rewrite.launch_changed, rewrite.notes, rewrite.relaunched)

@@ -127,6 +127,14 @@ class OptimizeRun:
         the -D flags its build compiled the kernel with (its symbol's types)."""
         return spec_options(self.settings.eval_options(self.path), self.plan.spec if self.plan is not None else None)
 
+    @property
+    def launched_from(self) -> str:
+        """Where the program launches the kernel, when the searched spec was drafted from that
+        launch or captured from it ('' for the user's own block): a rewrite that changes the launch
+        changes the program only where that launch is rewritten too."""
+        spec = self.plan.spec if self.plan is not None else None
+        return spec.launch if self.draft and spec is not None and spec.origin in ("drafted", "captured") else ""
+
 
 class Optimizer:
     """Runs Optimize requests on the backend the settings choose (one per optimizer, kept

@@ -77,7 +77,7 @@ def check_candidate(original_src: SourceText, original: Kernel, original_spec: S
     host = host_code(src, original_src, kernel.definition_span)
     if host:
         return CandidateCheck(False, f"the candidate contains host code: {host}; only device code is allowed")
-    spec, launch_changed, why = _candidate_spec(src, _with_original_types(kernel, original), original_spec,
+    spec, launch_changed, why = _candidate_spec(src, kernel.typed_as(original), original_spec,
                                                 original_src.text)
     if spec is None:
         return CandidateCheck(False, why)
@@ -87,15 +87,6 @@ def check_candidate(original_src: SourceText, original: Kernel, original_spec: S
     source = before + body + original_src.slice(definition.end_byte, len(original_src.data))
     lines = CandidateLines(before.count("\n") + 1, body.count("\n") + 1)
     return CandidateCheck(True, "", kernel, spec, source, launch_changed, lines)
-
-
-def _with_original_types(kernel: Kernel, original: Kernel) -> Kernel:
-    """The candidate's parameters with the original's element types: a type named through the
-    file's typedef or a header (`floatX`) is known in the file, not in a candidate that only
-    uses it. The parameter lists are the same (checked before)."""
-    params = tuple(p if p.dtype is not None else dataclasses.replace(p, dtype=o.dtype, lanes=o.lanes)
-                   for p, o in zip(kernel.params, original.params))
-    return dataclasses.replace(kernel, params=params)
 
 
 def _candidate_spec(src: SourceText, kernel: Kernel, original: Spec, original_text: str) -> tuple[Spec | None, bool, str]:

@@ -221,7 +221,7 @@ def chosen_rewrite(ls: FsrServer, job: SearchJob) -> tuple[Any, str]:
     doc = ls.workspace.get_text_document(job.uri)
     try:
         return applicable(doc.source, job.searched_text, job.kernel, job.draft, job.outcome,
-                          job.run.settings.search_config().min_gain), ""
+                          job.run.settings.search_config().min_gain, job.run.launched_from), ""
     except ApplyError as e:
         return None, str(e)
 
