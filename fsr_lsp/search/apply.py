@@ -3,6 +3,7 @@ definition and, when the launch changes, the grid/block/smem lines of its spec b
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -91,6 +92,24 @@ def launch_edits(src: SourceText, kernel_name: str, old: Spec, new: Spec) -> tup
         elif new_args != args:
             edits.append((start, end, new_args))
     return edits, notes
+
+
+def launch_follows(text: str, kernel_name: str, spec: Spec, launched_elsewhere: bool) -> bool:
+    """Whether the program's launches of the kernel would follow a rewrite's new block: the file
+    launches it, and every launch spells its block size as `launch_edits` can rewrite (tried
+    with the block's first side doubled). False where the launch is elsewhere (the spec drafted or
+    captured from another file's, `launched_elsewhere`) or none is rewritable; True for a kernel
+    whose launches fsr knows nothing of (a library's: whoever launches it reads its block)."""
+    src = SourceText(text)
+    if not spec.block or not isinstance(spec.block[0], int):
+        return False
+    old, wider = spec.block[0], spec.block[0] * 2
+    trial = dataclasses.replace(spec, block=(wider, *spec.block[1:]),
+                                grid=tuple(replace_literal(g, old, wider) for g in spec.grid))
+    edits, notes = launch_edits(src, kernel_name, spec, trial)
+    if notes:
+        return False
+    return bool(edits) or not launched_elsewhere
 
 
 def _relaunch(args: str, old: Spec, new: Spec) -> str | None:

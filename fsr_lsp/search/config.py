@@ -23,6 +23,9 @@ class SearchConfig:
     min_gain: float = 0.02  # a win's whole speedup interval must lie above 1 + min_gain
     llm: LLMConfig = field(default_factory=LLMConfig)
     focus: str = ""  # a profile finding the user asked this search to address (shown to the model)
+    # the program's launch cannot follow a rewrite's new launch (spelled with variables, or in another
+    # file): what runs under it as it is must be verified too, for only that can be applied
+    launch_fixed: bool = False
 
     @property
     def mode(self) -> Literal["fsr", "staged"]:

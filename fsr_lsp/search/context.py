@@ -42,6 +42,7 @@ class RoundContext:
     profile_note: str = ""  # why there are none, when profiling was attempted
     focus: str = ""  # a profile finding the user asked the search to address, from round 1 on
     screened_out: list[str] = field(default_factory=list)  # rewrites dropped as slower at their screening, by note
+    launch_fixed: bool = False  # the program's launch cannot follow a new one (SearchConfig.launch_fixed)
 
     @property
     def definition(self) -> str:

@@ -106,6 +106,7 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
                            seeds=ranked(history)[: config.seeds], definition_text=texts.definition,
                            declarations=texts.declarations, screen=bench.screen if bench.screens else None,
                            deadline=started + config.time_budget, cancel=cancel, focus=config.focus,
+                           launch_fixed=config.launch_fixed,
                            note=lambda m: report(Progress(round_ + 1, config.rounds, len(outcome.tried),
                                                           _verified(outcome.tried), _best_speedup(history, config),
                                                           f"round {round_ + 1}: {m}")))

@@ -27,13 +27,16 @@ from ..drafting.workspace import LaunchIndex, workspace_spec
 from ..evaluator import EvalOptions
 from ..evaluator.backends import Backend, backend_missing, make_backend
 from ..evaluator.support import load
-from ..kernels import Kernel
+from ..kernels import Kernel, find_kernel
 from ..llmclient import LLMConfig
 from ..search import HistoryStore, Progress, SearchOutcome, run_search
+from ..search.apply import launch_follows
 from ..search.generators.llm import LLMGenerator
 from ..search.generators.tuner import BuiltinGenerator
 from ..search.gpu_bench import GpuBench
 from ..settings import Settings
+from ..source import SourceText
+from ..specs import parse_spec
 from ..specs.build_flags import merged
 from .program_times import against_the_run, say_build, warm_times
 
@@ -78,8 +81,6 @@ def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, setting
         launches = index.launches(open_documents)
         why = "; ".join(spec.problems) or "no launch found"
         drafter = model_drafter()
-        from ..source import SourceText
-
         src = SourceText(text)
         return SpecPlan(spec, ask_model=lambda llm: drafter(src, kernel, launches, why), message=(
             f"{kernel.name}: no @fsr spec and none from a launch; asking the model to draft one, then proving it"))
@@ -126,6 +127,14 @@ class OptimizeRun:
         """The settings' options, with the inputs a captured run saved (they join the checks) and
         the -D flags its build compiled the kernel with (its symbol's types)."""
         return spec_options(self.settings.eval_options(self.path), self.plan.spec if self.plan is not None else None)
+
+    def launch_fixed(self) -> bool:
+        """Whether the program's launch of the kernel cannot follow a rewrite's new launch (see
+        search/apply.py's `launch_follows`), read from the file searched."""
+        text = self.searched_text or self.text
+        kernel = find_kernel(text, self.kernel)
+        spec = parse_spec(SourceText(text), kernel).spec if kernel is not None else None
+        return spec is not None and not launch_follows(text, self.kernel, spec, bool(self.launched_from))
 
     @property
     def launched_from(self) -> str:
@@ -180,6 +189,7 @@ class Optimizer:
         stopped = self.prepare(job, report)
         if stopped is not None:
             return stopped
+        config = dataclasses.replace(config, launch_fixed=job.launch_fixed())
         generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
         with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
             bench = self._bench(job)

@@ -1,0 +1,80 @@
+"""A program whose launch cannot follow a rewrite's new one (its block spelled with variables, or
+the launch in another file): only a rewrite under that launch can be applied, so the search
+verifies the fastest such rewrite in round 0 too, not only the fastest rewrite of all. Seen on a
+public transpose: both verified rewrites needed a 64x8 block its `<<<grid_size, block_size>>>`
+could not be changed to, and the 32x32 tile that keeps its launch was never verified."""
+
+from __future__ import annotations
+
+from fsr_lsp.kernels import find_kernel
+from fsr_lsp.search.apply import launch_follows
+from fsr_lsp.search.generators.tuner import BuiltinGenerator
+from fsr_lsp.source import SourceText
+from fsr_lsp.specs import parse_spec
+
+from .search_helpers import context, example
+from .test_builtin import ByGenerator
+
+TRANSPOSE = """/* @fsr
+bench = { N = 2048 }
+grid = ["(N + 32 - 1) / 32", "(N + 32 - 1) / 32"]
+block = [32, 32]
+[args]
+A = "in[N * N]"
+B = "out[N * N]"
+N = "N"
+*/
+__global__ void transpose1(const float *A, float *B, const int N)
+{
+    const int nx = blockIdx.x * blockDim.x + threadIdx.x;
+    const int ny = blockIdx.y * blockDim.y + threadIdx.y;
+    if (nx < N && ny < N) B[nx * N + ny] = A[ny * N + nx];
+}
+"""
+VARIABLES = "\nvoid timing(const float *a, float *b, int N) {\n    transpose1<<<grid_size, block_size>>>(a, b, N);\n}\n"
+LITERALS = ("\nvoid timing(const float *a, float *b, int N) {\n"
+            "    transpose1<<<dim3((N + 32 - 1) / 32, (N + 32 - 1) / 32), dim3(32, 32)>>>(a, b, N);\n}\n")
+SAXPY = example("saxpy.cu")
+ROWS = {"builtin:transpose-rows-write": 0.2, "builtin:transpose-rows-read": 0.25,
+        "builtin:transpose-tile-write": 0.4, "builtin:transpose-tile-read": 0.45}
+
+
+def spec_of(text: str):
+    return parse_spec(SourceText(text), find_kernel(text, "transpose1")).spec
+
+
+def test_a_launch_with_literals_follows_and_one_with_variables_or_elsewhere_does_not():
+    saxpy = SAXPY + "\nvoid host(int n) {\n    saxpy<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y);\n}\n"
+    assert launch_follows(saxpy, "saxpy", parse_spec(SourceText(saxpy), find_kernel(saxpy, "saxpy")).spec, True)
+    assert not launch_follows(TRANSPOSE + VARIABLES, "transpose1", spec_of(TRANSPOSE), launched_elsewhere=False)
+    # a square block spelled with literals: which 32 is which side, launch_edits cannot tell
+    assert not launch_follows(TRANSPOSE + LITERALS, "transpose1", spec_of(TRANSPOSE), launched_elsewhere=False)
+    # no launch in the file: drafted or captured from another file's, it cannot follow
+    assert not launch_follows(TRANSPOSE, "transpose1", spec_of(TRANSPOSE), launched_elsewhere=True)
+    # nor known anywhere (a library's kernel): whoever launches it reads the block the rewrite states
+    assert launch_follows(TRANSPOSE, "transpose1", spec_of(TRANSPOSE), launched_elsewhere=False)
+
+
+def round_0(launch_fixed: bool) -> list[str]:
+    ctx = context(TRANSPOSE, "transpose1")
+    ctx.screen = ByGenerator(ROWS)
+    ctx.launch_fixed = launch_fixed
+    return [p.generator for p in BuiltinGenerator(budget=8, seconds=5).propose(ctx, 8)]
+
+
+def test_a_fixed_launch_has_its_fastest_rewrite_under_that_launch_verified_in_round_0():
+    free = round_0(launch_fixed=False)
+    assert free and all("rows" in g for g in free), free  # the fastest screened only
+    fixed = round_0(launch_fixed=True)
+    assert fixed[:len(free)] == free and fixed[len(free):] == ["builtin:transpose-tile-write"], fixed
+
+
+def test_optimize_tells_the_search_whether_the_programs_launch_is_fixed(tmp_path):
+    from fsr_lsp.settings import Settings
+    from fsr_lsp.workflows.optimize import OptimizeRun
+
+    def run(text: str) -> OptimizeRun:
+        return OptimizeRun(text, tmp_path / "k.cu", "transpose1", tmp_path, Settings())
+
+    assert run(TRANSPOSE + VARIABLES).launch_fixed()
+    assert not run(TRANSPOSE).launch_fixed()  # the user's own block, no launch known: the block is the contract
