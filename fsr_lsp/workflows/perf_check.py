@@ -92,7 +92,9 @@ def _verdict(kernel: str, definition: str, ref: TimedVersion, r: EvalResult, min
 
 
 def record_search(workspace: Path, path: Path, searched_text: str, kernel: str, outcome: SearchOutcome) -> None:
-    """What a search timed: the original as searched and, if any, the rewrite it found."""
+    """What a search timed: the original as searched and each verified win (the fastest, and those
+    applied instead of it where its launch could not be: `fsr confirm` holds the program's run
+    against whichever is in the file)."""
     base = outcome.baseline
     if base is None or base.original_time is None or base.gpu is None:
         return
@@ -103,15 +105,16 @@ def record_search(workspace: Path, path: Path, searched_text: str, kernel: str, 
     with Timings(workspace) as timings:
         timings.record(str(path), kernel, searched_text, kernel_source(src, found).definition, base.original_time.median_ms,
                        base.gpu.name, "the original a search timed")
-        best = outcome.best
-        if best is None or best.result.candidate_time is None or best.result.gpu is None:
-            return
-        try:
-            rewritten = rewrite_file(searched_text, kernel, best.proposal.source)
-        except ApplyError:
-            return
-        new = SourceText(rewritten.text)
-        k = find_kernel(new, kernel)
-        if k is not None:
-            timings.record(str(path), kernel, rewritten.text, kernel_source(new, k).definition,
-                           best.result.candidate_time.median_ms, best.result.gpu.name, "the rewrite a search found")
+        others = [t for t in outcome.tried if t is not outcome.best and t.verified and (t.result.speedup or 0.0) > 1.0]
+        for win in ([outcome.best] if outcome.best is not None else []) + others:
+            if win.result.candidate_time is None or win.result.gpu is None:
+                continue
+            try:
+                rewritten = rewrite_file(searched_text, kernel, win.proposal.source)
+            except ApplyError:
+                continue
+            new = SourceText(rewritten.text)
+            k = find_kernel(new, kernel)
+            if k is not None:
+                timings.record(str(path), kernel, rewritten.text, kernel_source(new, k).definition,
+                               win.result.candidate_time.median_ms, win.result.gpu.name, "the rewrite a search found")
