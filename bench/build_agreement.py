@@ -71,6 +71,10 @@ ENTRIES = [
           "nvcc -o mmul mmul.cu", ("./mmul",), 1),
     Entry("matrix transpose", "brucefan1983/CUDA-Programming", "CUDA-Programming/src/07-global-memory",
           "nvcc -O3 -arch=sm_90 -o matrix matrix.cu", ("./matrix", "2048"), 4),
+    Entry("array sum", "brucefan1983/CUDA-Programming", "CUDA-Programming/src/08-shared-memory",
+          "nvcc -O3 -arch=sm_90 -o reduce2gpu reduce2gpu.cu", ("./reduce2gpu",), 3),
+    Entry("sum reduction", "CoffeeBeforeArch/cuda_programming", "cuda_programming/03_sum_reduction/diverged",
+          "nvcc -o sumReduction sumReduction.cu", ("./sumReduction",), 1),
     Entry("matrix multiply (float)", "Infatoshi/cuda-course", "cuda-course/05_Writing_your_First_Kernels/03 Profiling",
           "nvcc -o 01 01_naive_matmul.cu", ("./01",), 1),
 ]

@@ -54,6 +54,10 @@ PROGRAMS = [
             "nvcc -o mmul mmul.cu", ("./mmul",), "mmul.cu", "matrixMul"),
     Program("matrix transpose", "brucefan1983/CUDA-Programming", "CUDA-Programming/src/07-global-memory",
             "nvcc -O3 -arch=sm_90 -o matrix matrix.cu", ("./matrix", "2048"), "matrix.cu", "transpose1"),
+    Program("array sum", "brucefan1983/CUDA-Programming", "CUDA-Programming/src/08-shared-memory",
+            "nvcc -O3 -arch=sm_90 -o reduce2gpu reduce2gpu.cu", ("./reduce2gpu",), "reduce2gpu.cu", "reduce_global"),
+    Program("sum reduction", "CoffeeBeforeArch/cuda_programming", "cuda_programming/03_sum_reduction/diverged",
+            "nvcc -o sumReduction sumReduction.cu", ("./sumReduction",), "sumReduction.cu", "sumReduction"),
     Program("matrix multiply (float)", "Infatoshi/cuda-course", "cuda-course/05_Writing_your_First_Kernels/03 Profiling",
             "nvcc -o 01 01_naive_matmul.cu", ("./01",), "01_naive_matmul.cu", "matrixMultiply"),
 ]
