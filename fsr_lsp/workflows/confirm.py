@@ -22,6 +22,7 @@ from ..profiling.timings import Timings
 from ..settings import Settings
 from ..source import SourceText
 from ..specs import Spec, parse_spec
+from .program_times import short_launch
 
 CONFIRMS = Path(".fsr") / "confirms"  # the reruns: never a source of specs
 AGREES = 0.20  # the program's gain and the verified one further apart than this are explained
@@ -178,7 +179,8 @@ def _against_verified(out: Confirmation, workspace: Path, file: Path, kernel: st
         out.lines.append(f"{said}: within {abs(ratio - 1):.0%}")
         return
     out.status = "differs"
-    out.lines.append(f"{said}, {ratio:.0%} of it. Likely causes: the program's launches are not the bench's sizes or "
+    short = short_launch(out.before_ms) if ratio > 1 else ""
+    out.lines.append(f"{said}, {ratio:.0%} of it. Likely causes: {short}the program's launches are not the bench's sizes or "
                      "inputs, its data stays in cache between launches, other work shares the GPU, the build's "
                      "flags differ from the search's, or clocks")
 
