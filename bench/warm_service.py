@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,9 @@ def main() -> int:
                     console.print(r["log"][-1500:], markup=False)
                 save("warm_service", records)
         subprocess.run(["pkill", "-f", "fsr_lsp.evaluator.service"], check=False)
+        service_log = Path(tmp) / "fsr" / "service.log"  # the service's own timeline (debug: the runs' logs are)
+        if logs is not None and service_log.exists():
+            shutil.copy(service_log, logs / "service.log")
     table("fsr optimize one after another: local, then the service cold and warm (fresh workspace each run)",
           ["kernel", "backend", "verdict", "speedup", "first win s", "search s", "wall s"], rows)
     return 0

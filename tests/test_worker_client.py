@@ -136,3 +136,29 @@ def test_an_idle_worker_gives_back_what_it_keeps_once_until_its_next_job():
     parent.send(("stop",))
     t.join(5)
     assert not t.is_alive()
+
+
+def test_a_cancelled_job_that_ends_within_the_grace_keeps_its_worker():
+    """The warm service's workers: a search's deadline cancels the job under way; one that ends
+    soon after leaves the worker (its CUDA context, the original's kept runs) to the next command.
+    Its result is dropped all the same; one that does not end is killed as before."""
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.scripted_slow, cancel_grace=2.0)
+    try:
+        first = ev.run(job("a"))
+        threading.Timer(0.1, ev.cancel).start()
+        cancelled = ev.run(job("a"))  # half a second a job: it ends within the grace
+        assert cancelled.status == "cancelled"
+        after = ev.run(job("a"))
+        assert after.status == "verified" and pid(after) == pid(first) and ev.restarts == 0
+    finally:
+        ev.close()
+    hung = Evaluator(timeout=20, start_timeout=60, target=fake_workers.scripted, cancel_grace=0.5)
+    try:
+        before = hung.run(job("a"))
+        threading.Timer(0.2, hung.cancel).start()
+        started = time.monotonic()
+        assert hung.run(job("hang"), timeout=30).status == "cancelled"
+        assert time.monotonic() - started < 5
+        assert pid(hung.run(job("a"))) != pid(before)  # killed at the grace's end, a new worker
+    finally:
+        hung.close()

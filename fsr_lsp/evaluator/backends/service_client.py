@@ -175,7 +175,8 @@ class ServiceBackend:
         without the mark this command's tree is cleaned up by (processes.py)."""
         log.debug("starting the GPU service at %s", path)
         command = [sys.executable, "-m", SERVICE_MODULE, "--socket", str(path), "--gpus", self.gpus_arg,
-                   "--timeout", str(self.timeout), "--idle", str(self.idle)]
+                   "--timeout", str(self.timeout), "--idle", str(self.idle)] + \
+            (["--debug"] if log.isEnabledFor(logging.DEBUG) else [])  # whoever debugs timing sees the service's too
         env = {k: v for k, v in os.environ.items() if k != MARK}
         with open(path.parent / "service.log", "ab") as out:
             subprocess.run([sys.executable, "-c", DETACH, *command], stdin=subprocess.DEVNULL, stdout=out, stderr=out,

@@ -26,6 +26,10 @@ from ..worker.serde import from_data, to_data
 from ..worker.worker_client import EvaluatorUnavailable
 
 log = logging.getLogger("fsr_lsp.evaluator")
+# A job cancelled (a search's deadline, an editor's cancel) may end on its own within this: its
+# worker then stays warm for the next command (a kill cost the next search 3.7 s of worker start
+# and the original's kept runs: seen on an H200, each 10 s search that its deadline interrupted).
+CANCEL_GRACE_S = 1.0
 
 
 class Service:
@@ -173,12 +177,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpus", default="0")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--idle", type=float, default=600.0)
+    parser.add_argument("--debug", action="store_true", help="log each job's stages too (the starting command's "
+                                                               "log was at debug level)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
+                        format="%(asctime)s %(threadName)s %(name)s: %(message)s")
     from ..backends import local_gpus
     from ..worker.worker_client import Evaluator
 
-    backend = LocalBackend([Evaluator(i, timeout=args.timeout) for i in local_gpus(args.gpus)])
+    backend = LocalBackend([Evaluator(i, timeout=args.timeout, cancel_grace=CANCEL_GRACE_S) for i in local_gpus(args.gpus)])
     log.info("GPU service for GPUs %s at %s (pid %d)", args.gpus, args.socket, os.getpid())
     Service(backend, args.idle).serve(args.socket)
     return 0

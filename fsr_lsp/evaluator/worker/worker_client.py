@@ -31,10 +31,15 @@ class Evaluator:
     """One GPU, one worker process, one job at a time (jobs from several threads queue)."""
 
     def __init__(self, device_index: int = 0, timeout: float = 120.0, start_timeout: float = 300.0,
-                 target: Callable[[Any, int], None] = worker_main) -> None:
+                 target: Callable[[Any, int], None] = worker_main, cancel_grace: float = 0.0) -> None:
+        """`cancel_grace`: seconds a cancelled job may still take to end on its own before its worker
+        is killed (its result is dropped all the same). 0 for a command's own worker, which ends
+        with the command; a warm service's keeps its CUDA context and the original's kept runs for
+        the next command that way, where a kill would cost it the worker's start."""
         self.device_index = device_index
         self.timeout = timeout
         self.start_timeout = start_timeout
+        self.cancel_grace = cancel_grace
         self._target = target
         self._mp = multiprocessing.get_context("spawn")
         self._proc: Any = None
@@ -142,8 +147,11 @@ class Evaluator:
                 self._conn.send(("job", to_data(job)))
             except (BrokenPipeError, OSError):
                 return self._lost(job, "receiving the job", started)
+            cancelled_at: float | None = None
             while True:
-                if self._cancels != cancels or (stop is not None and stop.is_set()):
+                if cancelled_at is None and (self._cancels != cancels or (stop is not None and stop.is_set())):
+                    cancelled_at = time.monotonic()
+                if cancelled_at is not None and time.monotonic() - cancelled_at >= self.cancel_grace:
                     log.debug("worker %d: cancelled while %s", self.device_index, stage)
                     self._kill()
                     return _result(job, "cancelled", f"cancelled while {stage}", started, gpu)
@@ -164,6 +172,12 @@ class Evaluator:
                         continue
                     result = from_data(EvalResult, payload)
                     result.gpu = result.gpu or gpu
+                    if cancelled_at is not None:  # it ended within the grace: the worker stays, the result goes
+                        log.debug("worker %d: cancelled; the job ended %.2f s later, the worker kept",
+                                  self.device_index, time.monotonic() - cancelled_at)
+                        if result.restart_worker:
+                            self._kill()
+                        return _result(job, "cancelled", f"cancelled while {stage}", started, gpu)
                     log.debug("worker %d: %s in %.2f s (%s)", self.device_index, result.status, result.seconds,
                               ", ".join(f"{k} {v:.2f} s" for k, v in result.phase_seconds.items()))
                     if result.restart_worker:
