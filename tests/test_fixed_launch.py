@@ -6,6 +6,8 @@ could not be changed to, and the 32x32 tile that keeps its launch was never veri
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.search.apply import launch_follows
 from fsr_lsp.search.generators.tuner import BuiltinGenerator
@@ -78,3 +80,30 @@ def test_optimize_tells_the_search_whether_the_programs_launch_is_fixed(tmp_path
 
     assert run(TRANSPOSE + VARIABLES).launch_fixed()
     assert not run(TRANSPOSE).launch_fixed()  # the user's own block, no launch known: the block is the contract
+
+
+SGEMM = (Path(__file__).parent.parent / "bench" / "naive_kernels" / "sgemm.cu").read_text()
+
+
+def test_a_naive_product_has_a_tiling_under_its_own_square_launch_and_none_under_another():
+    """`dim3 threads(16, 16)` set where fsr cannot rewrite it (public matrix products, 16x16 and
+    32x32): the tiled family's every configuration needs its own block, so without this rewrite
+    nothing could be applied to them at all."""
+    from fsr_lsp.search.generators.structural.matmul.launch_tile import launch_tile
+
+    ctx = context(SGEMM, "sgemm_naive")
+    tiled = launch_tile(ctx.kernel, ctx.spec, ctx.definition)
+    assert tiled is not None and tiled.side == 16 and "@fsr" not in tiled.definition
+    assert "__shared__ float fsr_first[16][16 + 1]" in tiled.definition and tiled.definition.count("__syncthreads") == 2
+    oblong = SGEMM.replace("block = [16, 16]", "block = [32, 8]").replace("cdiv(N, 16)", "cdiv(N, 32)").replace(
+        "cdiv(M, 16)", "cdiv(M, 8)")
+    ctx = context(oblong, "sgemm_naive")
+    assert launch_tile(ctx.kernel, ctx.spec, ctx.definition) is None
+    fixed = context(SGEMM, "sgemm_naive")
+    fixed.screen = ByGenerator({"builtin:tiled-product": 0.2, "builtin:product-tile-same-launch": 0.5})
+    fixed.launch_fixed = True
+    chosen = [p.generator for p in BuiltinGenerator(budget=8, seconds=5).propose(fixed, 8)]
+    assert "builtin:product-tile-same-launch" in chosen, chosen
+    free = context(SGEMM, "sgemm_naive")
+    free.screen = fixed.screen
+    assert "builtin:product-tile-same-launch" not in [p.generator for p in BuiltinGenerator(budget=8, seconds=5).propose(free, 8)]

@@ -157,6 +157,14 @@ BROKEN = {
     "the tiled product writing every output of its tile, the original's guard left out":
         lambda: broken("matrix product, B column-major", "builtin:tiled-product", r"if \(row < M && col < N\) \{",
                        "if (true) {"),
+    "the product tiled under its own launch, without the barrier after each slice":
+        lambda: broken("sgemm", "builtin:product-tile-same-launch", r"__syncthreads\(\);\n    \}", "}"),
+    "the product tiled under its own launch, its last partial slice left out":
+        lambda: broken("matrix product, an if guard, alpha and beta", "builtin:product-tile-same-launch",
+                       r"fsr_k0 < \(K\);", "fsr_k0 + 16 <= (K);"),
+    "the product tiled under its own launch, the first factor's slice loaded with the other's k":
+        lambda: broken("matrix product, x walks C's rows", "builtin:product-tile-same-launch",
+                       r"= fsr_k0 \+ threadIdx\.x;", "= fsr_k0 + threadIdx.y;"),
     "the tiled product of a column-major double product, the last slice's tail not loaded":
         lambda: broken("matrix product, double, column-major with leading dimensions", "builtin:tiled-product",
                        r"l < \(K\);", "l < (K) - 1;", count=0),

@@ -18,6 +18,7 @@ from .block_sum import block_sum
 from .online_softmax import online_softmax
 from .rows import warp_per_row
 from .stencil_tile import patterns_line as stencil_line, stencil_rows, stencil_tile
+from .matmul.launch_tile import launch_tile
 from .tiles import first_tiles, matrix_product
 from .transpose_tile import transpose_tile
 from .vector_map import vector_map
@@ -138,6 +139,8 @@ REWRITES: tuple[StructuralRewrite, ...] = (
     StructuralRewrite("tiled product", _without_gpu(matrix_product),
                       lambda product, spec, gpu, round_: [p for _, p in first_tiles(product, spec, gpu, round_)],
                       _product_line),
+    StructuralRewrite("tiled product under its launch", _without_gpu(launch_tile),
+                      _same_launch("builtin:product-tile-same-launch")),
     StructuralRewrite("vector map", _without_gpu(vector_map), _vector_candidates, _vector_line),
 )
 
