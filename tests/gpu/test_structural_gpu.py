@@ -60,6 +60,31 @@ def test_the_tiled_family_of_a_matrix_product_is_verified_on_every_form_and_fast
             assert best > 3.0
 
 
+def test_the_product_tiled_under_its_own_launch_is_verified_on_every_form_and_faster(evaluator):
+    """The tiling a fixed launch can take (matmul/launch_tile.py): verified on every square-block
+    form, and faster than the naive 1024^3 sgemm."""
+    import re
+
+    from ..test_structural_tiles import FORMS, SGEMM, SHAPES, SPEC
+
+    cases = [(SGEMM.read_text(), "sgemm_naive")] + [(SPEC + text, "gemm") for text in SHAPES.values()]
+    for file in ("sgemm_xrows.cu", "sgemm_colmajor_b.cu", "dgemm_colmajor.cu", "sgemm_batched.cu"):
+        text = (FORMS / file).read_text()
+        cases.append((text, re.search(r"__global__ void (\w+)", text).group(1)))
+    tried = 0
+    for text, name in cases:
+        ctx = context(text, name)
+        for p in [q for q in structural_proposals(ctx.kernel, ctx.spec, ctx.definition)
+                  if q.generator == "builtin:product-tile-same-launch"]:
+            tried += 1
+            r = evaluate(evaluator, text, name, p.source, QUICK)
+            print(f"\n[structural] {name} tiled under its launch: {r.status}: {r.message[:160]}")
+            assert r.status == "verified", (r.message, [(c.name, c.status, c.detail) for c in r.checks])
+            if name == "sgemm_naive":
+                assert (r.speedup or 0.0) > 1.2
+    assert tried >= 6
+
+
 def test_a_tile_that_drops_the_last_k_is_caught(evaluator):
     """The defence behind the rewrite: a tiling that loads one k short is wrong."""
     from fsr_lsp.search.generators.structural.tiles import GENERATOR
