@@ -215,3 +215,34 @@ def test_a_win_needs_its_whole_interval_above_the_minimum_gain(env):
     with FakeLLM([kernel("verified 1.05 ci 1.03 1.07")]) as llm:
         outcome, _ = search(llm, rounds=1, candidates=1)
     assert outcome.status == "improved"
+
+
+def relaunched(verdict: str, tag: str) -> str:
+    """A candidate with a launch of its own (its @fsr block): one a fixed launch cannot take."""
+    return answer(f"""```cuda
+/* @fsr
+grid = "cdiv(n, 512)"
+block = 512
+*/
+__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  // {tag}
+    if (i < n) y[i] = a * x[i] + y[i];  // verdict: {verdict}
+}}
+```
+{tag}""")
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_with_a_fixed_launch_the_fastest_win_under_it_is_fully_verified_too(env, fixed):
+    """Only a rewrite under the program's own launch can be applied where the launch cannot
+    follow (search/applicable.py), and only one verified as strictly as the winner: its
+    sanitizers must run although it is no leader."""
+    steps = [relaunched("verified 3.0", "fast"), kernel("verified 1.4", "kept"), relaunched("verified 2.0", "also")]
+    with FakeLLM(steps, default=kernel("verified 1.1", "more")) as llm:
+        outcome, bench = search(llm, rounds=1, candidates=3, fix_attempts=0, sanitize_winner=True, seeds=1,
+                                launch_fixed=fixed)
+    kept = next(t for t in outcome.tried if "// kept" in t.proposal.source)
+    assert kept.result.confirmed is fixed
+    assert any("// kept" in s for s in bench.confirmed) is fixed
+    assert outcome.best.result.speedup == 3.0

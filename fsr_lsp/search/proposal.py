@@ -20,6 +20,11 @@ class Proposal:
     round: int = 0
 
     @property
+    def keeps_launch(self) -> bool:
+        """Whether it runs under the original's launch (it states no launch of its own)."""
+        return "@fsr" not in self.source
+
+    @property
     def key(self) -> str:
         """Identity of the rewrite itself: the same code and flags are the same candidate."""
         return hashlib.sha256((self.source.strip() + "\0" + " ".join(self.flags)).encode()).hexdigest()[:16]

@@ -25,7 +25,10 @@ def promote(history: list[Tried], bench: Bench, config: SearchConfig, round_: in
     if not config.sanitize_winner:
         return  # the regular verification is then the full one
     while True:
-        pending = [t for t in ranked(history)[: config.seeds] if not t.result.confirmed]
+        leaders = ranked(history)[: config.seeds]
+        if config.launch_fixed:  # only a win under the program's launch can be applied: its fastest is a leader too
+            leaders += [t for t in ranked(history) if t.proposal.keeps_launch and t.result.is_win(config.min_gain)][:1]
+        pending = [t for t in leaders if not t.result.confirmed]
         if not pending:
             return
         for t in pending:

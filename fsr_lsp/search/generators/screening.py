@@ -82,12 +82,7 @@ def first_to_verify(ctx: RoundContext, ranked: list[Proposal], screened: dict[st
     near = [p for p in timed if screened[p.key] <= best * (1 + SCREEN_MARGIN)]
     untimed = [p for p in ranked if p.key not in screened]
     chosen = near[:1 if ctx.baseline_ms > SLOW_ORIGINAL_MS else FIRST_VERIFIED]
-    if ctx.launch_fixed and not any(keeps_launch(p) for p in chosen):
+    if ctx.launch_fixed and not any(p.keeps_launch for p in chosen):
         # only a rewrite under the program's own launch can be applied: its fastest is verified too
-        chosen += [p for p in timed if keeps_launch(p)][:1]
+        chosen += [p for p in timed if p.keeps_launch][:1]
     return chosen + untimed
-
-
-def keeps_launch(p: Proposal) -> bool:
-    """Whether the rewrite runs under the original's launch (it states no launch of its own)."""
-    return "@fsr" not in p.source
