@@ -334,3 +334,15 @@ def test_the_servers_start_and_fsr_help_load_only_what_answers_them():
              "multiprocessing", "sqlite3", "rich")
     loaded = sorted(m for m in out.stdout.split() if m.startswith(heavy))
     assert not loaded, f"loaded before the first request: {loaded}"
+
+
+def test_ruffs_size_limits_only_ever_come_down():
+    """The ratchet on function size (issue 62): bugbear and the complexity, argument, branch and
+    statement limits stay selected, each at most what the package met when they were set."""
+    import tomllib
+
+    lint = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
+    assert {"B", "C901", "PLR0912", "PLR0913", "PLR0915"} <= set(lint["select"])
+    assert lint["mccabe"]["max-complexity"] <= 43
+    limits = lint["pylint"]
+    assert limits["max-args"] <= 12 and limits["max-branches"] <= 25 and limits["max-statements"] <= 127

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
@@ -25,7 +26,7 @@ _ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?(\w+)\s*(?::\s*([\w\s:]+?))
 _TYPEDEF_ENUM = re.compile(r"\btypedef\s+enum\s*(?:\w+\s*)?(?::\s*([\w\s:]+?)\s*)?\{[^{}]*\}\s*(\w+)\s*;")
 
 
-def type_aliases(text: str, defined: set[str] = frozenset()) -> dict[str, str]:  # type: ignore[assignment]
+def type_aliases(text: str, defined: AbstractSet[str] = frozenset()) -> dict[str, str]:
     """Alias name -> the element type it stands for, for aliases that end in one fsr knows.
     Aliases chosen by the preprocessor (`#if defined(ENABLE_FP32) typedef float floatX; #else
     typedef __nv_bfloat16 floatX; #endif`) are read from the branch the text takes with its own

@@ -181,8 +181,9 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
             report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
                             _best_speedup(history, config), f"round {round_ + 1}: confirming the leaders"))
             promote(history, bench, config, round_, record, started,
-                    lambda: report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
-                                            _best_speedup(history, config), f"round {round_ + 1}: a leader verified")))
+                    lambda r=round_, h=history: report(Progress(r + 1, config.rounds, len(outcome.tried),
+                                                                _verified(outcome.tried), _best_speedup(h, config),
+                                                                f"round {r + 1}: a leader verified")))
         best = _best_speedup(history, config)
         report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried), best,
                         f"round {round_ + 1} done"))

@@ -207,7 +207,7 @@ def string_args(args: tuple, command: str, *wanted: str) -> tuple[str, ...] | st
     """A command's leading arguments when each is a non-empty string, else what is wrong (its
     answer): a client or a script can send anything, and a number is no file or kernel name."""
     flat = flat_args(args)
-    for i, what in enumerate(wanted):
+    for i in range(len(wanted)):
         if i >= len(flat) or not isinstance(flat[i], str) or not flat[i].strip():
             got = "nothing" if i >= len(flat) else repr(flat[i])[:60]
             return f"{command} takes {', '.join(wanted)} (strings); argument {i + 1} is {got}"

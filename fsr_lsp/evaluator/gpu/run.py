@@ -3,6 +3,8 @@ or, in sanitize mode, one plain launch per size for compute-sanitizer to watch."
 
 from __future__ import annotations
 
+import functools
+
 import sys
 import time
 from typing import Any
@@ -185,5 +187,5 @@ def _sanitize_runs(ctx: JobContext) -> None:
     for spacer in spacers:
         spacer.free()
     for plan, args, launch in launches:
-        guarded_launch(session, who, plan.label, lambda: kernel.launch(args, launch))
+        guarded_launch(session, who, plan.label, functools.partial(kernel.launch, args, launch))
     sys.stdout.flush()

@@ -97,7 +97,7 @@ def verify(ctx: JobContext) -> Counts:
                 inputs = make_inputs(ctx.session, plan, seed)
             fill_constants(ctx, seed)  # the host's `__constant__` data, drawn for this input set too
             launches = max(1, job.defences.chained_launches) if j == 0 else 1
-            rerun = lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0]  # noqa: E731
+            rerun = lambda plan=plan, inputs=inputs: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0]  # noqa: E731
             key = verify_key(ctx, index, plan, seed, launches, shared) if j < random_sets and not own else None
             hit: OracleRuns | None = ctx.session.oracle_cache.get(key) if key else None
             started = time.perf_counter()
