@@ -14,6 +14,17 @@ from fsr_lsp.source import SourceText
 from fsr_lsp.specs import parse_spec, render_spec
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
+# A naive transpose's spec, one thread an element in 32x32 blocks (the shape public programs launch)
+TRANSPOSE_SPEC = """/* @fsr
+bench = { N = 2048 }
+grid = ["(N + 32 - 1) / 32", "(N + 32 - 1) / 32"]
+block = [32, 32]
+[args]
+A = "in[N * N]"
+B = "out[N * N]"
+N = "N"
+*/
+"""
 GPU = GpuInfo(0, "Scripted GPU", "9.0", 132, 60 << 20, 140 << 30, bandwidth_gbps=4300.0)
 
 

@@ -14,7 +14,7 @@ from fsr_lsp.search.applicable import applicable
 from fsr_lsp.search.outcome import SearchOutcome
 from fsr_lsp.search.proposal import Proposal, Tried
 
-from .search_helpers import example
+from .search_helpers import TRANSPOSE_SPEC, example
 
 SAXPY = example("saxpy.cu")
 BODY = """__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)
@@ -131,16 +131,7 @@ void timing(const real *d_A, real *d_B, const int N)
     transpose1<<<grid_size, block_size>>>(d_A, d_B, N);
 }
 """
-TRANSPOSE_DRAFT = """/* @fsr
-bench = { N = 2048 }
-grid = ["(N + 32 - 1) / 32", "(N + 32 - 1) / 32"]
-block = [32, 32]
-[args]
-A = "in[N * N]"
-B = "out[N * N]"
-N = "N"
-*/
-"""
+TRANSPOSE_DRAFT = TRANSPOSE_SPEC
 
 
 def test_a_rewrite_of_a_kernel_typed_through_a_typedef_is_read_as_the_file_types_it():

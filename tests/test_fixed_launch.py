@@ -14,19 +14,10 @@ from fsr_lsp.search.generators.tuner import BuiltinGenerator
 from fsr_lsp.source import SourceText
 from fsr_lsp.specs import parse_spec
 
-from .search_helpers import context, example
+from .search_helpers import TRANSPOSE_SPEC, context, example
 from .test_builtin import ByGenerator
 
-TRANSPOSE = """/* @fsr
-bench = { N = 2048 }
-grid = ["(N + 32 - 1) / 32", "(N + 32 - 1) / 32"]
-block = [32, 32]
-[args]
-A = "in[N * N]"
-B = "out[N * N]"
-N = "N"
-*/
-__global__ void transpose1(const float *A, float *B, const int N)
+TRANSPOSE = TRANSPOSE_SPEC + """__global__ void transpose1(const float *A, float *B, const int N)
 {
     const int nx = blockIdx.x * blockDim.x + threadIdx.x;
     const int ny = blockIdx.y * blockDim.y + threadIdx.y;
