@@ -141,10 +141,16 @@ def active_text(text: str, defined: AbstractSet[str]) -> str:
     Only what a file decides by itself is decided: `#if 0`/`#if 1`, `#ifdef`/`#ifndef` and
     `defined(X)` against the file's own `#define`s. Anything else takes its first branch, as a
     best guess of the parameters a kernel has (nvcc, with the real flags, has the last word).
+    Read once per text and macros: a file's type aliases and its structs' fields both ask.
     """
+    return _active_text(text, frozenset(defined))
+
+
+@lru_cache(maxsize=16)
+def _active_text(text: str, macros: frozenset[str]) -> str:
     out = []
     stack: list[tuple[bool, bool]] = []  # (this branch is on, some branch of this #if was taken)
-    defined = set(defined) - _guards(text)  # an include guard is defined where it is, not before
+    defined = set(macros) - _guards(text)  # an include guard is defined where it is, not before
     for line in text.split("\n"):
         m = _DIRECTIVE.match(line)
         on = all(s[0] for s in stack)
