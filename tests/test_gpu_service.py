@@ -306,3 +306,82 @@ def test_fsr_evals_one_request_streams_its_stages_and_stops_on_cancel(runtime):
     threading.Timer(0.5, stop.set).start()
     cancelled = client.evaluate_one(EvalRequest("s", "slow", "c"), False, None, stop)
     assert cancelled.status == "cancelled" and backend.cancelled == ["slow"]
+
+
+class VerdictBackend(ScriptedBackend):
+    """A service's backend that answers as the scripted bench does, from each candidate's
+    `// verdict:` marker: enough for a whole search to run through a real service process."""
+
+    def evaluate(self, requests, cancel=None, on_result=None):
+        from .scripted_bench import ScriptedBench
+
+        bench = ScriptedBench()
+        out = []
+        for i, r in enumerate(requests):
+            if r.candidate is None:
+                result = bench.baseline()
+            elif "// held" in r.candidate:  # a candidate the service holds until it is killed
+                time.sleep(30)
+                result = bench._verdict(r.candidate)
+            elif r.action == "confirm":
+                result = bench.confirm(type("P", (), {"source": r.candidate})())
+            else:
+                result = bench._verdict(r.candidate)
+            out.append(result)
+            if on_result is not None:
+                on_result(i, result)
+        return out
+
+
+SERVE_VERDICTS = SERVE.replace("ScriptedBackend", "VerdictBackend")
+
+
+def test_a_service_killed_mid_search_loses_nothing_the_search_found(runtime, tmp_path, monkeypatch,
+                                                                     without_structural_rewrites):
+    """Issue 59: the service is killed (SIGKILL) while a search's second round waits on it. That
+    round's candidates come back "crashed", the next request starts a new service, the search
+    ends with round 1's verified win, and the workspace's history holds every verdict."""
+    from fsr_lsp.search import HistoryStore, LLMConfig, SearchConfig, run_search
+    from fsr_lsp.search.generators.llm import LLMGenerator
+    from fsr_lsp.search.gpu_bench import GpuBench
+
+    from .fake_llm import FakeLLM, answer
+    from .search_helpers import example
+
+    def kernel(verdict: str, tag: str) -> str:
+        return answer(f"```cuda\n__global__ void saxpy(int n, float a, const float* __restrict__ x, float* y)\n"
+                      f"{{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;  // {tag}\n"
+                      f"    if (i < n) y[i] = a * x[i] + y[i];  // verdict: {verdict}\n}}\n```\n")
+
+    procs: list[subprocess.Popen] = []
+
+    def spawn(path: Path) -> None:
+        procs.append(subprocess.Popen([sys.executable, "-c", SERVE_VERDICTS, str(path)], cwd=ROOT,
+                                      env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)}))
+
+    def kill_in_round_2(progress) -> None:  # while the service holds round 2's candidate
+        if "round 2: evaluating" in progress.message and len(procs) == 1:
+            threading.Timer(1.0, procs[0].kill).start()
+
+    monkeypatch.setenv("FSR_SVC_KEY", "unused-key-0123456789")
+    saxpy = example("saxpy.cu")
+    steps = [kernel("verified 1.5", "first"), kernel("verified 2.5", "held"), kernel("verified 1.2", "after")]
+    client = ServiceBackend("0", 120.0, spawn=spawn)
+    try:
+        with FakeLLM(steps, default=kernel("verified 1.1", "more")) as llm, HistoryStore(tmp_path) as store:
+            config = SearchConfig(rounds=3, candidates=1, fix_attempts=0, sanitize_winner=False,
+                                  llm=LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_SVC_KEY",
+                                                max_retries=1))
+            outcome = run_search(saxpy, "examples/saxpy.cu", "saxpy", config, GpuBench(client, saxpy, "saxpy"),
+                                 LLMGenerator(config.llm, sleep=lambda s: None, parallel=1), store, kill_in_round_2)
+            rows = store.history("examples/saxpy.cu", "saxpy")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert len(procs) == 2  # killed once, started again by the next request
+    lost = next(t for t in outcome.tried if "// held" in t.proposal.source)
+    assert lost.result.status == "crashed" and "went away" in lost.result.message
+    assert outcome.status == "improved" and "// first" in outcome.best.proposal.source
+    statuses = {r.source.split("// ")[1].split()[0]: r.status for r in rows}
+    assert statuses["first"] == "verified" and statuses["held"] == "crashed" and statuses["after"] == "verified"
