@@ -98,3 +98,15 @@ def test_a_naive_product_has_a_tiling_under_its_own_square_launch_and_none_under
     free = context(SGEMM, "sgemm_naive")
     free.screen = fixed.screen
     assert "builtin:product-tile-same-launch" not in [p.generator for p in BuiltinGenerator(budget=8, seconds=5).propose(free, 8)]
+
+
+def test_under_a_fixed_launch_a_rewrite_that_keeps_it_is_never_screened_out():
+    """A screen is a few runs: under a fixed launch the one rewrite that can be applied is
+    verified even where it screened slower than the original, and its full timing decides."""
+    ctx = context(SGEMM, "sgemm_naive")
+    ctx.screen = ByGenerator({"builtin:tiled-product": 0.2, "builtin:product-tile-same-launch": 1.3})
+    assert "builtin:product-tile-same-launch" not in [p.generator for p in BuiltinGenerator(budget=8, seconds=5).propose(ctx, 8)]
+    fixed = context(SGEMM, "sgemm_naive")
+    fixed.screen = ctx.screen
+    fixed.launch_fixed = True
+    assert "builtin:product-tile-same-launch" in [p.generator for p in BuiltinGenerator(budget=8, seconds=5).propose(fixed, 8)]

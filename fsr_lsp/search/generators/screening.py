@@ -41,7 +41,8 @@ def screened_order(ctx: RoundContext, structural: list[Proposal], losers: dict[s
         ms = screened_ms(r, ctx.baseline_ms)
         if ms is not None and ctx.baseline_ms > 0:
             ratio = ms / ctx.baseline_ms
-            if ratio > 1 + LOSS_MARGIN:
+            # under a fixed launch, one that keeps it is all that can be applied: its full timing decides
+            if ratio > 1 + LOSS_MARGIN and not (ctx.launch_fixed and p.keeps_launch):
                 losers[p.key] = p.note or p.generator
                 dropped += 1
             else:
