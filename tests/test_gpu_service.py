@@ -168,6 +168,36 @@ def test_a_service_that_dies_answers_crashed_and_the_next_call_starts_another(ru
             p.wait()
 
 
+def test_a_service_dying_as_it_is_dialled_is_taken_for_gone(runtime, caplog):
+    """A killed service whose socket still accepts for a moment resets the connection during the
+    handshake (seen in CI: errno 104): that is a service gone, so a new one starts, where the
+    command used to give up on the service for good."""
+    import socket
+
+    backend = ScriptedBackend()
+    spawn, services = in_thread(backend)
+    client = ServiceBackend("0", 120.0, spawn=spawn)
+    dying = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dying.bind(str(client.path))
+    dying.listen(8)
+
+    def hang_up() -> None:
+        while True:
+            try:
+                conn, _ = dying.accept()
+            except OSError:
+                return
+            conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    try:
+        with caplog.at_level("WARNING"):
+            assert client.start() == GPU
+        assert len(services) == 1 and "cannot be used" not in caplog.text
+    finally:
+        dying.close()
+
+
 def test_a_folder_others_can_enter_is_refused(runtime):
     folder = service_dir()
     os.chmod(folder, 0o755)

@@ -37,6 +37,9 @@ from ..worker.worker_client import EvaluatorUnavailable
 from .request import EvalRequest
 
 log = logging.getLogger("fsr_lsp.evaluator")
+# What dialling a service that is gone (or going: killed, its socket not yet closed) raises: no
+# socket, nobody listening, or a connection the dying process resets during the handshake
+NO_SERVICE = (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, BrokenPipeError, EOFError)
 
 SERVICE_MODULE = "fsr_lsp.evaluator.service"
 START_WAIT_S = 20.0  # for a new service's socket to accept (its workers start on first use, not here)
@@ -125,20 +128,20 @@ class ServiceBackend:
         """A connection to the service, started first if none answers."""
         try:
             return Client(str(self.path), family="AF_UNIX", authkey=self.key)
-        except (FileNotFoundError, ConnectionRefusedError):
+        except NO_SERVICE:
             pass
         with open(self.path.with_suffix(".lock"), "w") as lock:  # one command starts it, the others wait
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 return Client(str(self.path), family="AF_UNIX", authkey=self.key)
-            except (FileNotFoundError, ConnectionRefusedError):
+            except NO_SERVICE:
                 self.path.unlink(missing_ok=True)  # a service that died left its socket
                 self._spawn(self.path)
             deadline = time.monotonic() + START_WAIT_S
             while True:
                 try:
                     return Client(str(self.path), family="AF_UNIX", authkey=self.key)
-                except (FileNotFoundError, ConnectionRefusedError):
+                except NO_SERVICE:
                     if time.monotonic() > deadline:
                         raise ServiceDidNotStart(f"the GPU service did not start within {START_WAIT_S:.0f} s (its "
                                                  f"log: {self.path.parent / 'service.log'})") from None
