@@ -128,7 +128,7 @@ _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=4)  # a few texts: each key holds its file's bytes (10 MB for a large one)
 def defined_macros(data: bytes) -> frozenset[str]:
     """Every macro the text `#define`s (read once per text: a 10 MB file's kernels asked it again
     and again, 45 ms a time)."""
@@ -146,7 +146,7 @@ def active_text(text: str, defined: AbstractSet[str]) -> str:
     return _active_text(text, frozenset(defined))
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=8)  # as the type aliases' and struct fields' caches it serves
 def _active_text(text: str, macros: frozenset[str]) -> str:
     out = []
     stack: list[tuple[bool, bool]] = []  # (this branch is on, some branch of this #if was taken)
