@@ -94,9 +94,9 @@ def test_a_search_stores_the_original_and_the_rewrite_it_timed(tmp_path):
     assert "__restrict__ x" in fastest.definition and "__restrict__ x" in fastest.source and "@fsr" in fastest.source
 
 
-def test_every_verified_win_is_stored_for_the_one_applied_instead_of_the_fastest(tmp_path):
+def test_the_wins_under_the_original_launch_are_stored_for_the_one_applied_instead_of_the_fastest(tmp_path):
     """The fastest may need a launch the program cannot take (search/applicable.py): what goes into
-    the file is then another win, and `fsr confirm` needs its verified time too."""
+    the file is then a win under the original's launch, and `fsr confirm` needs its verified time too."""
     gpu = GpuInfo(0, "NVIDIA H100 80GB HBM3", "9.0", 132, 50 << 20, 80 << 30)
     baseline = EvalResult(kernel="saxpy", status="verified", message="", original_time=timing(0.6), gpu=gpu)
     body = SAXPY[SAXPY.index("__global__"):]
@@ -109,8 +109,10 @@ def test_every_verified_win_is_stored_for_the_one_applied_instead_of_the_fastest
     fastest = win('/* @fsr\ngrid = "cdiv(n, 512)"\nblock = 512\n*/\n' + body, 0.2)
     applied = win(body.replace("const float* x", "const float* __restrict__ x"), 0.4)
     wrong = win(body.replace("a * x[i]", "x[i]"), 0.1, status="wrong")
+    relaunched = win('/* @fsr\ngrid = "cdiv(n, 1024)"\nblock = 1024\n*/\n' + body, 0.3)  # neither: not kept
     record_search(tmp_path, tmp_path / "saxpy.cu", SAXPY, "saxpy",
-                  SearchOutcome("improved", "3x", baseline=baseline, best=fastest, tried=[fastest, applied, wrong]))
+                  SearchOutcome("improved", "3x", baseline=baseline, best=fastest,
+                                tried=[fastest, relaunched, applied, wrong]))
     with Timings(tmp_path) as t:
         versions = t.versions(str(tmp_path / "saxpy.cu"), "saxpy")
     rewrites = {v.time_ms: v.definition for v in versions if v.label == "the rewrite a search found"}

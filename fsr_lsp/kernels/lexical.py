@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Set as AbstractSet
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..source import SourceText
 from . import brackets

@@ -21,6 +21,7 @@ from ..evaluator.support import load
 from ..kernels import discover_kernels, find_kernel, kernel_source
 from ..profiling.timings import TimedVersion, Timings
 from ..search import SearchOutcome
+from ..search.outcome import ranked
 from ..search.apply import ApplyError, rewrite_file
 from ..settings import Settings
 from ..source import SourceText
@@ -91,10 +92,14 @@ def _verdict(kernel: str, definition: str, ref: TimedVersion, r: EvalResult, min
                                                    f"({then:.4g} ms -> {now:.4g} ms; {interval})")
 
 
+UNDER_LAUNCH_KEPT = 3  # wins under the original's launch stored beside the fastest
+
+
 def record_search(workspace: Path, path: Path, searched_text: str, kernel: str, outcome: SearchOutcome) -> None:
-    """What a search timed: the original as searched and each verified win (the fastest, and those
-    applied instead of it where its launch could not be: `fsr confirm` holds the program's run
-    against whichever is in the file)."""
+    """What a search timed: the original as searched, the fastest verified win, and the fastest
+    few wins under the original's launch (search/applicable.py applies one of those where the
+    program's launch cannot take the fastest's: `fsr confirm` holds the program's run against
+    whichever is in the file). Each is a rewrite of the whole file, so not every win is kept."""
     base = outcome.baseline
     if base is None or base.original_time is None or base.gpu is None:
         return
@@ -105,8 +110,9 @@ def record_search(workspace: Path, path: Path, searched_text: str, kernel: str, 
     with Timings(workspace) as timings:
         timings.record(str(path), kernel, searched_text, kernel_source(src, found).definition, base.original_time.median_ms,
                        base.gpu.name, "the original a search timed")
-        others = [t for t in outcome.tried if t is not outcome.best and t.verified and (t.result.speedup or 0.0) > 1.0]
-        for win in ([outcome.best] if outcome.best is not None else []) + others:
+        under_launch = [t for t in ranked(outcome.tried)
+                        if t is not outcome.best and t.proposal.keeps_launch and (t.result.speedup or 0.0) > 1.0]
+        for win in ([outcome.best] if outcome.best is not None else []) + under_launch[:UNDER_LAUNCH_KEPT]:
             if win.result.candidate_time is None or win.result.gpu is None:
                 continue
             try:

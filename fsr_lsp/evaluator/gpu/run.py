@@ -4,7 +4,6 @@ or, in sanitize mode, one plain launch per size for compute-sanitizer to watch."
 from __future__ import annotations
 
 import functools
-
 import sys
 import time
 from typing import Any
