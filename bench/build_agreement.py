@@ -49,6 +49,13 @@ class Entry:
     kernels: int = 2  # the most time-taking kernels of the run, at most
 
 
+# HeCBench's own CMake build (its CMAKE_BUILD.md: the cuda-sm90 preset; Ninja where it is installed, as the
+# preset asks, else Make): -use_fast_math from the benchmark's CMakeLists, relocatable device code, the
+# include paths in CMake's response files
+HECBENCH_CMAKE = ("{{ command -v ninja > /dev/null && G=Ninja || G='Unix Makefiles'; }} && "
+                  "cmake --preset cuda-sm90 -G \"$G\" -DHECBENCH_ENABLE_TESTING=OFF > /dev/null "
+                  "&& cmake --build build/cuda-sm90 --target {target}")
+
 ENTRIES = [
     Entry("softmax", "zjin-lcf/HeCBench", "hecbench/src/softmax-cuda", "make ARCH=sm_90", ("./main", "100000", "784", "0", "10"), 1),
     Entry("softmax2", "zjin-lcf/HeCBench", "hecbench/src/softmax-cuda", "make ARCH=sm_90", ("./main", "100000", "784", "1", "10"), 1),
@@ -67,6 +74,12 @@ ENTRIES = [
     Entry("memory-coalescing (CMake)", "Kobzol/hardware-effects-gpu", "kobzol",
           "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_POLICY_VERSION_MINIMUM=3.5 "
           "&& cmake --build build --target memory-coalescing", ("./build/memory-coalescing/memory-coalescing", "1", "32"), 1),
+    Entry("softmax (CMake)", "zjin-lcf/HeCBench", "hecbench", HECBENCH_CMAKE.format(target="softmax-cuda"),
+          ("./build/cuda-sm90/bin/cuda/softmax", "100000", "784", "0", "10"), 1),
+    Entry("stddev (CMake)", "zjin-lcf/HeCBench", "hecbench", HECBENCH_CMAKE.format(target="stddev-cuda"),
+          ("./build/cuda-sm90/bin/cuda/stddev", "16384", "16384", "10"), 1),
+    Entry("hellinger (CMake)", "zjin-lcf/HeCBench", "hecbench", HECBENCH_CMAKE.format(target="hellinger-cuda"),
+          ("./build/cuda-sm90/bin/cuda/hellinger", "10"), 1),
     Entry("matrix multiply", "CoffeeBeforeArch/cuda_programming", "cuda_programming/02_matrix_mul/baseline",
           "nvcc -o mmul mmul.cu", ("./mmul",), 1),
     Entry("matrix transpose", "brucefan1983/CUDA-Programming", "CUDA-Programming/src/07-global-memory",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _common import console, save, table
+from build_agreement import HECBENCH_CMAKE
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,10 @@ PROGRAMS = [
             "mkdir -p bin && nvcc -o bin/reduce_v3 reduce_v3_add_during_load.cu", ("./bin/reduce_v3",), "reduce_v3_add_during_load.cu", "reduce3"),
     Program("hellinger", "zjin-lcf/HeCBench", "hecbench/src/hellinger-cuda", "make ARCH=sm_90", ("./main", "10"),
             "main.cu", "hellinger"),
+    Program("softmax (CMake)", "zjin-lcf/HeCBench", "hecbench", HECBENCH_CMAKE.format(target="softmax-cuda"),
+            ("./build/cuda-sm90/bin/cuda/softmax", "100000", "784", "0", "10"), "src/softmax-cuda/main.cu", "softMax"),
+    Program("stddev (CMake)", "zjin-lcf/HeCBench", "hecbench", HECBENCH_CMAKE.format(target="stddev-cuda"),
+            ("./build/cuda-sm90/bin/cuda/stddev", "16384", "16384", "10"), "src/stddev-cuda/main.cu", "sopKernel"),
     Program("matrix multiply", "CoffeeBeforeArch/cuda_programming", "cuda_programming/02_matrix_mul/baseline",
             "nvcc -o mmul mmul.cu", ("./mmul",), "mmul.cu", "matrixMul"),
     Program("matrix transpose", "brucefan1983/CUDA-Programming", "CUDA-Programming/src/07-global-memory",
@@ -84,6 +89,8 @@ def one(p: Program, corpus: Path, work: Path, seconds: float) -> dict:
     row["optimize"] = (optimized.stdout + optimized.stderr).strip().splitlines()[-3:]
     if "applied to" not in optimized.stdout:
         row["why"] = "no verified rewrite applied"
+        listed = fsr("history", p.file, "-k", p.kernel, cwd=folder, timeout=60)
+        row["history"] = (listed.stdout + listed.stderr).strip().splitlines()[-40:]  # what was tried, and its verdicts
         return row
     confirmed = fsr("confirm", p.file, "-k", p.kernel, "--timeout", "200", cwd=folder, timeout=500)
     row["confirm"] = confirmed.stdout.strip().splitlines()

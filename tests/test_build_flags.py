@@ -75,6 +75,18 @@ def test_a_compile_command_is_read_into_the_flags_that_change_device_code(tmp_pa
                              "-rdc=true")
 
 
+def test_cmakes_response_files_are_read_as_the_compiler_reads_them(tmp_path):
+    """CMake's Makefiles hand nvcc its include paths in `--options-file includes_CUDA.rsp`."""
+    build = tmp_path / "build"
+    (build / "CMakeFiles" / "t.dir").mkdir(parents=True)
+    (build / "CMakeFiles" / "t.dir" / "includes_CUDA.rsp").write_text('-I/abs/inc -I"../with space" -DFROM_RSP=1\n')
+    command = ["nvcc", "-forward-unknown-to-host-compiler", "--options-file", "CMakeFiles/t.dir/includes_CUDA.rsp",
+               "-use_fast_math", "-optf=gone.rsp", "-x", "cu", "-c", "main.cu"]
+    read = read_command(command, build)
+    assert read.flags == ("-I/abs/inc", f"-I{tmp_path / 'with space'}", "-DFROM_RSP=1", "--use_fast_math")
+    assert any(d.startswith("--options-file gone.rsp") for d in read.dropped)  # named, not silently lost
+
+
 @pytest.mark.parametrize("flag", ["-ccbin=/tmp/evil", "-Xcompiler=-fplugin=evil.so", "-o", "--output-file=/x",
                                   "--ptxas-options=-o,/tmp/x", "-arch=sm_90", "-Irelative", "--run", 7])
 def test_a_block_takes_no_flag_that_could_run_or_write_anything(flag):

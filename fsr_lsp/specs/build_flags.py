@@ -10,6 +10,7 @@ to change device code, never one that runs a program or writes a file, are accep
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,7 +93,7 @@ def read_command(arguments: list[str], directory: Path) -> BuildFlags:
     kept: list[str] = []
     arch: list[str] = []
     dropped: list[str] = []
-    args = list(arguments[1:])
+    args = _expanded(list(arguments[1:]), directory, dropped)
     i = 0
     while i < len(args):
         arg = args[i]
@@ -112,6 +113,33 @@ def read_command(arguments: list[str], directory: Path) -> BuildFlags:
             elif flag not in kept and flag not in _DEFAULTS:
                 kept.append(flag)
     return BuildFlags(tuple(kept), tuple(arch), tuple(dropped))
+
+
+_OPTIONS_FILE = ("--options-file", "-optf")
+
+
+def _expanded(args: list[str], directory: Path, dropped: list[str]) -> list[str]:
+    """The arguments with each `--options-file F` (nvcc's response files, CMake's
+    `includes_CUDA.rsp`) replaced by the arguments F holds; an unreadable one is named in `dropped`."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg, i = args[i], i + 1
+        files = None
+        if arg in _OPTIONS_FILE and i < len(args):
+            files, i = args[i], i + 1
+        elif arg.startswith(tuple(o + "=" for o in _OPTIONS_FILE)):
+            files = arg.partition("=")[2]
+        if files is None:
+            out.append(arg)
+            continue
+        for name in filter(None, files.split(",")):
+            path = Path(name) if Path(name).is_absolute() else directory / name
+            try:
+                out += shlex.split(path.read_text(errors="replace"))
+            except (OSError, ValueError) as error:
+                dropped.append(f"--options-file {name} ({type(error).__name__}: unreadable)")
+    return out
 
 
 def flag_problem(flag: Any) -> str | None:
