@@ -110,3 +110,38 @@ def test_under_a_fixed_launch_a_rewrite_that_keeps_it_is_never_screened_out():
     fixed.screen = ctx.screen
     fixed.launch_fixed = True
     assert "builtin:product-tile-same-launch" in [p.generator for p in BuiltinGenerator(budget=8, seconds=5).propose(fixed, 8)]
+
+
+def test_a_row_walk_under_a_fixed_launch_gets_a_warp_per_row_that_keeps_the_launch_and_applies_as_is():
+    """HeCBench's softmax: one thread per row, launched `<<<grids, blocks>>>` with a 32-thread block.
+    Every warp-per-row win needed a new grid the program's launch could not take, so nothing was
+    applied; under its own launch each block's warps take the block's rows in turn."""
+    from fsr_lsp.search.apply import rewrite_file
+
+    text = (Path(__file__).parent / "gpu/kernels/accuracy/softmax.cu").read_text() \
+        .replace('"cdiv(N, 64)"', '"cdiv(N, 32)"').replace("block = 64", "block = 32") \
+        + "\nvoid run(float* out, const float* in, int N, int C) {\n" \
+          "    dim3 grids((N + 31) / 32), blocks(32);\n    softmax<<<grids, blocks>>>(out, in, N, C);\n}\n"
+    spec = parse_spec(SourceText(text), find_kernel(text, "softmax")).spec
+    assert not launch_follows(text, "softmax", spec, launched_elsewhere=False)
+    ctx = context(text, "softmax")
+    ctx.screen = ByGenerator({"builtin:warp-per-row": 0.1, "builtin:online-softmax": 0.12,
+                              "builtin:warp-per-row-same-launch": 0.2})
+    ctx.launch_fixed = True
+    chosen = {p.generator: p for p in BuiltinGenerator(budget=8, seconds=5).propose(ctx, 8)}
+    assert "builtin:warp-per-row-same-launch" in chosen, list(chosen)
+    rewrite = rewrite_file(text, "softmax", chosen["builtin:warp-per-row-same-launch"].source)
+    assert not rewrite.notes and not rewrite.launch_changed
+    assert "softmax<<<grids, blocks>>>" in rewrite.text and "threadIdx.x / 32" in rewrite.text
+    ctx.launch_fixed = False  # a launch that can follow: the faster rewrite with its own launch, not the variant
+    assert "builtin:warp-per-row-same-launch" not in [p.generator for p in BuiltinGenerator(budget=8, seconds=5).propose(ctx, 8)]
+
+
+def test_no_warp_per_row_under_a_launch_whose_block_is_not_whole_warps():
+    from fsr_lsp.search.generators.structural.rows import rows_under_launch
+
+    text = (Path(__file__).parent / "gpu/kernels/accuracy/softmax.cu").read_text()
+    ctx = context(text, "softmax")
+    assert rows_under_launch(ctx.kernel, ctx.spec, ctx.definition) is not None  # 64 threads: two warps
+    odd = context(text.replace('"cdiv(N, 64)"', '"cdiv(N, 48)"').replace("block = 64", "block = 48"), "softmax")
+    assert rows_under_launch(odd.kernel, odd.spec, odd.definition) is None  # a warp would straddle two blocks' rows

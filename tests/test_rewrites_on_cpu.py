@@ -52,6 +52,10 @@ CASES = {
     "softmax, the sum without a store": ((ROOT / "examples" / "softmax.cu").read_text(), "softmax",
                                          "{ rows = 64, cols = 1000 }"),
     "softmax, a guard that returns": ((ACCURACY / "softmax.cu").read_text(), "softmax", "{ N = 40, C = 777 }"),
+    # a 32-thread block, as HeCBench's softmax launches it: under that launch each warp takes its block's 32 rows
+    "softmax, a guard that returns, blocks of 32": (
+        (ACCURACY / "softmax.cu").read_text().replace('"cdiv(N, 64)"', '"cdiv(N, 32)"').replace("block = 64", "block = 32"),
+        "softmax", "{ N = 100, C = 300 }"),
     "softmax, the textbook shape (a double sum, divided by its cast)": (softmax.TEXTBOOK, "row_softmax",
                                                                          "{ N = 40, C = 1000 }"),
     "layernorm": ((NAIVE / "layernorm.cu").read_text(), "layernorm_forward", "{ N = 64, C = 768 }"),
@@ -83,7 +87,7 @@ def proposals(source: str, kernel: str) -> dict[str, str]:
     """The structural rewrites of the kernel, by label (a label given twice numbered)."""
     ctx = context(source, kernel)
     out: dict[str, str] = {}
-    for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, gpu=ctx.gpu):
+    for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, gpu=ctx.gpu, launch_fixed=True):
         label = p.generator if p.generator not in out else f"{p.generator} #{sum(k.startswith(p.generator) for k in out) + 1}"
         out[label] = p.source
     return out
@@ -133,6 +137,15 @@ BROKEN = {
                        "if (false) {"),
     "the warp per row, its shuffle tree a level short":
         lambda: broken("softmax", "builtin:warp-per-row", r"= 16;", "= 8;", count=0),
+    "the warp per row under its launch, the block's last rows never taken":
+        lambda: broken("softmax", "builtin:warp-per-row-same-launch", r"row < \(blockIdx\.x \+ 1\) \* blockDim\.x;",
+                       "row < blockIdx.x * blockDim.x + blockDim.x / 2;"),
+    "the warp per row under its launch, each warp's turns a row apart (warps share rows, rows are left)":
+        lambda: broken("softmax, a guard that returns, blocks of 32", "builtin:warp-per-row-same-launch",
+                       r"i \+= \(blockDim\.x / 32\)", "i += 2"),
+    "the warp per row under its launch, the lane's column stride a warp short":
+        lambda: broken("softmax, a guard that returns, blocks of 32", "builtin:warp-per-row-same-launch",
+                       r"j \+= 32", "j += 16", count=0),
     "the online softmax without the sum's rescale when the max grows":
         lambda: broken("softmax", "builtin:online-softmax", r"sum \*= expf\(maxval - v\); ", ""),
     "the online softmax of the textbook shape without the sum's rescale when the max grows":

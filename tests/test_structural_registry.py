@@ -37,8 +37,13 @@ def test_each_recogniser_runs_once_a_call_and_what_applies_is_proposed_and_said(
 
     monkeypatch.setattr(registry, "REWRITES", tuple(counted(r) for r in registry.REWRITES))
     proposals = structural.structural_proposals(kernel, spec, definition)
-    assert calls == {r.name: 1 for r in registry.REWRITES}
+    free = [r for r in registry.REWRITES if not r.fixed_launch_only]  # variants under the launch: only where fixed
+    assert calls == {r.name: 1 for r in free} and len(free) < len(registry.REWRITES)
     lines = structural.patterns(kernel, spec, definition)
-    assert calls == {r.name: 2 for r in registry.REWRITES}
+    assert calls == {r.name: 2 for r in free}
+    calls.clear()
+    under = structural.structural_proposals(kernel, spec, definition, launch_fixed=True)
+    assert calls == {r.name: 1 for r in registry.REWRITES}
+    assert {p.generator for p in under} - {p.generator for p in proposals} == {"builtin:warp-per-row-same-launch"}
     applied = {rewrite.name for rewrite, _ in registry.recognised(kernel, spec, definition)}
     assert applied and proposals and len(lines) == sum(1 for r in registry.REWRITES if r.name in applied and r.line)

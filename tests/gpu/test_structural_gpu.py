@@ -32,6 +32,24 @@ def test_the_warp_per_row_rewrite_is_verified_and_faster(evaluator, path, name):
         assert r.speedup is not None and r.speedup > 1.5
 
 
+@pytest.mark.parametrize("block", [32, 256])
+def test_a_warp_per_row_under_the_programs_own_launch_is_verified_and_faster(evaluator, block):
+    """The row walk a fixed launch can take (rows.py's `rows_under_launch`): each block's warps take
+    its own rows in turn, at a public softmax's size (100,000 rows of 784) under its 32-thread
+    block and under a 256-thread one."""
+    text = (ROOT / "tests/gpu/kernels/accuracy/softmax.cu").read_text() \
+        .replace('"cdiv(N, 64)"', f'"cdiv(N, {block})"').replace("block = 64", f"block = {block}") \
+        .replace("bench = { N = 2048, C = 1024 }", "bench = { N = 100000, C = 784 }")
+    ctx = context(text, "softmax")
+    (p,) = [q for q in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, launch_fixed=True)
+            if q.generator == "builtin:warp-per-row-same-launch"]
+    assert p.keeps_launch
+    r = evaluate(evaluator, text, "softmax", p.source, QUICK)
+    print(f"\n[structural] softmax, block {block}, a warp per row under its launch: {r.status}: {r.message[:160]}")
+    assert r.status == "verified", (r.message, [(c.name, c.status, c.detail) for c in r.checks])
+    assert (r.speedup or 0.0) > 2.0
+
+
 def test_the_tiled_family_of_a_matrix_product_is_verified_on_every_form_and_fast(evaluator):
     """Round 0's configurations of the family verified on every shape and form (alpha and beta, x
     walking C's rows, a column-major B, a column-major double product, a batch); on the 1024^3
@@ -74,7 +92,7 @@ def test_the_product_tiled_under_its_own_launch_is_verified_on_every_form_and_fa
     tried = 0
     for text, name in cases:
         ctx = context(text, name)
-        for p in [q for q in structural_proposals(ctx.kernel, ctx.spec, ctx.definition)
+        for p in [q for q in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, launch_fixed=True)
                   if q.generator == "builtin:product-tile-same-launch"]:
             tried += 1
             r = evaluate(evaluator, text, name, p.source, QUICK)

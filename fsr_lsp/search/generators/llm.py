@@ -48,7 +48,8 @@ class LLMGenerator:
         if ctx.round == 0 and ctx.rounds > 1:
             # fsr's own structural rewrite, where one applies, goes first and alone: the model's
             # first round then sees it measured (its code, its speedup) as an example
-            structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu)
+            structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu,
+                                                     ctx.launch_fixed)
                           if p.key not in self._losers]
             screened: dict[str, float] = {}
             structural = screened_order(ctx, structural, self._losers, screened)  # the ones that lose here left out

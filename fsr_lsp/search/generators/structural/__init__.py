@@ -21,8 +21,9 @@ def patterns(kernel: Kernel, spec: Spec, definition: str) -> list[str]:
 
 
 def structural_proposals(kernel: Kernel, spec: Spec, definition: str, round_: int = 0,
-                         gpu: GpuInfo | None = None) -> list[Proposal]:
+                         gpu: GpuInfo | None = None, launch_fixed: bool = False) -> list[Proposal]:
     """Every structural rewrite that applies; `gpu`, where known, sizes those whose launch
-    depends on it (a grid of one wave)."""
-    return [p for rewrite, found in recognised(kernel, spec, definition, gpu)
+    depends on it (a grid of one wave); `launch_fixed`: the program's launch cannot follow a new
+    one, so the variants that keep it are proposed too."""
+    return [p for rewrite, found in recognised(kernel, spec, definition, gpu, launch_fixed)
             for p in rewrite.candidates(found, spec, gpu, round_)]

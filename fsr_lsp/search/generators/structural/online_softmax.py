@@ -28,6 +28,7 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
+from .column_reductions import conditional
 from .rows import _FORBIDDEN, WARP, Rewrite, _NotApplicable, _Rows
 from .syntax import dims, single_statement, walk
 
@@ -163,7 +164,7 @@ class _OnlineSoftmax(_Rows):
         st = single_statement(loop.child_by_field_name("body"))
         if st is None:
             raise _NotApplicable
-        found = self._conditional(st, set())
+        found = conditional(self.s, st, set())
         if found is not None:
             maxval, how, assignment = found
             if how != "if>":

@@ -16,7 +16,7 @@ from ...proposal import Proposal
 from .atomic_sum import atomic_sums
 from .block_sum import block_sum
 from .online_softmax import online_softmax
-from .rows import warp_per_row
+from .rows import rows_under_launch, warp_per_row
 from .stencil_tile import patterns_line as stencil_line, stencil_rows, stencil_tile
 from .matmul.launch_tile import launch_tile
 from .tiles import first_tiles, matrix_product
@@ -33,6 +33,9 @@ class StructuralRewrite:
     find: Find  # None or [] where the kernel is not of this pattern
     candidates: Callable[[Found, Spec, "GpuInfo | None", int], list[Proposal]]
     line: Callable[[Found], str] | None = None  # the pattern in words; None: said by another entry
+    # A variant that keeps the original's launch, slower than the entry it varies: proposed only where the
+    # program's launch cannot follow a new one (search/apply.py's `launch_follows`), there all that applies.
+    fixed_launch_only: bool = False
 
 
 def _launched(generator: str) -> Callable[[Found, Spec, GpuInfo | None, int], list[Proposal]]:
@@ -129,6 +132,8 @@ def _without_gpu(find: Callable[[Kernel, Spec, str], Found]) -> Find:
 
 REWRITES: tuple[StructuralRewrite, ...] = (
     StructuralRewrite("warp per row", _without_gpu(warp_per_row), _launched("builtin:warp-per-row"), _rows_line),
+    StructuralRewrite("warp per row under its launch", _without_gpu(rows_under_launch),
+                      _same_launch("builtin:warp-per-row-same-launch"), fixed_launch_only=True),
     StructuralRewrite("online softmax", _without_gpu(online_softmax), _launched("builtin:online-softmax"),
                       _softmax_line),
     StructuralRewrite("block sum", _without_gpu(block_sum), _same_launch("builtin:block-sum"), _block_sum_line),
@@ -140,16 +145,19 @@ REWRITES: tuple[StructuralRewrite, ...] = (
                       lambda product, spec, gpu, round_: [p for _, p in first_tiles(product, spec, gpu, round_)],
                       _product_line),
     StructuralRewrite("tiled product under its launch", _without_gpu(launch_tile),
-                      _same_launch("builtin:product-tile-same-launch")),
+                      _same_launch("builtin:product-tile-same-launch"), fixed_launch_only=True),
     StructuralRewrite("vector map", _without_gpu(vector_map), _vector_candidates, _vector_line),
 )
 
 
-def recognised(kernel: Kernel, spec: Spec, definition: str,
-               gpu: GpuInfo | None = None) -> list[tuple[StructuralRewrite, Found]]:
-    """Each rewrite whose pattern the kernel has, with what its recogniser read, in order."""
+def recognised(kernel: Kernel, spec: Spec, definition: str, gpu: GpuInfo | None = None,
+               launch_fixed: bool = False) -> list[tuple[StructuralRewrite, Found]]:
+    """Each rewrite whose pattern the kernel has, with what its recogniser read, in order; the
+    variants under the original's launch only where `launch_fixed`."""
     out = []
     for rewrite in REWRITES:
+        if rewrite.fixed_launch_only and not launch_fixed:
+            continue
         found = rewrite.find(kernel, spec, definition, gpu)
         if found is not None and found != []:
             out.append((rewrite, found))

@@ -24,11 +24,11 @@ from tree_sitter import Node
 
 from ....kernels import Kernel
 from ....specs import Spec
+from .column_reductions import NotApplicable as _NotApplicable, column_reductions
 from .syntax import dims, indent_of, is_global_index, kernel_body, size_argument, threads_within_launch_bounds, walk as _walk
 
 WARP = 32
 BLOCK = 256  # threads per block of the rewrite: 8 rows a block
-_MINMAX = {"fmaxf", "fminf", "fmax", "fmin", "max", "min"}
 _FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__syncwarp|__shfl\w*|atomic\w+|threadIdx|blockDim|blockIdx|"
                         r"gridDim|warpSize|cooperative_groups|asm)\b")
 
@@ -43,8 +43,6 @@ class Rewrite:
     row_count: str = ""  # the spec's expression for the number of rows
 
 
-class _NotApplicable(Exception):
-    pass
 
 
 def warp_per_row(kernel: Kernel, spec: Spec, definition: str) -> Rewrite | None:
@@ -57,9 +55,24 @@ def warp_per_row(kernel: Kernel, spec: Spec, definition: str) -> Rewrite | None:
         return None
 
 
+def rows_under_launch(kernel: Kernel, spec: Spec, definition: str) -> Rewrite | None:
+    """The same rewrite under the original's launch, for a program whose launch fsr cannot change:
+    each block's warps take the block's own rows (the rows its threads had) in turn, a warp per
+    row. Needs a block of whole warps (a row's lanes all inside one block); None otherwise."""
+    block = dims(spec.block)
+    if len(dims(spec.grid)) != 1 or len(block) != 1 or spec.smem not in (0, "0") or not isinstance(block[0], int) \
+            or block[0] % WARP:
+        return None
+    try:
+        return _Rows(kernel, spec, definition, same_launch=True).rewrite()
+    except _NotApplicable:
+        return None
+
+
 class _Rows:
-    def __init__(self, kernel: Kernel, spec: Spec, definition: str) -> None:
+    def __init__(self, kernel: Kernel, spec: Spec, definition: str, same_launch: bool = False) -> None:
         self.kernel, self.spec, self.text = kernel, spec, definition
+        self.same_launch = same_launch
         self.data = definition.encode()
         self.edits: list[tuple[int, int, str]] = []
         self.reduced: dict[str, str] = {}  # variable -> its reduction's function ("+" for a sum)
@@ -85,6 +98,9 @@ class _Rows:
         if self.single_stores:
             parts.append("the row's own result stored by lane 0")
         note = "one warp per row" + (", shuffle reduction" if self.reduced else "") + ": " + "; ".join(parts)
+        if self.same_launch:
+            note += "; the program's launch kept: each block's warps take its own rows in turn"
+            return Rewrite(_indented_turns(out), "", 0, note, loops, rows_expr)
         block = self._block()
         return Rewrite(out, f"cdiv(({rows_expr}) * {WARP}, {block})", block, note, loops, rows_expr)
 
@@ -144,6 +160,8 @@ class _Rows:
         if m is None or m.group(1) != row:
             raise _NotApplicable
         if m.group(2) == ">=" and then.type == "return_statement" and self.s(then).replace(" ", "") == "return;":
+            if self.same_launch:  # the block's rows in turn: past the last row, the warp's turns end
+                self.edits.append((then.start_byte, then.end_byte, "break;"))
             return m.group(3), statements[1:]
         if m.group(2) == "<" and then.type == "compound_statement" and len(statements) == 1:
             return m.group(3), [n for n in then.named_children if n.type != "comment"]
@@ -159,12 +177,35 @@ class _Rows:
     def _replace_row_index(self, declaration: Node, row: str, lane: str) -> None:
         decl = declaration.child_by_field_name("declarator")
         value = decl.child_by_field_name("value") if decl is not None else None
-        assert value is not None
+        assert value is not None and decl is not None
         indent = self._indent(declaration)
+        if self.same_launch:
+            self._rows_in_turn(declaration, decl, row, lane, indent)
+            return
         self.edits.append((value.start_byte, value.end_byte, f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}"))
         self.edits.append((declaration.start_byte, declaration.start_byte,
                            f"// one warp per row: its {WARP} lanes share the row's columns\n{indent}"
                            f"const int {lane} = threadIdx.x % {WARP};\n{indent}"))
+
+    def _rows_in_turn(self, declaration: Node, decl: Node, row: str, lane: str, indent: str) -> None:
+        """The row index's declaration made a loop over the block's own rows, a warp's turn each
+        (`row` stays warp-uniform: every lane of a warp takes each turn, as the shuffles need), to the
+        end of the kernel."""
+        kind = self.data[declaration.start_byte:decl.start_byte].decode()
+        kind = " ".join(w for w in kind.split() if w not in ("const", "register", "constexpr"))
+        if not kind:
+            raise _NotApplicable
+        warps = f"(blockDim.x / {WARP})"
+        self.edits.append((declaration.start_byte, declaration.end_byte,
+                           f"// one warp per row, under the program's launch: the block's {WARP}-lane warps take\n"
+                           f"{indent}// the block's own rows (those its threads had) in turn\n"
+                           f"{indent}const int {lane} = threadIdx.x % {WARP};\n"
+                           f"{indent}for ({kind} {row} = blockIdx.x * blockDim.x + threadIdx.x / {WARP}; "
+                           f"{row} < (blockIdx.x + 1) * blockDim.x; {row} += {warps}) {{"))
+        body = kernel_body(self.data)
+        assert body is not None
+        close = body.end_byte - 1  # the kernel's closing brace
+        self.edits.append((close, close, f"{indent}}}  // the warp's next row\n"))
 
     # ---------------------------------------------------------------- statements of the row
 
@@ -224,7 +265,7 @@ class _Rows:
     def _column_loop(self, loop: Node, lane: str) -> None:
         init, update, body = (loop.child_by_field_name(f) for f in ("initializer", "update", "body"))
         kind, j, start, _ = self._loop_header(loop)
-        reductions = self._reductions(body, j)
+        reductions = column_reductions(self.s, body, j)
         for v, fn in reductions.items():
             if self.reduced.get(v, fn) != fn:
                 raise _NotApplicable
@@ -246,99 +287,6 @@ class _Rows:
             comment = f"{indent}// each lane holds part of the row: the butterfly gives every lane the whole\n"
             self.edits.append((loop.end_byte, loop.end_byte, "\n" + comment + "\n".join(lines)))
 
-    def _reductions(self, body: Node, j: str) -> dict[str, str]:
-        """Outer variables the loop reduces, with how; anything else assigned outside the loop's
-        own locals makes the loop no column loop."""
-        local = {self.s(d) for n in _walk(body) if n.type == "init_declarator"
-                 for d in [n.child_by_field_name("declarator")] if d is not None and d.type == "identifier"}
-        local |= {self.s(n.child_by_field_name("declarator")) for n in _walk(body) if n.type == "declaration"
-                  and n.child_by_field_name("declarator") is not None
-                  and n.child_by_field_name("declarator").type == "identifier"}
-        out: dict[str, str] = {}
-        mentions: dict[str, int] = {}  # of each reduced variable, by its own reduction statements
-        handled: set[int] = set()  # assignments that are the body of a conditional max or min
-        for n in _walk(body):
-            found = self._conditional(n, local)
-            if found is not None:
-                v, how, assignment = found
-                out[v] = how if out.get(v, how) == how else _conflict()
-                mentions[v] = mentions.get(v, 0) + 2
-                handled.add(assignment.id)
-        for n in _walk(body):
-            if n.type in ("for_statement", "while_statement", "do_statement", "return_statement", "break_statement",
-                          "goto_statement"):
-                raise _NotApplicable
-            if n.type == "update_expression":
-                target = n.named_children[0] if n.named_children else None
-                if target is None or target.type != "identifier" or self.s(target) not in local:
-                    raise _NotApplicable
-            if n.type != "assignment_expression" or n.id in handled:
-                continue
-            left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
-            op = n.child_by_field_name("operator")
-            if left is None or right is None or op is None:
-                raise _NotApplicable
-            if left.type == "subscript_expression":
-                index = left.child_by_field_name("indices") or left.named_children[-1]
-                if not re.search(rf"\b{re.escape(j)}\b", self.s(index)):
-                    raise _NotApplicable  # two lanes would write one element
-                continue
-            if left.type != "identifier":
-                raise _NotApplicable
-            v = self.s(left)
-            if v in local:
-                continue
-            if v == j:
-                raise _NotApplicable
-            uses = re.compile(rf"\b{re.escape(v)}\b")
-            if self.s(op) == "+=" and not uses.search(self.s(right)):
-                out[v] = out.get(v, "+") if out.get(v, "+") == "+" else _conflict()
-                mentions[v] = mentions.get(v, 0) + 1
-            elif self.s(op) == "=" and right.type == "call_expression":
-                fn = self.s(right.child_by_field_name("function"))
-                args = [a for a in right.child_by_field_name("arguments").named_children]
-                texts = [self.s(a).strip() for a in args]
-                if fn not in _MINMAX or len(args) != 2 or texts.count(v) != 1 or \
-                        uses.search(texts[1 - texts.index(v)]):
-                    raise _NotApplicable
-                out[v] = fn if out.get(v, fn) == fn else _conflict()
-                mentions[v] = mentions.get(v, 0) + 2
-            else:
-                raise _NotApplicable
-        for v, count in mentions.items():  # a partial value read in the loop (a prefix sum) is no reduction
-            if sum(1 for n in _walk(body) if n.type == "identifier" and self.s(n) == v) != count:
-                raise _NotApplicable
-        return out
-
-    def _conditional(self, node: Node, local: set[str]) -> tuple[str, str, Node] | None:
-        """`if (e > v) v = e;` (a max) or `if (e < v) v = e;` (a min), in any of their spellings:
-        (variable, "if>" or "if<", the assignment)."""
-        if node.type != "if_statement" or node.child_by_field_name("alternative") is not None:
-            return None
-        cond, then = node.child_by_field_name("condition"), node.child_by_field_name("consequence")
-        if cond is None or then is None:
-            return None
-        if then.type == "compound_statement" and len(then.named_children) == 1:
-            then = then.named_children[0]
-        if then.type != "expression_statement" or not then.named_children:
-            return None
-        assignment = then.named_children[0]
-        if assignment.type != "assignment_expression" or self.s(assignment.child_by_field_name("operator")) != "=":
-            return None
-        left, right = assignment.child_by_field_name("left"), assignment.child_by_field_name("right")
-        if left is None or right is None or left.type != "identifier" or self.s(left) in local:
-            return None
-        v, e = self.s(left), " ".join(self.s(right).split())
-        m = re.fullmatch(r"\(\s*(.+?)\s*(<=|>=|<|>)\s*(.+?)\s*\)", " ".join(self.s(cond).split()))
-        if m is None or re.search(rf"\b{re.escape(v)}\b", e):
-            return None
-        a, op, b = m.groups()
-        if (a, b) == (e, v):
-            return v, "if>" if op in (">", ">=") else "if<", assignment
-        if (a, b) == (v, e):
-            return v, "if>" if op in ("<", "<=") else "if<", assignment
-        return None
-
     # ---------------------------------------------------------------- text
 
     def _indent(self, node: Node) -> str:
@@ -353,6 +301,11 @@ class _Rows:
         return out.decode()
 
 
-def _conflict() -> str:
-    raise _NotApplicable
+def _indented_turns(text: str) -> str:
+    """The rows-in-turn loop's body indented one level, as a person would write it."""
+    lines = text.split("\n")
+    first = next(i for i, line in enumerate(lines) if "// the block's own rows (those its threads had)" in line) + 3
+    last = next(i for i, line in enumerate(lines) if line.rstrip().endswith("}  // the warp's next row"))
+    return "\n".join(lines[:first] + ["    " + line if line.strip() else line for line in lines[first:last]]
+                     + lines[last:])
 

@@ -71,7 +71,8 @@ class BuiltinGenerator:
         tried = {t.proposal.key for t in ctx.history} | set(self._losers)
         family = self._family(ctx)
         # A new split of the work first, where one applies: it is verified before any tuning
-        structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu)
+        structural = [p for p in structural_proposals(ctx.kernel, ctx.spec, ctx.definition, ctx.round, ctx.gpu,
+                                                     ctx.launch_fixed)
                       if p.key not in tried]
         if structural and ctx.round == 0:  # alone: its verdict, and a first win, come without waiting for tuning
             if ctx.screen is None:
