@@ -25,6 +25,11 @@ CLIENT_README = (CLIENT / "README.md").read_text(encoding="utf-8")
 PACKAGE = json.loads((CLIENT / "package.json").read_text(encoding="utf-8"))
 CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 READMES = {"README.md": README, "vscode-client/README.md": CLIENT_README}
+# the reference the README links to: kept true by the same checks
+DOCS = {f"docs/{name}.md": (ROOT / "docs" / f"{name}.md").read_text(encoding="utf-8")
+        for name in ("server", "commands", "spec", "verification", "layout")}
+PAGES = {**READMES, **DOCS}
+EDITORS = {name: PAGES[name] for name in ("docs/server.md", "vscode-client/README.md")}  # where VS Code is set up
 VSIX = "vscode-client/dist/fsr-lsp.vsix"
 
 
@@ -65,10 +70,10 @@ def flags_of(line: str) -> tuple[str, list[str]]:
     return program, flags
 
 
-@pytest.mark.parametrize("name", READMES)
+@pytest.mark.parametrize("name", PAGES)
 def test_every_command_and_flag_a_readme_shows_exists(name):
     known = options()
-    lines = command_lines(READMES[name])
+    lines = command_lines(PAGES[name])
     assert lines or name != "README.md"
     for line in lines:
         program, flags = flags_of(line)
@@ -81,7 +86,9 @@ def test_the_flags_each_command_section_names_exist():
     """In a section about `fsr X` commands (its heading names them), every flag in inline code is
     one of theirs; in the server's section, its opening paragraph's flags are fsr-lsp's."""
     known = options()
-    for heading, body in re.findall(r"^## (.*?)\n(.*?)(?=^## |\Z)", README, re.M | re.S):
+    sections = [s for text in PAGES.values() for s in re.findall(r"^## (.*?)\n(.*?)(?=^## |\Z)", text, re.M | re.S)]
+    assert any("`fsr eval`" in heading for heading, _ in sections)
+    for heading, body in sections:
         commands = [f"fsr {c}" for c in re.findall(r"`fsr (\w+)`", heading)]
         if "`fsr-lsp`" in heading:
             commands, body = ["fsr-lsp"], body.strip().split("\n\n")[0]
@@ -97,8 +104,9 @@ def test_fsr_eval_gpu_is_one_index_in_its_help_and_the_readme():
     eval_parser = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["eval"]
     gpu = eval_parser._option_string_actions["--gpu"]
     assert gpu.metavar == "N" and "index" in gpu.help and "round" not in gpu.help and "several" not in gpu.help
-    section = README[README.index("## `fsr eval`"):]
-    assert "`--gpu N`" in section[:section.index("\n## ")]
+    commands = DOCS["docs/commands.md"]
+    section = commands[commands.index("## `fsr eval`"):]
+    assert "`--gpu N`" in (section[:section.index("\n## ")] if "\n## " in section else section)
 
 
 def test_what_the_readme_says_ci_installs_is_what_ci_installs():
@@ -114,7 +122,7 @@ def test_what_the_readme_says_ci_installs_is_what_ci_installs():
 
 def test_the_extensions_command_titles_are_the_readmes():
     titles = {c["title"] for c in PACKAGE["contributes"]["commands"]}
-    for name, text in READMES.items():
+    for name, text in EDITORS.items():
         text = re.sub(r"\s*\n\s*", " ", text)  # a title may wrap
         bold = set(re.findall(r"\*\*(FSR: [^*]+)\*\*", text))
         named = bold | set(re.findall(r'"(FSR: [^"]+)"', text))
@@ -124,7 +132,7 @@ def test_the_extensions_command_titles_are_the_readmes():
 
 def test_the_extensions_activation_events_are_the_readmes():
     events = set(PACKAGE["activationEvents"])
-    for name, text in READMES.items():
+    for name, text in EDITORS.items():
         said = set(re.findall(r"`((?:onLanguage|workspaceContains|onCommand|onStartupFinished)[^`]*)`", text))
         assert said == events, f"{name}: {sorted(said)} against package.json's {sorted(events)}"
 
@@ -167,3 +175,29 @@ def test_the_license_is_mit_everywhere():
     assert PACKAGE["license"] == "MIT"
     assert "../LICENSE" in PACKAGE["scripts"]["package"] and "--skip-license" not in PACKAGE["scripts"]["package"]
     assert metadata.metadata("fsr-lsp").get("License-Expression") == "MIT", "reinstall: pip install -e ."
+
+
+def _anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_is_a_first_screen_and_every_link_it_gives_lands():
+    """At most 250 lines; the reference lives in docs/, and each link (and its #anchor) exists."""
+    assert len(README.splitlines()) <= 250
+    links = re.findall(r"\]\(((?:docs/|vscode-client/)[^)#]+)(?:#([^)]+))?\)", README)
+    assert {target for target, _ in links} >= {f"docs/{n}.md" for n in ("server", "commands", "spec", "verification")}
+    for target, anchor in links:
+        path = ROOT / target
+        assert path.exists(), target
+        if anchor:
+            headings = re.findall(r"^#+ (.*)$", path.read_text(encoding="utf-8"), re.M)
+            assert anchor in {_anchor(h) for h in headings}, f"{target}#{anchor}: no such heading"
+
+
+def test_the_neovim_set_up_starts_one_server_per_root():
+    """`vim.lsp.start_client` from a FileType autocmd started a server for every CUDA buffer."""
+    neovim = DOCS["docs/server.md"][DOCS["docs/server.md"].index("### Neovim"):]
+    neovim = neovim[:neovim.index("\n### ")]
+    code = "\n".join(re.findall(r"```lua\n(.*?)```", neovim, re.S))
+    assert "vim.lsp.start(" in code and "vim.lsp.start_client" not in code
