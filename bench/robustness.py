@@ -34,7 +34,7 @@ def optimize(workspace: Path, llm: FakeLLM, *extra: str, bench_log: Path | None 
     cu.write_text(SAXPY)
     env = {**os.environ, "FSR_LSP_BENCH": "tests.scripted_bench:SlowBench", "PYTHONPATH": str(ROOT),
            "FSR_ROBUST_KEY": "k", **({"FSR_BENCH_LOG": str(bench_log)} if bench_log else {})}
-    return subprocess.Popen([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", str(cu), "-k", "saxpy", "--no-sanitize",
+    return subprocess.Popen([sys.executable, str(ROOT / "tests" / "doubles.py"), "fsr", "optimize", str(cu), "-k", "saxpy", "--no-sanitize",
                              "--llm-base-url", llm.base_url, "--llm-model", "m", "--llm-key-env", "FSR_ROBUST_KEY",
                              "--fix-attempts", "0", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             cwd=ROOT, env=env)

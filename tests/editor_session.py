@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from .doubles import command
 from .search_helpers import example
 
 ROOT = Path(__file__).parent.parent
@@ -35,7 +35,7 @@ def session_config(tmp_path: Path, base_url: str, key_env: str) -> dict:
     env = {"FSR_LSP_BENCH": "tests.scripted_bench:ScriptedBench", key_env: "unused",
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return {
-        "cmd": [sys.executable, "-m", "fsr_lsp.server.main"], "env": env, "root": str(tmp_path),
+        "cmd": command("fsr-lsp"), "env": env, "root": str(tmp_path),
         "file": str(cu), "result": str(tmp_path / "result.json"), "kernel_line": KERNEL_LINE,
         "init_options": {"fsr": {"llm": {"baseUrl": base_url, "model": "scripted", "apiKeyEnv": key_env},
                                  "search": {"rounds": 1, "candidates": 1, "fixAttempts": 0, "sanitize": False}}},

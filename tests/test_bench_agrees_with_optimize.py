@@ -17,7 +17,9 @@ import pytest
 from fsr_lsp.kernels import discover
 from fsr_lsp.settings import Settings
 from fsr_lsp.source import SourceText
+from fsr_lsp.instruments import Instruments
 
+from .doubles import command
 from .test_capture import f32, i32, ptr, write_capture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,14 +66,14 @@ def project(root: Path) -> None:
 
 
 def bench_verdicts(root: Path, monkeypatch, log: Path) -> dict[tuple[str, str], str]:
-    monkeypatch.setenv("FSR_LSP_PROVER", "tests.recording_prover:prove")
     monkeypatch.setenv("FSR_TEST_PROOF_LOG", str(log))
+    from .recording_prover import prove
     out = {}
     for name in ("a", "b"):
         src = root / name / "k.cu"
         for kernel in discover(SourceText(src.read_text())).kernels:
             row = {"program": name, "kernel": kernel.name}
-            coverage.prove_row(coverage.Optimizer(), coverage.LaunchIndex(root, first_wait=None), root, Settings(), row,
+            coverage.prove_row(coverage.Optimizer(instruments=Instruments(prover=prove)), coverage.LaunchIndex(root, first_wait=None), root, Settings(), row,
                                src, kernel)
             # a spec inferred from the signature is searched as it is, by both
             out[(name, kernel.name)] = "searched" if row["origin"] in ("inferred", "attached") else row["status"]
@@ -81,7 +83,7 @@ def bench_verdicts(root: Path, monkeypatch, log: Path) -> dict[tuple[str, str], 
 def optimize_verdict(root: Path, name: str, kernel: str, log: Path) -> str:
     env = {**os.environ, "FSR_LSP_BENCH": "tests.scripted_bench:ScriptedBench",
            "FSR_LSP_PROVER": "tests.recording_prover:prove", "FSR_TEST_PROOF_LOG": str(log), "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", str(root / name / "k.cu"), "-k", kernel,
+    r = subprocess.run([*command("fsr"), "optimize", str(root / name / "k.cu"), "-k", kernel,
                         "--rounds", "1", "--candidates", "1", "--no-sanitize", "--workspace", str(root)],
                        capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     out = r.stdout + r.stderr

@@ -18,8 +18,8 @@ import pytest
 
 from fsr_lsp.cli import arguments, version
 from fsr_lsp.evaluator.support import gpu_support_missing
-from fsr_lsp.workflows.optimize import STAND_IN
-from fsr_lsp.workflows.profile_kernel import PROFILER
+
+from .doubles import STAND_INS
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "saxpy.cu"
@@ -167,7 +167,7 @@ def test_spec_with_a_kernel_in_one_of_its_files_is_no_error(tmp_path: Path):
 def test_profile_without_gpu_support_says_what_a_profile_needs():
     r = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "profile", str(EXAMPLE), "-k", "saxpy"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT,
-                       env={k: v for k, v in ENV.items() if k not in (STAND_IN, PROFILER)})
+                       env={k: v for k, v in ENV.items() if k not in STAND_INS})
     assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "fsr profile needs" in r.stderr, r.stderr
     assert "searches" not in r.stderr

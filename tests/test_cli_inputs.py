@@ -4,7 +4,6 @@ and says what the CPU can tell before it asks for a GPU."""
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -12,13 +11,14 @@ import pytest
 
 from .conftest import EXAMPLES
 from .fake_llm import FakeLLM, answer
+from .doubles import command
 
 ROOT = Path(__file__).resolve().parent.parent
 SAXPY = (EXAMPLES / "saxpy.cu").read_text()
 
 
 def fsr(*args, env=None, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([*command("fsr"), *map(str, args)], capture_output=True, text=True,
                           timeout=120, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
@@ -145,7 +145,7 @@ def optimize_slowly(tmp_path, llm):
     f = tmp_path / "saxpy.cu"
     f.write_text(SAXPY)
     env = {**os.environ, "FSR_LSP_BENCH": "tests.scripted_bench:SlowBench", "PYTHONPATH": str(ROOT), "FSR_SLOW_KEY": "k"}
-    return subprocess.Popen([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", str(f), "-k", "saxpy", "--workspace",
+    return subprocess.Popen([*command("fsr"), "optimize", str(f), "-k", "saxpy", "--workspace",
                              str(tmp_path), "--rounds", "20", "--candidates", "1", "--no-sanitize", "--llm-base-url",
                              llm.base_url, "--llm-model", "m", "--llm-key-env", "FSR_SLOW_KEY", "--fix-attempts", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)

@@ -5,11 +5,11 @@ the server's tests use (FSR_LSP_BENCH, FSR_LSP_PROVER)."""
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from .fake_llm import FakeLLM, answer
 from .lsp.test_drafts import KERNELS, MAIN
+from .doubles import command
 
 ROOT = Path(__file__).resolve().parent.parent
 WIN = ("```cuda\n__global__ void blend(float* out, const float* a, const float* b, int rows, int cols)\n{\n"
@@ -20,7 +20,7 @@ WIN = ("```cuda\n__global__ void blend(float* out, const float* a, const float* 
 def run(tmp_path, llm, *extra, kernel="blend"):
     env = {**os.environ, "FSR_LSP_BENCH": "tests.scripted_bench:ScriptedBench", "FSR_LSP_PROVER": "tests.scripted_prover:prove",
            "PYTHONPATH": str(ROOT), "FSR_CLI_TEST_KEY": "unused-key-123456"}
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", str(tmp_path / "kernels.cu"), "-k", kernel,
+    return subprocess.run([*command("fsr"), "optimize", str(tmp_path / "kernels.cu"), "-k", kernel,
                            "--rounds", "1", "--candidates", "1", "--fix-attempts", "0", "--no-sanitize",
                            "--llm-base-url", llm.base_url, "--llm-model", "scripted", "--llm-key-env", "FSR_CLI_TEST_KEY",
                            "--workspace", str(tmp_path), *extra],

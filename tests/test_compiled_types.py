@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from fsr_lsp.drafting.workspace import LaunchIndex
@@ -21,6 +20,7 @@ from fsr_lsp.source import SourceText
 from fsr_lsp.workflows.optimize import OptimizeRun, plan_spec
 
 from .test_capture import i32, ptr, write_capture
+from .doubles import command
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMON = """#pragma once
@@ -124,11 +124,11 @@ def test_fsr_spec_and_fsr_optimize_carry_the_flag(tmp_path):
     write_capture(tmp_path, [gelu_launch(4096, "__nv_bfloat16", 2)])
     env = {**os.environ, "FSR_LSP_BENCH": "tests.scripted_bench:ScriptedBench",
            "FSR_LSP_PROVER": "tests.scripted_prover:prove", "PYTHONPATH": str(ROOT)}
-    listed = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "spec", str(file), "--json"],
+    listed = subprocess.run([*command("fsr"), "spec", str(file), "--json"],
                             capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert listed.returncode == 0, listed.stderr
     assert '"flags": [\n      "-DENABLE_BF16"\n    ]' in listed.stdout
-    r = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "optimize", str(file), "-k", "gelu_forward",
+    r = subprocess.run([*command("fsr"), "optimize", str(file), "-k", "gelu_forward",
                         "--rounds", "1", "--candidates", "1", "--no-sanitize", "--workspace", str(tmp_path)],
                        capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     out = r.stdout + r.stderr

@@ -15,7 +15,10 @@ from fsr_lsp.profiling.timings import Timings
 from fsr_lsp.search import SearchOutcome
 from fsr_lsp.search.proposal import Proposal, Tried
 from fsr_lsp.settings import Settings
-from fsr_lsp.workflows.perf_check import STAND_IN_GPU, check_performance, record_search
+from fsr_lsp.instruments import STAND_IN_GPU
+from fsr_lsp.workflows.perf_check import check_performance, record_search
+
+from .scripted_timer import time_request
 
 from .scripted_timer import timing
 from .search_helpers import example
@@ -28,13 +31,13 @@ COMMENTED = SAXPY.replace(BODY, BODY + "  // y += a x")
 
 
 @pytest.fixture
-def workspace(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("FSR_LSP_TIMER", "tests.scripted_timer:time_request")
+def workspace(tmp_path) -> Path:
     return tmp_path
 
 
 def check(workspace: Path, text: str):
-    return check_performance(None, text, workspace / "saxpy.cu", workspace, Settings(), threading.Event())
+    return check_performance(None, text, workspace / "saxpy.cu", workspace, Settings(), threading.Event(),
+                             timer=time_request)
 
 
 def stored(workspace: Path, text: str = SAXPY) -> None:

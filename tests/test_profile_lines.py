@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from fsr_lsp.evaluator.profile.profile import parse_ncu_csv
 from fsr_lsp.profiling.findings import read_profile
 
 from .recorded_profiler import DATA, INLINED, KERNELS, raw_page, recorded
+from .doubles import command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -262,7 +262,7 @@ def test_without_ncu_the_line_profile_says_how_to_get_it(monkeypatch):
 def fsr_profile(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "FSR_LSP_PROFILER": "tests.recorded_profiler:profile", "FSR_LSP_PROVER": "tests.scripted_prover:prove",
            "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", "profile", *args], cwd=cwd, env=env,
+    return subprocess.run([*command("fsr"), "profile", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

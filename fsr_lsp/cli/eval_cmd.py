@@ -90,7 +90,7 @@ def _evaluate(args: argparse.Namespace, settings: Settings, source: str, candida
     if plan is not None and plan.draft is not None:  # proven first, as `fsr optimize` proves it (the same code)
         job = OptimizeRun(original, args.file.resolve(), args.kernel, workspace_of(args.file), settings, plan)
         with _Status(not args.json) as status:
-            stopped = Optimizer(backend).prepare(job, lambda p: status.update(p.message))
+            stopped = Optimizer(backend, args.instruments).prepare(job, lambda p: status.update(p.message))
         if stopped is not None:
             return fail(stopped.message, 3 if job.proof is not None and job.proof.status == "unavailable" else 2)
         source = job.searched_text

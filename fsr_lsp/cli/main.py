@@ -10,6 +10,7 @@ from typing import Callable
 
 from .. import processes, scratch
 from ..redaction import RedactingFilter, register_environment
+from ..instruments import GPU, Instruments
 from .parsers import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -35,8 +36,10 @@ def _work(command: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, instruments: Instruments = GPU) -> int:
+    """`instruments`: stand-ins for the GPU work (tests: tests/doubles.py); the GPU's own by default."""
     args = build_parser().parse_args(argv)
+    args.instruments = instruments
     run = _work(args.command)
     if os.environ.get("FSR_LOG_FILE"):  # for whoever debugs timing: fsr's own debug log, timestamped
         logging.basicConfig(filename=os.environ["FSR_LOG_FILE"], level=logging.DEBUG,

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     why = unwritable(workspace)  # the history is kept there: said now, not after the search
     if why:
         return fail(why, 2)
-    optimizer = Optimizer()
+    optimizer = Optimizer(instruments=args.instruments)
     missing = optimizer.unavailable(settings)
     if missing:
         return fail(missing.removeprefix("fsr: "), 3)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 from rich.markup import escape
@@ -17,8 +16,9 @@ from ..drafting.workspace import LaunchIndex
 from ..evaluator.backends import backend_missing
 from ..profiling.findings import KernelProfile
 from ..settings import Settings, settings_from_args
-from ..workflows.optimize import STAND_IN, Optimizer, plan_spec
-from ..workflows.profile_kernel import PROFILER, ProfileRun, profile_kernel
+from ..instruments import Instruments
+from ..workflows.optimize import Optimizer, plan_spec
+from ..workflows.profile_kernel import ProfileRun, profile_kernel
 from .console import InputError, fail, kernel_of, make_console
 
 
@@ -36,10 +36,10 @@ def run(args: argparse.Namespace) -> int:
     why = unwritable(workspace)  # a drafted spec's proof is cached there
     if why:
         return fail(why, 2)
-    missing = unavailable(settings)
+    missing = unavailable(settings, args.instruments)
     if missing:
         return fail(missing, 3)
-    optimizer = Optimizer()
+    optimizer = Optimizer(instruments=args.instruments)
     plan = plan_spec(LaunchIndex(workspace, first_wait=None), args.file.resolve(), source, kernel, settings,
                      then="profiling")
     job = ProfileRun(source, args.file.resolve(), args.kernel, workspace, settings, plan)
@@ -57,10 +57,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def unavailable(settings: Settings) -> str:
+def unavailable(settings: Settings, instruments: Instruments) -> str:
     """Why a profile cannot run here ('' when it can), said as a profile's need: the Optimizer's
     own answer speaks of searches. A recorded profiler or an evaluator stand-in (tests) needs no GPU."""
-    if os.environ.get(PROFILER) or os.environ.get(STAND_IN):
+    if instruments.profiler is not None or instruments.stands_in_for_searches():
         return ""
     return backend_missing(settings.backend_choice(), "fsr profile needs")
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
 import time
 import uuid
@@ -53,17 +52,15 @@ LARGE_BODY = 1 << 20  # bytes: a body over this is decoded off the event loop
 LARGE_TEXT = 1 << 20  # characters: a didChange of a document over this is applied off the event loop
 PIECE = 1 << 18  # bytes of a long string decoded at a time (about 0.3 ms); lines of a text split at a time
 BACKSLASH = 0x5C
-STAND_IN = "FSR_LSP_TEST_LARGE_SECONDS"  # tests: seconds a large body's decoding, or a large document's change, takes
 _ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
-def stand_in() -> None:
-    """Tests: the slow work on a large message (decoding its body, applying its change) made to
-    take STAND_IN seconds, wherever it runs (here, off the event loop; on it where it is done
-    there)."""
-    seconds = os.environ.get(STAND_IN)
+def slow_step(seconds: float) -> None:
+    """Tests (Instruments.large_seconds): the slow work on a large message (decoding its body,
+    applying its change) made to take this long, wherever it runs (off the event loop here; on it
+    where it is done there)."""
     if seconds:
-        time.sleep(float(seconds))
+        time.sleep(seconds)
 
 
 # Requests that read a document and change nothing: one about a document no queued message
@@ -134,10 +131,10 @@ def split_body(body: bytes, piece: int = PIECE) -> Split | None:
                  _tree_uris(skeleton, names))
 
 
-def decode_strings(body: bytes, spans: list[tuple[int, int]], piece: int = PIECE) -> list[str]:
+def decode_strings(body: bytes, spans: list[tuple[int, int]], piece: int = PIECE, slow: float = 0.0) -> list[str]:
     """Each long string's content decoded, a piece at a time (lone surrogates replaced by
     U+FFFD, as protocol.py does). ValueError where it is not a JSON string's content."""
-    stand_in()
+    slow_step(slow)
     out = []
     for start, end in spans:
         parts, pos = [], start
@@ -185,12 +182,12 @@ def message_uris(message: Any) -> frozenset[str] | None:
 # ------------------------------------------------------------ a large document's change, off the event loop
 
 
-def changed_text(text: str, changes: Sequence[Any], codec: PositionCodec, piece: int = PIECE) -> str:
+def changed_text(text: str, changes: Sequence[Any], codec: PositionCodec, piece: int = PIECE, slow: float = 0.0) -> str:
     """The document's text after `changes`, as pygls's TextDocument.apply_change gives it (with
     incremental sync), worked out from pieces of the text: only the lines a change names are
     split out, a piece at a time (pygls splits the whole text into lines, one 25 ms call for 10
     MB, then copies it line by line)."""
-    stand_in()
+    slow_step(slow)
     for change in changes:
         if isinstance(change, types.TextDocumentContentChangePartial):
             text = _apply_partial(text, change, codec, piece)
@@ -267,8 +264,9 @@ class Dispatcher:
     (never pygls's pool, whose threads read the stream)."""
 
     def __init__(self, protocol: Any, decode: Callable[[bytes], Any], report: Callable[[Exception], None],
-                 nothing: Any = None) -> None:
+                 nothing: Any = None, slow: float = 0.0) -> None:
         self._protocol = protocol
+        self._slow = slow  # tests: seconds each large message's work is made to take (slow_step)
         self._decode = decode  # a body to a message, on the event loop; `nothing` when already answered
         self._report = report  # a fault of ours while handling a message
         self._nothing = nothing
@@ -282,7 +280,7 @@ class Dispatcher:
         if len(body) > LARGE_BODY:
             split = await loop.run_in_executor(self._pool, split_body, body)
             if split is not None:
-                strings = loop.run_in_executor(self._pool, decode_strings, body, split.spans)
+                strings = loop.run_in_executor(self._pool, decode_strings, body, split.spans, PIECE, self._slow)
                 self._enqueue(Waiting(split.uris, strings=strings, split=split))
                 return
         message = self._decode(body)
@@ -371,7 +369,7 @@ class Dispatcher:
         old = doc.source
         loop = asyncio.get_running_loop()
         text = await loop.run_in_executor(self._pool, changed_text, old, list(params.content_changes),
-                                          doc.position_codec)
+                                          doc.position_codec, PIECE, self._slow)
         if self._protocol.open_document(params.text_document.uri) is doc and doc.source is old:
             params.content_changes = [types.TextDocumentContentChangeWholeDocument(text=text)]
         self._handle(message)

@@ -99,6 +99,7 @@ class DocumentState:
     text: str
     specs: Specs = field(default_factory=Specs)
     large: bool = False  # over LARGE_BYTES: whole-file work is never done on the event loop
+    probe: str = ""  # tests: told of each discovery (Instruments.probe)
     _src: SourceText | None = None
     _discovery: Discovery | None = None
     _found: list[Kernel] = field(default_factory=list)  # large documents: kernels found in windows
@@ -130,7 +131,7 @@ class DocumentState:
             from ..kernels import discover
 
             found = self._discovery = discover(self.src)
-            probe("discover", self.uri, self.version)
+            probe(self.probe, "discover", self.uri, self.version)
         return found
 
     def known_kernel_at(self, byte: int) -> Kernel | None | bool:
@@ -157,14 +158,16 @@ class DocumentState:
 
 
 class DocumentCache:
-    def __init__(self) -> None:
+    def __init__(self, probe: str = "") -> None:
+        """`probe`: tests' "module:function" told of each discovery and draft (Instruments.probe)."""
+        self.probe = probe
         self._states: dict[str, DocumentState] = {}
         self._drafts = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-draft")
         self._lookups = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-lookup")
         self._world = 0
         self._seen: dict[str, tuple[int | None, bool]] = {}  # uri -> (version, has launches) when last looked
         self._capture_stamp: int | None = None
-        self.large = LargeDocuments()
+        self.large = LargeDocuments(probe)
         self.closed = False  # shut down: drafts cut short are not errors
 
     # ------------------------------------------------------------ documents
@@ -174,7 +177,7 @@ class DocumentCache:
         state = self._states.get(uri)
         if state is None or state.version != doc.version or state.text is not doc.source:
             state = self._states[uri] = DocumentState(uri, doc.version, doc.source,
-                                                      state.specs if state is not None else Specs())
+                                                      state.specs if state is not None else Specs(), probe=self.probe)
         return state
 
     def forget(self, uri: str) -> None:
@@ -239,7 +242,7 @@ class DocumentCache:
             return state.discovery()
         found, state.spec_problems = await asyncio.wrap_future(self.large.discovery(state.uri, state.text, encoding))
         state._discovery = found
-        probe("discover", state.uri, state.version)
+        probe(self.probe, "discover", state.uri, state.version)
         return found
 
     # ------------------------------------------------------------ specs
@@ -289,7 +292,7 @@ class DocumentCache:
         def run() -> KernelSpec | None:
             if not self.current(state):  # the document moved on (or closed) before its turn came
                 return None
-            probe("draft", state.uri, state.version, key[0])
+            probe(self.probe, "draft", state.uri, state.version, key[0])
             try:
                 spec = draft()  # type: ignore[operator]
             except Exception as e:  # noqa: BLE001  (a bug of ours: said in the hover, not lost)

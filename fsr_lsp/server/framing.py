@@ -276,7 +276,8 @@ async def pump(read_some: ReadSome, server: JsonRPCServer, stop: threading.Event
         log.debug("the fault's traceback", exc_info=error)
         server._report_server_error(error, JsonRpcInternalError)
 
-    dispatcher = Dispatcher(protocol, lambda body: decode_body(body, protocol, frames), report, NOTHING)
+    dispatcher = Dispatcher(protocol, lambda body: decode_body(body, protocol, frames), report, NOTHING,
+                            slow=protocol.slow_seconds)
     try:
         while not stop.is_set():
             body = await frames.next_body()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import shutil
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
     from ..kernels import Discovery, Kernel
 
 log = logging.getLogger("fsr_lsp")
-PROBE = "FSR_LSP_CACHE_PROBE"  # "module:function" told of each discovery and draft (tests only)
 BY_FILE_CHARS = 1 << 20  # texts longer than this go to the child as files
 KEPT_FILES = 4  # a document's last files kept (a job still queued may read one)
 
@@ -49,7 +47,9 @@ class Stored:
 
 
 class LargeDocuments:
-    def __init__(self) -> None:
+    def __init__(self, probe: str = "") -> None:
+        """`probe`: tests' "module:function" told of each draft the child makes (Instruments.probe)."""
+        self._probe = probe
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-large")  # the child's one caller
         self._proc: Any = None
         self._conn: Any = None
@@ -127,7 +127,7 @@ class LargeDocuments:
 
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
-        proc = context.Process(target=_serve, args=(child,), daemon=True, name="fsr-large-documents")
+        proc = context.Process(target=_serve, args=(child, self._probe), daemon=True, name="fsr-large-documents")
         proc.start()
         child.close()
         with self._lock:
@@ -175,8 +175,12 @@ _INDEXES: dict[Path, LaunchIndex] = {}
 _TEXTS: dict[str, str] = {}  # the files read last, by name
 
 
-def _serve(conn: Any) -> None:
+_PROBE = [""]  # the child's probe (tests), as the server gave it
+
+
+def _serve(conn: Any, probe_path: str = "") -> None:
     """The child: calls from the pipe, answered in turn, until the server closes it."""
+    _PROBE[0] = probe_path
     while True:
         try:
             fn, args = conn.recv()
@@ -243,7 +247,7 @@ def _spec(document: tuple[str, int | None], root: Path, path: Path, text: str | 
           documents: dict[Path, str | Stored], include_dirs: tuple[str, ...], changed: tuple[Path, ...]) -> KernelSpec:
     from ..drafting.workspace import LaunchIndex, workspace_spec
 
-    probe("draft", *document, kernel.name)
+    probe(_PROBE[0], "draft", *document, kernel.name)
     index = _INDEXES.get(root)
     if index is None:
         index = _INDEXES[root] = LaunchIndex(root)
@@ -253,10 +257,9 @@ def _spec(document: tuple[str, int | None], root: Path, path: Path, text: str | 
                           include_dirs=include_dirs)
 
 
-def probe(event: str, uri: str, version: int | None, detail: str = "") -> None:
-    """Tell the test probe (PROBE) of a discovery or a draft, where it runs: the server's threads
-    or this process."""
-    target = os.environ.get(PROBE)
+def probe(target: str, event: str, uri: str, version: int | None, detail: str = "") -> None:
+    """Tell the tests' probe `target` ("module:function", Instruments.probe; '' for none) of a
+    discovery or a draft, where it runs: the server's threads or this process."""
     if target:
         from ..evaluator.support import load
 

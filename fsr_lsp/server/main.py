@@ -12,6 +12,7 @@ from .. import processes, scratch
 from ..cli.arguments import OneLineParser, file_to_write, host_port
 from ..cli.version import VersionAction
 from ..redaction import register_environment
+from ..instruments import GPU, Instruments
 from .logs import LEVELS, configure
 
 
@@ -19,14 +20,14 @@ _reaper = None  # the process that ends this server's children when it is gone
 SWITCH_INTERVAL = 0.001  # seconds a thread holds the GIL while another waits for it
 
 
-def build():
+def build(instruments: Instruments = GPU):
     """A server with every feature registered (in this order: it is the order of each document's
-    diagnostics and of what a save does)."""
+    diagnostics and of what a save does); `instruments`: stand-ins for the GPU work (tests)."""
     from .features import (capture, code_actions, commands, documents, drafts, hover, lifecycle, perf_on_save,
                            profiling, searches)
     from .server import FsrServer
 
-    ls = FsrServer()
+    ls = FsrServer(instruments)
     for feature in (lifecycle, documents, hover, code_actions, commands, drafts, searches, capture, profiling,
                     perf_on_save):
         feature.register(ls)
@@ -46,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, instruments: Instruments = GPU) -> int:
     arguments = parser()
     args = arguments.parse_args(argv)
     # Before any child: every process started from here on carries the mark, and the reaper
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     # Drafts and large files are worked on by threads beside the event loop: a thread waiting
     # for the GIL gets it after 1 ms rather than 5 (a hover waits for it several times).
     sys.setswitchinterval(SWITCH_INTERVAL)
-    server = build()
+    server = build(instruments)
 
     if args.tcp:
         host, port = args.tcp

@@ -23,7 +23,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import RPCRequest
 from pygls.protocol.language_server import lsp_method
 
-from .dispatch import LARGE_BODY, LARGE_TEXT, stand_in
+from .dispatch import LARGE_BODY, LARGE_TEXT, slow_step
 
 log = logging.getLogger("fsr_lsp")
 INVALID_REQUEST, INVALID_PARAMS, PARSE_ERROR = -32600, -32602, -32700
@@ -62,11 +62,17 @@ class FsrProtocol(LanguageServerProtocol):
         super().__init__(*args, **kwargs)
         self.client_requests: set[Any] = set()  # ids of the client's requests (not the server's own)
 
+    @property
+    def slow_seconds(self) -> float:
+        """Tests (Instruments.large_seconds): seconds each large message's work is made to take."""
+        instruments = getattr(self._server, "instruments", None)
+        return instruments.large_seconds if instruments is not None else 0.0
+
     def decode(self, body: bytes) -> Any:
         """A body to a message; ValueError for one that is not JSON, not UTF-8, or nested past
         what the decoder can hold (JSON-RPC's -32700, all three)."""
         if len(body) > LARGE_BODY:  # decoded here, on the event loop, only when dispatch.py could not
-            stand_in()
+            slow_step(self.slow_seconds)
         self._surrogates = _ESCAPED_SURROGATE.search(body) is not None
         try:
             return json.loads(body, object_hook=self.structure_message)
@@ -178,7 +184,7 @@ class FsrProtocol(LanguageServerProtocol):
             return
         if len(self._workspace.text_documents[unquote(uri)].source) > LARGE_TEXT and any(
                 isinstance(c, types.TextDocumentContentChangePartial) for c in params.content_changes):
-            stand_in()  # pygls applies it here, on the event loop (dispatch.py applies them off it)
+            slow_step(self.slow_seconds)  # pygls applies it here, on the event loop (dispatch.py: off it)
         yield from super().lsp_text_document__did_change(params)
 
     def _send_response(self, msg_id: Any, result: Any | None = None, error: ResponseError | None = None) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..failures import said
 from ..settings import Settings
+from ..instruments import GPU, Instruments
 
 if TYPE_CHECKING:
     from ..evaluator.backends import Backend
@@ -66,7 +67,8 @@ class SearchJob:
 class Searches:
     """The searches of one server."""
 
-    def __init__(self) -> None:
+    def __init__(self, instruments: Instruments = GPU) -> None:
+        self.instruments = instruments  # stand-ins for the GPU work (tests), else the GPU's own
         self.running: dict[tuple[str, str], SearchJob] = {}
         self.planning: dict[tuple[str, str], threading.Event] = {}  # spec planned before the search: its cancel
         self.finished: dict[tuple[str, str], SearchJob] = {}
@@ -80,7 +82,7 @@ class Searches:
             if self._optimizer is None:
                 from ..workflows.optimize import Optimizer
 
-                self._optimizer = Optimizer()
+                self._optimizer = Optimizer(instruments=self.instruments)
             return self._optimizer
 
     def unavailable(self, settings: Settings, needs: str = "searches need") -> str:

@@ -26,6 +26,7 @@ from .framing import serve_stdio, serve_tcp
 from .logs import set_level
 from .protocol import FsrProtocol
 from .search_jobs import Searches
+from ..instruments import GPU, Instruments
 from .trust import Trust
 
 if TYPE_CHECKING:  # what the server holds; the modules load when the work is first done
@@ -41,7 +42,8 @@ SaveHook = Callable[["FsrServer", str], None]
 
 
 class FsrServer(LanguageServer):
-    def __init__(self) -> None:
+    def __init__(self, instruments: Instruments = GPU) -> None:
+        """`instruments`: stand-ins for the GPU work (tests: tests/doubles.py); the GPU's own by default."""
         super().__init__("fsr-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=FsrProtocol)
         self.settings = Settings()
@@ -50,9 +52,10 @@ class FsrServer(LanguageServer):
         self.check_tasks: dict[str, asyncio.Task] = {}
         self.to_publish: dict[str, None] = {}  # documents whose diagnostics are due, in order
         self.publisher: asyncio.Future | None = None
-        self.searches = Searches()
+        self.instruments = instruments
+        self.searches = Searches(instruments)
         self.drafts = Drafts()
-        self.cache = DocumentCache()  # each open document's kernels and specs, per version
+        self.cache = DocumentCache(instruments.probe)  # each open document's kernels and specs, per version
         self.shown: set[str] = set()  # messages shown once
         self.watcher: WorkspaceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None

@@ -26,7 +26,6 @@ from ..drafting.proof import Proof, prove_with
 from ..drafting.workspace import LaunchIndex, workspace_spec
 from ..evaluator import EvalOptions
 from ..evaluator.backends import Backend, backend_missing, make_backend
-from ..evaluator.support import load
 from ..kernels import Kernel, find_kernel
 from ..llmclient import LLMConfig
 from ..search import HistoryStore, Progress, SearchOutcome, run_search
@@ -38,12 +37,11 @@ from ..settings import Settings
 from ..source import SourceText
 from ..specs import parse_spec
 from ..specs.build_flags import merged
+from ..instruments import GPU, Instruments
 from .program_times import against_the_run, say_build, warm_times
 
 log = logging.getLogger("fsr_lsp.workflows.optimize")
 
-STAND_IN = "FSR_LSP_BENCH"  # "module:factory" of an evaluator stand-in (tests only)
-PROVER = "FSR_LSP_PROVER"  # "module:function" proving drafts without a GPU (tests only)
 ModelDraft = Callable[[LLMConfig], Draft]
 CAPTURE_OFFER = ("Take one from a run of your program: `fsr capture -- ./your_app ARGS` in the workspace, or set "
                  "fsr.capture.command and run \"FSR: Capture launches from a run\"; then Optimize again")
@@ -149,8 +147,10 @@ class Optimizer:
     """Runs Optimize requests on the backend the settings choose (one per optimizer, kept
     between requests: a worker per GPU, or one connection to a cluster)."""
 
-    def __init__(self, backend: Backend | None = None) -> None:
-        """`backend`: one to use whatever the settings say (a bench's own worker); closed by the caller."""
+    def __init__(self, backend: Backend | None = None, instruments: Instruments = GPU) -> None:
+        """`backend`: one to use whatever the settings say (a bench's own worker); closed by the
+        caller. `instruments`: stand-ins for the GPU work (tests); the backend's own by default."""
+        self.instruments = instruments
         self._backend: Backend | None = backend
         self._fixed = backend is not None
         self._choice = None
@@ -159,7 +159,7 @@ class Optimizer:
     def unavailable(self, settings: Settings, needs: str = "searches need") -> str:
         """Why the GPU work `needs` names cannot run here, or ''. With the ray backend this
         machine needs Ray, not CUDA: the cluster's GPU machines compile and run."""
-        if os.environ.get(STAND_IN):
+        if self.instruments.stands_in_for_searches():
             return ""
         missing = backend_missing(settings.backend_choice(), needs)
         return f"fsr: {missing}" if missing else ""
@@ -239,18 +239,16 @@ class Optimizer:
         """The draft's proof on the original kernel (cached per kernel text and GPU in .fsr/)."""
         rounds = job.settings.search_rounds
         assert job.draft is not None
-        stand_in = os.environ.get(PROVER)
-        if stand_in:
-            return load(stand_in)(job.searched_text, job.kernel, job.draft)
+        if self.instruments.prover is not None:
+            return self.instruments.prover(job.searched_text, job.kernel, job.draft)
         with ProofCache(job.workspace) as cache:
             return prove_with(self.backend(job.settings), job.searched_text, job.kernel, job.draft,
                               job.eval_options(), cache=cache,
                               on_stage=lambda message: report(Progress(0, rounds, 0, 0, None, message)))
 
     def _bench(self, job: OptimizeRun) -> GpuBench:
-        stand_in = os.environ.get(STAND_IN)
-        if stand_in:
-            return load(stand_in)()
+        if self.instruments.bench is not None:
+            return self.instruments.bench()
         return GpuBench(self.backend(job.settings), job.searched_text, job.kernel, job.eval_options(), cancel=job.cancel)
 
     def cancel(self) -> None:

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..capture import latest_capture
 from ..drafting.origin import requested_inputs
 from ..evaluator.backends import Backend, EvalRequest
 from ..evaluator.records import EvalResult
-from ..evaluator.support import load
 from ..kernels import discover_kernels, find_kernel, kernel_source
 from ..profiling.timings import TimedVersion, Timings
 from ..search import SearchOutcome
@@ -26,9 +25,8 @@ from ..search.apply import ApplyError, rewrite_file
 from ..settings import Settings
 from ..source import SourceText
 from ..specs import parse_spec
+from ..instruments import STAND_IN_GPU
 
-TIMER = "FSR_LSP_TIMER"  # "module:function" timing without a GPU (tests only): request -> EvalResult
-STAND_IN_GPU = "stand-in GPU"
 
 
 @dataclass
@@ -40,10 +38,11 @@ class PerfVerdict:
 
 
 def check_performance(backend: Backend | None, text: str, path: Path, workspace: Path, settings: Settings,
-                      cancel: threading.Event, only: set[str] | None = None) -> list[PerfVerdict]:
-    """A verdict for each changed kernel of `text` with a stored timing (or `only` those)."""
-    stand_in = os.environ.get(TIMER)
-    gpu = STAND_IN_GPU if stand_in else (backend.start().name if backend is not None else "")
+                      cancel: threading.Event, only: set[str] | None = None,
+                      timer: Callable[[EvalRequest], EvalResult] | None = None) -> list[PerfVerdict]:
+    """A verdict for each changed kernel of `text` with a stored timing (or `only` those);
+    `timer` times in place of the backend (a test's stand-in, Instruments.timer)."""
+    gpu = STAND_IN_GPU if timer is not None else (backend.start().name if backend is not None else "")
     src = SourceText(text)
     capture = functools.cache(lambda: latest_capture(workspace))  # for specs holding a run's bytes (captured())
     out = []
@@ -61,7 +60,7 @@ def check_performance(backend: Backend | None, text: str, path: Path, workspace:
             options = dataclasses.replace(settings.eval_options(path), time_only=True,
                                           real_inputs=tuple(sorted(saved.items())))
             request = EvalRequest(reference.source, kernel.name, definition, options)
-            result = load(stand_in)(request) if stand_in else backend.evaluate([request], cancel)[0]  # type: ignore[union-attr]
+            result = timer(request) if timer is not None else backend.evaluate([request], cancel)[0]  # type: ignore[union-attr]
             verdict = _verdict(kernel.name, definition, reference, result, settings.search_min_gain)
             if verdict is None:
                 continue

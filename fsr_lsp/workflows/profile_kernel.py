@@ -5,7 +5,6 @@ caller's."""
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,12 +14,11 @@ from ..drafting.placement import Placed, place_spec
 from ..evaluator import EvaluatorUnavailable
 from ..evaluator.backends import EvalRequest
 from ..evaluator.profile.profile import Profiled
-from ..evaluator.support import load
 from ..profiling.findings import KernelProfile, read_profile
 from ..settings import Settings
+from ..instruments import STAND_IN_GPU
 from .optimize import OptimizeRun, Optimizer, SpecPlan
 
-PROFILER = "FSR_LSP_PROFILER"  # "module:function" profiling without a GPU (tests only)
 
 
 @dataclass
@@ -64,9 +62,8 @@ def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str]
         return ProfileOutcome(None, "cancelled", cancelled=True)
     report(f"profiling {job.kernel} under Nsight Compute")
     request = EvalRequest(run.searched_text, job.kernel, None, run.eval_options())
-    stand_in = os.environ.get(PROFILER)
-    if stand_in:
-        profiled, gpu = load(stand_in)(request), "stand-in GPU"
+    if optimizer.instruments.profiler is not None:
+        profiled, gpu = optimizer.instruments.profiler(request), STAND_IN_GPU
     else:
         backend = optimizer.backend(job.settings)
         try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
 from ..fake_llm import FakeLLM, answer
+from ..doubles import command
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKSPACE = Path(tempfile.mkdtemp(prefix="fsr-lsp-tests-"))  # parent of each test's own workspace
@@ -60,7 +60,7 @@ def init_options() -> dict:
 
 
 @pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"], server_env=server_env(),
+    config=ClientServerConfig(server_command=command("fsr-lsp"), server_env=server_env(),
                               client_factory=make_client),
     params=["visual_studio_code", "neovim", "emacs"],
 )

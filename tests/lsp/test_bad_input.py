@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..doubles import command
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -123,7 +125,7 @@ def test_the_server_exits_at_once_while_a_model_request_hangs(tmp_path):
     with FakeLLM(default=stall(120)) as llm:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "FSR_LSP_BENCH": "tests.scripted_bench:ScriptedBench",
                "FSR_EXIT_KEY": "k"}
-        proc = subprocess.Popen([sys.executable, "-m", "fsr_lsp.server.main"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen(command("fsr-lsp"), stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
         options = {"fsr": {"llm": {"baseUrl": llm.base_url, "model": "m", "apiKeyEnv": "FSR_EXIT_KEY", "timeout": 120},
                            "diagnostics": {"onOpen": False}}}

@@ -7,7 +7,6 @@ being answered meanwhile (fsr_lsp/server/document_cache.py, large_documents.py).
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ..cache_probe import events
 from .conftest import make_client, open_file, server_env, without_checks
+from ..doubles import PROBE, command
 
 PROBE_LOG = str(Path(tempfile.mkdtemp(prefix="fsr-cache-probe-")) / "probe.jsonl")
 SLOW_SECONDS = 3.0
@@ -25,13 +25,13 @@ SLOW_SECONDS = 3.0
 
 def probe_env() -> dict[str, str]:
     env = server_env()
-    env["FSR_LSP_CACHE_PROBE"] = "tests.cache_probe:probe"
+    env[PROBE] = "tests.cache_probe:probe"
     env["FSR_TEST_PROBE_LOG"] = PROBE_LOG
     env["FSR_TEST_SLOW_DRAFT"] = str(SLOW_SECONDS)
     return env
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=command("fsr-lsp"),
                                               server_env=probe_env(), client_factory=make_client))
 async def client(lsp_client: LanguageClient):
     async for _ in without_checks(lsp_client):

@@ -14,7 +14,6 @@ import copy
 import json
 import random
 import re
-import sys
 import time
 
 import pytest_lsp
@@ -23,12 +22,13 @@ from pygls.workspace.position_codec import PositionCodec
 from pygls.workspace.text_document import TextDocument
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from fsr_lsp.server.dispatch import LARGE_BODY, LARGE_TEXT, STAND_IN, changed_text, decode_strings, split_body
+from fsr_lsp.server.dispatch import LARGE_BODY, LARGE_TEXT, changed_text, decode_strings, split_body
 from fsr_lsp.server.framing import CHUNK
 
 from .conftest import make_client, open_file, server_env_with, without_checks
 from .test_bad_input import frame
 from .test_framing import read_in_chunks
+from ..doubles import LARGE_SECONDS, command
 
 SLOW_SECONDS = 3.0  # the stand-in's large-message work
 QUICK_SECONDS = 1.5  # what a hover on another document may take meanwhile (about 5 ms unloaded)
@@ -160,8 +160,8 @@ def test_a_large_stream_in_order_and_a_large_body_that_is_not_json(tmp_path):
     assert_clean(proc, replies)
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
-                                              server_env=server_env_with(STAND_IN, SLOW_SECONDS), client_factory=make_client))
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=command("fsr-lsp"),
+                                              server_env=server_env_with(LARGE_SECONDS, SLOW_SECONDS), client_factory=make_client))
 async def client(lsp_client: LanguageClient):
     async for _ in without_checks(lsp_client):
         yield

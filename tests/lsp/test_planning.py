@@ -8,18 +8,17 @@ run on the text that was planned (an edit meanwhile is Apply's business, as duri
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from fsr_lsp.server.features.searches import PLAN_STAND_IN
 
 from ..recorded_profiler import KERNELS
 from ..search_helpers import example
 from .conftest import LLM, make_client, open_file, server_env_with, without_checks
+from ..doubles import PLAN_SECONDS as PLAN_STAND_IN, command
 
 PLAN_SECONDS = 3.0  # the stand-in's planning
 QUICK_SECONDS = 1.5  # what a hover on another document may take meanwhile (a few ms unloaded)
@@ -32,7 +31,7 @@ OTHER = """__global__ void other_scale(float* y, const float* x, int n)
 """
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"],
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=command("fsr-lsp"),
                                               server_env=server_env_with(PLAN_STAND_IN, PLAN_SECONDS), client_factory=make_client))
 async def client(lsp_client: LanguageClient):
     async for _ in without_checks(lsp_client):

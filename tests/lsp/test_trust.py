@@ -7,7 +7,6 @@ program, an address or an environment variable, and the user's values stay in fo
 from __future__ import annotations
 
 import shlex
-import sys
 import tempfile
 from pathlib import Path
 
@@ -19,10 +18,11 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from ..fake_llm import answer
 from ..search_helpers import example
 from .conftest import LLM, init_options, make_client, open_file, server_env, wait_until, WORKSPACE
+from ..doubles import command as doubles_command
 
 SAXPY = example("saxpy.cu")
 KERNEL_LINE = SAXPY.splitlines().index("__global__ void saxpy(int n, float a, const float* x, float* y)")
-CONFIG = ClientServerConfig(server_command=[sys.executable, "-m", "fsr_lsp.server.main"], server_env=server_env(),
+CONFIG = ClientServerConfig(server_command=doubles_command("fsr-lsp"), server_env=server_env(),
                             client_factory=make_client)
 WINNER = answer("""```cuda
 __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y)

@@ -12,7 +12,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ..doubles import command
 from ..fake_llm import FakeLLM, answer
 from ..search_helpers import example
 
@@ -124,7 +124,7 @@ def test_diagnostic_optimize_accept_and_save_in_vscode(tmp_path):
     cu = workspace / "saxpy.cu"
     cu.write_text(source)
     with FakeLLM([answer(WINNER)], default=answer("nothing more")) as llm:
-        settings = {"fsr.server.python": sys.executable, "fsr.llm.baseUrl": llm.base_url, **SEARCH,
+        settings = {"fsr.server.command": command("fsr-lsp"), "fsr.llm.baseUrl": llm.base_url, **SEARCH,
                     "security.workspace.trust.enabled": False}
         with code_server(tmp_path, workspace, settings, trust=False, env=server_env()) as url:
             line = source.splitlines().index(KERNEL) + 4
@@ -160,7 +160,7 @@ def test_an_untrusted_folder_shows_diagnostics_refuses_search_and_never_runs_its
         (workspace / ".vscode" / "settings.json").write_text(json.dumps({
             "fsr.server.command": [str(evil)], "fsr.server.python": str(evil), "fsr.compiler.nvcc": str(evil),
             "fsr.capture.command": str(evil), "fsr.llm.baseUrl": theirs.base_url, "fsr.llm.apiKeyEnv": "HOME"}))
-        settings = {"fsr.server.python": sys.executable, "fsr.llm.baseUrl": mine.base_url, **SEARCH,
+        settings = {"fsr.server.command": command("fsr-lsp"), "fsr.llm.baseUrl": mine.base_url, **SEARCH,
                     "security.workspace.trust.enabled": True, "security.workspace.trust.startupPrompt": "never"}
         with code_server(tmp_path, workspace, settings, trust=True, env=server_env()) as url:
             line = source.splitlines().index(KERNEL) + 4

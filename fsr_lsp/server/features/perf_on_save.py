@@ -8,7 +8,6 @@ through its progress."""
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +80,7 @@ async def _after_quiet(ls: FsrServer, uri: str) -> None:
 
 
 async def check(ls: FsrServer, uri: str) -> str:
-    from ...workflows.perf_check import TIMER, check_performance
+    from ...workflows.perf_check import check_performance
 
     s = state(ls)
     doc = ls.document(uri)
@@ -91,7 +90,8 @@ async def check(ls: FsrServer, uri: str) -> str:
     if why:
         ls.show(why, types.MessageType.Warning)
         return why
-    why = "" if os.environ.get(TIMER) else ls.searches.unavailable(ls.settings, "timing on save needs")
+    timer = ls.searches.instruments.timer
+    why = "" if timer is not None else ls.searches.unavailable(ls.settings, "timing on save needs")
     if why:
         ls.show_once(why)
         return why
@@ -103,9 +103,9 @@ async def check(ls: FsrServer, uri: str) -> str:
     token = await progress.begin(ls, "FSR: re-timing changed kernels", "against their stored timings", cancel)
     path = Path(doc.path)
     try:
-        backend = None if os.environ.get(TIMER) else ls.searches.backend(ls.settings)
+        backend = None if timer is not None else ls.searches.backend(ls.settings)
         verdicts = await asyncio.to_thread(check_performance, backend, doc.source, path, ls.workspace_root(path),
-                                           ls.settings, cancel)
+                                           ls.settings, cancel, timer=timer)
     except Exception as e:  # a bug of ours, or no GPU after all: said, never lost
         verdicts = []
         ls.show_once(f"FSR: the performance check failed: {said(e)}")

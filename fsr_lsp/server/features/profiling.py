@@ -7,7 +7,6 @@ shows that line's counters. They stay while the kernel's definition is as it was
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +65,7 @@ def profiles(ls: FsrServer) -> Profiles:
 
 
 async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
-    from ...workflows.profile_kernel import PROFILER, ProfileRun, profile_kernel
+    from ...workflows.profile_kernel import ProfileRun, profile_kernel
     from .searches import open_documents, planned_spec
 
     state = profiles(ls)
@@ -81,7 +80,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     key = (uri, kernel_name)
     if key in state.running:
         return f"{kernel_name} is already being profiled"
-    why = "" if os.environ.get(PROFILER) else ls.searches.unavailable(ls.settings, "profiling needs")
+    why = "" if ls.searches.instruments.profiler is not None else ls.searches.unavailable(ls.settings, "profiling needs")
     if why:
         ls.show_once(why)
         return why
@@ -95,7 +94,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     cancel = state.running[key] = threading.Event()  # a second Profile meanwhile is refused
     try:
         planned = await asyncio.to_thread(planned_spec, ls.drafts.index_for(root), path, text, kernel_name, settings,
-                                          open_documents(ls), then="profiling")
+                                          open_documents(ls), then="profiling", slow=ls.instruments.plan_seconds)
     except BaseException:  # the request cancelled, a bug of ours: no profile is running
         state.running.pop(key, None)
         raise

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from pathlib import Path
@@ -97,7 +96,8 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
     cancel = ls.searches.planning[key] = threading.Event()
     try:
         planned = await asyncio.to_thread(planned_spec, ls.drafts.index_for(root), path, text, kernel_name, settings,
-                                          open_documents(ls), lambda: _model_drafter(settings))
+                                          open_documents(ls), lambda: _model_drafter(settings),
+                                          slow=ls.instruments.plan_seconds)
     finally:
         ls.searches.planning.pop(key, None)
     if isinstance(planned, str):
@@ -129,21 +129,17 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
     return f"optimizing {kernel_name}"
 
 
-PLAN_STAND_IN = "FSR_LSP_TEST_PLAN_SECONDS"  # tests: seconds planning a spec is made to take, where it runs
-
-
 def planned_spec(index: LaunchIndex, path: Path, text: str, kernel_name: str, settings: Settings,
                  documents: dict[Path, str], model_drafter: Callable[[], Drafter] | None = None,
-                 then: str = "searching") -> tuple[Kernel, SpecPlan] | str:
+                 then: str = "searching", slow: float = 0.0) -> tuple[Kernel, SpecPlan] | str:
     """The kernel named in `text` and the spec Optimize or Profile will use for it
     (`plan_spec`), or why there is none: blocking, for a thread (a 10 MB file's kernels and
     launches take seconds)."""
     from ...kernels import find_kernel
     from ...workflows.optimize import plan_spec
 
-    seconds = os.environ.get(PLAN_STAND_IN)
-    if seconds:
-        time.sleep(float(seconds))
+    if slow:  # tests (Instruments.plan_seconds): planning made to take this long
+        time.sleep(slow)
     kernel = find_kernel(text, kernel_name)
     if kernel is None:
         return f"no kernel named {kernel_name}"
