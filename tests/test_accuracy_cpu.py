@@ -268,3 +268,61 @@ def test_a_candidate_whose_runs_differ_where_the_originals_never_do_is_a_race():
     assert result.status == "wrong", result.message
     assert ("where the original's two runs always agreed" in result.message
             or "launches back to back" in result.message or "back to back on the same buffers" in result.message)
+
+
+def _tree(a):
+    """A tree of pairs a stride apart (a shared-memory block sum): padded to a power of two."""
+    p = np.zeros((a.shape[0], 1 << (a.shape[1] - 1).bit_length()), a.dtype)
+    p[:, :a.shape[1]] = a
+    while p.shape[1] > 1:
+        half = p.shape[1] // 2
+        p = (p[:, :half] + p[:, half:]).astype(a.dtype)
+    return p[:, 0]
+
+
+@kernel("rowsum_tree")
+def _tree_sum(rows, cols, x, out):
+    view(out, rows)[:] = _tree(_rows(rows, cols, x))
+
+
+@kernel("rowsum_tree_double")
+def _tree_double(rows, cols, x, out):
+    view(out, rows, np.float64)[:] = _tree(_rows(rows, cols, x, np.float64))
+
+
+@kernel("rowsum_adjacent_pairs")
+def _adjacent_pairs(rows, cols, x, out):
+    """Another tree: neighbours paired (a shuffle tree's order)."""
+    a = _rows(rows, cols, x)
+    p = np.zeros((rows, 1 << (cols - 1).bit_length()), np.float32)
+    p[:, :cols] = a
+    while p.shape[1] > 1:
+        p = (p[:, 0::2] + p[:, 1::2]).astype(np.float32)
+    view(out, rows)[:] = p[:, 0]
+
+
+ONE_SUM = ROWSUM.replace("tests = [ { rows = 4, cols = 768 }, { rows = 3, cols = 50000 }, { rows = 5, cols = 1000 } ]",
+                         "tests = [ { rows = 1, cols = 256 }, { rows = 1, cols = 1024 }, { rows = 1, cols = 300 } ]")
+
+
+def one_sum(candidate: str, seed: int):
+    j = job(ONE_SUM, "rowsum", "rowsum_tree", candidate)
+    j.wide, j.base_seed, j.seeds_per_size = binary("rowsum_tree_double"), seed, 3
+    return run_job(FakeSession(), j)
+
+
+def test_a_single_sum_reordered_is_accepted_whatever_its_inputs_cancel_to():
+    """A one-element output has no scale of its own: with cancellation a 300-long sum came to 0.148
+    where such sums are ~17 apart, and a shuffle tree's 8e-06 of 0.148 was called less accurate
+    than the original's tree (3 of 60 seeds; on the GPU, a block sum's rewrite, now and then). Its
+    scale is its magnitude over the size's input sets."""
+    for seed in (1052, 1053, 1054, 1007):  # the three that failed (their cols = 300 set, seed 8973), and one more
+        result = one_sum("rowsum_adjacent_pairs", seed)
+        assert result.status == "verified", (seed, result.message)
+
+
+@pytest.mark.parametrize("candidate", ["rowsum_drops_one", "rowsum_tenth_percent"])
+def test_a_single_sum_that_is_wrong_is_still_refused(candidate):
+    for seed in (1052, 1007):
+        result = one_sum(candidate, seed)
+        assert result.status == "wrong", (seed, result.message)

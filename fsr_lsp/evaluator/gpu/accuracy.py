@@ -8,6 +8,9 @@ precision (`evaluator/job/widening.py`):
 
 - an element's error is |x - ref| over the output's scale there, |ref| plus the buffer's mean
   magnitude (relative where the values are large, absolute at the buffer's own scale near zero);
+  an output of fewer than SMALL elements has no mean magnitude of its own to speak of (a sum with
+  cancellation can be 0.15 where its inputs sum to magnitudes of 17), so its scale is its mean
+  magnitude over every input set of the size, and it is judged once they have all been seen;
 - the original's worst error over every size and input set of the job is its own accuracy;
 - a candidate passes when its worst error is within `FACTOR` times the original's, or within
   `FLOOR_ULPS` units in the last place of the element type, whichever is larger.
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import ArgPlan, Check, Mismatch, SizePlan
-from .buffers import FLOATS, scaled_error
+from .buffers import FLOATS, mean_magnitude, scaled_error
 from .packing import launch_dtypes
 
 FACTOR = 4.0  # a candidate may be this many times less accurate than the original ...
@@ -38,6 +41,7 @@ GROSS = 64.0  # beyond this many times the bound a candidate fails at once, befo
 SANE = 1e-2  # the original further than this from its double run: the promotion changed the function
 EPS = {"float32": 2.0 ** -23}
 CHECK = "accuracy"
+SMALL = 64  # an output of fewer elements is scaled by its magnitude over the size's input sets
 
 
 @dataclass
@@ -59,10 +63,11 @@ class Accuracy:
     # is held to the double-precision run, and so is each of a candidate's
     spread: set[str] = field(default_factory=set)
     candidate_spread: dict[str, Mismatch] = field(default_factory=dict)  # a candidate's two runs differed here
+    # small outputs (under SMALL elements), every run kept for the verdict: name -> [(who, plan, seed, got, reference)]
+    small: dict[str, list[tuple[str, SizePlan, int, Any, Any]]] = field(default_factory=dict)
 
     def bound(self, name: str) -> float:
-        w = self.worst[name]
-        return max(FACTOR * w.original, FLOOR_ULPS * EPS["float32"])
+        return _bound(self.worst[name])
 
     def drop(self, why: str) -> None:
         self.grounded, self.why_not = set(), why
@@ -81,6 +86,8 @@ class Accuracy:
                     return
                 w = self.worst.setdefault(a.name, _Worst())
                 w.original = max(w.original, worst)
+                if a.numel < SMALL:
+                    self._keep("original", plan, 0, a, expected[a.name], reference[a.name])
             elif a.dtype not in FLOATS and not torch.equal(expected[a.name], reference[a.name]):
                 self.drop(f"its double-precision run gives another {a.name} at {plan.label}")
                 return
@@ -89,8 +96,11 @@ class Accuracy:
         """The candidate's error at these inputs joins its worst; a Mismatch when it is already
         far beyond any bound the job could reach (a wrong answer, not rounding)."""
         err = scaled_error(torch, got, reference)
-        worst = float(err.max().item()) if err.numel() else 0.0
         w = self.worst.setdefault(arg.name, _Worst())
+        if arg.numel < SMALL:  # judged at the verdict; what is gross here is gross at its size's typical scale
+            self._keep("candidate", plan, seed, arg, got, reference)
+            err = scaled_error(torch, got, reference, self._typical(torch, arg.name, plan.label) or None)
+        worst = float(err.max().item()) if err.numel() else 0.0
         if worst > w.candidate or w.where is None:
             w.candidate = worst
             w.where = _mismatch(torch, plan, seed, arg, got, reference, err, self.bound(arg.name))
@@ -98,15 +108,45 @@ class Accuracy:
             return w.where
         return None
 
-    def verdict(self) -> Check:
+    def _keep(self, who: str, plan: SizePlan, seed: int, arg: ArgPlan, got: Any, reference: Any) -> None:
+        self.small.setdefault(arg.name, []).append((who, plan, seed, got.detach().clone(), reference.detach().clone()))
+
+    def _typical(self, torch: Any, name: str, label: str) -> float:
+        """A small output's mean magnitude over the input sets of size `label` seen so far."""
+        refs = [r.reshape(-1).to(torch.float64) for _, plan, _, _, r in self.small.get(name, []) if plan.label == label]
+        return float(mean_magnitude(torch, torch.cat(refs))) if refs else 0.0
+
+    def _rescaled(self, torch: Any, name: str) -> _Worst:
+        """A small output's worst errors, the original's and the candidate's, each run scaled by the
+        output's mean magnitude over every input set of its size."""
+        runs = self.small[name]
+        typical = {plan.label: self._typical(torch, name, plan.label) for _, plan, _, _, _ in runs}
+        judged, where = _Worst(), None
+        for who, plan, seed, got, reference in runs:
+            err = scaled_error(torch, got, reference, typical[plan.label])
+            worst = float(err.max().item()) if err.numel() else 0.0
+            if who == "original":
+                judged.original = max(judged.original, worst)
+            elif worst >= judged.candidate or where is None:
+                judged.candidate, where = worst, (plan, seed, got, reference, err)
+        if where is not None:
+            plan, seed, got, reference, err = where
+            arg = next(a for a in plan.args if a.name == name)
+            judged.where = _mismatch(torch, plan, seed, arg, got, reference, err, _bound(judged))
+        return judged
+
+    def verdict(self, torch: Any = None) -> Check:
         """Over the whole job: each grounded buffer's worst against its bound. Raises nothing;
-        a failing check is returned for the caller to turn into a verdict."""
+        a failing check is returned for the caller to turn into a verdict. `torch`: to judge the
+        small outputs, kept until now (without it they are judged as the others)."""
         parts, failed = [], None
         for name in sorted(self.grounded):
             w = self.worst.get(name)
             if w is None:
                 continue
-            bound = self.bound(name)
+            if torch is not None and self.small.get(name) and w.where is not None:
+                w = self._rescaled(torch, name)
+            bound = _bound(w)
             margin = bound / w.candidate if w.candidate > 0 else float("inf")
             parts.append(f"{name}: worst error {w.candidate:.2g} of its scale, the original's {w.original:.2g}, "
                          f"bound {bound:.2g} ({_decided_by(w)}){'' if margin == float('inf') else f', margin {margin:.3g}x'}")
@@ -136,6 +176,10 @@ def scalar_dtypes(args: list[ArgPlan]) -> list[str | None]:
 
 def _outputs(plan: SizePlan) -> list[ArgPlan]:
     return [a for a in plan.args if a.kind == "buffer" and a.direction != "in"]
+
+
+def _bound(w: _Worst) -> float:
+    return max(FACTOR * w.original, FLOOR_ULPS * EPS["float32"])
 
 
 def _decided_by(w: _Worst) -> str:

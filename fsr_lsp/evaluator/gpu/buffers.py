@@ -145,11 +145,13 @@ def bad_mask(torch: Any, got: Any, expected: Any, arg: ArgPlan, scaled_tol: floa
     return ~close
 
 
-def scaled_error(torch: Any, got: Any, ref: Any) -> Any:
+def scaled_error(torch: Any, got: Any, ref: Any, scale: Any = None) -> Any:
     """|got - ref| / (|ref| + mean |ref|) in float64; NaN against NaN and equal infinities are 0,
-    a NaN or infinity against anything else is infinite."""
+    a NaN or infinity against anything else is infinite. `scale`: the magnitude to use in place
+    of this buffer's own mean |ref|."""
     g, r = got.to(torch.float64), ref.to(torch.float64)
-    scale = mean_magnitude(torch, r).clamp(min=torch.finfo(torch.float32).tiny)
+    scale = (mean_magnitude(torch, r) if scale is None else torch.as_tensor(scale, dtype=torch.float64)) \
+        .clamp(min=torch.finfo(torch.float32).tiny)
     err = (g - r).abs() / (r.abs() + scale)
     same = (g == r) | (g.isnan() & r.isnan())
     err = torch.where(same, torch.zeros_like(err), err)

@@ -200,7 +200,7 @@ def _accuracy_check(ctx: JobContext) -> Check:
             return Check("accuracy", "pass", f"the original's worst error against its double-precision run, over its "
                                              f"output's scale: {worst}; a candidate may be up to {FACTOR:g}x that, or "
                                              f"{FLOOR_ULPS} units in the last place")
-        check = accuracy.verdict()
+        check = accuracy.verdict(ctx.torch)
         if check.status == "fail":
             w = accuracy.worst[check.argument]
             raise Failure("wrong", f"the candidate is less accurate than the original: {check.detail}", check="accuracy",
