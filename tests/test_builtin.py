@@ -332,8 +332,11 @@ def test_no_privatising_when_the_kernel_returns_early_or_reads_the_buffer(body):
 @pytest.mark.nvcc
 def test_a_privatised_histogram_compiles(cache_dir):
     p = _render(HISTOGRAM, "hist", Config(privatize=True, grid_stride_waves=2, static_block=True, block=(512,)))
+    assert "__shared__" in p.source  # privatised: the block's own bins in shared memory
     prepared = prepare(HISTOGRAM, "hist", p.source, "sm_90a", EvalOptions(compiler="nvcc", cache_dir=cache_dir))
     assert prepared.job is not None, prepared.result.message
+    candidate = prepared.job.candidate
+    assert candidate is not None and candidate.cubin and b"hist" in candidate.cubin  # the kernel, compiled
 
 
 def test_screening_leaves_time_for_the_full_verification(without_structural_rewrites):

@@ -47,10 +47,20 @@ def test_the_documented_example_parses():
                       BufferArg("y", "inout", "n", Init("normal", 0.0, 1.0)))
 
 
-def test_attributes_and_template_lines_may_sit_between_spec_and_kernel():
-    text = GOOD.replace('n = "n"', 'n = "n"') + 'extern "C"\n' + KERNEL
-    _, r = parse(text)
-    assert r.spec is not None
+@pytest.mark.parametrize("block, between, kernel", [
+    (GOOD, 'extern "C"\n', KERNEL),
+    (GOOD.replace("smem  = 0", 'smem  = 0\ntemplate = "float"'), "template <typename T>\n",
+     "__global__ void saxpy(int n, T a, const T* x, T* y) { }\n"),
+    (GOOD, "", "__global__ void __launch_bounds__(256) saxpy(int n, float a, const float* x, float* y) { }\n"),
+])
+def test_attributes_and_template_lines_may_sit_between_spec_and_kernel(block, between, kernel):
+    """The block above `extern "C"`, a template line or inside-the-declaration attributes is the
+    kernel's, parsed as it is written (the same spec as without them)."""
+    _, plain = parse(GOOD + KERNEL)
+    _, r = parse(block + between + kernel)
+    assert r.problems == () and r.spec is not None, r.problems
+    assert (r.spec.bench, r.spec.tests, r.spec.grid, r.spec.block, r.spec.args) == \
+        (plain.spec.bench, plain.spec.tests, plain.spec.grid, plain.spec.block, plain.spec.args)
 
 
 def test_doc_comment_stars_are_allowed():
