@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -48,6 +49,14 @@ def instruments(environ: dict[str, str] | None = None) -> Instruments:
 def command(program: str) -> list[str]:
     """How a test starts `program` ("fsr" or "fsr-lsp") with the stand-ins its environment names."""
     return [sys.executable, str(Path(__file__).resolve()), program]
+
+
+def fsr(*args: object, cwd: Path | str = ROOT, env: dict[str, str] | None = None,
+        timeout: float = 600.0) -> subprocess.CompletedProcess:
+    """`fsr ARGS` run as a user runs it, its output captured as text: the one way the tests start
+    the CLI (with the stand-ins `env` names, over the test's own environment)."""
+    return subprocess.run([*command("fsr"), *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def main(argv: list[str]) -> int:

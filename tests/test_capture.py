@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import json
 from types import SimpleNamespace
-import os
 import shutil
 import struct
 import subprocess
@@ -25,6 +24,7 @@ from fsr_lsp.drafting.workspace import LaunchIndex
 from fsr_lsp.kernels import discover_kernels
 from fsr_lsp.settings import Settings
 from fsr_lsp.workflows.optimize import CAPTURE_OFFER, plan_spec
+from .doubles import fsr
 
 DATA = Path(__file__).parent / "data"
 KERNELS = """__global__ void scale(float* y, const float* x, float a, int n)
@@ -301,9 +301,6 @@ def test_a_run_that_cannot_start_says_why(tmp_path: Path, fake_library: Path, mo
         run_capture(["true"], tmp_path)
 
 
-def fsr(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "COLUMNS": "200"})
 
 
 def test_cli_capture_then_spec(tmp_path: Path, fake_library: Path):

@@ -1,13 +1,10 @@
 """The `fsr` command line where there is no GPU: clear one-line failures, never a traceback."""
 
-import subprocess
-import sys
 
 from .conftest import EXAMPLES
+from .doubles import fsr
 
 
-def fsr(*args):
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_eval_without_gpu_support_is_one_line_and_non_zero():

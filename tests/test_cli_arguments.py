@@ -20,15 +20,13 @@ from fsr_lsp.cli import arguments, version
 from fsr_lsp.evaluator.support import gpu_support_missing
 
 from .doubles import STAND_INS
+from .doubles import fsr
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "saxpy.cu"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def fsr(*args: str, cwd: Path | str = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd, env=ENV)
 
 
 def fsr_lsp(*args: str) -> subprocess.CompletedProcess:

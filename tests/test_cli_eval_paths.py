@@ -5,13 +5,12 @@ compile, which is far enough to tell."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from .test_capture import scale_launch, write_capture
+from .doubles import fsr
 
 pytestmark = pytest.mark.nvcc
 
@@ -24,9 +23,6 @@ __global__ void scale(float* out, const float* in, float a, int n)
 """
 
 
-def fsr(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
 
 
 def gpu_here() -> bool:
@@ -56,15 +52,15 @@ def test_a_relative_file_keeps_its_folder_for_its_own_headers(project: Path):
     block = ('/* @fsr\nbench = { n = 4096 }\ntests = [ { n = 1000 } ]\ngrid = "cdiv(n, 256)"\nblock = 256\n'
              '[args]\nout = "out[n]"\nin = "in[n]"\na = 2.0\nn = "n"\n*/\n')
     (project / "scale.cu").write_text(SCALE.replace("__global__", block + "__global__"))
-    r = fsr(project, "eval", "scale.cu", "--kernel", "scale")
+    r = fsr("eval", "scale.cu", "--kernel", "scale", cwd=project)
     assert "common.h" not in r.stderr, r.stderr
     assert r.returncode == 3 and "it compiles for" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_after_a_capture_eval_takes_the_captured_spec(project: Path):
-    r = fsr(project, "eval", "scale.cu", "--kernel", "scale")
+    r = fsr("eval", "scale.cu", "--kernel", "scale", cwd=project)
     assert "captured" not in r.stderr  # its signature alone gives a spec: nothing to take from a capture yet
     write_capture(project, [scale_launch(1 << 20)])
-    r = fsr(project, "eval", "scale.cu", "--kernel", "scale")
+    r = fsr("eval", "scale.cu", "--kernel", "scale", cwd=project)
     assert "captured in a run" in r.stderr, r.stderr
     assert r.returncode == 3 and "it compiles for" in r.stderr and "Traceback" not in r.stderr

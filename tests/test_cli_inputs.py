@@ -12,14 +12,12 @@ import pytest
 from .conftest import EXAMPLES
 from .fake_llm import FakeLLM, answer
 from .doubles import command
+from .doubles import fsr
 
 ROOT = Path(__file__).resolve().parent.parent
 SAXPY = (EXAMPLES / "saxpy.cu").read_text()
 
 
-def fsr(*args, env=None, cwd=ROOT):
-    return subprocess.run([*command("fsr"), *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 def one_line(r):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ..doubles import fsr
 from ..test_capture import KERNELS as CPU_KERNELS
 
 pytestmark = pytest.mark.gpu
@@ -53,9 +54,6 @@ drv.Context.synchronize()
 """
 
 
-def fsr(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

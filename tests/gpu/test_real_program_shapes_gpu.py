@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ..test_compiled_types import COMMON, GELU
+from ..doubles import fsr
 
 pytestmark = pytest.mark.gpu
 
@@ -134,9 +134,6 @@ int main() {
 """
 
 
-def fsr(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def program(folder: Path, files: dict[str, str], main: str, *flags: str) -> Path:

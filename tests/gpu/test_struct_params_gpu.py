@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ..test_capture import SPMV as CPU_SPMV  # the kernel the CPU test drafts from a written capture
+from ..doubles import fsr
 
 pytestmark = pytest.mark.gpu
 
@@ -35,9 +35,6 @@ SHIFTED_GOOD = """__global__ void shifted_saxpy(int n, SaxpyParams p, float bias
 SHIFTED_BETA_AS_ALPHA = SHIFTED_GOOD.replace("(float)p.beta * y", "p.alpha * y")
 
 
-def fsr(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def built(folder: Path, name: str, source: str) -> None:
