@@ -66,7 +66,7 @@ def profiles(ls: FsrServer) -> Profiles:
 
 async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     from ...workflows.profile_kernel import ProfileRun, profile_kernel
-    from .searches import open_documents, planned_spec
+    from .searches import open_documents, planned_spec, slowed
 
     state = profiles(ls)
     why = ls.trust.refusal("Profile")  # a profile runs the workspace's kernel
@@ -93,8 +93,8 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
     root = ls.workspace_root(path)
     cancel = state.running[key] = threading.Event()  # a second Profile meanwhile is refused
     try:
-        planned = await asyncio.to_thread(planned_spec, ls.drafts.index_for(root), path, text, kernel_name, settings,
-                                          open_documents(ls), then="profiling", slow=ls.instruments.plan_seconds)
+        planned = await asyncio.to_thread(slowed(ls.instruments.plan_seconds, planned_spec), ls.drafts.index_for(root),
+                                          path, text, kernel_name, settings, open_documents(ls), then="profiling")
     except BaseException:  # the request cancelled, a bug of ours: no profile is running
         state.running.pop(key, None)
         raise

@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from lsprotocol import types
 
@@ -95,9 +95,9 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
     root = ls.workspace_root(path)
     cancel = ls.searches.planning[key] = threading.Event()
     try:
-        planned = await asyncio.to_thread(planned_spec, ls.drafts.index_for(root), path, text, kernel_name, settings,
-                                          open_documents(ls), lambda: _model_drafter(settings),
-                                          slow=ls.instruments.plan_seconds)
+        planned = await asyncio.to_thread(slowed(ls.instruments.plan_seconds, planned_spec), ls.drafts.index_for(root),
+                                          path, text, kernel_name, settings, open_documents(ls),
+                                          lambda: _model_drafter(settings))
     finally:
         ls.searches.planning.pop(key, None)
     if isinstance(planned, str):
@@ -129,17 +129,29 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
     return f"optimizing {kernel_name}"
 
 
+T = TypeVar("T")
+
+
+def slowed(seconds: float, work: Callable[..., T]) -> Callable[..., T]:
+    """`work`, made to take `seconds` more where it runs (tests: Instruments.plan_seconds)."""
+    if not seconds:
+        return work
+
+    def slow(*args: Any, **kwargs: Any) -> T:
+        time.sleep(seconds)
+        return work(*args, **kwargs)
+    return slow
+
+
 def planned_spec(index: LaunchIndex, path: Path, text: str, kernel_name: str, settings: Settings,
                  documents: dict[Path, str], model_drafter: Callable[[], Drafter] | None = None,
-                 then: str = "searching", slow: float = 0.0) -> tuple[Kernel, SpecPlan] | str:
+                 then: str = "searching") -> tuple[Kernel, SpecPlan] | str:
     """The kernel named in `text` and the spec Optimize or Profile will use for it
     (`plan_spec`), or why there is none: blocking, for a thread (a 10 MB file's kernels and
     launches take seconds)."""
     from ...kernels import find_kernel
     from ...workflows.optimize import plan_spec
 
-    if slow:  # tests (Instruments.plan_seconds): planning made to take this long
-        time.sleep(slow)
     kernel = find_kernel(text, kernel_name)
     if kernel is None:
         return f"no kernel named {kernel_name}"
