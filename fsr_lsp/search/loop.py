@@ -53,75 +53,148 @@ def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, b
     started = time.monotonic() if started is None else started
     cancel = cancel or threading.Event()
     deadline = Deadline(started + config.time_budget, cancel, bench.interrupt)
+    search = _Search(config, bench, generator, store, on_progress or (lambda _: None), cancel, deadline)
     try:
-        return _search(source, file, kernel_name, config, bench, generator, store, on_progress, cancel, deadline,
-                       include_dirs)
+        return search.ready(source, file, kernel_name, include_dirs) or search.run()
     finally:
         deadline.close()
 
 
-def _search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
-            store: HistoryStore | None, on_progress: Callable[[Progress], None] | None, cancel: threading.Event,
-            deadline: Deadline, include_dirs: tuple[str, ...] = ()) -> SearchOutcome:
-    started = deadline.at - config.time_budget
-    report = on_progress or (lambda _: None)
-    src = SourceText(source)
-    kernel = find_kernel(src, kernel_name)
-    if kernel is None:
-        return SearchOutcome("failed", f"no kernel named {kernel_name}")
-    kernel = with_included_aliases(kernel, source, include_dirs, with_defines(bench.flags, kernel))  # as the evaluator does
-    spec_result = parse_spec(src, kernel)
-    if spec_result.spec is None:
-        why = "; ".join(p.message for p in spec_result.problems) or "no spec"
-        return SearchOutcome("failed", f"{kernel_name} cannot be searched: {why}")
-    spec = spec_result.spec
-    kernel = expanded(kernel, spec.template, source)  # its parameters as the spec instantiates it (packs, structs)
-    texts = kernel_source(src, kernel)
-    kernel_text = texts.unit
-    bench_plan = build_plans(kernel, spec)[-1]
-    likely = getattr(generator, "likely_first", None)
-    if likely is not None:  # compiled while the GPU worker starts, where the bench can
-        bench.compile_ahead(likely(kernel, spec, texts.definition))
-    report(Progress(0, config.rounds, 0, 0, None, "measuring the original"))
-    baseline = bench.baseline()
-    if not baseline.verified:
-        if deadline.passed:
-            return SearchOutcome("no_win", f"the time budget ({config.time_budget:g} s) ran out while measuring the "
-                                           "original", baseline=baseline, seconds=time.monotonic() - started, stopped="time")
-        return SearchOutcome("failed", f"the original cannot be the oracle: {baseline.message}", baseline=baseline,
-                             seconds=time.monotonic() - started)
-    gpu = bench.gpu
-    key = search_key(kernel_text, gpu.name, bench.flags)
-    history = store.load(key) if store else []
-    search_id = store.start_search(key, os.path.abspath(file), kernel_name, gpu.name, _config_record(config)) if store else None
-    spec_text = texts.spec or render_spec(spec)
-    outcome = SearchOutcome("no_win", "", baseline=baseline, search_key=key, original=kernel_text)
+class _Search:
+    """One search's state, and its steps: made ready (the kernel, its spec, the original measured,
+    the history loaded), then its rounds (each proposed, evaluated, fixed, its leaders confirmed),
+    then the winner chosen."""
 
-    profiler = Profiler(bench, outcome) if getattr(generator, "wants_profile", False) else None
+    def __init__(self, config: SearchConfig, bench: Bench, generator: Generator, store: HistoryStore | None,
+                 report: Callable[[Progress], None], cancel: threading.Event, deadline: Deadline) -> None:
+        self.config, self.bench, self.generator, self.store = config, bench, generator, store
+        self.report, self.cancel, self.deadline = report, cancel, deadline
+        self.started = deadline.at - config.time_budget
+        self.history: list[Tried] = []
+        self.search_id: int | None = None
 
-    def context(round_: int) -> RoundContext:
-        ctx = RoundContext(kernel=kernel, kernel_text=kernel_text, spec=spec, spec_text=spec_text, bench=bench_plan,
-                           gpu=gpu, baseline=baseline, workload=classify(kernel_text, bench_plan), round=round_,
-                           rounds=config.rounds, mode=config.mode, history=list(history),
-                           seeds=ranked(history)[: config.seeds], definition_text=texts.definition,
-                           declarations=texts.declarations, screen=bench.screen if bench.screens else None,
-                           deadline=started + config.time_budget, cancel=cancel, focus=config.focus,
-                           launch_fixed=config.launch_fixed,
-                           note=lambda m: report(Progress(round_ + 1, config.rounds, len(outcome.tried),
-                                                          _verified(outcome.tried), _best_speedup(history, config),
-                                                          f"round {round_ + 1}: {m}")))
-        if profiler and round_ >= 1:  # profiler facts help after the first round, not in it
-            report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
-                            _best_speedup(history, config), f"round {round_ + 1}: profiling the leader"))
-            ctx.profile, ctx.profile_note = profiler.leader(ctx.seeds[0] if ctx.seeds else None)
+    # ------------------------------------------------------------ ready
+
+    def ready(self, source: str, file: str, kernel_name: str, include_dirs: tuple[str, ...]) -> SearchOutcome | None:
+        """The kernel read as the bench compiles it, the original measured, the history loaded; an
+        outcome where the search cannot go on."""
+        config, bench = self.config, self.bench
+        src = SourceText(source)
+        kernel = find_kernel(src, kernel_name)
+        if kernel is None:
+            return SearchOutcome("failed", f"no kernel named {kernel_name}")
+        kernel = with_included_aliases(kernel, source, include_dirs, with_defines(bench.flags, kernel))  # as the evaluator does
+        spec_result = parse_spec(src, kernel)
+        if spec_result.spec is None:
+            why = "; ".join(p.message for p in spec_result.problems) or "no spec"
+            return SearchOutcome("failed", f"{kernel_name} cannot be searched: {why}")
+        self.spec = spec = spec_result.spec
+        self.kernel = kernel = expanded(kernel, spec.template, source)  # its parameters as the spec instantiates it
+        self.texts = texts = kernel_source(src, kernel)
+        self.kernel_text = texts.unit
+        self.bench_plan = build_plans(kernel, spec)[-1]
+        likely = getattr(self.generator, "likely_first", None)
+        if likely is not None:  # compiled while the GPU worker starts, where the bench can
+            bench.compile_ahead(likely(kernel, spec, texts.definition))
+        self.report(Progress(0, config.rounds, 0, 0, None, "measuring the original"))
+        self.baseline = baseline = bench.baseline()
+        if not baseline.verified:
+            if self.deadline.passed:
+                return SearchOutcome("no_win", f"the time budget ({config.time_budget:g} s) ran out while measuring the "
+                                               "original", baseline=baseline, seconds=time.monotonic() - self.started,
+                                     stopped="time")
+            return SearchOutcome("failed", f"the original cannot be the oracle: {baseline.message}", baseline=baseline,
+                                 seconds=time.monotonic() - self.started)
+        self.gpu = bench.gpu
+        self.key = search_key(self.kernel_text, self.gpu.name, bench.flags)
+        self.file, self.kernel_name = os.path.abspath(file), kernel_name
+        if self.store:
+            self.history = self.store.load(self.key)
+            self.search_id = self.store.start_search(self.key, self.file, kernel_name, self.gpu.name,
+                                                     _config_record(config))
+        self.spec_text = texts.spec or render_spec(spec)
+        self.outcome = SearchOutcome("no_win", "", baseline=baseline, search_key=self.key, original=self.kernel_text)
+        self.profiler = Profiler(bench, self.outcome) if getattr(self.generator, "wants_profile", False) else None
+        return None
+
+    # ------------------------------------------------------------ the rounds
+
+    def run(self) -> SearchOutcome:
+        stopped = "rounds"
+        for round_ in range(self.config.rounds):
+            if self.deadline.passed:
+                stopped = "time"
+                break
+            if self.cancel.is_set():
+                stopped = "cancelled"
+                break
+            stopped = self.round(round_)
+            if stopped:
+                break
+        else:
+            stopped = "rounds"
+        return self.finish(stopped or "rounds")
+
+    def round(self, round_: int) -> str:
+        """One round: proposed, evaluated, failures sent back to be fixed, leaders confirmed; why
+        the search stops after it ('' to go on)."""
+        config, outcome = self.config, self.outcome
+        outcome.rounds = round_ + 1
+        ctx = self.context(round_)
+        self.say(round_, "generating")
+        try:
+            proposals = [_stamp(p, round_) for p in self.generator.propose(ctx, config.candidates)]
+        except GeneratorError as e:
+            outcome.problem = f"the generator failed: {e}"
+            return "generator"
+        if not proposals:
+            return "exhausted"
+        self.say(round_, f"evaluating {len(proposals)} candidates")
+        log.debug("round %d: evaluating %d", round_ + 1, len(proposals))
+        batch = self.evaluate(proposals)
+        batch += _fixes(batch, ctx, self.generator, config, self.evaluate, self.cancel, self.started)
+        log.debug("round %d: evaluated", round_ + 1)
+        self.history += batch
+        outcome.tried += batch
+        if not self.cancel.is_set():
+            self.say(round_, "confirming the leaders")
+            promote(self.history, self.bench, config, round_, self.record, self.started,
+                    lambda r=round_: self.say(r, "a leader verified"))
+        best = _best_speedup(self.history, config)
+        self.say(round_, "done", f"round {round_ + 1} done")
+        if config.target_speedup and best and best >= config.target_speedup:
+            return "target"
+        return ""
+
+    def say(self, round_: int, what: str, message: str = "") -> None:
+        """Progress: where the search is, with what it has found so far."""
+        self.report(Progress(round_ + 1, self.config.rounds, len(self.outcome.tried), _verified(self.outcome.tried),
+                             _best_speedup(self.history, self.config), message or f"round {round_ + 1}: {what}"))
+
+    def context(self, round_: int) -> RoundContext:
+        """What the generator sees this round."""
+        config = self.config
+        ctx = RoundContext(kernel=self.kernel, kernel_text=self.kernel_text, spec=self.spec, spec_text=self.spec_text,
+                           bench=self.bench_plan, gpu=self.gpu, baseline=self.baseline,
+                           workload=classify(self.kernel_text, self.bench_plan), round=round_, rounds=config.rounds,
+                           mode=config.mode, history=list(self.history), seeds=ranked(self.history)[: config.seeds],
+                           definition_text=self.texts.definition, declarations=self.texts.declarations,
+                           screen=self.bench.screen if self.bench.screens else None,
+                           deadline=self.started + config.time_budget, cancel=self.cancel, focus=config.focus,
+                           launch_fixed=config.launch_fixed, note=lambda m: self.say(round_, m))
+        if self.profiler and round_ >= 1:  # profiler facts help after the first round, not in it
+            self.say(round_, "profiling the leader")
+            ctx.profile, ctx.profile_note = self.profiler.leader(ctx.seeds[0] if ctx.seeds else None)
         return ctx
 
-    def evaluate(proposals: list[Proposal]) -> list[Tried]:
-        tried: list[Tried] = []
+    def evaluate(self, proposals: list[Proposal]) -> list[Tried]:
+        """Each proposal's verdict: from the store where it was evaluated before, else the bench's."""
+        store, started = self.store, self.started
+        tried: list[Tried | None] = []
         fresh = []
         for p in proposals:
-            stored = store.lookup(key, p) if store else None
-            tried.append(Tried(p, stored, reused=True) if stored else None)  # type: ignore[arg-type]
+            stored = store.lookup(self.key, p) if store else None
+            tried.append(Tried(p, stored, reused=True) if stored else None)
             if stored is None:
                 fresh.append(p)
         arrived: dict[int, float] = {}
@@ -129,79 +202,44 @@ def _search(source: str, file: str, kernel_name: str, config: SearchConfig, benc
         def on_result(i: int, result: EvalResult) -> None:
             """Stored the moment it arrives: a search killed mid-batch loses nothing evaluated."""
             arrived[i] = time.monotonic() - started
-            record(Tried(fresh[i], result))
+            self.record(Tried(fresh[i], result))
 
-        results = iter(bench.evaluate(fresh, on_result=on_result)) if fresh else iter(())
+        results = iter(self.bench.evaluate(fresh, on_result=on_result)) if fresh else iter(())
         index = iter(range(len(fresh)))
         out = []
         for p, t in zip(proposals, tried):
             if t is None:
                 i = next(index)
                 t = Tried(p, next(results), found_at=arrived.get(i, time.monotonic() - started))
-                record(t)  # again, now with what the batch added (cheap: one row replaced)
+                self.record(t)  # again, now with what the batch added (cheap: one row replaced)
             else:
                 t.found_at = time.monotonic() - started
             out.append(t)
         return out
 
-    def record(t: Tried) -> None:
-        if store:
-            store.record(key, search_id, os.path.abspath(file), kernel_name, t)
+    def record(self, t: Tried) -> None:
+        if self.store:
+            self.store.record(self.key, self.search_id, self.file, self.kernel_name, t)
 
-    stopped = "rounds"
-    for round_ in range(config.rounds):
-        if deadline.passed:
+    # ------------------------------------------------------------ the end
+
+    def finish(self, stopped: str) -> SearchOutcome:
+        """The winner chosen (only a fully verified one), the search's end stored."""
+        outcome = self.outcome
+        if self.deadline.passed:
             stopped = "time"
-            break
-        if cancel.is_set():
+        elif self.cancel.is_set():
             stopped = "cancelled"
-            break
-        outcome.rounds = round_ + 1
-        ctx = context(round_)
-        report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
-                        _best_speedup(history, config), f"round {round_ + 1}: generating"))
-        try:
-            proposals = [_stamp(p, round_) for p in generator.propose(ctx, config.candidates)]
-        except GeneratorError as e:
-            outcome.problem = f"the generator failed: {e}"
-            stopped = "generator"
-            break
-        if not proposals:
-            stopped = "exhausted"
-            break
-        report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
-                        _best_speedup(history, config), f"round {round_ + 1}: evaluating {len(proposals)} candidates"))
-        log.debug("round %d: evaluating %d", round_ + 1, len(proposals))
-        batch = evaluate(proposals)
-        batch += _fixes(batch, ctx, generator, config, evaluate, cancel, started)
-        log.debug("round %d: evaluated", round_ + 1)
-        history += batch
-        outcome.tried += batch
-        if not cancel.is_set():
-            report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried),
-                            _best_speedup(history, config), f"round {round_ + 1}: confirming the leaders"))
-            promote(history, bench, config, round_, record, started,
-                    lambda r=round_, h=history: report(Progress(r + 1, config.rounds, len(outcome.tried),
-                                                                _verified(outcome.tried), _best_speedup(h, config),
-                                                                f"round {r + 1}: a leader verified")))
-        best = _best_speedup(history, config)
-        report(Progress(round_ + 1, config.rounds, len(outcome.tried), _verified(outcome.tried), best,
-                        f"round {round_ + 1} done"))
-        if config.target_speedup and best and best >= config.target_speedup:
-            stopped = "target"
-            break
-    if deadline.passed:
-        stopped = "time"
-    elif cancel.is_set():
-        stopped = "cancelled"
-    outcome.stopped = stopped
-    log.debug("choosing the winner (stopped: %s)", stopped)
-    choose_winner(outcome, history, bench, bench_plan, config, cancel, started, gpu)
-    outcome.seconds = time.monotonic() - started
-    if store and search_id is not None:
-        store.finish_search(search_id, {"status": outcome.status, "message": outcome.message, "stopped": stopped,
-                                        "best": outcome.best.proposal.key if outcome.best else None})
-    return outcome
+        outcome.stopped = stopped
+        log.debug("choosing the winner (stopped: %s)", stopped)
+        choose_winner(outcome, self.history, self.bench, self.bench_plan, self.config, self.cancel, self.started,
+                      self.gpu)
+        outcome.seconds = time.monotonic() - self.started
+        if self.store and self.search_id is not None:
+            self.store.finish_search(self.search_id, {"status": outcome.status, "message": outcome.message,
+                                                      "stopped": stopped,
+                                                      "best": outcome.best.proposal.key if outcome.best else None})
+        return outcome
 
 
 class Profiler:
