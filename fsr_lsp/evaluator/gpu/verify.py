@@ -148,7 +148,8 @@ def verify(ctx: JobContext) -> Counts:
                 else:
                     counts.ref_compared += 1
             if ctx.candidate is not None:
-                _check_candidate(ctx, plan, inputs, expected, reference, seed, shared, double, (printed, printed_again))
+                original = _Original(expected, reference, double, (printed, printed_again))
+                _check_candidate(ctx, plan, inputs, seed, shared, original)
             counts.seeds.append(seed)
         if usable:
             counts.sizes.append(plan.label)
@@ -285,10 +286,23 @@ def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, se
     return reference, None
 
 
-def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, expected: list[dict], reference: dict | None,
-                     seed: int, shared: SharedPoison | None, double: dict | None,
-                     original_printed: tuple[list[Printed], Printed]) -> None:
+@dataclass(frozen=True)
+class _Original:
+    """What the original gave on one input set: its outputs after each chained launch, the torch
+    reference's (where usable), its double-precision run's (where the criterion is grounded), and
+    what it printed (each chained launch's, and its second run's)."""
+
+    expected: list[dict]
+    reference: dict | None
+    double: dict | None
+    printed: tuple[list[Printed], Printed]
+
+
+def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, seed: int, shared: SharedPoison | None,
+                     original: _Original) -> None:
     torch = ctx.torch
+    expected, reference, double, original_printed = (original.expected, original.reference, original.double,
+                                                     original.printed)
     runs = launch_runs(ctx, "candidate", plan, inputs, "A", len(expected), shared)
     chained, again = original_printed
     repeats = chained[0].same_as(again)  # the original prints the same on the same inputs

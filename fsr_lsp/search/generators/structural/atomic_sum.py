@@ -87,7 +87,7 @@ def atomic_sums(kernel: Kernel, spec: Spec, definition: str, gpu: GpuInfo | None
             out.append(AtomicSum(head + _block(kind, guard, address, value, threads, indent) + tail,
                                  f"one atomicAdd a block into `{pointer}` (was one a thread): warp shuffles, then the "
                                  "warps' sums in shared memory", pointer, "block"))
-            strided = _grid_stride(body, st, text, data, spec, kind, guard, address, value, threads, gpu)
+            strided = _grid_stride(body, st, text, data, spec, _Add(kind, guard, address, value), threads, gpu)
             if strided is not None:
                 out.append(strided)
         return out
@@ -99,11 +99,22 @@ _DECLARED = re.compile(r"((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|
                        r"int64_t|uint64_t|int32_t|uint32_t)(?:\s+int)?)\s+(\w+)\s*=\s*(.+);")
 
 
-def _grid_stride(body: Node, st: Node, text, data: bytes, spec: Spec, kind: str, guard: str | None, address: str,
-                 value: str, threads: int, gpu: GpuInfo | None) -> AtomicSum | None:
+@dataclass(frozen=True)
+class _Add:
+    """The kernel's `if (guard) atomicAdd(address, value);`, its value of element type `kind`."""
+
+    kind: str
+    guard: str | None
+    address: str
+    value: str
+
+
+def _grid_stride(body: Node, st: Node, text, data: bytes, spec: Spec, add: _Add, threads: int,
+                 gpu: GpuInfo | None) -> AtomicSum | None:
     """The block form over a grid-stride loop, for a body of exactly `T i = <global index>;`
     then `if (i < bound) atomicAdd(p, v);`: the grid capped at one wave of resident blocks,
     each thread adding its elements (`v` at each `i`) in a register before the block's sum."""
+    kind, guard, address, value = add.kind, add.guard, add.address, add.value
     statements = [n for n in body.named_children if n.type != "comment"]
     if gpu is None or not gpu.sm_count or guard is None or len(dims(spec.grid)) != 1:
         return None

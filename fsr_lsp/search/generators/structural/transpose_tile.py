@@ -36,6 +36,21 @@ _FORBIDDEN = re.compile(r"\b(__shared__|__syncthreads|__shfl\w*|atomic\w+|asm|fs
 
 
 @dataclass(frozen=True)
+class _Copy:
+    """The kernel's one element copy, as its own text says it: the element type, each axis's
+    declared type and name, the guard, and both sides (`out[write] = source[read]`)."""
+
+    kind: str
+    declared: dict[str, str]
+    names: dict[str, str]
+    cond: str
+    source: str
+    read: str
+    out: str
+    write: str
+
+
+@dataclass(frozen=True)
 class TileTranspose:
     definition: str
     note: str
@@ -131,14 +146,15 @@ def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTran
     head, tail = data[:body.start_byte].decode(), data[body.end_byte:].decode()
     if re.search(r"\b(threadIdx|blockIdx|blockDim|gridDim)\b", f"{cond} {read} {write}"):
         return out_variants
-    declared = {axis: _declared_type(st, data) for axis, (st, _) in axes.items()}
+    copy_of = _Copy(kind, {axis: _declared_type(st, data) for axis, (st, _) in axes.items()}, names, cond, source,
+                    read, out, write)
     for tile, rows in ROW_TILES:
         grid = _square_grid(kernel, spec, guard, names, tile)
         if grid is None or "__launch_bounds__" in definition:
             break
         launch_rows = f'/* @fsr\ngrid = ["{grid[0]}", "{grid[1]}"]\nblock = [{tile}, {rows}]\n*/\n'
         for exchanged in ("write", "read"):
-            body_text = _rows_body(exchanged, tile, rows, kind, declared, names, cond, source, read, out, write)
+            body_text = _rows_body(exchanged, tile, rows, copy_of)
             note = (f"transpose through a shared {tile}x{tile + 1} tile, {tile // rows} elements a thread, the "
                     f"{exchanged} of `{out if exchanged == 'write' else source}` made by the transposed thread; "
                     f"blocks of {tile}x{rows} threads")
@@ -146,11 +162,12 @@ def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTran
     return out_variants
 
 
-def _rows_body(exchanged: str, tile: int, rows: int, kind: str, declared: dict[str, str], names: dict[str, str],
-               cond: str, source: str, read: str, out: str, write: str) -> str:
+def _rows_body(exchanged: str, tile: int, rows: int, c: _Copy) -> str:
     """A tile of `tile` x `tile` elements a block of `tile` x `rows` threads, each thread taking
     `tile / rows` of them `rows` apart: its reads (or writes) along rows of the input, the
     others along rows of the output, each element at the original's indices."""
+    kind, declared, names, cond, source, read, out, write = (c.kind, c.declared, c.names, c.cond, c.source, c.read,
+                                                             c.out, c.write)
     i = "    "
     along = ("blockIdx.x * {t} + threadIdx.x", "blockIdx.y * {t} + threadIdx.y + fsr_j")  # (x, y): the tile's own
     across = ("blockIdx.x * {t} + threadIdx.y + fsr_j", "blockIdx.y * {t} + threadIdx.x")  # the transposed thread's
