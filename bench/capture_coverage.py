@@ -61,7 +61,7 @@ from typing import Any
 
 from _common import console, save, table
 
-from fsr_lsp.capture import Capture, CaptureError, run_capture
+from fsr_lsp.capture import Capture, CaptureError, CaptureOptions, run_capture
 from fsr_lsp.drafting.captured import gets_memory
 from fsr_lsp.drafting.origin import CLOCK_READER
 from fsr_lsp.drafting.proof import prove_with
@@ -465,8 +465,9 @@ def capture_all(project: Path, progs: list[Program], timeout: float, parallel: i
     def one(prog: Program) -> None:
         try:
             argv = [str(prog.binary), *(run_args or {}).get(prog.name, [])]
-            prog.capture = run_capture(argv, project, timeout=timeout, cwd=prog.folder,
-                                       snapshot_bytes=snapshot_bytes, on_output=lambda _: None)
+            prog.capture = run_capture(argv, project,
+                                       CaptureOptions(timeout=timeout, cwd=prog.folder, snapshot_bytes=snapshot_bytes),
+                                       on_output=lambda _: None)
         except CaptureError as e:
             prog.unbuilt = f"capture: {e}"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.capture import Allocation, CaptureError, latest_capture, read_capture, run_capture
+from fsr_lsp.capture import Allocation, CaptureError, CaptureOptions, latest_capture, read_capture, run_capture
 from fsr_lsp.capture.build import SOURCE, BuildError, cupti_paths, cuda_home, injection_library
 from fsr_lsp.drafting.captured import CAPTURED_ONLY
 from fsr_lsp.drafting.origin import kernel_specs
@@ -277,7 +277,8 @@ def test_a_run_keeps_its_exit_status_and_what_it_launched(tmp_path: Path, fake_l
 
 
 def test_a_program_stopped_by_the_timeout_keeps_its_launches(tmp_path: Path, fake_library: Path):
-    capture = run_capture([sys.executable, str(DATA / "fake_capture_app.py"), "10", "-1"], tmp_path, timeout=3)
+    capture = run_capture([sys.executable, str(DATA / "fake_capture_app.py"), "10", "-1"], tmp_path,
+                          CaptureOptions(timeout=3))
     assert capture.launches and any("stopped after 3 s" in p for p in capture.problems)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.capture import run_capture
+from fsr_lsp.capture import CaptureOptions, run_capture
 from fsr_lsp.capture.program_output import compare_outputs
 from fsr_lsp.kernels import find_kernel, kernel_source
 from fsr_lsp.profiling.timings import Timings
@@ -45,7 +45,7 @@ def project(tmp_path, monkeypatch):
     file = tmp_path / "k.cu"
     file.write_text(ORIGINAL)
     state(tmp_path, ns=2_000_000)
-    first = run_capture([sys.executable, str(APP)], tmp_path, build="nvcc -O3 -c k.cu -o k.o",
+    first = run_capture([sys.executable, str(APP)], tmp_path, CaptureOptions(build="nvcc -O3 -c k.cu -o k.o"),
                         on_output=lambda line: None)
     assert first.launches and first.exit_code == 0
     with Timings(tmp_path) as timings:
@@ -95,7 +95,8 @@ def test_a_kernel_of_a_few_microseconds_gaining_more_than_verified_names_the_lau
     """fsr's per-launch timing adds microseconds to both versions of a 2.3 µs kernel: its verified
     speedup is smaller than the program's (a public reduction: 1.21x verified, 1.71x in its run)."""
     state(project, ns=4_000)  # the program captured again before the rewrite: 4 µs a launch
-    run_capture([sys.executable, str(APP)], project, build="nvcc -O3 -c k.cu -o k.o", on_output=lambda line: None)
+    run_capture([sys.executable, str(APP)], project, CaptureOptions(build="nvcc -O3 -c k.cu -o k.o"),
+                on_output=lambda line: None)
     state(project, ns=1_000)
     done = confirmed(project)
     said = next(line for line in done.lines if line.startswith("fsr verified"))

@@ -97,14 +97,15 @@ def test_a_file_where_a_store_folder_belongs_is_kept_aside_and_the_capture_runs(
     (tmp_path / ".git").mkdir()
     (tmp_path / ".fsr").mkdir()
     (tmp_path / ".fsr" / folder).write_text("garbage")
-    from fsr_lsp.capture import run_capture
+    from fsr_lsp.capture import CaptureOptions, run_capture
 
     env = {"FSR_CAPTURE_LIBRARY": str(app)}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
         root = tmp_path / ".fsr" / folder if folder == "confirms" else None
-        capture = run_capture([sys.executable, str(app), "3000"], tmp_path, on_output=lambda line: None, root=root)
+        capture = run_capture([sys.executable, str(app), "3000"], tmp_path, CaptureOptions(root=root),
+                              on_output=lambda line: None)
     finally:
         for k, v in old.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)

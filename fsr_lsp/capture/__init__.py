@@ -4,7 +4,7 @@ writes (grid, block, shared memory, scalar values, and the allocation each point
 into). Knows nothing of specs: `drafting.captured` turns records into specs."""
 
 from .launches import Allocation, Capture, CapturedLaunch, CapturedParam, captures, latest_capture, read_capture
-from .runner import CaptureError, prune, run_capture
+from .runner import CaptureError, CaptureOptions, prune, run_capture
 
-__all__ = ["Allocation", "Capture", "CapturedLaunch", "CapturedParam", "CaptureError", "captures", "latest_capture",
-           "prune", "read_capture", "run_capture"]
+__all__ = ["Allocation", "Capture", "CapturedLaunch", "CapturedParam", "CaptureError", "CaptureOptions", "captures",
+           "latest_capture", "prune", "read_capture", "run_capture"]

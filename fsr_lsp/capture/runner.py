@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -25,12 +26,30 @@ class CaptureError(RuntimeError):
     """The capture could not run (no library, a profiler already injected, no such command)."""
 
 
-def run_capture(command: list[str], workspace: Path, *, kernels: tuple[str, ...] = (), snapshot_bytes: int = 0,
-                max_per_kernel: int = 64, timeout: float | None = None, nvcc: str = "",
-                on_output: Callable[[str], None] | None = None, cancel: threading.Event | None = None,
-                cwd: Path | None = None, build: str = "", root: Path | None = None) -> Capture:
+@dataclass(frozen=True)
+class CaptureOptions:
+    """What a capture records and how its program runs."""
+
+    kernels: tuple[str, ...] = ()  # only these kernels' launches (none: every kernel's)
+    snapshot_bytes: int = 0  # the inputs a launch saves, at most this many bytes of them
+    max_per_kernel: int = 64  # launches recorded a kernel
+    timeout: float | None = None  # seconds the program may run, then it is stopped (what it launched is kept)
+    nvcc: str = ""  # the compiler the injection library is built with (its toolkit's CUPTI)
+    cwd: Path | None = None  # where the program runs (default: the workspace)
+    build: str = ""  # the build command that made the program, kept with the capture for `fsr confirm`
+    root: Path | None = None  # where the capture's folder goes (default: the workspace's captures)
+
+
+EVERY_KERNEL = CaptureOptions()  # the defaults: every kernel, no inputs saved, no timeout
+
+
+def run_capture(command: list[str], workspace: Path, options: CaptureOptions = EVERY_KERNEL, *,
+                on_output: Callable[[str], None] | None = None, cancel: threading.Event | None = None) -> Capture:
     """Run `command` (its output to the terminal, or line by line to `on_output`) and read back
-    what it launched. `timeout` or `cancel` stop the program; what it launched by then is kept."""
+    what it launched. `options.timeout` or `cancel` stop the program; what it launched by then is kept."""
+    kernels, snapshot_bytes, max_per_kernel, timeout = (options.kernels, options.snapshot_bytes, options.max_per_kernel,
+                                                        options.timeout)
+    nvcc, cwd, build, root = options.nvcc, options.cwd, options.build, options.root
     if not command:
         raise CaptureError("no command to capture: give the program to run, e.g. fsr capture -- ./app 1024")
     if os.environ.get("CUDA_INJECTION64_PATH"):

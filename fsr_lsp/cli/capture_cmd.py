@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from ..capture import Capture, CaptureError, run_capture
+from ..capture import Capture, CaptureError, CaptureOptions, run_capture
 from ..capture.build_watch import run_build
 from ..settings import settings_from_args
 from .console import fail, make_console
@@ -36,9 +36,10 @@ def run(args: argparse.Namespace) -> int:
             "no command to capture: give the program to run, e.g. fsr capture -- ./app 1024", 2)
     console.print(f"capturing the launches of: {escape(' '.join(command))}")
     try:
-        capture = run_capture(command, args.workspace.resolve(), kernels=tuple(args.kernel),
-                              snapshot_bytes=settings.capture_snapshot_bytes, max_per_kernel=args.max_per_kernel,
-                              timeout=args.timeout, nvcc=settings.compiler_nvcc, build=args.build or "")
+        capture = run_capture(command, args.workspace.resolve(),
+                              CaptureOptions(kernels=tuple(args.kernel), snapshot_bytes=settings.capture_snapshot_bytes,
+                                             max_per_kernel=args.max_per_kernel, timeout=args.timeout,
+                                             nvcc=settings.compiler_nvcc, build=args.build or ""))
     except CaptureError as e:
         return fail(str(e), 2)
     _print(capture)

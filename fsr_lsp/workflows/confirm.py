@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
-from ..capture import Capture, CaptureError, latest_capture, run_capture
+from ..capture import Capture, CaptureError, CaptureOptions, latest_capture, run_capture
 from ..capture.build_watch import run_build
 from ..capture.launches import CapturedLaunch
 from ..capture.program_output import compare_outputs
@@ -72,9 +72,10 @@ def confirm(workspace: Path, file: Path, kernel: str, settings: Settings, *, bui
             out.lines.append(f"the build did not compile {file.name} that fsr could see: if the program was not "
                              "rebuilt, the run below is of the binary before the rewrite")
     try:
-        again = run_capture(first.command, workspace, kernels=(kernel,), cwd=first.cwd, nvcc=settings.compiler_nvcc,
-                            timeout=timeout, on_output=on_output, cancel=cancel, build=command or "",
-                            root=workspace / CONFIRMS)
+        again = run_capture(first.command, workspace,
+                            CaptureOptions(kernels=(kernel,), cwd=first.cwd, nvcc=settings.compiler_nvcc, timeout=timeout,
+                                           build=command or "", root=workspace / CONFIRMS),
+                            on_output=on_output, cancel=cancel)
     except CaptureError as e:
         return Confirmation(kernel, "failed", [str(e)])
     applied = _applied(file, kernel)

@@ -288,10 +288,8 @@ def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, se
 
 @dataclass(frozen=True)
 class _Original:
-    """What the original gave on one input set: its outputs after each chained launch, the torch
-    reference's (where usable), its double-precision run's (where the criterion is grounded), and
-    what it printed (each chained launch's, and its second run's)."""
-
+    """The original's on one input set: outputs after each chained launch, the torch reference's,
+    the double-precision run's, what it printed (each chained launch's, and its second run's)."""
     expected: list[dict]
     reference: dict | None
     double: dict | None
@@ -300,11 +298,9 @@ class _Original:
 
 def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, seed: int, shared: SharedPoison | None,
                      original: _Original) -> None:
-    torch = ctx.torch
-    expected, reference, double, original_printed = (original.expected, original.reference, original.double,
-                                                     original.printed)
+    torch, expected, reference, double = ctx.torch, original.expected, original.reference, original.double
     runs = launch_runs(ctx, "candidate", plan, inputs, "A", len(expected), shared)
-    chained, again = original_printed
+    chained, again = original.printed
     repeats = chained[0].same_as(again)  # the original prints the same on the same inputs
     for k, printed in enumerate(ctx.printed):  # every chained launch, the first against both of the original's runs
         _compare_printed(ctx, plan, seed, printed, chained[k], again if k == 0 or not repeats else chained[k])

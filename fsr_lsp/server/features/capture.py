@@ -97,7 +97,7 @@ def confirmable(ls: FsrServer, kernel: str) -> bool:
 
 
 async def _capture(ls: FsrServer, command: list[str], root: Path) -> str:
-    from ...capture import CaptureError, run_capture
+    from ...capture import CaptureError, CaptureOptions, run_capture
 
     cancel = threading.Event()
     token = await progress.begin(ls, "FSR: capturing launches", " ".join(command)[:200], cancel)
@@ -111,8 +111,8 @@ async def _capture(ls: FsrServer, command: list[str], root: Path) -> str:
                 type=types.MessageType.Log, message=f"capture: {line}"))
 
     try:
-        capture = await asyncio.to_thread(run_capture, command, root, snapshot_bytes=ls.settings.capture_snapshot_bytes,
-                                          nvcc=ls.settings.compiler_nvcc, on_output=output, cancel=cancel)
+        options = CaptureOptions(snapshot_bytes=ls.settings.capture_snapshot_bytes, nvcc=ls.settings.compiler_nvcc)
+        capture = await asyncio.to_thread(run_capture, command, root, options, on_output=output, cancel=cancel)
     except CaptureError as e:
         message = f"FSR: capture failed: {e}"
         ls.show(message, types.MessageType.Error)
