@@ -120,20 +120,12 @@ class _Search:
     # ------------------------------------------------------------ the rounds
 
     def run(self) -> SearchOutcome:
-        stopped = "rounds"
+        """The rounds, until one says the search stops, or the deadline or a cancel comes first."""
         for round_ in range(self.config.rounds):
-            if self.deadline.passed:
-                stopped = "time"
-                break
-            if self.cancel.is_set():
-                stopped = "cancelled"
-                break
-            stopped = self.round(round_)
+            stopped = "time" if self.deadline.passed else "cancelled" if self.cancel.is_set() else self.round(round_)
             if stopped:
-                break
-        else:
-            stopped = "rounds"
-        return self.finish(stopped or "rounds")
+                return self.finish(stopped)
+        return self.finish("rounds")
 
     def round(self, round_: int) -> str:
         """One round: proposed, evaluated, failures sent back to be fixed, leaders confirmed; why
