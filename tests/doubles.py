@@ -16,13 +16,13 @@ draft); or seconds: FSR_LSP_TEST_LARGE_SECONDS (a large message's work), FSR_LSP
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from fsr_lsp.evaluator.support import load
 from fsr_lsp.instruments import Instruments
 
 BENCH, PROVER, PROFILER, TIMER = "FSR_LSP_BENCH", "FSR_LSP_PROVER", "FSR_LSP_PROFILER", "FSR_LSP_TIMER"
@@ -31,15 +31,10 @@ STAND_INS = (BENCH, PROVER, PROFILER, TIMER, PROBE, LARGE_SECONDS, PLAN_SECONDS)
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load(path: str) -> Callable[..., Any]:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def instruments(environ: dict[str, str] | None = None) -> Instruments:
     """The stand-ins the environment names (none set: the GPU's own)."""
     env = os.environ if environ is None else environ
-    named: dict[str, Any] = {field: _load(env[var]) for field, var in (
+    named: dict[str, Any] = {field: load(env[var]) for field, var in (
         ("bench", BENCH), ("prover", PROVER), ("profiler", PROFILER), ("timer", TIMER)) if env.get(var)}
     slow = {field: float(env[var]) for field, var in (("large_seconds", LARGE_SECONDS), ("plan_seconds", PLAN_SECONDS))
             if env.get(var)}

@@ -326,3 +326,18 @@ def test_a_single_sum_that_is_wrong_is_still_refused(candidate):
     for seed in (1052, 1007):
         result = one_sum(candidate, seed)
         assert result.status == "wrong", (seed, result.message)
+
+
+@kernel("rowsum_off_at_64_rows")
+def _off_at_bench(rows, cols, x, out):
+    """Right at the test sizes (3 to 5 rows: small outputs), 2e-5 off at the bench size's 64 rows."""
+    s = _sequential(_rows(rows, cols, x))
+    view(out, rows)[:] = (s.astype(np.float64) * (1 + 2e-5)).astype(np.float32) if rows >= 64 else s
+
+
+def test_an_output_small_at_the_test_sizes_is_still_judged_at_its_large_ones():
+    """The small sizes' rescaling must not drop what the large sizes found (the review's catch:
+    this candidate was verified, its bench size forgotten)."""
+    result = run("rowsum_off_at_64_rows")
+    assert result.status == "wrong", result.message
+    assert result.mismatch is not None and "rows=64" in result.mismatch.size, result.mismatch

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .damaged_workspace import DAMAGE, KERNEL, STORES
+from .doubles import STAND_INS
 
 COMMANDS = (("spec", "k.cu"), ("spec", "k.cu", "--check"), ("history", "k.cu", "-k", "k"), ("eval", "k.cu", "-k", "k"),
             ("optimize", "k.cu", "-k", "k", "--time-budget", "5"), ("confirm", "k.cu", "-k", "k", "--no-build"),
@@ -26,7 +27,7 @@ def test_no_command_ends_in_a_traceback_over_a_damaged_store(tmp_path: Path, sto
     (tmp_path / ".fsr").mkdir()
     (tmp_path / "k.cu").write_text(KERNEL)
     DAMAGE[damage](tmp_path / ".fsr" / store)
-    env = {k: v for k, v in os.environ.items() if k not in ("FSR_LSP_BENCH", "FSR_LSP_PROVER")}
+    env = {k: v for k, v in os.environ.items() if k not in STAND_INS}
     for command in COMMANDS:
         run = subprocess.run([sys.executable, "-m", "fsr_lsp.cli.main", *command], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=180)

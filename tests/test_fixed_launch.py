@@ -145,3 +145,15 @@ def test_no_warp_per_row_under_a_launch_whose_block_is_not_whole_warps():
     assert rows_under_launch(ctx.kernel, ctx.spec, ctx.definition) is not None  # 64 threads: two warps
     odd = context(text.replace('"cdiv(N, 64)"', '"cdiv(N, 48)"').replace("block = 64", "block = 48"), "softmax")
     assert rows_under_launch(odd.kernel, odd.spec, odd.definition) is None  # a warp would straddle two blocks' rows
+
+
+def test_no_warp_per_row_under_a_launch_where_the_row_index_declares_more():
+    """`int i = ..., k = C;` in a loop's header would leave `k` undeclared past it."""
+    from fsr_lsp.search.generators.structural.rows import rows_under_launch
+
+    text = (Path(__file__).parent / "gpu/kernels/accuracy/softmax.cu").read_text() \
+        .replace("int i = blockIdx.x * blockDim.x + threadIdx.x;", "int i = blockIdx.x * blockDim.x + threadIdx.x, k = C;") \
+        .replace("j < C;", "j < k;")
+    ctx = context(text, "softmax")
+    assert "k = C" in ctx.definition
+    assert rows_under_launch(ctx.kernel, ctx.spec, ctx.definition) is None

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ..damaged_workspace import DAMAGE, STORES, KERNEL as ONE
+from ..doubles import STAND_INS
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = ONE.replace("void k(", "void scale(") + """
@@ -62,7 +63,7 @@ def test_an_editor_opening_a_file_over_a_damaged_store_gets_every_answer(tmp_pat
         message(id=7, method="shutdown"),
         message(method="exit"),
     ])
-    env = {k: v for k, v in os.environ.items() if k not in ("FSR_LSP_BENCH", "FSR_LSP_PROVER")}
+    env = {k: v for k, v in os.environ.items() if k not in STAND_INS}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, "-m", "fsr_lsp.server.main"], input=stream, capture_output=True, timeout=90,
                           env=env, cwd=tmp_path)

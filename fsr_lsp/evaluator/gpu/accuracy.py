@@ -65,6 +65,8 @@ class Accuracy:
     candidate_spread: dict[str, Mismatch] = field(default_factory=dict)  # a candidate's two runs differed here
     # small outputs (under SMALL elements), every run kept for the verdict: name -> [(who, plan, seed, got, reference)]
     small: dict[str, list[tuple[str, SizePlan, int, Any, Any]]] = field(default_factory=dict)
+    large: dict[str, _Worst] = field(default_factory=dict)  # the same outputs' worsts at sizes of SMALL or more
+    judged: dict[str, _Worst] = field(default_factory=dict)  # what the verdict held each buffer to
 
     def bound(self, name: str) -> float:
         return _bound(self.worst[name])
@@ -88,6 +90,9 @@ class Accuracy:
                 w.original = max(w.original, worst)
                 if a.numel < SMALL:
                     self._keep("original", plan, 0, a, expected[a.name], reference[a.name])
+                else:
+                    large = self.large.setdefault(a.name, _Worst())
+                    large.original = max(large.original, worst)
             elif a.dtype not in FLOATS and not torch.equal(expected[a.name], reference[a.name]):
                 self.drop(f"its double-precision run gives another {a.name} at {plan.label}")
                 return
@@ -95,15 +100,22 @@ class Accuracy:
     def judge(self, torch: Any, plan: SizePlan, seed: int, arg: ArgPlan, got: Any, reference: Any) -> Mismatch | None:
         """The candidate's error at these inputs joins its worst; a Mismatch when it is already
         far beyond any bound the job could reach (a wrong answer, not rounding)."""
-        err = scaled_error(torch, got, reference)
         w = self.worst.setdefault(arg.name, _Worst())
         if arg.numel < SMALL:  # judged at the verdict; what is gross here is gross at its size's typical scale
             self._keep("candidate", plan, seed, arg, got, reference)
             err = scaled_error(torch, got, reference, self._typical(torch, arg.name, plan.label) or None)
+        else:
+            err = scaled_error(torch, got, reference)
         worst = float(err.max().item()) if err.numel() else 0.0
+        mismatch = None
         if worst > w.candidate or w.where is None:
-            w.candidate = worst
-            w.where = _mismatch(torch, plan, seed, arg, got, reference, err, self.bound(arg.name))
+            mismatch = _mismatch(torch, plan, seed, arg, got, reference, err, self.bound(arg.name))
+            w.candidate, w.where = worst, mismatch
+        if arg.numel >= SMALL:
+            large = self.large.setdefault(arg.name, _Worst())
+            if worst > large.candidate or large.where is None:
+                large.candidate = worst
+                large.where = mismatch or _mismatch(torch, plan, seed, arg, got, reference, err, self.bound(arg.name))
         if worst > GROSS * self.bound(arg.name):
             return w.where
         return None
@@ -112,15 +124,17 @@ class Accuracy:
         self.small.setdefault(arg.name, []).append((who, plan, seed, got.detach().clone(), reference.detach().clone()))
 
     def _typical(self, torch: Any, name: str, label: str) -> float:
-        """A small output's mean magnitude over the input sets of size `label` seen so far."""
-        refs = [r.reshape(-1).to(torch.float64) for _, plan, _, _, r in self.small.get(name, []) if plan.label == label]
+        """A small output's mean magnitude over the input sets of size `label` seen so far (the
+        double-precision runs the original was held to)."""
+        refs = [r.reshape(-1).to(torch.float64) for who, plan, _, _, r in self.small.get(name, [])
+                if who == "original" and plan.label == label]
         return float(mean_magnitude(torch, torch.cat(refs))) if refs else 0.0
 
     def _rescaled(self, torch: Any, name: str) -> _Worst:
         """A small output's worst errors, the original's and the candidate's, each run scaled by the
         output's mean magnitude over every input set of its size."""
         runs = self.small[name]
-        typical = {plan.label: self._typical(torch, name, plan.label) for _, plan, _, _, _ in runs}
+        typical = {label: self._typical(torch, name, label) for label in {plan.label for _, plan, _, _, _ in runs}}
         judged, where = _Worst(), None
         for who, plan, seed, got, reference in runs:
             err = scaled_error(torch, got, reference, typical[plan.label])
@@ -135,6 +149,19 @@ class Accuracy:
             judged.where = _mismatch(torch, plan, seed, arg, got, reference, err, _bound(judged))
         return judged
 
+    def _held_to(self, torch: Any, name: str) -> _Worst:
+        """The worsts a buffer is judged by: its small sizes' rescaled (above), with its large
+        sizes' as they were judged; without kept small runs, the job's worsts as they are."""
+        w = self.worst[name]
+        if torch is None or not self.small.get(name) or w.where is None:
+            return w
+        judged, large = self._rescaled(torch, name), self.large.get(name)
+        if large is not None:
+            judged.original = max(judged.original, large.original)
+            if large.where is not None and (judged.where is None or large.candidate > judged.candidate):
+                judged.candidate, judged.where = large.candidate, large.where
+        return judged
+
     def verdict(self, torch: Any = None) -> Check:
         """Over the whole job: each grounded buffer's worst against its bound. Raises nothing;
         a failing check is returned for the caller to turn into a verdict. `torch`: to judge the
@@ -144,8 +171,7 @@ class Accuracy:
             w = self.worst.get(name)
             if w is None:
                 continue
-            if torch is not None and self.small.get(name) and w.where is not None:
-                w = self._rescaled(torch, name)
+            w = self.judged[name] = self._held_to(torch, name)
             bound = _bound(w)
             margin = bound / w.candidate if w.candidate > 0 else float("inf")
             parts.append(f"{name}: worst error {w.candidate:.2g} of its scale, the original's {w.original:.2g}, "

@@ -203,7 +203,7 @@ def _accuracy_check(ctx: JobContext) -> Check:
                                              f"{FLOOR_ULPS} units in the last place")
         check = accuracy.verdict(ctx.torch)
         if check.status == "fail":
-            w = accuracy.worst[check.argument]
+            w = accuracy.judged[check.argument]
             raise Failure("wrong", f"the candidate is less accurate than the original: {check.detail}", check="accuracy",
                           mismatch=w.where, argument=check.argument)
         return check

@@ -43,8 +43,6 @@ class Rewrite:
     row_count: str = ""  # the spec's expression for the number of rows
 
 
-
-
 def warp_per_row(kernel: Kernel, spec: Spec, definition: str) -> Rewrite | None:
     """The rewrite, or None when the kernel is not one thread walking a row."""
     if len(dims(spec.grid)) != 1 or len(dims(spec.block)) != 1 or spec.smem not in (0, "0"):
@@ -193,8 +191,8 @@ class _Rows:
         end of the kernel."""
         kind = self.data[declaration.start_byte:decl.start_byte].decode()
         kind = " ".join(w for w in kind.split() if w not in ("const", "register", "constexpr"))
-        if not kind:
-            raise _NotApplicable
+        if not kind or len(declaration.children_by_field_name("declarator")) != 1:
+            raise _NotApplicable  # `int r = ..., k = cols;`: k would be declared in the loop's header only
         warps = f"(blockDim.x / {WARP})"
         self.edits.append((declaration.start_byte, declaration.end_byte,
                            f"// one warp per row, under the program's launch: the block's {WARP}-lane warps take\n"
