@@ -25,12 +25,12 @@ def promote(history: list[Tried], bench: Bench, config: SearchConfig, round_: in
     if not config.sanitize_winner:
         return  # the regular verification is then the full one
     while True:
-        leaders = ranked(history)[: config.seeds]
+        order = ranked(history)
+        leaders = order[: config.seeds]
         if config.launch_fixed:
             # Only a win under the program's launch can be applied: its fastest is a leader too, and
             # verified first, so a deadline that cuts the leaders short leaves the user the one they can take.
-            leaders = [t for t in ranked(history) if t.proposal.keeps_launch and t.result.is_win(config.min_gain)][:1] \
-                + leaders
+            leaders = [t for t in order if t.proposal.keeps_launch and t.result.is_win(config.min_gain)][:1] + leaders
         pending = list({id(t): t for t in leaders if not t.result.confirmed}.values())
         if not pending:
             return
