@@ -61,6 +61,29 @@ class _Event:
         return max((end.t - self.t) * 1000.0, 1e-6)
 
 
+class FakeClock:
+    """The kernel clock of the CPU double: a tagged launch's span is the wall time between its
+    tag and the untagging (inside the events around it, as on a GPU)."""
+
+    def __init__(self) -> None:
+        self.current = 0
+        self.started = 0.0
+        self.spans: dict[int, float] = {}
+
+    def tag(self, tag: int) -> None:
+        now = time.perf_counter()
+        if self.current:
+            self.spans[self.current] = (now - self.started) * 1000.0
+        self.current, self.started = tag, now
+
+    def read(self) -> dict[int, Any]:
+        from fsr_lsp.evaluator.gpu.kernel_clock import Span
+
+        out = {tag: Span(max(ms, 1e-6), 1) for tag, ms in self.spans.items()}
+        self.spans.clear()
+        return out
+
+
 class _NoShared:
     available = False
     why = "no GPU (CPU test double)"
@@ -106,6 +129,8 @@ class FakeSession:
         self.vetted: set[Any] = set()
         self.loaded: dict[str, FakeKernel] = {}
         self.oracle_cache = OracleCache(1 << 30)
+        self.clock: FakeClock | None = FakeClock()  # None: a machine without the kernel clock
+        self.clock_note = "" if self.clock else "no kernel clock (the CPU double has none)"
 
     def load(self, binary: KernelBinary, dtypes: list[str | None]) -> FakeKernel:
         if binary.entry not in self.loaded:
@@ -126,6 +151,9 @@ class FakeSession:
 
     def hold_gpu(self, cycles: int = 0) -> None:
         pass
+
+    def kernel_clock(self) -> FakeClock | None:
+        return self.clock
 
     def synchronize(self) -> None:
         pass

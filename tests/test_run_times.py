@@ -51,14 +51,20 @@ def test_fsrs_timing_far_from_the_runs_is_said_with_its_likely_causes(tmp_path):
                           "they agree within 8%"]
 
 
-def test_a_launch_of_a_few_microseconds_names_fsrs_launch_overhead_first(tmp_path):
-    """A public reduction ran 2.4 µs a launch in its program and 4.9 µs in fsr's timing: the gap
-    is the per-launch timing's overhead, not flags, inputs or clocks."""
+def test_a_launch_of_a_few_microseconds_timed_by_events_names_their_launch_work_first(tmp_path):
+    """A public reduction ran 2.4 µs a launch in its program and 4.9 µs in fsr's timing by events:
+    the gap is the events' and the launch's own work, not flags, inputs or clocks. Timed by the
+    kernel clock (the run's own), that cause is not the one."""
     spec = captured_plan(tmp_path, 2_400).spec
     slow = outcome(0.0049)
+    slow.baseline.clock = "events: no kernel clock (CUPTI not found)"
     _against_the_run(slow, spec)
     (note,) = slow.notes
-    assert "Likely causes: a launch this short (2.4 µs in your run)" in note and "launch overhead" in note
+    assert "Likely causes: a launch this short (2.4 µs in your run)" in note and "launch work" in note
+    clocked = outcome(0.0049)
+    clocked.baseline.clock = "kernel"
+    _against_the_run(clocked, spec)
+    assert "2.04x apart" in clocked.notes[0] and "launch this short" not in clocked.notes[0]
     (tmp_path / "long").mkdir()
     long = captured_plan(tmp_path / "long", 33_300_000).spec
     apart = outcome(87.5)

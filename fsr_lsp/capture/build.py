@@ -1,51 +1,16 @@
-"""The injection library, built from `fsr_capture.cpp` with the host C++ compiler against the
-CUDA toolkit's own CUPTI, once per (source, toolkit) and cached under ~/.cache/fsr-lsp. Built
-on the user's machine rather than shipped, so it matches their driver's CUPTI."""
+"""The injection library, built from `fsr_capture.cpp` against the CUDA toolkit's own CUPTI
+(native.py), once per (source, toolkit) and cached under ~/.cache/fsr-lsp."""
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
+
+from ..native import BuildError, cuda_home, cupti_library, cupti_paths
 
 SOURCE = Path(__file__).with_name("fsr_capture.cpp")
 LIBRARY = "libfsr_capture.so"
-
-
-class BuildError(RuntimeError):
-    """What is missing to build the injection library, said so the user can act on it."""
-
-
-def cuda_home(nvcc: str = "") -> Path:
-    """The toolkit: beside the nvcc the settings name, else $CUDA_HOME, else nvcc on PATH (a
-    wrapper script there: /usr/local/cuda), the first of those that has CUPTI."""
-    if nvcc:
-        return Path(nvcc).resolve().parent.parent
-    homes = [Path(os.environ[var]) for var in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(var)]
-    found = shutil.which("nvcc")
-    homes += [Path(found).resolve().parent.parent] if found else []
-    homes.append(Path("/usr/local/cuda"))
-    return next((h for h in homes if (h / "include" / "cuda.h").exists() or (h / "extras/CUPTI").is_dir()), homes[0])
-
-
-def _first(paths: list[Path], name: str) -> Path | None:
-    return next((p for p in paths if (p / name).exists()), None)
-
-
-def cupti_paths(home: Path) -> tuple[Path, Path]:
-    """(folder with cupti.h, folder with libcupti.so) of a toolkit."""
-    targets = sorted(home.glob("targets/*"))
-    include = _first([home / "include", home / "extras/CUPTI/include", *(t / "include" for t in targets)], "cupti.h")
-    libs = [home / "lib64", home / "lib", home / "extras/CUPTI/lib64", *(t / "lib" for t in targets)]
-    lib = next((d for d in libs if d.is_dir() and any(d.glob("libcupti.so*"))), None)
-    if include is None or lib is None:
-        raise BuildError(f"CUPTI not found in the CUDA toolkit at {home} (looked for include/cupti.h and "
-                         "lib64/libcupti.so, extras/CUPTI too): install the toolkit's CUPTI, or set compiler.nvcc "
-                         "to the nvcc of a toolkit that has it")
-    return include, lib
+__all__ = ["SOURCE", "LIBRARY", "BuildError", "cuda_home", "cupti_paths", "injection_library"]
 
 
 def injection_library(nvcc: str = "", cache: Path | None = None) -> Path:
@@ -53,27 +18,4 @@ def injection_library(nvcc: str = "", cache: Path | None = None) -> Path:
     names a library built elsewhere."""
     if os.environ.get("FSR_CAPTURE_LIBRARY"):
         return Path(os.environ["FSR_CAPTURE_LIBRARY"])
-    home = cuda_home(nvcc)
-    include, lib = cupti_paths(home)
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not compiler:
-        raise BuildError("no C++ compiler (c++ or g++) on PATH to build the capture library")
-    source = SOURCE.read_bytes()
-    key = hashlib.sha256(source + str(include).encode() + str(lib).encode()).hexdigest()[:16]
-    root = cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fsr-lsp" / "capture"
-    target = root / key / LIBRARY
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        built = Path(tmp) / LIBRARY
-        command = [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", f"-I{include}", f"-I{home / 'include'}",
-                   str(SOURCE), f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}", "-ldl", "-o", str(built)]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=180)
-        except subprocess.TimeoutExpired:
-            raise BuildError("building the capture library took over 180 s") from None
-        if done.returncode != 0:
-            raise BuildError("building the capture library failed:\n" + done.stderr[-4000:])
-        os.replace(built, target)  # atomic: a concurrent build finds one whole library
-    return target
+    return cupti_library(SOURCE, LIBRARY, "the capture library", nvcc, cache)

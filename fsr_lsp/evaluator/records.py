@@ -178,6 +178,9 @@ class TimingConfig:
     flush_factor: int = 2  # the flush reads this many times the L2's size (1-4)
     confidence: float = 0.95  # of the speedup's bootstrap interval
     hold_cycles: int = 100_000  # GPU spin before each timed launch, so host latency stays out of the time
+    # "kernel": each run's time from the kernel's own GPU stamps (CUPTI; gpu/kernel_clock.py), events where
+    # that cannot be had; "events": CUDA events around each launch
+    clock: Literal["kernel", "events"] = "kernel"
 
 
 @dataclass
@@ -314,6 +317,7 @@ class EvalResult:
     speedup: float | None = None  # original / candidate
     speedup_ci: tuple[float, float] | None = None  # bootstrap interval of the speedup, from the run itself
     speedup_vs_ref: float | None = None  # ref / candidate (or ref / original without a candidate)
+    clock: str = ""  # what timed the runs: "kernel" (CUPTI's stamps), else "events" and why (gpu/kernel_clock.py)
     bench_size: str = ""
     sizes_checked: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)

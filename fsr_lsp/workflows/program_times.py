@@ -32,18 +32,20 @@ def say_build(outcome: SearchOutcome, spec: KernelSpec | None) -> None:
 
 
 APART = 0.25  # fsr's timing of the original and the user's run further apart than this are said
-SHORT_MS = 0.03  # a launch this short is timed by fsr with a few microseconds of launch overhead in it
+SHORT_MS = 0.03  # a launch this short, timed by events, is mostly the launch's own work
 
 
-def short_launch(run_ms: float) -> str:
+def short_launch(run_ms: float, clock: str = "") -> str:
     """The first likely cause where the kernel runs so briefly in the user's run that fsr's
-    per-launch timing (events around each launch) holds mostly launch overhead, which the run's
-    kernel durations (CUPTI's records) leave out; '' for a longer kernel."""
-    if not 0 < run_ms < SHORT_MS:
+    timing by events around each launch holds mostly the launch's own work, which the run's
+    kernel durations (CUPTI's records) leave out; '' for a longer kernel, or one fsr timed by the
+    kernel's own stamps (`clock` "kernel"; "" where unknown)."""
+    if not 0 < run_ms < SHORT_MS or clock == "kernel":
         return ""
-    return (f"a launch this short ({run_ms * 1000:.3g} µs in your run): fsr times each launch between two events, "
-            "which adds a few microseconds of launch overhead that your run's kernel durations leave out, so fsr "
-            "reads so short a kernel slower, and a rewrite's speedup smaller, than your program sees them; ")
+    return (f"a launch this short ({run_ms * 1000:.3g} µs in your run): where fsr times it by events around each "
+            "launch (no kernel clock: CUPTI held by another profiler or missing), they add a few microseconds of "
+            "launch work that your run's kernel durations leave out, so fsr reads so short a kernel slower, and a "
+            "rewrite's speedup smaller, than your program sees them; ")
 
 
 WarmTimes = Callable[[], "tuple[float, float | None] | None"]
@@ -89,7 +91,7 @@ def against_the_run(outcome: SearchOutcome, spec: KernelSpec | None, warm: WarmT
     causes = ("flags your build has that fsr's compile has not (`fsr capture --build CMD` records them), the inputs "
               "(work that depends on the data: bench_inputs = \"captured\" times on the run's own), other work on "
               "the GPU during either run, or clocks (another GPU, power or thermal state)")
-    causes = (short_launch(theirs) if ratio > 1 else "") + causes
+    causes = (short_launch(theirs, outcome.baseline.clock if outcome.baseline else "") if ratio > 1 else "") + causes
     if times is None:
         outcome.notes.append(f"{said}. Likely causes: {causes}")
         return

@@ -43,11 +43,18 @@ class OracleRuns:
 @dataclass
 class TimedOriginal:
     """The original's timed runs at the bench size, each on the timing's fresh inputs in order:
-    how many warmed up, and per run (warm-up first) its outputs, and each timed run's ms."""
+    how many warmed up, and per run (warm-up first) its outputs, and each timed run's ms by its
+    events and by the kernel clock (None where that clock had none: gpu/kernel_clock.py)."""
 
     warmup: int
     outputs: list[dict[str, Any]]
-    times_ms: list[float]
+    events_ms: list[float]
+    kernel_ms: list[float | None]
+
+    @property
+    def times_ms(self) -> list[float]:
+        """The kernel clock's times where it has every run, else the events'."""
+        return self.events_ms if any(t is None for t in self.kernel_ms) else [t for t in self.kernel_ms if t is not None]
 
     @property
     def median_ms(self) -> float:

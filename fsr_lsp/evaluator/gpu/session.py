@@ -84,6 +84,8 @@ class GpuSession:
         self.pointed: dict[tuple[str, str], int] = {}
         self._shared_poison: Any = None
         self._pages: Any = None
+        self._clock: Any = None  # the kernel clock once opened (gpu/kernel_clock.py)
+        self.clock_note = ""  # why there is none, once tried
         self.printed: PrintedOutput | None = None  # set by the worker, whose stdout it holds
         self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
         # the original's runs at an input set, for later jobs of the same original (gpu/oracle_cache.py)
@@ -128,6 +130,15 @@ class GpuSession:
         sleep = getattr(self.torch.cuda, "_sleep", None)
         if sleep is not None:
             sleep(cycles)
+
+    def kernel_clock(self) -> Any:
+        """The kernel clock (gpu/kernel_clock.py), opened on the first timing; None where it cannot
+        be had, `clock_note` saying why (the timing then uses events)."""
+        if self._clock is None and not self.clock_note:
+            from .kernel_clock import KernelClock
+
+            self._clock, self.clock_note = KernelClock.open()
+        return self._clock
 
     def shared_poison(self) -> Any:
         """The shared-memory poison kernel (compiled on first use)."""

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import random
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -29,6 +30,7 @@ from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_onl
 from .ref import eval_ref
 from .timed_runs import SMALL_OUTPUT, Repetition, held_to_their_errors, largest_difference
 from .oracle_cache import TimedOriginal, cacheable, has_variables, run_key, tensor_bytes
+from .kernel_clock import TaggedLaunches, clock_said
 from .session import LoadedKernel
 
 BOOTSTRAP_SAMPLES = 1000
@@ -119,6 +121,7 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
     if job.ref and not any(w.startswith("ref not used") for w in result.warnings):
         contenders.append(_Contender("ref", None))
     kernels = [c for c in contenders if c.launch is not None]
+    clock = TaggedLaunches(session.kernel_clock() if cfg.clock == "kernel" else None, [c.name for c in contenders])
     kept: list[dict[str, Any]] | None = [] if keep else None  # the original's outputs, each timed run's
     bad = {c.name: torch.zeros((), dtype=torch.int64, device=session.device) for c in contenders}
     touched = torch.zeros((), dtype=torch.int64, device=session.device)
@@ -144,11 +147,12 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
         session.hold_gpu(cfg.hold_cycles)  # keeps the GPU busy while Python submits the launch
         start, end = session.event(), session.event()
         start.record()
-        if c.launch is not None and buffers is not None and args is not None:
-            c.launch(args)
-            c.outputs = buffers
-        else:
-            c.outputs = eval_ref(torch, job.ref, bench, pristine)
+        with clock.tagged(c.name, timed):
+            if c.launch is not None and buffers is not None and args is not None:
+                c.launch(args)
+                c.outputs = buffers
+            else:
+                c.outputs = eval_ref(torch, job.ref, bench, pristine)
         end.record()
         if args is not None and buffers is not None and pointers:  # pointers put back as saved: buffer sets compare
             canonical(torch, bench.args, buffers, {name: t.data_ptr() for name, t in buffers.items()})
@@ -222,11 +226,15 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
             ctx.report(f"timing at {bench.label}: {r + 1}/{reps} runs")
             session.take_printed()  # what a printing kernel wrote meanwhile: nobody's to compare
     sync("timing")
-    times = {c.name: c.replay.times_ms if c.replay else [s.elapsed_time(e) for s, e in c.times] for c in contenders}
-    if replay is not None and stats(times["candidate"]).median_ms * REPLAY_FACTOR > replay.median_ms:
+    events = {c.name: c.replay.events_ms if c.replay else [s.elapsed_time(e) for s, e in c.times] for c in contenders}
+    kernel = clock.spans({c.name: len(c.times) for c in contenders if c.replay is None},
+                         {c.name: c.replay.kernel_ms for c in contenders if c.replay is not None})
+    times, result.clock = clock.choose(events, kernel, session.clock_note if cfg.clock == "kernel" else "as the timing asked")
+    if replay is not None and stats(times["candidate"]).median_ms * REPLAY_FACTOR > statistics.median(times["original"]):
         return False  # too close to the original to compare with times taken in another job
     if keep and kept is not None:  # the original alone was timed (a baseline): kept for the candidates
-        session.oracle_cache.put(keep, TimedOriginal(warmups, kept, times["original"]), tensor_bytes(kept))
+        session.oracle_cache.put(keep, TimedOriginal(warmups, kept, events["original"], kernel["original"]),
+                                 tensor_bytes(kept))
     _log_times(job.kernel, bench.label, times)
     counts = {name: int(v.item()) for name, v in bad.items()}
     if int(touched.item()) and job.mode != "time":
@@ -238,23 +246,30 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
         if counts["candidate"]:
             held = held_to_their_errors(ctx, bench, pristine, generator, seen, counts["candidate"])
         kept_runs = (f"; the original's outputs and times from its own timing in an earlier job on the same inputs "
-                     f"({replay.median_ms:.4g} ms a run, over {REPLAY_FACTOR:g}x the candidate's)") if replay else ""
+                     f"({statistics.median(times['original']):.4g} ms a run, over {REPLAY_FACTOR:g}x the candidate's)") if replay else ""
         result.checks.append(Check("timed runs verified", "pass",
-                                   f"{len(times['original']) + warmups} runs, {_inputs_of_runs(bench)}{held}{kept_runs}"))
+                                   f"{len(times['original']) + warmups} runs, {_inputs_of_runs(bench)}{held}{kept_runs}; "
+                                   f"{clock_said(result.clock)}"))
     if counts.get("ref"):
         result.warnings.append(f"ref disagreed with the original on {counts['ref']} elements of its timed runs")
     result.bench_size = bench.label
+    _record_times(ctx, times)
+    return True
+
+
+def _record_times(ctx: JobContext, times: dict[str, list[float]]) -> None:
+    """Each contender's time, the speedup and its interval, into the result."""
+    result, job = ctx.result, ctx.job
     result.original_time = stats(times["original"]) if "original" in times else None
     result.candidate_time = stats(times["candidate"]) if "candidate" in times else None
     result.ref_time = stats(times["ref"]) if "ref" in times else None
     if result.candidate_time and result.original_time:
         result.speedup = paired_speedup(times["original"], times["candidate"])
-        result.speedup_ci = speedup_interval(times["original"], times["candidate"], cfg.confidence,
+        result.speedup_ci = speedup_interval(times["original"], times["candidate"], job.timing.confidence,
                                              seed_for(job, len(job.sizes) + 3, 0))
     base = result.candidate_time or result.original_time
     if result.ref_time and base is not None:
         result.speedup_vs_ref = result.ref_time.median_ms / base.median_ms
-    return True
 
 
 def least_reps(cfg: TimingConfig, per_run_ms: float) -> int:
