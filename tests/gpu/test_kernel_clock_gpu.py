@@ -15,18 +15,18 @@ from .conftest import QUICK, kernel_text
 pytestmark = pytest.mark.gpu
 
 CHILD = """
-__global__ void burn_child(float* y, const float* x, int n, int rounds)
+__global__ void burn(float* y, const float* x, int n, int rounds)
 {
+    // called with rounds > 0: one thread starts the work as a child grid (rounds < 0) and returns
+    if (rounds > 0) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) burn<<<(n + 255) / 256, 256>>>(y, x, n, -rounds);
+        return;
+    }
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float v = x[i];
-    for (int r = 0; r < rounds; ++r) v = v * 0.999f + 0.001f;
+    for (int r = 0; r < -rounds; ++r) v = v * 0.999f + 0.001f;
     y[i] = v;
-}
-
-__global__ void burn(float* y, const float* x, int n, int rounds)
-{
-    if (blockIdx.x == 0 && threadIdx.x == 0) burn_child<<<(n + 255) / 256, 256>>>(y, x, n, rounds);
 }
 """
 
