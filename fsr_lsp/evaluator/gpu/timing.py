@@ -235,7 +235,7 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
     if keep and kept is not None:  # the original alone was timed (a baseline): kept for the candidates
         session.oracle_cache.put(keep, TimedOriginal(warmups, kept, events["original"], kernel["original"]),
                                  tensor_bytes(kept))
-    _log_times(job.kernel, bench.label, times)
+    _log_times(job.kernel, bench.label, times, events, result.clock)
     counts = {name: int(v.item()) for name, v in bad.items()}
     if int(touched.item()) and job.mode != "time":
         who = "candidate" if ctx.candidate else "original"
@@ -281,12 +281,14 @@ def least_reps(cfg: TimingConfig, per_run_ms: float) -> int:
     return max(MIN_SLOW_REPS, min(cfg.min_reps, int(SLOW_TIMING_MS // per_run_ms)))
 
 
-def _log_times(kernel: str, size: str, times: dict[str, list[float]]) -> None:
-    """Every timed run, one JSON line per job, where FSR_TIMING_LOG names a file (benchmarks)."""
+def _log_times(kernel: str, size: str, times: dict[str, list[float]], events: dict[str, list[float]], clock: str) -> None:
+    """Every timed run, one JSON line per job, where FSR_TIMING_LOG names a file (benchmarks):
+    the times taken, the events beside them, and the clock that gave the times."""
     path = os.environ.get("FSR_TIMING_LOG")
     if path:
         with open(path, "a") as f:
-            f.write(json.dumps({"kernel": kernel, "size": size, "times_ms": times}) + "\n")
+            f.write(json.dumps({"kernel": kernel, "size": size, "clock": clock, "times_ms": times, "events_ms": events})
+                    + "\n")
 
 
 def stats(times: list[float]) -> TimingStats:
