@@ -83,11 +83,12 @@ def empty_kernel_ms() -> float:
     times = []
     for _ in range(60):
         session.flush_l2()
-        session.hold_gpu()
+        release = session.hold_gpu()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         torch.cuda._sleep(0)
         end.record()
+        release()
         times.append((start, end))
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in times[10:])

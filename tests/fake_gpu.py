@@ -149,8 +149,8 @@ class FakeSession:
     def flush_l2(self, factor: int = 2) -> None:
         pass
 
-    def hold_gpu(self, cycles: int = 0) -> None:
-        pass
+    def hold_gpu(self, cycles: int = 0) -> Callable[[], None]:
+        return lambda: None
 
     def kernel_clock(self) -> FakeClock | None:
         return self.clock

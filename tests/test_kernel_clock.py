@@ -138,3 +138,16 @@ def test_a_clock_that_misses_a_run_leaves_the_timing_to_its_events():
     session.clock = Forgetful()
     r = _timed_job(session)
     assert r.status == "verified" and r.clock == "events: the kernel clock missed runs", r.clock
+
+
+def test_a_driver_that_cannot_map_host_memory_leaves_no_hold_and_says_why():
+    from fsr_lsp.evaluator.gpu.stream_hold import stream_hold
+
+    class NoMapping:
+        host_alloc_flags = type("Flags", (), {"DEVICEMAP": 2})
+
+        def pagelocked_zeros(self, *args, **kwargs):
+            raise RuntimeError("cuMemHostAlloc failed: operation not supported")
+
+    hold, why = stream_hold(NoMapping(), 1_980_000)
+    assert hold is None and why == "no stream hold (cuMemHostAlloc failed: operation not supported)"

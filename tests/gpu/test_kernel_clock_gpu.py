@@ -58,7 +58,7 @@ def test_a_short_kernel_reads_its_own_time_and_hidden_work_falls_back_to_events(
     events: dict[str, list[float]] = {"tiny": [], "hiding": []}
     for run in range(30):
         for index, name in enumerate(events):
-            session.hold_gpu()
+            release = session.hold_gpu()
             start, end = session.event(), session.event()
             start.record()
             clock.tag(tag_of(run, index))
@@ -67,6 +67,7 @@ def test_a_short_kernel_reads_its_own_time_and_hidden_work_falls_back_to_events(
             if name == "hiding":
                 torch.cuda._sleep(20_000)  # GPU work between the events that no tagged kernel shows
             end.record()
+            release()
             events[name].append((start, end))
     torch.cuda.synchronize()
     spans = clock.read()
@@ -82,3 +83,48 @@ def test_a_short_kernel_reads_its_own_time_and_hidden_work_falls_back_to_events(
     alone, how = choose_clock({"tiny": times["tiny"]}, {"tiny": kernel["tiny"]})
     assert how == "kernel" and alone["tiny"] == kernel["tiny"]
     assert isinstance(clock, KernelClock)
+
+
+def _session():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from fsr_lsp.evaluator.gpu.session import GpuSession
+
+    return GpuSession(0), torch
+
+
+def test_the_held_stream_keeps_a_slow_host_out_of_the_events():
+    """Two milliseconds of host time between the start event and the launch: the events still
+    read the kernel's few microseconds, not the host's wait."""
+    import time
+
+    session, torch = _session()
+    x = torch.ones(1024, device="cuda")
+    times = []
+    for _ in range(10):
+        release = session.hold_gpu()
+        start, end = session.event(), session.event()
+        start.record()
+        time.sleep(0.002)
+        x.add_(1.0)
+        end.record()
+        release()
+        times.append((start, end))
+    torch.cuda.synchronize()
+    held = statistics.median(s.elapsed_time(e) for s, e in times)
+    print(f"events around a 1-block kernel, the host 2 ms late: {held * 1000:.2f} us")
+    assert held < 0.1, held
+
+
+def test_a_hold_never_released_ends_by_its_timeout():
+    import time
+
+    from fsr_lsp.evaluator.gpu.stream_hold import HOLD_TIMEOUT_S
+
+    session, torch = _session()
+    session.hold_gpu()  # never released
+    began = time.perf_counter()
+    torch.cuda.synchronize()
+    waited = time.perf_counter() - began
+    assert waited < HOLD_TIMEOUT_S * 4, waited

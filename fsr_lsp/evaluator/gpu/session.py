@@ -7,7 +7,7 @@ import atexit
 import hashlib
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..records import GpuInfo, KernelBinary, LaunchPlan, Resources
 from ..compile.module_variables import module_variables
@@ -85,6 +85,8 @@ class GpuSession:
         self._shared_poison: Any = None
         self._pages: Any = None
         self._clock: Any = None  # the kernel clock once opened (gpu/kernel_clock.py)
+        self._hold: Any = None  # the stream hold once made (gpu/stream_hold.py)
+        self._hold_note = ""
         self.clock_note = ""  # why there is none, once tried
         self.printed: PrintedOutput | None = None  # set by the worker, whose stdout it holds
         self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
@@ -124,12 +126,21 @@ class GpuSession:
         """Read `factor` times the L2's size (at most 4)."""
         self.torch.amax(self._flush[: factor * self._l2_words], dim=0, out=self._flush_sink)
 
-    def hold_gpu(self, cycles: int = 100_000) -> None:
-        """Queue a short spin (about 50 us at full clock) so that the start event is reached
-        only after the host has queued the kernel behind it."""
+    def hold_gpu(self, cycles: int = 100_000) -> Callable[[], None]:
+        """Hold the stream until the returned call (gpu/stream_hold.py): the start event, the
+        launch and the end event are all queued before the GPU reaches them. Where the hold
+        cannot be had, a spin of `cycles` (about 50 us at full clock) and a release that does
+        nothing."""
+        if self._hold is None and not self._hold_note:
+            from .stream_hold import stream_hold
+
+            self._hold, self._hold_note = stream_hold(self.cuda, self.info.clock_khz)
+        if self._hold is not None:
+            return self._hold.hold()
         sleep = getattr(self.torch.cuda, "_sleep", None)
         if sleep is not None:
             sleep(cycles)
+        return lambda: None
 
     def kernel_clock(self) -> Any:
         """The kernel clock (gpu/kernel_clock.py), opened on the first timing; None where it cannot

@@ -144,7 +144,7 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
             c.point(args)  # a copy when a redirected variable's buffer moved: before the clock starts
         if cfg.flush_l2:
             session.flush_l2(cfg.flush_factor)
-        session.hold_gpu(cfg.hold_cycles)  # keeps the GPU busy while Python submits the launch
+        release = session.hold_gpu(cfg.hold_cycles)  # the stream waits until the end event is queued
         start, end = session.event(), session.event()
         start.record()
         with clock.tagged(c.name, timed):
@@ -154,6 +154,7 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
             else:
                 c.outputs = eval_ref(torch, job.ref, bench, pristine)
         end.record()
+        release()
         if args is not None and buffers is not None and pointers:  # pointers put back as saved: buffer sets compare
             canonical(torch, bench.args, buffers, {name: t.data_ptr() for name, t in buffers.items()})
         if timed is not None:
