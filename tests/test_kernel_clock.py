@@ -49,6 +49,14 @@ def test_the_launch_work_alone_is_not_hidden_work():
     assert choose_clock(EVENTS, uneven)[1] == "kernel"
 
 
+def test_a_torch_ref_keeps_its_events_and_never_decides_the_kernels_clock():
+    """A torch expression's launches include copies and the allocator's work that no kernel record
+    shows: on an H200 its events outgrew its kernels by far, and put the two kernels on events too."""
+    with_ref = {**EVENTS, "ref": [0.140, 0.139, 0.141, 0.140]}
+    times, how = choose_clock(with_ref, SPANS)
+    assert how == "kernel" and times == {**SPANS, "ref": with_ref["ref"]}
+
+
 def test_tags_are_distinct_and_never_zero():
     tags = {tag_of(run, contender) for run in range(100) for contender in range(3)}
     assert len(tags) == 300 and 0 not in tags

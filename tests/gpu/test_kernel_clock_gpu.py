@@ -128,3 +128,14 @@ def test_a_hold_never_released_ends_by_its_timeout():
     torch.cuda.synchronize()
     waited = time.perf_counter() - began
     assert waited < HOLD_TIMEOUT_S * 4, waited
+
+
+def test_a_torch_ref_beside_leaves_the_kernels_on_the_kernel_clock(evaluator):
+    """The ref's torch launches (copies, the allocator) outgrow their kernel records; the ref is
+    timed by its events, the kernels still by their own stamps."""
+    from pathlib import Path
+
+    source = (Path(__file__).parents[2] / "examples" / "softmax.cu").read_text()
+    r = evaluate(evaluator, source, "softmax", None, QUICK)
+    assert r.status == "verified", r.message
+    assert r.ref_time is not None and r.clock == "kernel", r.clock

@@ -228,7 +228,7 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
             session.take_printed()  # what a printing kernel wrote meanwhile: nobody's to compare
     sync("timing")
     events = {c.name: c.replay.events_ms if c.replay else [s.elapsed_time(e) for s, e in c.times] for c in contenders}
-    kernel = clock.spans({c.name: len(c.times) for c in contenders if c.replay is None},
+    kernel = clock.spans({c.name: len(c.times) for c in kernels},
                          {c.name: c.replay.kernel_ms for c in contenders if c.replay is not None})
     times, result.clock = clock.choose(events, kernel, session.clock_note if cfg.clock == "kernel" else "as the timing asked")
     if replay is not None and stats(times["candidate"]).median_ms * REPLAY_FACTOR > statistics.median(times["original"]):
