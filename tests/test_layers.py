@@ -53,6 +53,7 @@ RULES = [
     ("redaction", ("fsr_lsp.", "pygls", "lsprotocol")),
     ("source", ("fsr_lsp.", "pygls", "lsprotocol")),
     ("stores", ("fsr_lsp.", "pygls", "lsprotocol")),
+    ("native", ("fsr_lsp.", "pygls", "lsprotocol")),
 ]
 
 
