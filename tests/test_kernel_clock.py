@@ -159,3 +159,36 @@ def test_a_driver_that_cannot_map_host_memory_leaves_no_hold_and_says_why():
 
     hold, why = stream_hold(NoMapping(), 1_980_000)
     assert hold is None and why == "no stream hold (cuMemHostAlloc failed: operation not supported)"
+
+
+def test_a_settled_timing_stops_at_its_fewest_runs_and_an_unsettled_one_takes_them_all():
+    """Kernel times that never vary settle at the first look (min_reps); with precision 0 the
+    timing takes max_reps, as before early stops."""
+    from .fake_gpu import FakeClock, FakeSession
+
+    class Steady(FakeClock):
+        def read(self):
+            from fsr_lsp.evaluator.gpu.kernel_clock import Span
+
+            spans = super().read()
+            return {tag: Span(0.002 if (tag - 1) % 8 == 0 else 0.001, 1) for tag in spans}
+
+    def timed_runs(precision: float) -> int:
+        pytest.importorskip("torch")
+        from fsr_lsp.evaluator.gpu.run import run_job
+        from fsr_lsp.evaluator.records import TimingConfig
+
+        from .test_timed_runs_cpu import TOTAL
+        from .test_verify_cpu import job
+
+        session = FakeSession()
+        session.clock = Steady()
+        j = job(TOTAL, "total", "total_exact", "total_exact")
+        j.timing = TimingConfig(warmup=1, min_reps=20, max_reps=100, target_seconds=10.0, precision=precision)
+        r = run_job(session, j)
+        assert r.status == "verified" and r.clock == "kernel", (r.message, r.clock)
+        assert r.speedup == pytest.approx(2.0)
+        return r.candidate_time.reps
+
+    assert timed_runs(0.005) == 20
+    assert timed_runs(0.0) == 100

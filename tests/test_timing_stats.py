@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fsr_lsp.evaluator.gpu.timing import paired_speedup, speedup_interval, stats
+from fsr_lsp.evaluator.gpu.timing_stats import paired_speedup, speedup_interval, stats
 
 TICK = 0.0005  # ms: CUDA events resolve about half a microsecond
 
@@ -46,3 +46,21 @@ def test_a_slow_stretch_that_hits_both_of_a_pair_leaves_the_speedup_alone():
     speedup = paired_speedup(quantized(original), quantized(candidate))
     low, high = speedup_interval(quantized(original), quantized(candidate), 0.95, 2)
     assert abs(speedup - 1.12) < 0.01 and 1.11 < low <= high < 1.13, (speedup, low, high)
+
+
+def test_a_timing_is_settled_only_once_its_interval_is_narrow():
+    import random
+
+    from fsr_lsp.evaluator.gpu.timing_stats import settled
+
+    rng = random.Random(1)
+    steady = {"original": [2.0 * (1 + rng.gauss(0, 0.002)) for _ in range(20)],
+              "candidate": [1.0 * (1 + rng.gauss(0, 0.002)) for _ in range(20)]}
+    assert settled(steady, 0.005, seed=0)
+    noisy = {"original": [2.0 * (1 + rng.gauss(0, 0.05)) for _ in range(20)],
+             "candidate": [1.0 * (1 + rng.gauss(0, 0.05)) for _ in range(20)]}
+    assert not settled(noisy, 0.005, seed=0)
+    assert not settled(steady, 0.0, seed=0)  # precision 0: every run is taken
+    alone = {"original": steady["original"], "ref": [5.0, 9.0, 1.0]}  # a ref never decides
+    assert settled(alone, 0.005, seed=0)
+    assert not settled({"original": noisy["original"]}, 0.005, seed=0)

@@ -181,6 +181,9 @@ class TimingConfig:
     # "kernel": each run's time from the kernel's own GPU stamps (CUPTI; gpu/kernel_clock.py), events where
     # that cannot be had; "events": CUDA events around each launch
     clock: Literal["kernel", "events"] = "kernel"
+    # a timing stops before max_reps (after min_reps) once its speedup's 95% interval, or with one contender its
+    # median's, lies within this share either side (gpu/timing_stats.py); 0: always max_reps
+    precision: float = 0.005
 
 
 @dataclass

@@ -97,6 +97,7 @@ class TaggedLaunches:
     def __init__(self, clock: KernelClock | None, names: list[str]) -> None:
         self.clock = clock
         self._index = {name: i for i, name in enumerate(names)}
+        self._seen: dict[int, Span] = {}  # every span read so far (a timing may look before its end)
         if clock is not None:
             clock.read()  # what an earlier job left (one cut short by a fault): never this timing's
 
@@ -114,10 +115,11 @@ class TaggedLaunches:
 
     def spans(self, runs: dict[str, int], kept: dict[str, list[float | None]]) -> dict[str, list[float | None]]:
         """Each contender's kernel time per timed run (None where the clock has none): of the
-        `runs` launched here, and as `kept` from an earlier timing."""
+        `runs` launched here so far (call after a synchronize), and as `kept` from an earlier timing."""
         if self.clock is None:
             return {}
-        spans = self.clock.read()
+        self._seen.update(self.clock.read())
+        spans = self._seen
         out = {name: [s.ms if (s := spans.get(tag_of(r, self._index[name]))) else None for r in range(n)]
                for name, n in runs.items()}
         return {**out, **kept}

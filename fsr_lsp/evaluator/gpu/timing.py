@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..records import Check, LaunchPlan, SizePlan, TimingConfig, TimingStats
+from ..records import Check, LaunchPlan, SizePlan, TimingConfig
 from .relocation import canonical
 from .buffers import FLOATS, FRESH_ELEMENTS, count_bad, poison, refill, storage_dtype
 from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, launch_args, make_inputs, outputs,
@@ -31,9 +31,9 @@ from .ref import eval_ref
 from .timed_runs import SMALL_OUTPUT, Repetition, held_to_their_errors, largest_difference
 from .oracle_cache import TimedOriginal, cacheable, has_variables, run_key, tensor_bytes
 from .kernel_clock import TaggedLaunches, clock_said
+from .timing_stats import CHECK_EVERY, paired_speedup, settled, speedup_interval, stats
 from .session import LoadedKernel
 
-BOOTSTRAP_SAMPLES = 1000
 SLOW_TIMING_MS = 2000.0  # of the slowest contender's runs a timing needs at least, beyond which it takes fewer
 MIN_SLOW_REPS = 5
 SLOW_WARMUP_S = 0.3  # a warm-up repetition this long (wall clock) is warm-up enough
@@ -221,16 +221,18 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
         int(min(cfg.max_reps, max(least_reps(cfg, per_run_ms), cfg.target_seconds * 1000.0 / per_run_ms)))
     if kept is not None and per_run_ms < KEEP_TIMED_MS:
         kept = None  # fast enough to time again beside each candidate
+    why_events = session.clock_note if cfg.clock == "kernel" else "as the timing asked"
     for r in range(1, reps):
         repetition(r, timed=r)
         if r % 32 == 31:
             ctx.report(f"timing at {bench.label}: {r + 1}/{reps} runs")
             session.take_printed()  # what a printing kernel wrote meanwhile: nobody's to compare
+        if replay is None and r + 1 >= cfg.min_reps and (r + 1) % CHECK_EVERY == 0 and r + 1 < reps:
+            sync("timing")  # the runs so far: settled, the timing stops (timing_stats.py)
+            if settled(_measured(clock, contenders, why_events)[2], cfg.precision, seed_for(job, len(job.sizes) + 5, 0)):
+                break
     sync("timing")
-    events = {c.name: c.replay.events_ms if c.replay else [s.elapsed_time(e) for s, e in c.times] for c in contenders}
-    kernel = clock.spans({c.name: len(c.times) for c in kernels},
-                         {c.name: c.replay.kernel_ms for c in contenders if c.replay is not None})
-    times, result.clock = clock.choose(events, kernel, session.clock_note if cfg.clock == "kernel" else "as the timing asked")
+    events, kernel, times, result.clock = _measured(clock, contenders, why_events)
     if replay is not None and stats(times["candidate"]).median_ms * REPLAY_FACTOR > statistics.median(times["original"]):
         return False  # too close to the original to compare with times taken in another job
     if keep and kept is not None:  # the original alone was timed (a baseline): kept for the candidates
@@ -273,6 +275,17 @@ def _record_times(ctx: JobContext, times: dict[str, list[float]]) -> None:
         result.speedup_vs_ref = result.ref_time.median_ms / base.median_ms
 
 
+def _measured(clock: TaggedLaunches, contenders: list[_Contender], why_events: str) -> tuple[
+        dict[str, list[float]], dict[str, list[float | None]], dict[str, list[float]], str]:
+    """The timed runs so far (after a synchronize): each contender's events, its kernel clock's
+    times, the times the timing takes, and by which clock."""
+    events = {c.name: c.replay.events_ms if c.replay else [s.elapsed_time(e) for s, e in c.times] for c in contenders}
+    kernel = clock.spans({c.name: len(c.times) for c in contenders if c.launch is not None},
+                         {c.name: c.replay.kernel_ms for c in contenders if c.replay is not None})
+    times, how = clock.choose(events, kernel, why_events)
+    return events, kernel, times, how
+
+
 def least_reps(cfg: TimingConfig, per_run_ms: float) -> int:
     """The fewest timed runs: the configured number, or fewer where that many runs of the slowest
     contender would take over SLOW_TIMING_MS (a 275 ms original timed 20 times is 5.5 s of every
@@ -290,57 +303,3 @@ def _log_times(kernel: str, size: str, times: dict[str, list[float]], events: di
         with open(path, "a") as f:
             f.write(json.dumps({"kernel": kernel, "size": size, "clock": clock, "times_ms": times, "events_ms": events})
                     + "\n")
-
-
-def stats(times: list[float]) -> TimingStats:
-    s = sorted(times)
-    n = len(s)
-
-    def q(p: float) -> float:
-        x = p * (n - 1)
-        lo = int(x)
-        hi = min(lo + 1, n - 1)
-        return s[lo] + (s[hi] - s[lo]) * (x - lo)
-
-    return TimingStats(median_ms=q(0.5), min_ms=s[0], max_ms=s[-1], p25_ms=q(0.25), p75_ms=q(0.75), reps=n)
-
-
-def _iqm(sorted_rows):
-    """The mean of the middle half of each sorted row. CUDA events tick in about 0.5 us: on a
-    20 us kernel medians sit on those ticks; the mean of the middle half averages over them and
-    still ignores the outliers."""
-    n = sorted_rows.shape[1]
-    lo, hi = n // 4, n - n // 4
-    return sorted_rows[:, lo:max(hi, lo + 1)].mean(axis=1)
-
-
-def paired_speedup(original: list[float], candidate: list[float]) -> float:
-    """The speedup from the pairs: the geometric interquartile mean of original/candidate over
-    the repetitions. Both of a pair ran back to back, so a slow moment (clocks, a neighbour)
-    slows both and leaves their ratio alone; the middle half drops outliers, and averaging
-    over it keeps the event timer's ticks out."""
-    import numpy as np
-
-    return float(_paired(np.asarray(original, dtype=float), np.asarray(candidate, dtype=float))[0])
-
-
-def _paired(o, c):
-    """Geometric IQM of o/c along the last axis (rows of resampled pairs)."""
-    import numpy as np
-
-    logs = np.sort(np.log(np.atleast_2d(o)) - np.log(np.atleast_2d(c)), axis=-1)
-    return np.exp(_iqm(logs))
-
-
-def speedup_interval(original: list[float], candidate: list[float], confidence: float, seed: int) -> tuple[float, float]:
-    """Bootstrap interval of the paired speedup, resampling whole repetitions."""
-    import numpy as np
-
-    o, c = np.asarray(original, dtype=float), np.asarray(candidate, dtype=float)
-    n = min(len(o), len(c))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(BOOTSTRAP_SAMPLES, n))
-    ratios = _paired(o[:n][idx], c[:n][idx])
-    tail = (1.0 - confidence) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return float(low), float(high)
