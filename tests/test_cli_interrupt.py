@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.cli import optimize_cmd
-from fsr_lsp.search import SearchConfig, run_search
+from fsr_lsp.search import SearchConfig, SearchControl, run_search
 from fsr_lsp.search.proposal import Proposal
 from fsr_lsp.search.store import HistoryStore
 from fsr_lsp.settings import Settings
@@ -67,7 +67,7 @@ class ScriptedOptimizer:
     def run(self, job: OptimizeRun, progress):
         config = SearchConfig(rounds=3, candidates=2, fix_attempts=0, sanitize_winner=False, time_budget=60)
         job.outcome = run_search(SAXPY, str(job.path), job.kernel, config, ScriptedBench(), HangsInRoundTwo(job.cancel),
-                                 store=self.store, cancel=job.cancel, on_progress=progress)
+                                 store=self.store, control=SearchControl(progress, job.cancel))
         return job.outcome
 
     def cancel(self):

@@ -371,7 +371,7 @@ def test_a_service_killed_mid_search_loses_nothing_the_search_found(runtime, tmp
     """Issue 59: the service is killed (SIGKILL) while a search's second round waits on it. That
     round's candidates come back "crashed", the next request starts a new service, the search
     ends with round 1's verified win, and the workspace's history holds every verdict."""
-    from fsr_lsp.search import HistoryStore, LLMConfig, SearchConfig, run_search
+    from fsr_lsp.search import HistoryStore, LLMConfig, SearchConfig, SearchControl, run_search
     from fsr_lsp.search.generators.llm import LLMGenerator
     from fsr_lsp.search.gpu_bench import GpuBench
 
@@ -403,7 +403,8 @@ def test_a_service_killed_mid_search_loses_nothing_the_search_found(runtime, tmp
                                   llm=LLMConfig(base_url=llm.base_url, model="m", api_key_env="FSR_SVC_KEY",
                                                 max_retries=1))
             outcome = run_search(saxpy, "examples/saxpy.cu", "saxpy", config, GpuBench(client, saxpy, "saxpy"),
-                                 LLMGenerator(config.llm, sleep=lambda s: None, parallel=1), store, kill_in_round_2)
+                                 LLMGenerator(config.llm, sleep=lambda s: None, parallel=1), store,
+                                 SearchControl(kill_in_round_2))
             rows = store.history("examples/saxpy.cu", "saxpy")
     finally:
         for p in procs:

@@ -5,7 +5,7 @@ not finished its verification. GPU-free: a scripted bench whose work only an int
 import threading
 import time
 
-from fsr_lsp.search import LLMConfig, SearchConfig, run_search
+from fsr_lsp.search import LLMConfig, SearchConfig, SearchControl, run_search
 from fsr_lsp.search.generators.llm import LLMGenerator
 
 from .fake_llm import FakeLLM, answer, stall
@@ -110,7 +110,8 @@ def test_cancel_during_a_hanging_model_request_ends_the_search_at_once(monkeypat
                                          max_retries=0, timeout=120), time_budget=300, fix_attempts=0)
         threading.Timer(1.0, cancel.set).start()
         started = time.monotonic()
-        outcome = run_search(SAXPY, "saxpy.cu", "saxpy", cfg, ScriptedBench(), LLMGenerator(cfg.llm), cancel=cancel)
+        outcome = run_search(SAXPY, "saxpy.cu", "saxpy", cfg, ScriptedBench(), LLMGenerator(cfg.llm),
+                             control=SearchControl(cancel=cancel))
         seconds = time.monotonic() - started
     assert seconds < 3.0, seconds
     assert outcome.stopped in ("cancelled", "generator") and outcome.best is None

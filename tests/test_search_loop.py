@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from fsr_lsp.search import HistoryStore, LLMConfig, SearchConfig, run_search
+from fsr_lsp.search import HistoryStore, LLMConfig, SearchConfig, SearchControl, run_search
 from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 from fsr_lsp.search.generators.llm import LLMGenerator
 
@@ -40,7 +40,8 @@ def search(llm, bench=None, store=None, cancel=None, progress=None, **config):
                        sanitize_winner=config.pop("sanitize_winner", False), **config)
     generator = LLMGenerator(cfg.llm, sleep=lambda s: None, parallel=1)
     bench = bench or ScriptedBench()
-    return run_search(SAXPY, "examples/saxpy.cu", "saxpy", cfg, bench, generator, store, progress, cancel), bench
+    return run_search(SAXPY, "examples/saxpy.cu", "saxpy", cfg, bench, generator, store,
+                      SearchControl(progress, cancel)), bench
 
 
 def test_the_fastest_verified_candidate_wins_and_bad_ones_are_rejected(env):

@@ -2,9 +2,9 @@
 fastest seed the next round, and every candidate is kept in the workspace's history."""
 
 from .config import LLMConfig, SearchConfig
-from .loop import Bench, Progress, SearchOutcome, run_search
+from .loop import Bench, Progress, SearchControl, SearchOutcome, run_search
 from .proposal import Proposal, Tried
 from .store import HistoryStore, search_key
 
 __all__ = ["Bench", "HistoryStore", "LLMConfig", "Progress", "Proposal", "SearchConfig", "SearchOutcome", "Tried",
-           "run_search", "search_key"]
+           "SearchControl", "run_search", "search_key"]

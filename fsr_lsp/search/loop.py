@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 from ..evaluator.job.plan import build_plans
@@ -34,28 +34,40 @@ from .store import HistoryStore, search_key
 from .verdict import choose_winner, first_win_seconds, promote
 from .workload import classify
 
-__all__ = ["Bench", "Deadline", "Progress", "SearchOutcome", "first_win_seconds", "ranked", "run_search"]
+__all__ = ["Bench", "Deadline", "Progress", "SearchControl", "SearchOutcome", "first_win_seconds", "ranked",
+           "run_search"]
 
 log = logging.getLogger("fsr_lsp.search")
 FIXABLE = ("wrong", "compile_error", "rejected", "crashed", "timeout")
 
 
+@dataclass(frozen=True)
+class SearchControl:
+    """How the caller steers a search beyond its config: progress reports, a cancel, when the work
+    began (the deadline counts from there), and where the kernel's headers are (their typedefs
+    type it as the bench compiles it)."""
+
+    on_progress: Callable[[Progress], None] | None = None
+    cancel: threading.Event | None = None
+    started: float | None = None  # on the monotonic clock; None: now
+    include_dirs: tuple[str, ...] = ()
+
+
 def run_search(source: str, file: str, kernel_name: str, config: SearchConfig, bench: Bench, generator: Generator,
-               store: HistoryStore | None = None, on_progress: Callable[[Progress], None] | None = None,
-               cancel: threading.Event | None = None, started: float | None = None,
-               include_dirs: tuple[str, ...] = ()) -> SearchOutcome:
+               store: HistoryStore | None = None, control: SearchControl | None = None) -> SearchOutcome:
     """The search, ended by its rounds, its target, a cancel, or its deadline (`time_budget`
-    seconds after it starts, or after `started` on the monotonic clock when the caller began
-    the work earlier): at the deadline whatever is in flight stops (the bench's GPU work, model
-    requests, sanitizers) and the fastest fully verified candidate so far is the result. The
-    kernel's element types are read as the bench compiles it: typedefs of the headers found in
-    `include_dirs`, with the bench's `-D` flags."""
-    started = time.monotonic() if started is None else started
-    cancel = cancel or threading.Event()
+    seconds after it starts, or after `control.started` where the caller began the work earlier):
+    at the deadline whatever is in flight stops (the bench's GPU work, model requests,
+    sanitizers) and the fastest fully verified candidate so far is the result. The kernel's
+    element types are read as the bench compiles it: typedefs of the headers found in
+    `control.include_dirs`, with the bench's `-D` flags."""
+    control = control or SearchControl()
+    started = time.monotonic() if control.started is None else control.started
+    cancel = control.cancel or threading.Event()
     deadline = Deadline(started + config.time_budget, cancel, bench.interrupt)
-    search = _Search(config, bench, generator, store, on_progress or (lambda _: None), cancel, deadline)
+    search = _Search(config, bench, generator, store, control.on_progress or (lambda _: None), cancel, deadline)
     try:
-        return search.ready(source, file, kernel_name, include_dirs) or search.run()
+        return search.ready(source, file, kernel_name, control.include_dirs) or search.run()
     finally:
         deadline.close()
 

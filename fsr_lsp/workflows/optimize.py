@@ -28,7 +28,7 @@ from ..evaluator import EvalOptions
 from ..evaluator.backends import Backend, backend_missing, make_backend
 from ..kernels import Kernel, find_kernel
 from ..llmclient import LLMConfig
-from ..search import HistoryStore, Progress, SearchOutcome, run_search
+from ..search import HistoryStore, Progress, SearchControl, SearchOutcome, run_search
 from ..search.apply import launch_follows
 from ..search.generators.llm import LLMGenerator
 from ..search.generators.tuner import BuiltinGenerator
@@ -193,8 +193,8 @@ class Optimizer:
         generator = LLMGenerator(config.llm) if config.llm.configured else BuiltinGenerator()
         with HistoryStore(job.workspace, secrets=[os.environ.get(config.llm.api_key_env, "")]) as store:
             bench = self._bench(job)
-            outcome = run_search(job.searched_text, str(job.path), job.kernel, config, bench, generator, store,
-                                 report, job.cancel, started=job.started, include_dirs=job.eval_options().include_dirs)
+            control = SearchControl(report, job.cancel, job.started, job.eval_options().include_dirs)
+            outcome = run_search(job.searched_text, str(job.path), job.kernel, config, bench, generator, store, control)
         spec = job.plan.spec if job.plan is not None else None
         say_build(outcome, spec)
         against_the_run(outcome, spec, warm=lambda: warm_times(bench, outcome) if isinstance(bench, GpuBench) else None)
