@@ -15,7 +15,7 @@ At the top: the records (`records.py`), one call from source text to verdict (`a
 this machine has for GPU work (`support.py`).
 """
 
-from .api import evaluate, run_prepared
+from .api import JobControl, evaluate, run_prepared
 from .compile.compiler import CompileOptions, KernelRef, compile_kernel, find_nvcc
 from .worker.worker_client import Evaluator, EvaluatorUnavailable
 from .job.prepare import EvalOptions, Prepared, prepare
@@ -23,7 +23,7 @@ from .records import (Check, CompileResult, EvalJob, EvalResult, GpuInfo, Kernel
                       TimingConfig, TimingStats)
 
 __all__ = [
-    "Check", "CompileOptions", "CompileResult", "EvalJob", "EvalOptions", "EvalResult", "Evaluator",
+    "Check", "JobControl", "CompileOptions", "CompileResult", "EvalJob", "EvalOptions", "EvalResult", "Evaluator",
     "EvaluatorUnavailable", "GpuInfo", "KernelBinary", "KernelRef", "Mismatch", "Prepared", "Resources",
     "TimingConfig", "TimingStats", "compile_kernel", "evaluate", "find_nvcc", "prepare", "run_prepared",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
+from dataclasses import dataclass
 
 from .worker.worker_client import Evaluator, EvaluatorUnavailable, StageCallback
 from .job.prepare import EvalOptions, Prepared, prepare
@@ -16,15 +17,27 @@ from .support import predicted_arch
 RANGE_RERUNS = 12  # at most this many range sets left out of one job, one a run (there are ten)
 
 
+@dataclass(frozen=True)
+class JobControl:
+    """How one evaluation is steered from outside: its time limit, each stage said as it starts,
+    a cancel, and sanitizer children already loading (with `sanitize_winner`)."""
+
+    timeout: float | None = None
+    on_stage: StageCallback | None = None
+    cancel: threading.Event | None = None
+    prewarm: Prewarm | None = None
+
+
 def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | None = None,
              options: EvalOptions | None = None, *, sanitize_winner: bool = False,
-             timeout: float | None = None, on_stage: StageCallback | None = None,
-             cancel: threading.Event | None = None, prewarm: Prewarm | None = None) -> EvalResult:
+             control: JobControl | None = None) -> EvalResult:
     """Verify and time `candidate` (device code for `kernel`) against the kernel in `source`;
     without a candidate, check that the original can serve as the oracle and time it. With
     `sanitize_winner`, a verified candidate then runs under the sanitizers, whose children
-    (`prewarm`, else started here) load while the GPU works."""
+    (`control.prewarm`, else started here) load while the GPU works."""
     options = options or EvalOptions()
+    control = control or JobControl()
+    cancel, prewarm = control.cancel, control.prewarm
     # The sanitizers' children load while the worker starts, compiles, verifies and times.
     if prewarm is None and sanitize_winner and candidate is not None:
         prewarm = Prewarm(TOOLS, evaluator.device_index)
@@ -38,8 +51,8 @@ def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | No
         prepared = early.result() if early is not None and early.arch == gpu.arch else None
         if prepared is None:
             prepared = prepare(source, kernel, candidate, gpu.arch, options)
-        return run_prepared(evaluator, prepared, sanitize_winner=sanitize_winner, timeout=timeout, on_stage=on_stage,
-                            cancel=cancel, prewarm=prewarm)
+        return run_prepared(evaluator, prepared, sanitize_winner=sanitize_winner,
+                            control=dataclasses.replace(control, prewarm=prewarm))
     finally:
         if prewarm is not None:
             prewarm.close()
@@ -79,12 +92,13 @@ def _compile_early(evaluator: Evaluator, source: str, kernel: str, candidate: st
 
 
 def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: bool = False,
-                 timeout: float | None = None, on_stage: StageCallback | None = None,
-                 cancel: threading.Event | None = None, prewarm: Prewarm | None = None) -> EvalResult:
+                 control: JobControl | None = None) -> EvalResult:
     """The GPU half: run a prepared job (if any) and merge the CPU-side checks into its result.
     Callers that compile many candidates in parallel call `prepare` themselves, then this.
     With `sanitize_winner`, a verified candidate then runs under the sanitizers (their children
-    already loading when `prewarm` is given), beside each other but never beside a timed run."""
+    already loading when `control.prewarm` is given), beside each other but never beside a timed run."""
+    control = control or JobControl()
+    timeout, on_stage, cancel, prewarm = control.timeout, control.on_stage, control.cancel, control.prewarm
     base = prepared.result
     assert base is not None
     base.gpu = evaluator.gpu

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from ..api import evaluate as evaluate_one
-from ..api import run_prepared
+from ..api import JobControl, run_prepared
 from ..worker.gpu_gate import gate
 from ..sanitize.sanitizer import TOOLS, Prewarm
 from ..worker.worker_client import Evaluator, EvaluatorUnavailable
@@ -126,12 +126,14 @@ class LocalBackend:
                     if cancel.is_set():
                         results[i] = EvalResult(kernel=r.kernel, status="cancelled", message="search cancelled")
                     elif i in prepared and _arch(evaluator, cancel) == arch:
-                        results[i] = run_prepared(evaluator, prepared[i].result(), timeout=r.timeout, cancel=cancel)
+                        results[i] = run_prepared(evaluator, prepared[i].result(),
+                                                  control=JobControl(timeout=r.timeout, cancel=cancel))
                     else:
                         confirm = r.action == "confirm"
+                        control = JobControl(r.timeout, cancel=cancel,
+                                             prewarm=self._take_warm(evaluator) if confirm else None)
                         results[i] = evaluate_one(evaluator, r.source, r.kernel, r.candidate, r.options,
-                                                  sanitize_winner=confirm, timeout=r.timeout, cancel=cancel,
-                                                  prewarm=self._take_warm(evaluator) if confirm else None)
+                                                  sanitize_winner=confirm, control=control)
                     if on_result is not None:
                         on_result(i, results[i])  # type: ignore[arg-type]
 
@@ -148,7 +150,7 @@ class LocalBackend:
         """One request on the first GPU, each stage said as it starts (`fsr eval`), the
         sanitizers after a verified candidate where `sanitize`."""
         return evaluate_one(self.evaluator, request.source, request.kernel, request.candidate, request.options,
-                            sanitize_winner=sanitize, timeout=request.timeout, on_stage=on_stage, cancel=cancel)
+                            sanitize_winner=sanitize, control=JobControl(request.timeout, on_stage, cancel))
 
     def profile(self, request: EvalRequest, lines: bool = False, cancel: threading.Event | None = None) -> Profiled:
         try:
