@@ -113,7 +113,7 @@ def test_another_output_or_exit_status_is_found(project):
 
 
 def test_what_cannot_run_ends_in_one_line(project):
-    failed = confirmed(project, build="exit 5")
+    failed = confirmed(project, rebuild="exit 5")
     assert failed.status == "failed" and failed.exit_code == 2
     assert failed.lines[0].startswith("the build `exit 5` failed (exit status 5): nothing was run")
     assert (project / "k.cu").read_text() == REWRITE  # nothing lost

@@ -25,8 +25,8 @@ def run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True, highlight=False)
     workspace = workspace_of(args.file, args.workspace)
     console.print(f"confirming {escape(args.kernel)} in your program: rebuilding and rerunning it as captured")
-    done = confirm(workspace, args.file.resolve(), args.kernel, settings, build=args.build,
-                   rebuild=not args.no_build, timeout=args.timeout)
+    rebuild = args.build if args.build is not None else not args.no_build
+    done = confirm(workspace, args.file.resolve(), args.kernel, settings, rebuild=rebuild, timeout=args.timeout)
     out = make_console(highlight=False)
     for line in done.lines:
         out.print(escape(line))

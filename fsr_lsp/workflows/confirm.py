@@ -43,10 +43,11 @@ class Confirmation:
         return {"confirmed": 0, "differs": 1, "failed": 2}[self.status]
 
 
-def confirm(workspace: Path, file: Path, kernel: str, settings: Settings, *, build: str | None = None,
-            rebuild: bool = True, timeout: float | None = None, on_output: Callable[[str], None] | None = None,
+def confirm(workspace: Path, file: Path, kernel: str, settings: Settings, *, rebuild: bool | str = True,
+            timeout: float | None = None, on_output: Callable[[str], None] | None = None,
             cancel: threading.Event | None = None) -> Confirmation:
-    """Build, rerun and compare; every step that cannot run ends in one line saying why."""
+    """Build, rerun and compare; every step that cannot run ends in one line saying why. `rebuild`:
+    True, by the captured build command; a command of the user's; False, the user rebuilt it."""
     capture = latest_capture(workspace)
     if capture is None or not capture.of(kernel):
         return Confirmation(kernel, "failed", [
@@ -55,8 +56,8 @@ def confirm(workspace: Path, file: Path, kernel: str, settings: Settings, *, bui
     first = capture.run_of(kernel)
     before = capture.of(kernel)
     out = Confirmation(kernel, "confirmed")
-    command = build if build is not None else first.build
-    if rebuild:
+    command = rebuild if isinstance(rebuild, str) else first.build
+    if rebuild is not False:
         if not command:
             return Confirmation(kernel, "failed", [
                 f"the run of {kernel} was captured without --build, so fsr does not know how your program is built: "
