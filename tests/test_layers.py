@@ -346,4 +346,4 @@ def test_ruffs_size_limits_only_ever_come_down():
     assert {"B", "C901", "PLR0912", "PLR0913", "PLR0915"} <= set(lint["select"])
     assert lint["mccabe"]["max-complexity"] <= 43
     limits = lint["pylint"]
-    assert limits["max-args"] <= 11 and limits["max-branches"] <= 25 and limits["max-statements"] <= 127
+    assert limits["max-args"] <= 8 and limits["max-branches"] <= 25 and limits["max-statements"] <= 127

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..job.captured_buffers import read_saved
 from ..records import ArgPlan, Mismatch
@@ -178,9 +178,18 @@ def unwritten_count(torch: Any, got: Any, arg: ArgPlan, which: str) -> int:
     return int((as_bytes == POISON_BYTE[which]).all(dim=1).sum().item())
 
 
-def describe(torch: Any, check: str, size: str, seed: int, arg: ArgPlan, got: Any, expected: Any,
-             poison_used: str | None, scaled_tol: float | None = None) -> Mismatch | None:
+class Where(NamedTuple):
+    """Which check, at which size and input set, a comparison belongs to."""
+
+    check: str
+    size: str
+    seed: int
+
+
+def describe(torch: Any, at: Where, arg: ArgPlan, got: Any, expected: Any, poison_used: str | None,
+             scaled_tol: float | None = None) -> Mismatch | None:
     """A Mismatch for the first differing buffer, or None when they agree."""
+    check, size, seed = at
     bad = bad_mask(torch, got, expected, arg, scaled_tol)
     n_bad = int(bad.sum().item())
     if n_bad == 0:

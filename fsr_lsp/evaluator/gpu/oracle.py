@@ -10,7 +10,7 @@ from typing import Any, Callable
 from ..compile.compiler import find_nvcc
 from ..compile.entries import demangled
 from ..records import SizePlan
-from .buffers import describe, poisoned
+from .buffers import Where, describe, poisoned
 from .common import Failure, JobContext, inputs_only, outputs
 
 
@@ -58,7 +58,7 @@ def oracle_problem(ctx: JobContext, plan: SizePlan, inputs: dict, first: dict, s
             return OracleProblem(f"modifies {a.name}, which the spec declares in (declare it inout)", "inputs unchanged",
                                  a.name)
     for a in outputs(plan):
-        m = describe(torch, "oracle", plan.label, 0, a, second[a.name], first[a.name], None)
+        m = describe(torch, Where("oracle", plan.label, 0), a, second[a.name], first[a.name], None)
         if m is None:
             continue
         if a.direction == "out" and kept_poison(torch, a, first[a.name], second[a.name]):

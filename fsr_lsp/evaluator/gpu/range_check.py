@@ -27,7 +27,7 @@ from typing import Any
 
 from ..records import Check, EvalJob, Mismatch, SizePlan
 from .accuracy import EPS, FACTOR, FLOOR_ULPS
-from .buffers import FLOATS, SCALED_DEFAULT, describe, scaled_error
+from .buffers import FLOATS, SCALED_DEFAULT, Where, describe, scaled_error
 from .constant_fill import fill_constants
 from .common import Failure, JobContext, make_inputs, outputs, seed_for
 from .input_sets import SCALARS, InputSet, input_sets, perturbed, probed, reshape, scalar_sets, with_scalars_moved
@@ -205,7 +205,7 @@ def _judge(ctx: JobContext, plan: SizePlan, which: InputSet, seed: int, original
             assert original.double is not None
             _held_to_double(ctx, plan, which, seed, a, mine, original)
         elif how in ("tolerance", "exact"):
-            m = describe(torch, CHECK, plan.label, seed, a, mine, expected, None,
+            m = describe(torch, Where(CHECK, plan.label, seed), a, mine, expected, None,
                          range_tolerance(a) if how == "tolerance" else None)
             if m is not None:
                 m.inputs = which.label

@@ -31,7 +31,7 @@ from ..records import Check, CheckStatus, EvalJob, SizePlan
 from ..job.captured_buffers import bench_captured
 from ..job.widening import grounded_buffers
 from .accuracy import FACTOR, FLOOR_ULPS
-from .buffers import FLOATS, describe
+from .buffers import FLOATS, Where, describe
 from .constant_fill import fill_constants
 from .common import Failure, JobContext, captured_inputs, inputs_only, make_inputs, outputs, seed_for
 from .oracle import OracleProblem, check_module_variables, kept_poison, oracle_problem, rounding_spread
@@ -280,7 +280,7 @@ def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, se
         return None, f"ref not used: {e}"
     args = {a.name: a for a in plan.args}
     for name, value in reference.items():
-        m = describe(ctx.torch, "ref", plan.label, seed, args[name], expected[name], value, None)
+        m = describe(ctx.torch, Where("ref", plan.label, seed), args[name], expected[name], value, None)
         if m is not None:
             return None, f"ref not used: the original disagrees with ref.{name} at {plan.label} ({m.describe()})"
     return reference, None
@@ -318,7 +318,7 @@ def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, seed: int, s
             # original's own error at launch k+1 is up to k+1 times its first's); a skipped or cached
             # launch is a whole launch's work apart, far beyond it
             tolerance = ctx.accuracy.compare_tolerance(a.name)
-            m = describe(torch, "chained launches", plan.label, seed, a, runs[k][a.name], expected[k][a.name], None,
+            m = describe(torch, Where("chained launches", plan.label, seed), a, runs[k][a.name], expected[k][a.name], None,
                          tolerance * (k + 1) if tolerance is not None else None)
             if m is not None:
                 raise Failure("wrong", f"after launch {k + 1} of {len(runs)} back to back on the same buffers, the "
@@ -332,18 +332,18 @@ def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, seed: int, s
             if m is not None:
                 raise Failure("wrong", f"the candidate's second run on the same input is far from the original's: "
                                        f"{m.describe()}", check="repeatable", mismatch=m)
-            apart = describe(torch, "repeatable", plan.label, seed, a, second[a.name], runs[0][a.name], None)
+            apart = describe(torch, Where("repeatable", plan.label, seed), a, second[a.name], runs[0][a.name], None)
             if apart is not None:  # allowed only where the original's own runs differ too (at the job's end)
                 ctx.accuracy.candidate_spread.setdefault(a.name, apart)
             continue
-        if describe(torch, "repeatable", plan.label, seed, a, second[a.name], runs[0][a.name], None) is not None:
-            m = describe(torch, "repeatable", plan.label, seed, a, second[a.name], expected[0][a.name], "B")
+        if describe(torch, Where("repeatable", plan.label, seed), a, second[a.name], runs[0][a.name], None) is not None:
+            m = describe(torch, Where("repeatable", plan.label, seed), a, second[a.name], expected[0][a.name], "B")
             detail = m.describe() if m else ""
             raise Failure("wrong", f"the candidate gives different results on the same input at {plan.label}: "
                                    f"a race, or a read of memory nothing wrote ({detail})", check="repeatable", mismatch=m)
     if reference is not None:
         for name, value in reference.items():
-            m = describe(torch, "matches ref", plan.label, seed, args[name], runs[0][name], value, None)
+            m = describe(torch, Where("matches ref", plan.label, seed), args[name], runs[0][name], value, None)
             if m is not None:
                 raise Failure("wrong", f"the candidate disagrees with ref.{name}: {m.describe()}", check="matches ref", mismatch=m)
 
@@ -375,11 +375,11 @@ def _compare(ctx: JobContext, plan: SizePlan, first: dict, second: dict, expecte
                 raise Failure("wrong", f"the candidate's output is far from the original's: {m.describe()}{hint}",
                               check="matches original", mismatch=m)
             continue
-        m = describe(ctx.torch, "matches original", plan.label, seed, a, first[a.name], expected[a.name], "A")
+        m = describe(ctx.torch, Where("matches original", plan.label, seed), a, first[a.name], expected[a.name], "A")
         if m is None:
             continue
         if m.unwritten:
-            again = describe(ctx.torch, "matches original", plan.label, seed, a, second[a.name], expected[a.name], "B")
+            again = describe(ctx.torch, Where("matches original", plan.label, seed), a, second[a.name], expected[a.name], "B")
             if again is not None and again.unwritten:
                 raise Failure("wrong", f"the candidate's output differs from the original's: {again.describe()}",
                               check="every output written" if again.unwritten == again.bad else "matches original",
@@ -394,7 +394,7 @@ def _unwritten(ctx: JobContext, plan: SizePlan, arg: Any, first: dict, second: d
     """Elements that kept both runs' poison were never written: that fails whatever the accuracy."""
     torch = ctx.torch
     if kept_poison(torch, arg, first[arg.name], second[arg.name]):
-        m = describe(torch, "every output written", plan.label, seed, arg, second[arg.name], expected[arg.name], "B")
+        m = describe(torch, Where("every output written", plan.label, seed), arg, second[arg.name], expected[arg.name], "B")
         assert m is not None
         raise Failure("wrong", f"the candidate's output differs from the original's: {m.describe()}",
                       check="every output written", mismatch=m)
