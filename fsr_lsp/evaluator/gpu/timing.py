@@ -96,48 +96,77 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
     """One timing; False where a replayed original turned out not to be far enough ahead of the
     candidate (nothing recorded in the result then). `keep`: the key under which the original's
     timed runs are kept, where they are slow enough."""
-    session, job, result = ctx.session, ctx.job, ctx.result
-    torch = session.torch
-    cfg = job.timing
     ctx.report(f"timing at {bench.label}" + (" (the original's timed runs from an earlier job)" if replay else ""))
-    buffer_args = buffers_of(bench)
-    outs = outputs(bench)
-    pointers = any(a.links or a.pointers for a in bench.args)  # memory holding pointers: compared as placed
-    pristine = make_inputs(session, bench, seed_for(job, len(job.sizes) + 1, 0))
+    return _Timing(ctx, bench, replay, keep).run()
 
-    def working() -> dict[str, Any]:
-        return {a.name: torch.empty(a.numel, dtype=storage_dtype(torch, a.dtype), device=session.device)
-                for a in buffer_args}
 
-    def kernel_launch(kernel: LoadedKernel, launch: LaunchPlan) -> Callable[[list[Any]], None]:
-        return lambda args: kernel.launch(args, launch)
+class _Timing:
+    """One timing's state and its steps: the contenders and their two buffer sets, each
+    repetition's runs (fresh inputs, order and buffer sets drawn at random), the runs compared
+    with the original's, then the times taken and judged."""
 
-    sets = [working(), working()]  # the kernels swap these every other repetition
-    contenders = [] if job.mode == "alone" else \
-        [_Contender("original", kernel_launch(ctx.original, bench.original), ctx.original.point)] if replay is None \
-        else [_Contender("original", None, replay=replay)]
-    if ctx.candidate:
-        contenders.append(_Contender("candidate", kernel_launch(ctx.candidate, bench.candidate), ctx.candidate.point))
-    if job.ref and not any(w.startswith("ref not used") for w in result.warnings):
-        contenders.append(_Contender("ref", None))
-    kernels = [c for c in contenders if c.launch is not None]
-    clock = TaggedLaunches(session.kernel_clock() if cfg.clock == "kernel" else None, [c.name for c in contenders])
-    kept: list[dict[str, Any]] | None = [] if keep else None  # the original's outputs, each timed run's
-    bad = {c.name: torch.zeros((), dtype=torch.int64, device=session.device) for c in contenders}
-    touched = torch.zeros((), dtype=torch.int64, device=session.device)
-    generator = torch.Generator(device=session.device)
-    generator.manual_seed(seed_for(job, len(job.sizes) + 2, 0))
+    def __init__(self, ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: str | None) -> None:
+        session, job = ctx.session, ctx.job
+        self.ctx, self.bench, self.replay, self.keep = ctx, bench, replay, keep
+        self.session, self.job, self.cfg, self.torch = session, job, job.timing, session.torch
+        self.buffer_args = buffers_of(bench)
+        self.outs = outputs(bench)
+        self.pointers = any(a.links or a.pointers for a in bench.args)  # memory holding pointers: compared as placed
+        self.pristine = make_inputs(session, bench, seed_for(job, len(job.sizes) + 1, 0))
+        self.sets = [self._working(), self._working()]  # the kernels swap these every other repetition
+        self.contenders = self._contenders()
+        self.kernels = [c for c in self.contenders if c.launch is not None]
+        self.clock = TaggedLaunches(session.kernel_clock() if self.cfg.clock == "kernel" else None,
+                                    [c.name for c in self.contenders])
+        self.why_events = session.clock_note if self.cfg.clock == "kernel" else "as the timing asked"
+        self.kept: list[dict[str, Any]] | None = [] if keep else None  # the original's outputs, each timed run's
+        zero = lambda: self.torch.zeros((), dtype=self.torch.int64, device=session.device)  # noqa: E731
+        self.bad = {c.name: zero() for c in self.contenders}
+        self.touched = zero()
+        self.generator = self.torch.Generator(device=session.device)
+        self.generator.manual_seed(seed_for(job, len(job.sizes) + 2, 0))
+        self.shuffle = random.Random(seed_for(job, len(job.sizes) + 4, 0))
+        # Outputs judged against the double-precision run during verification: the candidate may
+        # differ from the original by both their errors, never by a stale or skipped result's.
+        self.tolerances = {a.name: ctx.accuracy.compare_tolerance(a.name) for a in self.outs}
+        self.seen: list[Repetition] = []  # the candidate's disagreements, each repetition's, judged at the end
+        self.warmups = 0
 
-    def once(c: _Contender, buffers: dict[str, Any] | None, timed: int | None) -> None:
+    def _working(self) -> dict[str, Any]:
+        torch = self.torch
+        return {a.name: torch.empty(a.numel, dtype=storage_dtype(torch, a.dtype), device=self.session.device)
+                for a in self.buffer_args}
+
+    def _contenders(self) -> list[_Contender]:
+        ctx, bench = self.ctx, self.bench
+
+        def kernel_launch(kernel: LoadedKernel, launch: LaunchPlan) -> Callable[[list[Any]], None]:
+            return lambda args: kernel.launch(args, launch)
+
+        contenders = [] if self.job.mode == "alone" else \
+            [_Contender("original", kernel_launch(ctx.original, bench.original), ctx.original.point)] \
+            if self.replay is None else [_Contender("original", None, replay=self.replay)]
+        if ctx.candidate:
+            contenders.append(_Contender("candidate", kernel_launch(ctx.candidate, bench.candidate), ctx.candidate.point))
+        if self.job.ref and not any(w.startswith("ref not used") for w in ctx.result.warnings):
+            contenders.append(_Contender("ref", None))
+        return contenders
+
+    # ------------------------------------------------------------ runs
+
+    def once(self, c: _Contender, buffers: dict[str, Any] | None, timed: int | None) -> None:
+        """One run of one contender on `buffers` (its inputs the repetition's, its outputs
+        poisoned), timed where `timed` is a timed run's index."""
         if c.replay is not None:  # its outputs on these inputs as kept; nothing for a warm-up run
             c.outputs = c.replay.outputs[timed] if timed is not None else {}
             return
+        torch, session, cfg, bench = self.torch, self.session, self.cfg, self.bench
         if buffers is not None:
-            for a in buffer_args:
+            for a in self.buffer_args:
                 if a.direction == "out":
                     poison(torch, buffers[a.name], a, "A")
                 else:
-                    buffers[a.name].copy_(pristine[a.name])
+                    buffers[a.name].copy_(self.pristine[a.name])
         # the arguments before the clock starts: memory holding pointers is rebuilt there (a copy)
         args = launch_args(bench.args, buffers) if c.launch is not None and buffers is not None else None
         if args is not None and c.point is not None:
@@ -147,48 +176,52 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
         release = session.hold_gpu(cfg.hold_cycles)  # the stream waits until the end event is queued
         start, end = session.event(), session.event()
         start.record()
-        with clock.tagged(c.name, timed):
+        with self.clock.tagged(c.name, timed):
             if c.launch is not None and buffers is not None and args is not None:
                 c.launch(args)
                 c.outputs = buffers
             else:
-                c.outputs = eval_ref(torch, job.ref, bench, pristine)
+                c.outputs = eval_ref(torch, self.job.ref, bench, self.pristine)
         end.record()
         release()
-        if args is not None and buffers is not None and pointers:  # pointers put back as saved: buffer sets compare
+        if args is not None and buffers is not None and self.pointers:  # pointers put back as saved: sets compare
             canonical(torch, bench.args, buffers, {name: t.data_ptr() for name, t in buffers.items()})
         if timed is not None:
             c.times.append((start, end))
-            if kept is not None and c.name == "original":
-                kept.append({a.name: buffers[a.name].clone() for a in outs} if buffers is not None else {})
+            if self.kept is not None and c.name == "original":
+                self.kept.append({a.name: buffers[a.name].clone() for a in self.outs} if buffers is not None else {})
 
-    shuffle = random.Random(seed_for(job, len(job.sizes) + 4, 0))
-    # Outputs judged against the double-precision run during verification: the candidate may
-    # differ from the original by both their errors, never by a stale or skipped result's.
-    tolerances = {a.name: ctx.accuracy.compare_tolerance(a.name) for a in outs}
-    seen: list[Repetition] = []  # the candidate's disagreements, each repetition's, judged at the end
-
-    def repetition(r: int, timed: int | None) -> None:
-        state = generator.get_state()
-        for a in buffer_args:
-            if a.name in pristine:
-                refill(torch, pristine[a.name], a, generator)
-        # Order and buffer sets drawn at random each repetition: any pattern that repeats in the
-        # sequence of launches (a strict alternation makes one of period four) stays out of the ratio.
-        order = contenders[:]
-        shuffle.shuffle(order)
-        swap = shuffle.randrange(2)
-        placed = {c.name: sets[(i + swap) % 2] for i, c in enumerate(kernels)}
+    def repetition(self, timed: int | None) -> None:
+        """Fresh inputs, then each contender once, in an order and on buffer sets drawn at random
+        (any pattern that repeats in the sequence of launches, as a strict alternation's period of
+        four, stays out of the ratio); then the runs compared."""
+        state = self.generator.get_state()
+        for a in self.buffer_args:
+            if a.name in self.pristine:
+                refill(self.torch, self.pristine[a.name], a, self.generator)
+        order = self.contenders[:]
+        self.shuffle.shuffle(order)
+        swap = self.shuffle.randrange(2)
+        placed = {c.name: self.sets[(i + swap) % 2] for i, c in enumerate(self.kernels)}
         for c in order:
-            once(c, placed.get(c.name), timed)
-        expected = contenders[0].outputs
-        for c in contenders[1:]:
-            rep = Repetition(state, torch.zeros((), dtype=torch.int64, device=session.device))
-            for a in outs:
+            self.once(c, placed.get(c.name), timed)
+        self._compare(state)
+        for c in self.kernels:
+            for a in inputs_only(self.bench):
+                self.touched.add_((placed[c.name][a.name] != self.pristine[a.name]).sum())
+
+    def _compare(self, state: Any) -> None:
+        """Each contender's outputs against the original's of this repetition; the candidate's
+        disagreements kept to be judged at the end."""
+        torch = self.torch
+        expected = self.contenders[0].outputs
+        for c in self.contenders[1:]:
+            rep = Repetition(state, torch.zeros((), dtype=torch.int64, device=self.session.device))
+            for a in self.outs:
                 if a.name not in c.outputs or a.name not in expected:
                     continue  # a torch reference gives the kernel's own outputs, not memory reached through pointers
-                n = count_bad(torch, c.outputs[a.name], expected[a.name], a, tolerances.get(a.name))
-                bad[c.name] += n
+                n = count_bad(torch, c.outputs[a.name], expected[a.name], a, self.tolerances.get(a.name))
+                self.bad[c.name] += n
                 if c.name == "candidate":
                     rep.bad += n
                     rep.bad_by[a.name] = n
@@ -196,68 +229,80 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
                         rep.apart[a.name] = largest_difference(torch, c.outputs[a.name], expected[a.name])
                         rep.timed[a.name] = c.outputs[a.name].clone()
             if c.name == "candidate":
-                seen.append(rep)
-        for c in order:
-            if c.launch is None:
-                continue
-            for a in inputs_only(bench):
-                touched.add_((placed[c.name][a.name] != pristine[a.name]).sum())
+                self.seen.append(rep)
 
-    def sync(where: str) -> None:
-        guarded_launch(session, "candidate" if ctx.candidate else "original", where, lambda: None)
+    def sync(self, where: str) -> None:
+        guarded_launch(self.session, "candidate" if self.ctx.candidate else "original", where, lambda: None)
 
-    warmups = 0
-    for r in range(replay.warmup if replay else cfg.warmup):  # a replay draws the inputs the kept runs had
-        warm = time.perf_counter()
-        repetition(r, timed=None)
-        sync("warm-up")
-        warmups += 1
-        if replay is None and time.perf_counter() - warm > SLOW_WARMUP_S:  # one run of a slow kernel warms it
-            break  # as well as three
-    repetition(0, timed=0)
-    sync("timing")
-    per_run_ms = max(max(s.elapsed_time(e) for c in contenders for s, e in c.times), 1e-3) + 0.05
-    reps = len(replay.times_ms) if replay else \
-        int(min(cfg.max_reps, max(least_reps(cfg, per_run_ms), cfg.target_seconds * 1000.0 / per_run_ms)))
-    if kept is not None and per_run_ms < KEEP_TIMED_MS:
-        kept = None  # fast enough to time again beside each candidate
-    why_events = session.clock_note if cfg.clock == "kernel" else "as the timing asked"
-    for r in range(1, reps):
-        repetition(r, timed=r)
-        if r % 32 == 31:
-            ctx.report(f"timing at {bench.label}: {r + 1}/{reps} runs")
-            session.take_printed()  # what a printing kernel wrote meanwhile: nobody's to compare
-        if replay is None and r + 1 >= cfg.min_reps and (r + 1) % CHECK_EVERY == 0 and r + 1 < reps:
-            sync("timing")  # the runs so far: settled, the timing stops (timing_stats.py)
-            if settled(_measured(clock, contenders, why_events)[2], cfg.precision, seed_for(job, len(job.sizes) + 5, 0)):
-                break
-    sync("timing")
-    events, kernel, times, result.clock = _measured(clock, contenders, why_events)
-    if replay is not None and stats(times["candidate"]).median_ms * REPLAY_FACTOR > statistics.median(times["original"]):
-        return False  # too close to the original to compare with times taken in another job
-    if keep and kept is not None:  # the original alone was timed (a baseline): kept for the candidates
-        session.oracle_cache.put(keep, TimedOriginal(warmups, kept, events["original"], kernel["original"]),
-                                 tensor_bytes(kept))
-    _log_times(job.kernel, bench.label, times, events, result.clock)
-    counts = {name: int(v.item()) for name, v in bad.items()}
-    if int(touched.item()) and job.mode != "time":
-        who = "candidate" if ctx.candidate else "original"
-        raise Failure("wrong" if ctx.candidate else "spec_error",
-                      f"an in buffer was modified during the timed runs ({who})", check="inputs unchanged")
-    if ctx.candidate and job.mode == "full":  # a time-only job judges nothing: the user's edit may change results
-        held = ""
-        if counts["candidate"]:
-            held = held_to_their_errors(ctx, bench, pristine, generator, seen, counts["candidate"])
+    def warm_up(self) -> None:
+        replay = self.replay
+        for _ in range(replay.warmup if replay else self.cfg.warmup):  # a replay draws the inputs the kept runs had
+            warm = time.perf_counter()
+            self.repetition(timed=None)
+            self.sync("warm-up")
+            self.warmups += 1
+            if replay is None and time.perf_counter() - warm > SLOW_WARMUP_S:  # one run of a slow kernel warms it
+                break  # as well as three
+
+    def timed(self) -> tuple[dict[str, list[float]], dict[str, list[float | None]], dict[str, list[float]]]:
+        """The timed runs: as many as the kernels' speed asks for, fewer once the answer is
+        settled (timing_stats.py); each contender's events, kernel clock times, and the times taken."""
+        cfg, replay = self.cfg, self.replay
+        self.repetition(timed=0)
+        self.sync("timing")
+        per_run_ms = max(max(s.elapsed_time(e) for c in self.contenders for s, e in c.times), 1e-3) + 0.05
+        reps = len(replay.times_ms) if replay else \
+            int(min(cfg.max_reps, max(least_reps(cfg, per_run_ms), cfg.target_seconds * 1000.0 / per_run_ms)))
+        if self.kept is not None and per_run_ms < KEEP_TIMED_MS:
+            self.kept = None  # fast enough to time again beside each candidate
+        for r in range(1, reps):
+            self.repetition(timed=r)
+            if r % 32 == 31:
+                self.ctx.report(f"timing at {self.bench.label}: {r + 1}/{reps} runs")
+                self.session.take_printed()  # what a printing kernel wrote meanwhile: nobody's to compare
+            if replay is None and r + 1 >= cfg.min_reps and (r + 1) % CHECK_EVERY == 0 and r + 1 < reps:
+                self.sync("timing")  # the runs so far: settled, the timing stops
+                so_far = _measured(self.clock, self.contenders, self.why_events)[2]
+                if settled(so_far, cfg.precision, seed_for(self.job, len(self.job.sizes) + 5, 0)):
+                    break
+        self.sync("timing")
+        events, kernel, times, self.ctx.result.clock = _measured(self.clock, self.contenders, self.why_events)
+        return events, kernel, times
+
+    # ------------------------------------------------------------ the result
+
+    def run(self) -> bool:
+        ctx, job, result, replay = self.ctx, self.job, self.ctx.result, self.replay
+        self.warm_up()
+        events, kernel, times = self.timed()
+        if replay is not None and stats(times["candidate"]).median_ms * REPLAY_FACTOR > statistics.median(times["original"]):
+            return False  # too close to the original to compare with times taken in another job
+        if self.keep and self.kept is not None:  # the original alone was timed (a baseline): kept for the candidates
+            self.session.oracle_cache.put(self.keep, TimedOriginal(self.warmups, self.kept, events["original"],
+                                                                   kernel["original"]), tensor_bytes(self.kept))
+        _log_times(job.kernel, self.bench.label, times, events, result.clock)
+        counts = {name: int(v.item()) for name, v in self.bad.items()}
+        if int(self.touched.item()) and job.mode != "time":
+            who = "candidate" if ctx.candidate else "original"
+            raise Failure("wrong" if ctx.candidate else "spec_error",
+                          f"an in buffer was modified during the timed runs ({who})", check="inputs unchanged")
+        if ctx.candidate and job.mode == "full":  # a time-only job judges nothing: the user's edit may change results
+            result.checks.append(Check("timed runs verified", "pass", self._verified_detail(times, counts["candidate"])))
+        if counts.get("ref"):
+            result.warnings.append(f"ref disagreed with the original on {counts['ref']} elements of its timed runs")
+        result.bench_size = self.bench.label
+        _record_times(ctx, times)
+        return True
+
+    def _verified_detail(self, times: dict[str, list[float]], bad: int) -> str:
+        """What the timed runs' check saw: how many runs, on what inputs, the disagreements held
+        to the original's own error, and by which clock."""
+        held = held_to_their_errors(self.ctx, self.bench, self.pristine, self.generator, self.seen, bad) if bad else ""
         kept_runs = (f"; the original's outputs and times from its own timing in an earlier job on the same inputs "
-                     f"({statistics.median(times['original']):.4g} ms a run, over {REPLAY_FACTOR:g}x the candidate's)") if replay else ""
-        result.checks.append(Check("timed runs verified", "pass",
-                                   f"{len(times['original']) + warmups} runs, {_inputs_of_runs(bench)}{held}{kept_runs}; "
-                                   f"{clock_said(result.clock)}"))
-    if counts.get("ref"):
-        result.warnings.append(f"ref disagreed with the original on {counts['ref']} elements of its timed runs")
-    result.bench_size = bench.label
-    _record_times(ctx, times)
-    return True
+                     f"({statistics.median(times['original']):.4g} ms a run, over {REPLAY_FACTOR:g}x the candidate's)"
+                     ) if self.replay else ""
+        return (f"{len(times['original']) + self.warmups} runs, {_inputs_of_runs(self.bench)}{held}{kept_runs}; "
+                f"{clock_said(self.ctx.result.clock)}")
 
 
 def _record_times(ctx: JobContext, times: dict[str, list[float]]) -> None:
