@@ -22,7 +22,7 @@ from fsr_lsp.source import SourceText  # noqa: E402
 from fsr_lsp.specs import parse_spec  # noqa: E402
 
 from . import fake_kernels  # noqa: E402,F401  (registers the Python kernels)
-from .cuda_on_cpu import EmulatedSession, compile_on_cpu, cxx  # noqa: E402
+from .cuda_on_cpu import EmulatedSession, compiling_on_cpu, cxx  # noqa: E402
 from .fake_gpu import FakeSession, binary, kernel, view  # noqa: E402
 
 BENCH = 4096
@@ -188,8 +188,6 @@ def test_the_runs_are_kept_through_prepare_for_a_real_kernel(monkeypatch):
     """Through the evaluator's own `prepare` (a double-precision build, the module's state, the
     spec's plans): a search's candidate job meets the baseline's kept runs, its double-precision
     run among them. Thresholds at 0: the emulator's matrix product is not slow enough to keep."""
-    from unittest import mock
-
     from fsr_lsp.evaluator.gpu import oracle_runs, timing
     from fsr_lsp.evaluator.job import prepare as preparing
 
@@ -202,7 +200,7 @@ def test_the_runs_are_kept_through_prepare_for_a_real_kernel(monkeypatch):
     session = EmulatedSession()
     preparing._wide_binary.cache_clear()
     try:
-        with mock.patch.object(preparing, "compile_kernel", compile_on_cpu):
+        with compiling_on_cpu():
             jobs = [preparing.prepare(source, "gemm_naive", candidate, "cpu", options).job
                     for candidate in (None, MATMUL_DOWN.split("*/", 1)[1])]
     finally:

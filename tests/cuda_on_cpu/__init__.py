@@ -192,6 +192,19 @@ class EmulatedSession(FakeSession):
         return self.loaded[key]
 
 
+@contextlib.contextmanager
+def compiling_on_cpu() -> Iterator[None]:
+    """`compile_on_cpu` in place of `compile_kernel` wherever `prepare` compiles: the original's
+    build (job/prepare.py) and the candidate's (job/candidate_compile.py)."""
+    from unittest import mock
+
+    from fsr_lsp.evaluator.job import candidate_compile, prepare as preparing
+
+    with mock.patch.object(preparing, "compile_kernel", compile_on_cpu), \
+            mock.patch.object(candidate_compile, "compile_kernel", compile_on_cpu):
+        yield
+
+
 def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str | None = None,
                     ranges: bool = True, real_inputs: dict[str, str] | None = None, **options_changed: Any) -> EvalResult:
     """What `fsr eval` says of `candidate` (its text, with an `@fsr` block where it changes the
@@ -201,8 +214,6 @@ def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str 
     `ranges=False` leaves out the sets that probe the inputs' range (to show what they add);
     `real_inputs`: the bytes a capture saved for `captured()` buffers ("OFFSET:PATH" by name);
     `options_changed`: EvalOptions fields set otherwise (`screen=True`, say)."""
-    from unittest import mock
-
     from fsr_lsp.evaluator.gpu.run import run_job
     from fsr_lsp.evaluator.job import prepare as preparing
 
@@ -213,7 +224,7 @@ def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str 
     options = dataclasses.replace(options, **options_changed)
     preparing._wide_binary.cache_clear()  # a double-precision build of the same text by nvcc, earlier
     try:
-        with mock.patch.object(preparing, "compile_kernel", compile_on_cpu):
+        with compiling_on_cpu():
             prepared = preparing.prepare(source, kernel, candidate, "cpu", options)
     finally:
         preparing._wide_binary.cache_clear()
@@ -228,16 +239,13 @@ def evaluate_on_cpu(source: str, kernel: str, candidate: str | None, bench: str 
 def cpu_evaluator(timeout: float = 300.0) -> Iterator[Any]:
     """An Evaluator whose worker runs kernels built by `compile_on_cpu`: proofs and evaluations
     as the commands make them (`prove`, `evaluate`), on the CPU."""
-    from unittest import mock
-
     from fsr_lsp.evaluator import Evaluator
     from fsr_lsp.evaluator.job import prepare as preparing
 
     from ..fake_workers import emulated_session
 
     preparing._wide_binary.cache_clear()
-    with mock.patch.object(preparing, "compile_kernel", compile_on_cpu), \
-            Evaluator(target=emulated_session, timeout=timeout) as evaluator:
+    with compiling_on_cpu(), Evaluator(target=emulated_session, timeout=timeout) as evaluator:
         evaluator.start()
         yield evaluator
     preparing._wide_binary.cache_clear()

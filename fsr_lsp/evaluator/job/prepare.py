@@ -10,13 +10,11 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 from ...kernels import Kernel, discover
-from ...kernels.device_variables import compared_variables, shadowed
+from ...kernels.device_variables import compared_variables
 from ...kernels.aliases import flag_defines, included_texts, type_aliases, with_included_aliases
 from ...kernels.lexical import defined_macros
-from ...kernels.lexical import code_only
 from ...kernels.packs import expanded
 from ... import scratch
 from ...source import SourceText
@@ -24,18 +22,17 @@ from ...specs import Spec, parse_spec
 from ...specs.build_flags import merged
 from ...specs.defines import with_defines
 from ...specs.param_types import template_substitution
-from .candidate import CandidateCheck, check_candidate
+from .candidate_compile import Compiled, Original, vet_and_compile
 from .captured_buffers import with_captured_sources
 from .constants import runtime_constants
-from ..compile.compiler_output import scrub
 from ..compile.compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
 from ..compile.limits import CompileLimits
-from .preprocessing import original_includes
 from ..compile.device_unit import missing_in_headers, device_unit, error_lines, missing_headers
 from .launch_kind import needs_cooperative_launch
 from .plan import build_plans, variable_plans
 from .struct_layout import layout_checks
 from ..records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, SizePlan, TimingConfig
+from .verdicts import Final, final, first_error
 from .widening import NotWidenable, grounded_buffers, widen
 
 
@@ -102,13 +99,66 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     """A job for the GPU, or the final verdict when none is needed (bad spec, rejected or
     uncompilable candidate)."""
     started = time.perf_counter()
+    try:
+        return _prepare(source, kernel_name, candidate, arch, options, started)
+    except Final as verdict:
+        return Prepared(result=verdict.result)
+
+
+@dataclass
+class _Read:
+    """The kernel as its spec instantiates it, and what reading it found."""
+
+    kernel: Kernel
+    instance: Kernel
+    spec: Spec
+    options: EvalOptions  # with the block's own defines and the compared `__device__` variables
+    kept: list
+    warnings: list[str]
+
+
+def _prepare(source: str, kernel_name: str, candidate: str | None, arch: str, options: EvalOptions,
+             started: float) -> Prepared:
+    read = _read(source, kernel_name, options, started)
+    options, spec = read.options, read.spec
+    original = _compile_original(source, read, arch, started)
+    checks = [Check("compile original", "pass", f"{original.compiled.compiler}, {original.compiled.seconds:.2f} s"
+                    + (" (cached)" if original.compiled.cached else ""))]
+    compiled = vet_and_compile(original, candidate, arch, options, started, checks) if candidate is not None else None
+    orig = compiled.original if compiled else original.compiled
+    source = original.source
+    # the headers' types are read only for a file that has __constant__ data: this runs per candidate
+    constants, left = runtime_constants(source, constant_aliases(source, options)) if "__constant__" in source \
+        else ([], [])
+    sizes, unmet = with_captured_sources(build_plans(read.instance, spec, compiled.vetted.spec if compiled else None),
+                                         dict(options.real_inputs), spec.bench_inputs == "captured")
+    variables = variable_plans(read.kept, spec)  # the same buffers at every size
+    sizes = [dataclasses.replace(p, args=[*p.args, *variables]) for p in sizes]
+    if unmet:
+        raise final(kernel_name, "spec_error", f"the spec of {kernel_name} cannot run: {unmet}", started, checks)
+    # A screening job's outputs are checked within the default tolerance: it is never a verdict, and
+    # the double run of the original at the bench size would cost as much as the screen itself.
+    wide, wide_why = (None, "") if options.time_only or options.screen else \
+        _double_precision(source, original.ref, sizes, options, arch, original.wide_layouts)
+    job = dataclasses.replace(_job(original, orig, compiled, sizes, options), wide=wide, wide_why=wide_why,
+                              constants=constants)
+    pre = Prepared(job=job, kernel=read.instance, spec=spec,
+                   launch_changed=compiled.vetted.launch_changed if compiled else False)
+    pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks,
+                            warnings=read.warnings + left,
+                            compile={"original": orig, **({"candidate": compiled.candidate} if compiled else {})})
+    return pre
+
+
+def _read(source: str, kernel_name: str, options: EvalOptions, started: float) -> _Read:
+    """The kernel found, typed as the build reads it, and its spec parsed; raises the verdict
+    where the kernel or its spec cannot be used."""
     src = SourceText(source)
     found = discover(src)
-    kernels = found.kernels
-    kernel = next((k for k in kernels if k.name == kernel_name), None)
+    kernel = next((k for k in found.kernels if k.name == kernel_name), None)
     if kernel is None:
-        names = ", ".join(k.name for k in kernels) or "none"
-        return Prepared(result=_early(kernel_name, "spec_error", f"no kernel named {kernel_name} (kernels in the file: {names})", started))
+        names = ", ".join(k.name for k in found.kernels) or "none"
+        raise final(kernel_name, "spec_error", f"no kernel named {kernel_name} (kernels in the file: {names})", started)
     options = dataclasses.replace(options, flags=with_defines(options.flags, kernel))  # the block's own `defines`
     kernel = with_included_aliases(kernel, source, options.include_dirs, options.flags)  # `floatX` in a header, -D
     orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
@@ -117,110 +167,59 @@ def prepare(source: str, kernel_name: str, candidate: str | None, arch: str, opt
     if spec_result.spec is None:
         problems = "; ".join([f"line {p.span.start.line + 1}: {p.message}" for p in spec_result.problems
                               if p.severity != "info"] + orphans) or "no spec"
-        return Prepared(result=_early(kernel_name, "spec_error", f"the spec of {kernel_name} is unusable: {problems}", started))
+        raise final(kernel_name, "spec_error", f"the spec of {kernel_name} is unusable: {problems}", started)
     kept, why = compared_variables(src, kernel)  # results kept in the file's `__device__` variables: made buffers
     if why:  # where no check looks: nothing it does could be verified
-        return Prepared(result=_early(kernel_name, "spec_error", f"{kernel_name} cannot be verified: {why}", started))
+        raise final(kernel_name, "spec_error", f"{kernel_name} cannot be verified: {why}", started)
     options = dataclasses.replace(options, device_variables=tuple(v.name for v in kept))
     spec = spec_result.spec
     instance = expanded(kernel, spec.template, source)  # the parameters as its spec instantiates the kernel
-    ref = kernel_ref(instance, spec)
     warnings = [p.message for p in spec_result.problems if p.severity == "warning"] + orphans
-    layouts, wide_layouts = layout_checks(instance, spec, dict(options.real_inputs))  # '' unless it takes values
+    return _Read(kernel, instance, spec, options, list(kept), warnings)
+
+
+def _compile_original(source: str, read: _Read, arch: str, started: float) -> Original:
+    """The original compiled (as device code alone where the whole file does not compile), with
+    the checks of its struct layouts; raises the verdict where it cannot be."""
+    options, name = read.options, read.kernel.name
+    ref = kernel_ref(read.instance, read.spec)
+    layouts, wide_layouts = layout_checks(read.instance, read.spec, dict(options.real_inputs))  # '' unless it takes values
     try:
         orig = compile_kernel(source + layouts, ref, options.compile_options(arch))
         if not orig.ok:
-            orig, source = _device_side(source, ref, options.compile_options(arch), orig, warnings)
+            orig, source = _device_side(source, ref, options.compile_options(arch), orig, read.warnings)
             if orig.ok and layouts:  # the device-side unit, with the layouts checked as well
                 orig = compile_kernel(source + layouts, ref, options.compile_options(arch))
     except CompilerMissing as e:
-        return Prepared(result=_early(kernel_name, "unavailable", str(e), started))
+        raise final(name, "unavailable", str(e), started) from None
     if not orig.ok:
-        result = _early(kernel_name, "spec_error", f"the original {kernel_name} does not compile:\n{orig.log}", started)
-        result.compile["original"] = orig
-        return Prepared(result=result)
-    checks = [Check("compile original", "pass", f"{orig.compiler}, {orig.seconds:.2f} s" + (" (cached)" if orig.cached else ""))]
-    cand: CompileResult | None = None
-    cand_spec: Spec | None = None
-    launch_changed = False
-    if candidate is not None:
-        vetted = check_candidate(SourceText(source), kernel, spec, candidate, options.include_dirs)
-        if not vetted.ok:
-            result = _early(kernel_name, "rejected", vetted.reason, started)
-            result.checks = checks + [Check("candidate rules", "fail", vetted.reason)]
-            return Prepared(result=result)
-        mine = shadowed(vetted.source, options.device_variables)
-        if mine:  # made a pointer, its own `mine` would be another thing
-            why = (f"the rewrite declares its own `{mine}`, the name of the file's `__device__` variable fsr compares: "
-                   "give it another name")
-            result = _early(kernel_name, "rejected", why, started)
-            result.checks = checks + [Check("candidate rules", "fail", why)]
-            return Prepared(result=result)
-        checks.append(Check("candidate rules", "pass", "device code only; same name and parameters"))
-        cand_spec, launch_changed = vetted.spec, vetted.launch_changed
-        if options.skip_unchanged and not launch_changed and not options.candidate_flags \
-                and code_only(vetted.source) == code_only(source):
-            result = _early(kernel_name, "unchanged", "no change: the candidate is the original's own code (modulo "
-                                                      "whitespace and comments) with the same launch; not timed", started)
-            result.checks = checks + [Check("changes the code", "fail", "same code and launch as the original")]
-            return Prepared(result=result)
-        shown = _candidate_log(vetted, source)
-        cand = shown(compile_kernel(vetted.source + layouts, ref,
-                                    options.compile_options(arch, orig.compiler, candidate=True)))
-        if cand.limit:
-            result = _early(kernel_name, "rejected", cand.log, started)
-            result.checks = checks + [Check("compile candidate", "fail", cand.log)]
-            return Prepared(result=result)
-        if not cand.ok and orig.compiler == "nvrtc":
-            cand = shown(compile_kernel(vetted.source + layouts, ref, options.compile_options(arch, "nvcc", candidate=True)))
-            if cand.ok:  # time both with the same compiler's code
-                orig = compile_kernel(source + layouts, ref, options.compile_options(arch, "nvcc"))
-        if not cand.ok:
-            result = _early(kernel_name, "compile_error", f"the candidate does not compile:\n{cand.log}", started)
-            result.checks = checks + [Check("compile candidate", "fail", _first_error(cand.log))]
-            result.compile = {"original": orig, "candidate": cand}
-            return Prepared(result=result)
-        checks.append(Check("compile candidate", "pass", f"{cand.compiler}, {cand.seconds:.2f} s" + (" (cached)" if cand.cached else "")))
-    # the headers' types are read only for a file that has __constant__ data: this runs per candidate
-    constants, left = runtime_constants(source, constant_aliases(source, options)) if "__constant__" in source \
-        else ([], [])
-    warnings += left
-    seed = options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little")
-    sizes, unmet = with_captured_sources(build_plans(instance, spec, cand_spec), dict(options.real_inputs),
-                                         spec.bench_inputs == "captured")
-    variables = variable_plans(kept, spec)  # the same buffers at every size
-    sizes = [dataclasses.replace(p, args=[*p.args, *variables]) for p in sizes]
-    if unmet:
-        result = _early(kernel_name, "spec_error", f"the spec of {kernel_name} cannot run: {unmet}", started)
-        result.checks = checks
-        return Prepared(result=result)
+        raise final(name, "spec_error", f"the original {name} does not compile:\n{orig.log}", started,
+                    compiled={"original": orig})
+    return Original(read.kernel, read.spec, ref, source, layouts, orig, wide_layouts)
+
+
+def _job(original: Original, orig: CompileResult, compiled: Compiled | None, sizes: list[SizePlan],
+         options: EvalOptions) -> EvalJob:
+    """The GPU's job: the binaries (`orig`: the original's, built again by nvcc where the
+    candidate needed it), the sizes (the bench size alone for a screen or a timing), the mode,
+    and the settings it runs with."""
     seeds, timing, defences = options.job_settings()
-    # A screening job's outputs are checked within the default tolerance: it is never a verdict, and
-    # the double run of the original at the bench size would cost as much as the screen itself.
-    wide, wide_why = (None, "") if options.time_only or options.screen else \
-        _double_precision(source, ref, sizes, options, arch, wide_layouts)
-    job = EvalJob(
-        kernel=kernel_name,
-        original=_launched_as_needed(orig.binary, source, kernel_name),  # type: ignore[arg-type]
-        candidate=_launched_as_needed(cand.binary, vetted.source, kernel_name) if cand else None,
+    name = original.kernel.name
+    return EvalJob(
+        kernel=name,
+        original=_launched_as_needed(orig.binary, original.source, name),  # type: ignore[arg-type]
+        candidate=_launched_as_needed(compiled.candidate.binary, compiled.vetted.source, name) if compiled else None,
         sizes=sizes[-1:] if options.screen or options.time_only else sizes,  # the bench size comes last
         mode="time" if options.time_only else "alone" if options.screen and options.screen_alone else "full",
         seeds_per_size=seeds,
-        base_seed=seed,
+        base_seed=options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little"),
         bench_seed=options.bench_seed,
-        ref={} if options.screen else dict(spec.ref),
+        ref={} if options.screen else dict(original.spec.ref),
         timing=timing,
         defences=defences,
         screen=options.screen,
         real_inputs={} if options.screen else dict(options.real_inputs),
-        wide=wide,
-        wide_why=wide_why,
-        constants=constants,
     )
-    pre = Prepared(job=job, kernel=instance, spec=spec, launch_changed=launch_changed)
-    pre.result = EvalResult(kernel=kernel_name, status="verified", message="", checks=checks, warnings=warnings,
-                           compile={"original": orig, **({"candidate": cand} if cand else {})})
-    return pre
 
 
 def constant_aliases(source: str, options: EvalOptions) -> dict[str, str]:
@@ -255,7 +254,7 @@ def _device_side_in(source: str, ref: KernelRef, options: CompileOptions, failed
         result = compile_kernel(unit.text, ref, options)
         if result.ok:
             why = (f"{', '.join(unit.missing)} not found" if unit.missing else
-                   f"its host code does not compile here ({_first_error(failed.log)[:160]})")
+                   f"its host code does not compile here ({first_error(failed.log)[:160]})")
             blanked = f"{unit.host_functions} host functions" + (
                 f" and {unit.declarations} host declarations" if unit.declarations else "")
             warnings.append(f"compiled without its host code: {why} ({blanked} left out; -I adds include folders)")
@@ -333,7 +332,7 @@ def _wide_binary(source: str, ref: KernelRef, options: CompileOptions,
         if compiled.ok and checks:
             compiled = compile_kernel(unit + checks, wide.ref, options)
     if not compiled.ok or compiled.binary is None:
-        return None, f"it does not compile with float promoted to double ({_first_error(compiled.log)[:160]})"
+        return None, f"it does not compile with float promoted to double ({first_error(compiled.log)[:160]})"
     return _launched_as_needed(compiled.binary, wide.source, ref.name), ""
 
 
@@ -342,13 +341,6 @@ def _launched_as_needed(binary: KernelBinary | None, text: str, kernel: str) -> 
     if binary is None or not needs_cooperative_launch(text, kernel):
         return binary
     return dataclasses.replace(binary, cooperative=True)
-
-
-def _candidate_log(vetted: CandidateCheck, original: str) -> Callable[[CompileResult], CompileResult]:
-    """The compiler's text about a candidate as the candidate may see it: its own lines named,
-    no text of files outside it, the original and the headers they may include."""
-    headers = {name.strip('<>"').rsplit("/", 1)[-1] for name in original_includes(original)}
-    return lambda c: dataclasses.replace(c, log=scrub(c.log, vetted.lines, headers)) if c.log and not c.limit else c
 
 
 def kernel_ref(kernel: Kernel, spec: Spec) -> KernelRef:
@@ -360,14 +352,3 @@ def kernel_ref(kernel: Kernel, spec: Spec) -> KernelRef:
             t = re.sub(rf"\b{re.escape(name)}\b", value, t)
         types.append(t)
     return KernelRef(kernel.name, spec.template, tuple(types))
-
-
-def _early(kernel: str, status: str, message: str, started: float) -> EvalResult:
-    return EvalResult(kernel=kernel, status=status, message=message, seconds=time.perf_counter() - started)  # type: ignore[arg-type]
-
-
-def _first_error(log: str) -> str:
-    for line in log.splitlines():
-        if "error" in line:
-            return line.strip()
-    return log.strip().splitlines()[0] if log.strip() else "failed"
