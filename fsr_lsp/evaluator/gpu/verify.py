@@ -32,21 +32,18 @@ from ..job.captured_buffers import bench_captured
 from ..job.widening import grounded_buffers
 from .accuracy import FACTOR, FLOOR_ULPS
 from .buffers import FLOATS, Where, describe
+from .candidate_runs import OriginalRuns, check_candidate
 from .constant_fill import fill_constants
-from .common import Failure, JobContext, captured_inputs, inputs_only, make_inputs, outputs, seed_for
-from .oracle import OracleProblem, check_module_variables, kept_poison, oracle_problem, rounding_spread
+from .common import Failure, JobContext, captured_inputs, make_inputs, outputs, seed_for
+from .oracle import OracleProblem, check_module_variables, oracle_problem, rounding_spread
 from .oracle_cache import OracleRuns
 from .oracle_runs import kept_runs, verify_key, worth_keeping
 from .print_flood import PrintRate
-from .printed import Printed, printed_difference
+from .printed import Printed
 from .range_check import check_ranges, range_plan
 from .ref import RefError, eval_ref
 from .runs import double_outputs, launch_runs
 from .shared import SharedPoison
-
-NAN_HINT = ("; NaN where the original has a number: it read memory nothing wrote (shared memory is filled with "
-            "NaN before each launch, and every buffer sits between NaN canaries)")
-
 
 @dataclass
 class Counts:
@@ -64,105 +61,144 @@ NOTHING_COMPARED = ("the original kernel cannot serve as the oracle: the spec gi
 
 
 def verify(ctx: JobContext) -> Counts:
-    job, result = ctx.job, ctx.result
-    counts = Counts()
-    ref_usable = bool(job.ref)
-    shared = ctx.session.shared_poison() if job.defences.poison_shared else None
-    accuracy = ctx.accuracy
-    if ctx.wide is not None:
-        accuracy.grounded = grounded_buffers(job.sizes[0])
-    probe = range_plan(job) if not job.screen else None
-    range_result: Check | None = None
-    printing = PrintRate()
-    printed_any = False  # with no output buffer, what the original prints is all there is to compare
-    for index, plan in enumerate(job.sizes):
-        usable = True
+    """Every size's input sets: the original run as the oracle, the candidate (where there is one)
+    held to it; the range sets after the size before the bench size; then the checks said."""
+    return _Verification(ctx).run()
+
+
+class _Verification:
+    """One job's verification: what it has counted and seen so far, and its steps (a size, an
+    input set, the original's runs there)."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        job = ctx.job
+        self.ctx, self.job, self.result = ctx, job, ctx.result
+        self.counts = Counts()
+        self.ref_usable = bool(job.ref)
+        self.shared = ctx.session.shared_poison() if job.defences.poison_shared else None
+        if ctx.wide is not None:
+            ctx.accuracy.grounded = grounded_buffers(job.sizes[0])
+        self.printing = PrintRate()
+        self.printed_any = False  # with no output buffer, what the original prints is all there is to compare
+
+    def run(self) -> Counts:
+        ctx, job, counts = self.ctx, self.job, self.counts
+        probe = range_plan(job) if not job.screen else None
+        range_result: Check | None = None
+        for index, plan in enumerate(job.sizes):
+            if self.size(index, plan):
+                counts.sizes.append(plan.label)
+            if index == probe:  # the sets that probe the range, before the bench size's larger buffers
+                range_result = check_ranges(ctx, index, self.shared)
+                counts.ranges = len(ctx.result.range_sets)
+        if not self.printed_any and not any(outputs(plan) for plan in job.sizes):
+            raise Failure("spec_error", NOTHING_COMPARED, check="outputs")
+        self.result.checks += _checks(ctx, counts, self.ref_usable, self.shared)
+        if range_result is not None:
+            self.result.checks.append(range_result)
+        self.result.checks.append(_accuracy_check(ctx))
+        return counts
+
+    def size(self, index: int, plan: SizePlan) -> bool:
+        """The size's input sets (and the captured run's at the bench size); False for an edge
+        size the original cannot do, skipped."""
+        job = self.job
         random_sets = seeds_at(job, plan)
         own = bench_captured(plan, job.real_inputs)  # the spec's own inputs are the run's here already
-        flood = None if own else printing.flood(plan)
+        flood = None if own else self.printing.flood(plan)
         if flood:
             raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {flood}",
                           check="printing")
         for j in range(random_sets + (1 if plan.role == "bench" and job.real_inputs and not own else 0)):
             seed = seed_for(job, index, j)
             if j == random_sets:  # one more: the inputs a run of the user's program had
-                inputs, why = captured_inputs(ctx.session, plan, job.real_inputs, seed)
+                inputs, why = captured_inputs(self.ctx.session, plan, job.real_inputs, seed)
                 if not inputs:
-                    result.warnings.append(why)
+                    self.result.warnings.append(why)
                     continue
-                ctx.report(f"checking {plan.label} (the captured inputs)")
-                counts.captured += 1
+                self.ctx.report(f"checking {plan.label} (the captured inputs)")
+                self.counts.captured += 1
             else:
-                ctx.report(f"checking {plan.label} (seed {seed})")
-                inputs = make_inputs(ctx.session, plan, seed)
-            fill_constants(ctx, seed)  # the host's `__constant__` data, drawn for this input set too
-            launches = max(1, job.defences.chained_launches) if j == 0 else 1
-            rerun = lambda plan=plan, inputs=inputs: launch_runs(ctx, "original", plan, inputs, "A", 1, shared)[0]  # noqa: E731
-            key = verify_key(ctx, index, plan, seed, launches, shared) if j < random_sets and not own else None
-            hit: OracleRuns | None = ctx.session.oracle_cache.get(key) if key else None
-            started = time.perf_counter()
-            problem: OracleProblem | None = None
-            if hit is not None:  # this original's runs on these very inputs, from an earlier job
-                expected, again, spread = hit.expected, [hit.again], set(hit.spread)
-                printed, printed_again = hit.printed, hit.printed_again
-            else:
-                try:
-                    expected = launch_runs(ctx, "original", plan, inputs, "A", launches, shared)
-                    check_module_variables(ctx, plan)
-                    printed = list(ctx.printed)  # what each of its chained launches printed
-                    printed_any = printed_any or any(p.lines for p in printed)
-                    if printed and j < random_sets and not own:
-                        printing.observe(plan, printed[0])
-                    again = launch_runs(ctx, "original", plan, inputs, "B", 1, shared)
-                    printed_again = ctx.printed[0]
-                    spread = set()
-                    problem = oracle_problem(ctx, plan, inputs, expected[0], again[0], rerun,
-                                             accuracy.grounded if ctx.wide is not None else set(), spread)
-                except OracleProblem as e:
-                    problem = e
-            if problem:
-                if plan.role == "edge":
-                    result.warnings.append(f"edge size {plan.label} skipped: the original {problem}")
-                    usable = False
-                    break
-                raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {problem}",
-                              check=problem.check, argument=problem.argument)
-            _count_nonfinite(ctx, plan, expected[0])
-            raw = None
-            if accuracy.grounded:
-                raw = hit.double if hit is not None else double_outputs(ctx, plan, inputs)
-            double = _double_run(ctx, plan, expected[0], raw) if raw is not None else None
-            if spread:
-                double = rounding_spread(ctx, plan, inputs, expected[0], again[0], double, spread, rerun)
-            if key is not None and hit is not None:
-                ctx.report(f"checking {plan.label} (seed {seed}): the original's runs on these inputs from an earlier job")
-            elif key is not None and worth_keeping(ctx, plan, printed, printed_again, started):
-                ctx.session.oracle_cache.put(key, *kept_runs(plan, expected, again[0], printed, printed_again, spread, raw))
-            reference = None
-            if ref_usable:
-                reference, ref_problem = _reference(ctx, plan, inputs, expected[0], seed)
-                if ref_problem:
-                    result.warnings.append(ref_problem)
-                    ref_usable = False
-                    reference = None
-                else:
-                    counts.ref_compared += 1
-            if ctx.candidate is not None:
-                original = _Original(expected, reference, double, (printed, printed_again))
-                _check_candidate(ctx, plan, inputs, seed, shared, original)
-            counts.seeds.append(seed)
-        if usable:
-            counts.sizes.append(plan.label)
-        if index == probe:  # the sets that probe the range, before the bench size's larger buffers
-            range_result = check_ranges(ctx, index, shared)
-            counts.ranges = len(ctx.result.range_sets)
-    if not printed_any and not any(outputs(plan) for plan in job.sizes):
-        raise Failure("spec_error", NOTHING_COMPARED, check="outputs")
-    result.checks += _checks(ctx, counts, ref_usable, shared)
-    if range_result is not None:
-        result.checks.append(range_result)
-    result.checks.append(_accuracy_check(ctx))
-    return counts
+                self.ctx.report(f"checking {plan.label} (seed {seed})")
+                inputs = make_inputs(self.ctx.session, plan, seed)
+            fill_constants(self.ctx, seed)  # the host's `__constant__` data, drawn for this input set too
+            key = verify_key(self.ctx, index, plan, seed, self._launches(j), self.shared) \
+                if j < random_sets and not own else None
+            if not self.input_set(plan, j, seed, inputs, key, fresh=j < random_sets and not own):
+                return False
+        return True
+
+    def _launches(self, j: int) -> int:
+        return max(1, self.job.defences.chained_launches) if j == 0 else 1
+
+    def input_set(self, plan: SizePlan, j: int, seed: int, inputs: dict, key: str | None, fresh: bool) -> bool:
+        """The original's runs on `inputs` (kept from an earlier job where they are), its double-
+        precision run and the ref's, then the candidate held to them; False where an edge size
+        turns out to be one the original cannot do."""
+        ctx, result = self.ctx, self.result
+        hit: OracleRuns | None = ctx.session.oracle_cache.get(key) if key else None
+        rerun = lambda: launch_runs(ctx, "original", plan, inputs, "A", 1, self.shared)[0]  # noqa: E731
+        started = time.perf_counter()
+        runs = self._original_runs(plan, j, inputs, hit, rerun, fresh)
+        if isinstance(runs, OracleProblem):
+            if plan.role == "edge":
+                result.warnings.append(f"edge size {plan.label} skipped: the original {runs}")
+                return False
+            raise Failure("spec_error", f"the original kernel cannot serve as the oracle at {plan.label}: {runs}",
+                          check=runs.check, argument=runs.argument)
+        expected, again, spread, printed, printed_again = runs
+        _count_nonfinite(ctx, plan, expected[0])
+        raw = None
+        if ctx.accuracy.grounded:
+            raw = hit.double if hit is not None else double_outputs(ctx, plan, inputs)
+        double = _double_run(ctx, plan, expected[0], raw) if raw is not None else None
+        if spread:
+            double = rounding_spread(ctx, plan, inputs, expected[0], again[0], double, spread, rerun)
+        if key is not None and hit is not None:
+            ctx.report(f"checking {plan.label} (seed {seed}): the original's runs on these inputs from an earlier job")
+        elif key is not None and worth_keeping(ctx, plan, printed, printed_again, started):
+            ctx.session.oracle_cache.put(key, *kept_runs(plan, expected, again[0], printed, printed_again, spread, raw))
+        reference = self._reference(plan, inputs, expected[0], seed)
+        if ctx.candidate is not None:
+            check_candidate(ctx, plan, inputs, seed, self.shared,
+                            OriginalRuns(expected, reference, double, (printed, printed_again)))
+        self.counts.seeds.append(seed)
+        return True
+
+    def _original_runs(self, plan: SizePlan, j: int, inputs: dict, hit: OracleRuns | None, rerun: Any,
+                       fresh: bool) -> tuple[list[dict], list[dict], set, list[Printed], Printed] | OracleProblem:
+        """The original's outputs after each chained launch, its second run's, the outputs whose
+        runs spread (rounding), and what each printed; or why it cannot serve as the oracle."""
+        ctx = self.ctx
+        if hit is not None:  # this original's runs on these very inputs, from an earlier job
+            return hit.expected, [hit.again], set(hit.spread), hit.printed, hit.printed_again
+        try:
+            expected = launch_runs(ctx, "original", plan, inputs, "A", self._launches(j), self.shared)
+            check_module_variables(ctx, plan)
+            printed = list(ctx.printed)  # what each of its chained launches printed
+            self.printed_any = self.printed_any or any(p.lines for p in printed)
+            if printed and fresh:
+                self.printing.observe(plan, printed[0])
+            again = launch_runs(ctx, "original", plan, inputs, "B", 1, self.shared)
+            printed_again = ctx.printed[0]
+            spread: set = set()
+            problem = oracle_problem(ctx, plan, inputs, expected[0], again[0], rerun,
+                                     ctx.accuracy.grounded if ctx.wide is not None else set(), spread)
+        except OracleProblem as e:
+            return e
+        return problem or (expected, again, spread, printed, printed_again)
+
+    def _reference(self, plan: SizePlan, inputs: dict, expected: dict, seed: int) -> dict | None:
+        """The torch reference's outputs on these inputs, while it agrees with the original."""
+        if not self.ref_usable:
+            return None
+        reference, problem = _reference(self.ctx, plan, inputs, expected, seed)
+        if problem:
+            self.result.warnings.append(problem)
+            self.ref_usable = False
+            return None
+        self.counts.ref_compared += 1
+        return reference
 
 
 def _double_run(ctx: JobContext, plan: SizePlan, expected: dict, double: dict) -> dict | None:
@@ -284,117 +320,3 @@ def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, se
         if m is not None:
             return None, f"ref not used: the original disagrees with ref.{name} at {plan.label} ({m.describe()})"
     return reference, None
-
-
-@dataclass(frozen=True)
-class _Original:
-    """The original's on one input set: outputs after each chained launch, the torch reference's,
-    the double-precision run's, what it printed (each chained launch's, and its second run's)."""
-    expected: list[dict]
-    reference: dict | None
-    double: dict | None
-    printed: tuple[list[Printed], Printed]
-
-
-def _check_candidate(ctx: JobContext, plan: SizePlan, inputs: dict, seed: int, shared: SharedPoison | None,
-                     original: _Original) -> None:
-    torch, expected, reference, double = ctx.torch, original.expected, original.reference, original.double
-    runs = launch_runs(ctx, "candidate", plan, inputs, "A", len(expected), shared)
-    chained, again = original.printed
-    repeats = chained[0].same_as(again)  # the original prints the same on the same inputs
-    for k, printed in enumerate(ctx.printed):  # every chained launch, the first against both of the original's runs
-        _compare_printed(ctx, plan, seed, printed, chained[k], again if k == 0 or not repeats else chained[k])
-    second = launch_runs(ctx, "candidate", plan, inputs, "B", 1, shared)[0]
-    _compare(ctx, plan, runs[0], second, expected[0], seed, double)
-    for snapshot in (runs[0], runs[-1]):
-        for a in inputs_only(plan):
-            if not torch.equal(snapshot[a.name], inputs[a.name]):
-                changed = int((snapshot[a.name] != inputs[a.name]).sum().item())
-                raise Failure("wrong", f"the candidate modifies input {a.name} ({changed} elements) at {plan.label}",
-                              check="inputs unchanged")
-    for k in range(1, len(runs)):
-        for a in outputs(plan):
-            # rounding adds up launch after launch in an output they accumulate into (float atomics: the
-            # original's own error at launch k+1 is up to k+1 times its first's); a skipped or cached
-            # launch is a whole launch's work apart, far beyond it
-            tolerance = ctx.accuracy.compare_tolerance(a.name)
-            m = describe(torch, Where("chained launches", plan.label, seed), a, runs[k][a.name], expected[k][a.name], None,
-                         tolerance * (k + 1) if tolerance is not None else None)
-            if m is not None:
-                raise Failure("wrong", f"after launch {k + 1} of {len(runs)} back to back on the same buffers, the "
-                                       "candidate's output differs from the original's: it depends on what an earlier "
-                                       f"launch left behind, or skips work it takes for done ({m.describe()})",
-                              check="chained launches", mismatch=m)
-    args = {a.name: a for a in plan.args}
-    for a in outputs(plan):
-        if double is not None and a.name in ctx.accuracy.grounded:  # each run held to the double-precision run
-            m = ctx.accuracy.judge(torch, plan, seed, a, second[a.name], double[a.name])
-            if m is not None:
-                raise Failure("wrong", f"the candidate's second run on the same input is far from the original's: "
-                                       f"{m.describe()}", check="repeatable", mismatch=m)
-            apart = describe(torch, Where("repeatable", plan.label, seed), a, second[a.name], runs[0][a.name], None)
-            if apart is not None:  # allowed only where the original's own runs differ too (at the job's end)
-                ctx.accuracy.candidate_spread.setdefault(a.name, apart)
-            continue
-        if describe(torch, Where("repeatable", plan.label, seed), a, second[a.name], runs[0][a.name], None) is not None:
-            m = describe(torch, Where("repeatable", plan.label, seed), a, second[a.name], expected[0][a.name], "B")
-            detail = m.describe() if m else ""
-            raise Failure("wrong", f"the candidate gives different results on the same input at {plan.label}: "
-                                   f"a race, or a read of memory nothing wrote ({detail})", check="repeatable", mismatch=m)
-    if reference is not None:
-        for name, value in reference.items():
-            m = describe(torch, Where("matches ref", plan.label, seed), args[name], runs[0][name], value, None)
-            if m is not None:
-                raise Failure("wrong", f"the candidate disagrees with ref.{name}: {m.describe()}", check="matches ref", mismatch=m)
-
-
-def _compare_printed(ctx: JobContext, plan: SizePlan, seed: int, candidate: Printed, first: Printed,
-                     second: Printed) -> None:
-    """The candidate prints what the original prints on the same inputs (gpu/printed.py)."""
-    if not (candidate.lines or first.lines or second.lines):
-        return
-    ctx.printed_compared += 1
-    why = printed_difference(candidate, first, second)
-    if why is not None:
-        raise Failure("wrong", f"at {plan.label} (seed {seed}) the candidate {why}", check="prints as the original")
-
-
-def _compare(ctx: JobContext, plan: SizePlan, first: dict, second: dict, expected: dict, seed: int,
-             double: dict | None) -> None:
-    """The first run (outputs poisoned with NaN) against the oracle. A NaN there is an unwritten
-    element only if the second run (byte-pattern poison) left its poison there too; otherwise
-    the kernel wrote NaN, read from memory nothing wrote. Outputs with a double-precision run
-    are judged against it (gpu/accuracy.py): here only what is wrong beyond any rounding fails
-    at once, the rest when every input set has been seen."""
-    for a in outputs(plan):
-        if double is not None and a.name in ctx.accuracy.grounded:
-            _unwritten(ctx, plan, a, first, second, expected, seed)
-            m = ctx.accuracy.judge(ctx.torch, plan, seed, a, first[a.name], double[a.name])
-            if m is not None:
-                hint = NAN_HINT if m.got == "nan" and m.expected != "nan" else ""
-                raise Failure("wrong", f"the candidate's output is far from the original's: {m.describe()}{hint}",
-                              check="matches original", mismatch=m)
-            continue
-        m = describe(ctx.torch, Where("matches original", plan.label, seed), a, first[a.name], expected[a.name], "A")
-        if m is None:
-            continue
-        if m.unwritten:
-            again = describe(ctx.torch, Where("matches original", plan.label, seed), a, second[a.name], expected[a.name], "B")
-            if again is not None and again.unwritten:
-                raise Failure("wrong", f"the candidate's output differs from the original's: {again.describe()}",
-                              check="every output written" if again.unwritten == again.bad else "matches original",
-                              mismatch=again)
-            m.unwritten = 0
-        hint = NAN_HINT if m.got == "nan" and m.expected != "nan" else ""
-        raise Failure("wrong", f"the candidate's output differs from the original's: {m.describe()}{hint}",
-                      check="matches original", mismatch=m)
-
-
-def _unwritten(ctx: JobContext, plan: SizePlan, arg: Any, first: dict, second: dict, expected: dict, seed: int) -> None:
-    """Elements that kept both runs' poison were never written: that fails whatever the accuracy."""
-    torch = ctx.torch
-    if kept_poison(torch, arg, first[arg.name], second[arg.name]):
-        m = describe(torch, Where("every output written", plan.label, seed), arg, second[arg.name], expected[arg.name], "B")
-        assert m is not None
-        raise Failure("wrong", f"the candidate's output differs from the original's: {m.describe()}",
-                      check="every output written", mismatch=m)
