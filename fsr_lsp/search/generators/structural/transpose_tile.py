@@ -62,16 +62,45 @@ class TileTranspose:
 def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTranspose]:
     """The rewrites (the write exchanged, then the read), or [] when the kernel is not one
     element copied to another index."""
+    copy = _recognised(kernel, spec, definition)
+    if copy is None:
+        return []
+    launch = ""
+    if not copy.square:  # a 32x8 block, say: the tile needs a square one, so the launch changes
+        grid = _square_grid(kernel, spec, copy.guard, copy.of.names, RELAUNCH_TILE)
+        if grid is None or "__launch_bounds__" in definition:
+            return []
+        launch = (f'/* @fsr\ngrid = ["{grid[0]}", "{grid[1]}"]\nblock = [{RELAUNCH_TILE}, {RELAUNCH_TILE}]\n*/\n')
+    variants = [_one_a_thread(copy, exchanged, launch) for exchanged in ("write", "read")]
+    c = copy.of
+    if re.search(r"\b(threadIdx|blockIdx|blockDim|gridDim)\b", f"{c.cond} {c.read} {c.write}"):
+        return variants
+    return variants + _rows_a_thread(kernel, spec, definition, copy)
+
+
+@dataclass(frozen=True)
+class _Recognised:
+    """A kernel that copies one element to another index: its text, body, index declarations and
+    the copy itself."""
+
+    data: bytes
+    body: Node
+    axes: dict  # "x"/"y" -> (its declaration, the index expression)
+    guard: str
+    square: bool  # a square block of 16 or 32: the tile is the block
+    tile: int
+    of: _Copy
+
+
+def _recognised(kernel: Kernel, spec: Spec, definition: str) -> _Recognised | None:
     block = dims(spec.block)
-    if len(block) != 2 or len(dims(spec.grid)) != 2:
-        return []
+    if len(block) != 2 or len(dims(spec.grid)) != 2 or _FORBIDDEN.search(definition):
+        return None
     square = block[0] == block[1] and block[0] in (16, 32)
-    if _FORBIDDEN.search(definition):
-        return []
     data = definition.encode()
     body = kernel_body(data)
     if body is None:
-        return []
+        return None
 
     def text(node: Node) -> str:
         return data[node.start_byte:node.end_byte].decode()
@@ -80,86 +109,81 @@ def transpose_tile(kernel: Kernel, spec: Spec, definition: str) -> list[TileTran
     if statements and statements[-1].type == "return_statement" and text(statements[-1]).replace(" ", "") == "return;":
         statements = statements[:-1]
     if len(statements) < 3:
-        return []
+        return None
     axes = {}
     for st in statements[:2]:
         found = _index_declaration(st, text)
         if found is None:
-            return []
+            return None
         axes[found[0]] = (st, found[1])
     if set(axes) != {"x", "y"}:
-        return []
+        return None
     guard, copy = _guarded_copy(statements[2:], text)
-    if copy is None:
-        return []
-    m = re.fullmatch(r"(\w+)\s*\[(.+)\]\s*=\s*(\w+)\s*\[(.+)\]\s*;", " ".join(text(copy).split()))
+    m = re.fullmatch(r"(\w+)\s*\[(.+)\]\s*=\s*(\w+)\s*\[(.+)\]\s*;", " ".join(text(copy).split())) \
+        if copy is not None else None
     if m is None:
-        return []
+        return None
     out, write, source, read = m.group(1), m.group(2).strip(), m.group(3), m.group(4).strip()
     params = {p.name: p for p in kernel.params}
     if out not in params or source not in params or out == source or not params[out].is_pointer or \
             params[out].dtype is None or params[out].dtype != params[source].dtype or (params[out].lanes or 1) != 1:
-        return []
+        return None
     names = {axis: _declared_name(st) for axis, (st, _) in axes.items()}
     if write.replace(" ", "") == read.replace(" ", "") or \
             not all(re.search(rf"\b{names[a]}\b", idx) for a in "xy" for idx in (write, read)):
-        return []
-    launch = ""
-    if not square:  # a 32x8 block, say: the tile needs a square one, so the launch changes
-        grid = _square_grid(kernel, spec, guard, names, RELAUNCH_TILE)
-        if grid is None or "__launch_bounds__" in definition:
-            return []
-        launch = (f'/* @fsr\ngrid = ["{grid[0]}", "{grid[1]}"]\nblock = [{RELAUNCH_TILE}, {RELAUNCH_TILE}]\n*/\n')
-    tile = block[0] if square else RELAUNCH_TILE
-    kind = params[out].base_type
-    own = [text(axes["x"][0]), text(axes["y"][0])]
-    swapped = [_swapped(axes["x"][0], axes["x"][1], "x", data), _swapped(axes["y"][0], axes["y"][1], "y", data)]
-    cond = guard or "true"
-    out_variants = []
-    # which access walks down a column depends on the layout (a row-major read, a column-major
-    # one through a macro): each variant exchanges one of them, and the search measures both
-    for exchanged in ("write", "read"):
-        i = "    "
-        read_decls, write_decls = (own, swapped) if exchanged == "write" else (swapped, own)
-        load, store = (("[threadIdx.y][threadIdx.x]", "[threadIdx.x][threadIdx.y]") if exchanged == "write"
-                       else ("[threadIdx.x][threadIdx.y]", "[threadIdx.y][threadIdx.x]"))
-        new_body = (
-            "{\n"
-            f"{i}// fsr: the {exchanged} is made by the transposed thread of the block, through a shared tile, so\n"
-            f"{i}// the {'read' if exchanged == 'write' else 'write'} and the {exchanged} both go along rows\n"
-            f"{i}__shared__ {kind} fsr_tile[{tile}][{tile} + 1];  // + 1: reading it by columns hits every bank\n"
-            f"{i}{{  // {'each thread reads the element it read before' if exchanged == 'write' else 'each thread reads the element its transposed neighbour in the block read'}\n"
-            f"{i}{i}{read_decls[0]}\n{i}{i}{read_decls[1]}\n"
-            f"{i}{i}if ({cond}) fsr_tile{load} = {source}[{read}];\n"
-            f"{i}}}\n"
-            f"{i}__syncthreads();\n"
-            f"{i}{{  // {'and writes the element its transposed neighbour in the block read' if exchanged == 'write' else 'and writes the element it wrote before'}\n"
-            f"{i}{i}{write_decls[0]}\n{i}{i}{write_decls[1]}\n"
-            f"{i}{i}if ({cond}) {out}[{write}] = fsr_tile{store};\n"
-            f"{i}}}\n"
-            "}")
-        note = (f"transpose through a shared tile, the {exchanged} of `{out if exchanged == 'write' else source}` "
-                f"made by the transposed thread: both accesses along rows, a {tile}x{tile + 1} tile between them"
-                + (f"; blocks of {tile}x{tile} threads" if launch else ""))
-        out_variants.append(TileTranspose(data[:body.start_byte].decode() + new_body + data[body.end_byte:].decode(),
-                                          note, exchanged, launch))
-    head, tail = data[:body.start_byte].decode(), data[body.end_byte:].decode()
-    if re.search(r"\b(threadIdx|blockIdx|blockDim|gridDim)\b", f"{cond} {read} {write}"):
-        return out_variants
-    copy_of = _Copy(kind, {axis: _declared_type(st, data) for axis, (st, _) in axes.items()}, names, cond, source,
-                    read, out, write)
+        return None
+    declared = {axis: _declared_type(st, data) for axis, (st, _) in axes.items()}
+    of = _Copy(params[out].base_type, declared, names, guard or "true", source, read, out, write)
+    return _Recognised(data, body, axes, guard, square, block[0] if square else RELAUNCH_TILE, of)
+
+
+def _one_a_thread(r: _Recognised, exchanged: str, launch: str) -> TileTranspose:
+    """One element a thread through a shared tile, the write (or the read) made by the
+    transposed thread of the block, so that both go along rows."""
+    data, c, tile, i = r.data, r.of, r.tile, "    "
+    own = [data[st.start_byte:st.end_byte].decode() for st in (r.axes["x"][0], r.axes["y"][0])]
+    swapped = [_swapped(r.axes["x"][0], r.axes["x"][1], "x", data), _swapped(r.axes["y"][0], r.axes["y"][1], "y", data)]
+    read_decls, write_decls = (own, swapped) if exchanged == "write" else (swapped, own)
+    load, store = (("[threadIdx.y][threadIdx.x]", "[threadIdx.x][threadIdx.y]") if exchanged == "write"
+                   else ("[threadIdx.x][threadIdx.y]", "[threadIdx.y][threadIdx.x]"))
+    new_body = (
+        "{\n"
+        f"{i}// fsr: the {exchanged} is made by the transposed thread of the block, through a shared tile, so\n"
+        f"{i}// the {'read' if exchanged == 'write' else 'write'} and the {exchanged} both go along rows\n"
+        f"{i}__shared__ {c.kind} fsr_tile[{tile}][{tile} + 1];  // + 1: reading it by columns hits every bank\n"
+        f"{i}{{  // {'each thread reads the element it read before' if exchanged == 'write' else 'each thread reads the element its transposed neighbour in the block read'}\n"
+        f"{i}{i}{read_decls[0]}\n{i}{i}{read_decls[1]}\n"
+        f"{i}{i}if ({c.cond}) fsr_tile{load} = {c.source}[{c.read}];\n"
+        f"{i}}}\n"
+        f"{i}__syncthreads();\n"
+        f"{i}{{  // {'and writes the element its transposed neighbour in the block read' if exchanged == 'write' else 'and writes the element it wrote before'}\n"
+        f"{i}{i}{write_decls[0]}\n{i}{i}{write_decls[1]}\n"
+        f"{i}{i}if ({c.cond}) {c.out}[{c.write}] = fsr_tile{store};\n"
+        f"{i}}}\n"
+        "}")
+    note = (f"transpose through a shared tile, the {exchanged} of `{c.out if exchanged == 'write' else c.source}` "
+            f"made by the transposed thread: both accesses along rows, a {tile}x{tile + 1} tile between them"
+            + (f"; blocks of {tile}x{tile} threads" if launch else ""))
+    return TileTranspose(data[:r.body.start_byte].decode() + new_body + data[r.body.end_byte:].decode(), note,
+                         exchanged, launch)
+
+
+def _rows_a_thread(kernel: Kernel, spec: Spec, definition: str, r: _Recognised) -> list[TileTranspose]:
+    """Several elements a thread (ROW_TILES' shapes), each shape's launch its own."""
+    head, tail = r.data[:r.body.start_byte].decode(), r.data[r.body.end_byte:].decode()
+    c, out = r.of, []
     for tile, rows in ROW_TILES:
-        grid = _square_grid(kernel, spec, guard, names, tile)
+        grid = _square_grid(kernel, spec, r.guard, c.names, tile)
         if grid is None or "__launch_bounds__" in definition:
             break
         launch_rows = f'/* @fsr\ngrid = ["{grid[0]}", "{grid[1]}"]\nblock = [{tile}, {rows}]\n*/\n'
         for exchanged in ("write", "read"):
-            body_text = _rows_body(exchanged, tile, rows, copy_of)
             note = (f"transpose through a shared {tile}x{tile + 1} tile, {tile // rows} elements a thread, the "
-                    f"{exchanged} of `{out if exchanged == 'write' else source}` made by the transposed thread; "
+                    f"{exchanged} of `{c.out if exchanged == 'write' else c.source}` made by the transposed thread; "
                     f"blocks of {tile}x{rows} threads")
-            out_variants.append(TileTranspose(head + body_text + tail, note, exchanged, launch_rows, tile // rows))
-    return out_variants
+            out.append(TileTranspose(head + _rows_body(exchanged, tile, rows, c) + tail, note, exchanged, launch_rows,
+                                     tile // rows))
+    return out
 
 
 def _rows_body(exchanged: str, tile: int, rows: int, c: _Copy) -> str:
