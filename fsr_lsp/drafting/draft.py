@@ -25,9 +25,10 @@ from ..kernels.discover import discover
 from ..kernels.lexical import lex, spec_blocks, split_top_level
 from ..kernels.structs import substituted
 from ..source import SourceText
-from ..specs import evaluate, evaluate_int, parse_spec
+from ..specs import evaluate_int, parse_spec
 from ..specs.expr import ExprError
-from .cexpr import Translator, Unresolved, itemsize_of, resolve_type
+from .buffer_lengths import buffer_length, largest
+from .cexpr import Translator, Unresolved, resolve_type
 from .host import Launch, Scope, find_launches
 from .spec_text import positive, toml_dims
 from .untied import untied_tests
@@ -124,7 +125,40 @@ def read_back(kernel: Kernel, block: str) -> list[str]:
     return [p.message for p in result.problems if p.severity == "error"]
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """The launch's configuration in spec expressions, and the template it instantiates."""
+
+    config: list[str]
+    block: list
+    grid: list
+    smem: str | None
+    template: str
+    subst: dict[str, str]  # the kernel's template names -> the launch's arguments
+
+
+@dataclass(frozen=True)
+class _Values:
+    """Each argument as the launch passes it: buffers by their length (and where a pointer into
+    an allocation starts), optional buffers left null, scalars as spec expressions."""
+
+    pairs: list[tuple[Param, str]]
+    nulls: set[str]
+    starts: dict[str, str]
+    lengths: dict[str, tuple[str, str]]
+    scalars: dict[str, str]
+
+
 def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, draft: Draft) -> list[str]:
+    shape = _shape(kernel, launch, t)
+    values = _values(kernel, launch, t, shape)  # 1. every value, in spec expressions over the size names they reach
+    _bench_sizes(t, values, launch, draft)
+    tests = _tests(t, values, shape, draft)  # 2. test sizes that keep every length, grid and integer argument positive
+    args = _arg_lines(src, kernel, launch, values, shape, [t.sizes, *tests], draft)  # 3. directions, starts
+    return _block_lines(kernel, launch, t, shape, tests, args, draft)
+
+
+def _shape(kernel: Kernel, launch: Launch, t: Translator) -> _Shape:
     config = launch.config
     if len(config) < 2:
         raise Unresolved("the launch has no block size")
@@ -140,43 +174,55 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         if launch.template_args else ""
     if kernel.is_template and not template:
         raise Unresolved("a template launched without explicit template arguments")
-    subst = dict(zip(kernel.template_names, _split(template)))
-    # 1. every value, in spec expressions over the size names they reach
-    grid_names = [n for n in t.sizes if any(re.search(rf"\b{n}\b", g) for g in grid)]
+    return _Shape(config, block, grid, smem, template, dict(zip(kernel.template_names, _split(template))))
+
+
+def _values(kernel: Kernel, launch: Launch, t: Translator, shape: _Shape) -> _Values:
+    grid_names = [n for n in t.sizes if any(re.search(rf"\b{n}\b", g) for g in shape.grid)]
     pairs = list(zip(kernel.params, launch.args))
     nulls = {p.name for p, arg in pairs if p.is_pointer and _NULL.fullmatch(arg.strip())}  # an optional buffer left out
     starts: dict[str, str] = {}  # `d_in + RADIUS`: the buffer starts RADIUS elements before the pointer
-    lengths = {p.name: _length(p, arg, launch.scope, t, grid_names, subst, starts) for p, arg in pairs
+    lengths = {p.name: buffer_length(p, arg, launch.scope, t, grid_names, shape.subst, starts) for p, arg in pairs
                if p.is_pointer and p.name not in nulls}
     scalars = {p.name: t.expr(arg) for p, arg in pairs if not p.is_pointer}
+    return _Values(pairs, nulls, starts, lengths, scalars)
+
+
+def _bench_sizes(t: Translator, values: _Values, launch: Launch, draft: Draft) -> None:
+    """The bench size where the launch site has no value for a size: compiled for one size, or
+    a guess that keeps the longest buffer near 2^20 elements (said in the draft's problems)."""
     if not t.sizes:  # compiled for one size (`#define N 512` in the kernel too): checked at that size only
         t.sizes["fixed"] = 1
         draft.problems.append("every value at the launch site is a constant the kernel is compiled for: "
                               "checked at that size only")
-    if t.guessed:
-        share = max(1, GUESSED_BITS // len(t.guessed))  # several guessed sizes multiply: keep the product near 2^20
+    if not t.guessed:
+        return
+    share = max(1, GUESSED_BITS // len(t.guessed))  # several guessed sizes multiply: keep the product near 2^20
+    for name in t.guessed:
+        t.sizes[name] = 1 << share
+    while share > 1 and largest(values.lengths, t.sizes) > 1 << (GUESSED_BITS + 2):  # `in[N * N]`: a square of a guess
+        share -= 1
         for name in t.guessed:
             t.sizes[name] = 1 << share
-        while share > 1 and _largest(lengths, t.sizes) > 1 << (GUESSED_BITS + 2):  # `in[N * N]`: a square of a guess
-            share -= 1
-            for name in t.guessed:
-                t.sizes[name] = 1 << share
-        argv = sorted(n for n in t.guessed if "from the command line" in t.origins.get(n, ""))
-        params = sorted(t.guessed - set(argv))
-        if params:
-            draft.problems.append("no value at the launch site for " + ", ".join(params)
-                                  + f" (a parameter of {launch.scope.function or 'the host function'}): "
-                                  f"bench value {1 << share} guessed")
-        if argv:
-            draft.problems.append("sizes from the command line: " + ", ".join(argv) + f": bench value {1 << share} "
-                                  "guessed (fsr capture -- ./app ARGS takes the real ones from a run)")
-    # 2. test sizes that keep every length, grid and integer argument positive
-    checks = [length for length, _ in lengths.values()] + list(grid)
-    checks += [scalars[p.name] for p, _ in pairs if not p.is_pointer and p.dtype not in (None, "float32", "float64")
-               and any(re.search(rf"\b{re.escape(k)}\b", scalars[p.name]) for k in t.sizes)]  # a size, not `-100`
+    argv = sorted(n for n in t.guessed if "from the command line" in t.origins.get(n, ""))
+    params = sorted(t.guessed - set(argv))
+    if params:
+        draft.problems.append("no value at the launch site for " + ", ".join(params)
+                              + f" (a parameter of {launch.scope.function or 'the host function'}): "
+                              f"bench value {1 << share} guessed")
+    if argv:
+        draft.problems.append("sizes from the command line: " + ", ".join(argv) + f": bench value {1 << share} "
+                              "guessed (fsr capture -- ./app ARGS takes the real ones from a run)")
+
+
+def _tests(t: Translator, values: _Values, shape: _Shape, draft: Draft) -> list[dict[str, int]]:
+    checks = [length for length, _ in values.lengths.values()] + list(shape.grid)
+    checks += [values.scalars[p.name] for p, _ in values.pairs
+               if not p.is_pointer and p.dtype not in (None, "float32", "float64")
+               and any(re.search(rf"\b{re.escape(k)}\b", values.scalars[p.name]) for k in t.sizes)]  # a size, not `-100`
     # a size the kernel cannot see (in no grid, scalar or smem expression) must not shrink alone:
     # the kernel would still walk the bench extent of its buffer
-    seen = " ".join(list(grid) + list(scalars.values()) + [smem or ""])
+    seen = " ".join(list(shape.grid) + list(values.scalars.values()) + [shape.smem or ""])
     varying = {k for k in t.sizes if re.search(rf"\b{re.escape(k)}\b", seen)}
     tests: list[dict[str, int]] = []
     for s in TEST_SIZES + SPARE_SIZES:
@@ -186,17 +232,23 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     tests += [e for e in untied_tests(t.sizes, varying, checks) if e not in tests]  # sizes equal at the bench, apart
     if not tests and "fixed" not in t.sizes:
         draft.problems.append("no test size smaller than the bench size keeps every length positive: only the bench size")
-    # 3. the arguments: directions from the body, starts from the host code
+    return tests
+
+
+def _arg_lines(src: SourceText, kernel: Kernel, launch: Launch, values: _Values, shape: _Shape,
+               every_size: list[dict[str, int]], draft: Draft) -> list[str]:
+    """Each argument's line of [args]: directions from the body, starts from the host code,
+    index arrays' value ranges (`every_size`: the bench size and the tests)."""
     access = pointer_access(src, kernel)
     indexes = index_arrays(src, kernel)
     memset = _zeroed(src, launch)
-    arg_lines = []
-    for p, arg in pairs:
+    lengths, arg_lines = values.lengths, []
+    for p, arg in values.pairs:
         if not p.is_pointer:
             draft.provenance[p.name] = f"the launch passes `{arg.strip()}`"
-            arg_lines.append(f"{p.name} = {_toml_value(scalars[p.name], p, subst)}")
+            arg_lines.append(f"{p.name} = {_toml_value(values.scalars[p.name], p, shape.subst)}")
             continue
-        if p.name in nulls:
+        if p.name in values.nulls:
             draft.provenance[p.name] = f"the launch passes `{arg.strip()}`: null, as in the program"
             arg_lines.append(f'{p.name} = "null"')
             continue
@@ -206,15 +258,22 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
         init = ""
         target = indexes.get(p.name)
         if d == "in" and target in lengths and (p.dtype or "").startswith(("int", "uint")):
-            bound = max(1, min(evaluate_int(lengths[target][0], sizes, "length") for sizes in [t.sizes, *tests]))
+            bound = max(1, min(evaluate_int(lengths[target][0], sizes, "length") for sizes in every_size))
             init = f" randint(0, {bound})"
             draft.provenance[p.name] += f"; indexes {target}: values in [0, {bound})"
         elif d == "inout" and arg.strip() in memset:
             init, draft.provenance[p.name] = " zeros()", origin + "; zeroed by cudaMemset before the launch"
         elif d == "inout" and access.get(p.name) and access[p.name].accumulates:
             draft.problems.append(f"{p.name} accumulates (atomics or +=): give its start value, e.g. zeros()")
-        extent = f"{starts[p.name]} : {length}" if p.name in starts else length
+        extent = f"{values.starts[p.name]} : {length}" if p.name in values.starts else length
         arg_lines.append(f'{p.name} = "{d}[{extent}]{init}"')
+    return arg_lines
+
+
+def _block_lines(kernel: Kernel, launch: Launch, t: Translator, shape: _Shape, tests: list[dict[str, int]],
+                 arg_lines: list[str], draft: Draft) -> list[str]:
+    """The @fsr block's lines, where it was drafted from in its first; the sizes' origins and the
+    launch into the draft's provenance."""
     where = f"drafted by fsr from the launch at {launch.where}" + \
         (f" in {launch.scope.function}()" if launch.scope.function else "") + \
         (f", called at {launch.scope.called_from}" if launch.scope.called_from else "")
@@ -223,27 +282,16 @@ def _spec_lines(src: SourceText, kernel: Kernel, launch: Launch, t: Translator, 
     if tests:
         lines.append("tests = [ " + ", ".join("{ " + ", ".join(f"{k} = {v}" for k, v in e.items()) + " }"
                                               for e in tests) + " ]")
-    lines += [f"grid = {toml_dims(grid)}", f"block = {toml_dims([str(b) for b in block])}"]
-    if smem:
-        lines.append(f"smem = {json.dumps(smem)}")
-    if template:
-        lines.append(f"template = {json.dumps(template)}")
+    lines += [f"grid = {toml_dims(shape.grid)}", f"block = {toml_dims([str(b) for b in shape.block])}"]
+    if shape.smem:
+        lines.append(f"smem = {json.dumps(shape.smem)}")
+    if shape.template:
+        lines.append(f"template = {json.dumps(shape.template)}")
     lines += ["[args]", *arg_lines, "*/"]
     for name, origin in t.origins.items():
         draft.provenance.setdefault(f"size {name}", origin)
-    draft.provenance["launch"] = f"{kernel.name}<<<{', '.join(config)}>>> at {launch.where}"
+    draft.provenance["launch"] = f"{kernel.name}<<<{', '.join(shape.config)}>>> at {launch.where}"
     return lines
-
-
-def _largest(lengths: dict[str, tuple[str, str]], sizes: dict[str, int]) -> int:
-    """The longest buffer at `sizes` (0 when none can be evaluated)."""
-    out = 0
-    for length, _ in lengths.values():
-        try:
-            out = max(out, evaluate_int(length, sizes, "length"))
-        except (ExprError, KeyError, ZeroDivisionError, TypeError, ValueError):
-            continue
-    return out
 
 
 def _template_arg(arg: str, param: str, scope: Scope, t: Translator) -> str:
@@ -272,110 +320,10 @@ def _dims(text: str, t: Translator, constant: bool) -> list:
     return [t.expr(p) for p in parts]
 
 
-def _length(p: Param, arg: str, scope: Scope, t: Translator, grid_names: list[str],
-            subst: dict[str, str], starts: dict[str, str]) -> tuple[str, str]:
-    """The argument's length in elements of the parameter's type from the pointer on, and where
-    it came from; a pointer into its allocation puts the elements before it in `starts`."""
-    elem = substituted(p.base_type, subst)
-    try:
-        size = itemsize_of(resolve_type(elem, scope), scope)
-    except Unresolved:
-        size = 0
-    root, offset, seen = arg.strip(), "", 0
-    while seen < 12:
-        seen += 1
-        root = _strip(root)
-        m = re.fullmatch(r"(.+?)\s*\+\s*(.+)", root)
-        if m and not m.group(1).strip().isdigit():
-            root, offset = m.group(1), f"{offset} + {m.group(2)}" if offset else m.group(2)
-            continue
-        m = re.fullmatch(r"&\s*(\w+)\s*\[(.+)\]", root)
-        if m:
-            root, offset = m.group(1), f"{offset} + {m.group(2)}" if offset else m.group(2)
-            continue
-        m = re.fullmatch(r"(?:thrust::raw_pointer_cast\s*\()?\s*&?\s*(\w+)\s*(?:\.data\s*\(\s*\)|\[\s*0\s*\])?\s*\)?", root) \
-            or re.fullmatch(r"(\w+)\s*\.\s*(?:data_ptr|data|mutable_data_ptr)\s*(?:<[^>]*>)?\s*\(\s*\)", root)
-        if m and m.group(1) in scope.allocations:
-            alloc = scope.allocations[m.group(1)]
-            length = _from_allocation(alloc, size, offset, scope, t)
-            if offset:
-                starts[p.name] = f"-({t.expr(offset)})"
-            return length, f"{alloc.via} of `{m.group(1)}`" + (f", {offset.strip()} elements in" if offset else "")
-        if m and m.group(1) in scope.aliases:
-            root = scope.aliases[m.group(1)]
-            continue
-        break
-    if grid_names:
-        guess = " * ".join(grid_names)
-        return guess, f"guessed from the grid ({guess}): no allocation of `{arg.strip()}` found"
-    raise Unresolved(f"the length of `{arg.strip()}` (passed as {p.name}): no allocation found")
-
-
-def _from_allocation(alloc, size: int, offset: str, scope: Scope, t: Translator) -> str:
-    if alloc.count:
-        count = t.expr(alloc.count)
-        if alloc.elem and size:
-            try:
-                own = itemsize_of(resolve_type(alloc.elem, scope), scope)
-            except Unresolved:
-                own = size
-            if own != size:
-                count = f"({count}) * {own} / {size}"
-    else:
-        nbytes = alloc.nbytes.strip()
-        for _ in range(8):  # `size_t bytes = N * sizeof(float); cudaMalloc(&p, bytes);`
-            if nbytes in scope.values:
-                nbytes = scope.values[nbytes].strip()
-        alloc = dataclasses.replace(alloc, nbytes=nbytes)
-        bytes_text = _drop_sizeof(alloc.nbytes, size, scope)
-        if bytes_text is not None:
-            count = t.expr(bytes_text)
-        else:
-            if not size:
-                raise Unresolved("the element size of the parameter")
-            count = f"({t.expr(alloc.nbytes)}) / {size}"
-    count = f"{count} - ({t.expr(offset)})" if offset else count
-    if "/" not in count:
-        return count  # `512 * 512` says more than 262144
-    try:  # `(4) / 4` from `cudaMalloc(&y, sizeof(real))`: a number, as a person would write it
-        value = evaluate(count, {})
-    except ExprError:
-        return count
-    return str(int(value)) if float(value).is_integer() else count
-
-
-def _drop_sizeof(nbytes: str, size: int, scope: Scope) -> str | None:
-    """`N * sizeof(float)` (or `sizeof(float) * N`) -> `N`, when the parameter's elements are
-    that size."""
-    text = nbytes.strip()
-    m = re.fullmatch(r"(.+?)\s*\*\s*sizeof\s*\(\s*([^()]+?)\s*\)", text, re.S)
-    count, type_text = (m.group(1), m.group(2)) if m else (None, None)
-    if m is None:
-        m = re.fullmatch(r"sizeof\s*\(\s*([^()]+?)\s*\)\s*\*\s*(.+)", text, re.S)
-        count, type_text = (m.group(2), m.group(1)) if m else (None, None)
-    if count is None or type_text is None:
-        return None
-    try:
-        return count if itemsize_of(resolve_type(type_text, scope), scope) == size else None
-    except Unresolved:
-        return None
-
-
 def _zeroed(src: SourceText, launch: Launch) -> set[str]:
     """Pointers set to zero with cudaMemset before the launch (an accumulator's start)."""
     text = src.slice(0, launch.byte)
     return {m.group(1) for m in re.finditer(r"cudaMemset(?:Async)?\s*\(\s*(\w+)\s*,\s*0\s*,", text)}
-
-
-def _strip(text: str) -> str:
-    text = text.strip()
-    while True:
-        m = re.fullmatch(r"\(\s*[\w:<>\s]+\*+\s*\)\s*(.+)", text, re.S) or \
-            re.fullmatch(r"(?:reinterpret_cast|static_cast)\s*<[^>]*>\s*\((.+)\)", text, re.S) or \
-            re.fullmatch(r"\((.+)\)", text, re.S)
-        if not m:
-            return text
-        text = m.group(1).strip()
 
 
 def _split(text: str) -> list[str]:
