@@ -344,6 +344,18 @@ def test_ruffs_size_limits_only_ever_come_down():
 
     lint = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
     assert {"B", "C901", "PLR0912", "PLR0913", "PLR0915"} <= set(lint["select"])
-    assert lint["mccabe"]["max-complexity"] <= 43
+    assert lint["mccabe"]["max-complexity"] <= 22
     limits = lint["pylint"]
-    assert limits["max-args"] <= 8 and limits["max-branches"] <= 25 and limits["max-statements"] <= 127
+    assert limits["max-args"] <= 8 and limits["max-branches"] <= 21 and limits["max-statements"] <= 61
+
+
+def test_no_function_of_the_package_is_over_80_lines():
+    """A function a reader takes in at once (issue 62): the longest are split into steps, as the
+    timing, the verification and `prepare` were."""
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None:
+                if node.end_lineno - node.lineno + 1 > 80:
+                    long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}")
+    assert not long, long

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from ...kernels import Kernel
 from ...kernels.device_variables import shadowed
@@ -18,11 +18,9 @@ from ..compile.compiler import KernelRef, compile_kernel
 from ..compile.compiler_output import scrub
 from ..records import Check, CompileResult
 from .candidate import CandidateCheck, check_candidate
+from .options import EvalOptions
 from .preprocessing import original_includes
 from .verdicts import final, first_error
-
-if TYPE_CHECKING:
-    from .prepare import EvalOptions
 
 
 @dataclass

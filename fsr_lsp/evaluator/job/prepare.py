@@ -7,7 +7,7 @@ import dataclasses
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,71 +19,20 @@ from ...kernels.packs import expanded
 from ... import scratch
 from ...source import SourceText
 from ...specs import Spec, parse_spec
-from ...specs.build_flags import merged
 from ...specs.defines import with_defines
 from ...specs.param_types import template_substitution
 from .candidate_compile import Compiled, Original, vet_and_compile
+from .options import EvalOptions
 from .captured_buffers import with_captured_sources
 from .constants import runtime_constants
 from ..compile.compiler import CompileOptions, CompilerMissing, KernelRef, compile_kernel
-from ..compile.limits import CompileLimits
 from ..compile.device_unit import missing_in_headers, device_unit, error_lines, missing_headers
 from .launch_kind import needs_cooperative_launch
 from .plan import build_plans, variable_plans
 from .struct_layout import layout_checks
-from ..records import Check, CompileResult, Defences, EvalJob, EvalResult, KernelBinary, SizePlan, TimingConfig
+from ..records import Check, CompileResult, EvalJob, EvalResult, KernelBinary, SizePlan
 from .verdicts import Final, final, first_error
 from .widening import NotWidenable, grounded_buffers, widen
-
-
-# Enough to rank configurations of one kernel, a tenth of a full timing's cost; the few that
-# rank first are then verified and timed in full.
-SCREEN_TIMING = TimingConfig(warmup=1, min_reps=5, max_reps=15, target_seconds=0.01)
-
-
-@dataclass(frozen=True)
-class EvalOptions:
-    flags: tuple[str, ...] = ()
-    candidate_flags: tuple[str, ...] = ()  # added for the candidate only (e.g. -use_fast_math)
-    include_dirs: tuple[str, ...] = ()
-    compiler: str = "auto"
-    nvcc: str | None = None
-    cache_dir: str | None = None
-    seeds_per_size: int = 3
-    base_seed: int | None = None  # None: fresh seeds every evaluation
-    # the bench size's inputs and the timed runs', the same for every job that passes it (a search's:
-    # the original's runs there are made once); None: drawn like the others
-    bench_seed: int | None = None
-    timing: TimingConfig = field(default_factory=TimingConfig)
-    defences: Defences = field(default_factory=Defences)
-    skip_unchanged: bool = True  # the original's own code as a candidate is "unchanged", not timed
-    screen: bool = False  # a tuner's quick look (see SCREEN_TIMING); its results are never verdicts
-    limits: CompileLimits = field(default_factory=CompileLimits)  # on compiling a candidate (untrusted text)
-    # Time the two at the bench size and judge nothing: is the user's edit slower than the version
-    # before it (performance on save)? Its result is "timed", never "verified".
-    time_only: bool = False
-    # A screen that times the candidate alone and compares nothing, for an original too slow to run
-    # again for every configuration screened (a 275 ms matrix product): its result is "timed" and
-    # screened; a wrong configuration is caught by the full verification every screened one gets.
-    screen_alone: bool = False
-    # (buffer, "OFFSET:PATH"): its bytes as a run of the user's program had them (fsr capture), checked
-    # as one more input set at the bench size
-    real_inputs: tuple[tuple[str, str], ...] = ()
-    # the file's `__device__` variables the kernel writes: compiled as pointers, each pointed at a buffer
-    device_variables: tuple[str, ...] = ()
-
-    def job_settings(self) -> tuple[int, TimingConfig, Defences]:
-        """Seeds per size, timing and defences of a job: the user's, or a screening job's."""
-        if not self.screen:
-            return self.seeds_per_size, self.timing, self.defences
-        defences = dataclasses.replace(self.defences, chained_launches=1, unmapped_pages=False)
-        return 1, SCREEN_TIMING, defences
-
-    def compile_options(self, arch: str, compiler: str | None = None, candidate: bool = False) -> CompileOptions:
-        flags = merged(self.flags, self.candidate_flags) if candidate else self.flags  # adds, never replaces
-        return CompileOptions(arch=arch, flags=flags, include_dirs=self.include_dirs,
-                              compiler=compiler or self.compiler, nvcc=self.nvcc, cache_dir=self.cache_dir,  # type: ignore[arg-type]
-                              limits=self.limits if candidate else None, redirect=self.device_variables)
 
 
 @dataclass
