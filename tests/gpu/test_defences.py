@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from fsr_lsp.evaluator import evaluate
+from fsr_lsp.evaluator import JobControl, evaluate
 from fsr_lsp.evaluator.records import Defences
 from fsr_lsp.evaluator.sanitize.sanitizer import find_sanitizer
 
@@ -80,7 +80,7 @@ def test_a_context_corrupting_fault_costs_only_the_worker(evaluator):
 
 
 def test_a_hang_is_killed_and_the_next_job_runs(evaluator):
-    r = run(evaluator, "hangs.cu", timeout=15)
+    r = run(evaluator, "hangs.cu", control=JobControl(timeout=15))
     assert r.status == "timeout", r.message
     after = run(evaluator, "good_restrict.cu")
     assert after.status == "verified", after.message
