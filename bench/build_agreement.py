@@ -36,7 +36,7 @@ from fsr_lsp.evaluator.backends.local import LocalBackend
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.settings import Settings
 from fsr_lsp.specs.edit import set_key
-from fsr_lsp.workflows.optimize import OptimizeRun, Optimizer, plan_spec
+from fsr_lsp.workflows.optimize import KernelJob, Optimizer, plan_spec
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def rows_of(entry: Entry, folder: Path, evaluator: Evaluator, own_inputs: bool =
         if plan.draft is None:
             row["why"] = "; ".join(plan.spec.problems[:2]) or f"spec {plan.spec.origin}"
             continue
-        job = OptimizeRun(text, path, kernel, folder, settings, plan)
+        job = KernelJob(text, path, kernel, folder, settings, plan)
         backend = Optimizer(LocalBackend(evaluator)).backend(settings)
         draft = plan.draft
         if own_inputs and job.eval_options().real_inputs:  # timed on the run's own inputs
@@ -155,7 +155,7 @@ def rows_of(entry: Entry, folder: Path, evaluator: Evaluator, own_inputs: bool =
         row["events_ms"] = by_events.original_ms if by_events.proven else None
         if plan.spec.flags:
             bare_spec = dataclasses.replace(plan.spec, flags=())
-            bare = OptimizeRun(text, path, kernel, folder, settings, dataclasses.replace(plan, spec=bare_spec))
+            bare = KernelJob(text, path, kernel, folder, settings, dataclasses.replace(plan, spec=bare_spec))
             without = prove_with(backend, text, kernel, draft, bare.eval_options(), timeout=300)
             row["bare_ms"] = without.original_ms if without.proven else None
     return rows

@@ -71,7 +71,7 @@ from fsr_lsp.evaluator.worker.worker_client import Evaluator
 from fsr_lsp.kernels import Kernel, discover
 from fsr_lsp.settings import Settings
 from fsr_lsp.source import SourceText
-from fsr_lsp.workflows.optimize import Optimizer, OptimizeRun, plan_spec
+from fsr_lsp.workflows.optimize import Optimizer, KernelJob, plan_spec
 
 MAIN = re.compile(r"\bint\s+main\s*\(")
 HEADERS = (".h", ".cuh", ".hpp")
@@ -512,7 +512,7 @@ def prove_row(optimizer: Optimizer, index: LaunchIndex, project: Path, settings:
         clock = any(x.startswith(CLOCK_READER[:24]) for x in plan.spec.problems)
         row.update(status="reads the clock" if clock else "no spec", why="; ".join(plan.spec.problems)[:400])
         return
-    job = OptimizeRun(text, src, kernel.name, project, settings, plan)
+    job = KernelJob(text, src, kernel.name, project, settings, plan)
     if plan.draft is None:  # the file's own block, or one inferred from the signature: searched as it is,
         # the original checked by the search's first measurement; proven here as the listing proves it
         proof = prove_with(optimizer.backend(settings), text, kernel.name, None, job.eval_options(), timeout=120,

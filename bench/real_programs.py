@@ -44,7 +44,7 @@ from fsr_lsp.drafting.workspace import LaunchIndex
 from fsr_lsp.evaluator.backends.local import LocalBackend
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.settings import Settings
-from fsr_lsp.workflows.optimize import Optimizer, OptimizeRun, plan_spec
+from fsr_lsp.workflows.optimize import Optimizer, KernelJob, plan_spec
 from fsr_lsp.evaluator import Evaluator
 
 
@@ -122,7 +122,7 @@ def proven(evaluator: Evaluator, path: Path, kernel: str, workspace: Path) -> tu
     plan = plan_spec(LaunchIndex(workspace, first_wait=None), path.resolve(), text, found, settings)
     if plan.spec.spec is None:
         return None, "; ".join(plan.spec.problems[:2]) or "no spec", ""
-    job = OptimizeRun(text, path.resolve(), kernel, workspace, settings, plan)
+    job = KernelJob(text, path.resolve(), kernel, workspace, settings, plan)
     optimizer = Optimizer(LocalBackend(evaluator))
     if plan.draft is None:
         proof = prove_with(optimizer.backend(settings), text, kernel, None, job.eval_options(), timeout=300)

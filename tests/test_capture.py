@@ -324,7 +324,7 @@ def test_cli_capture_of_a_program_that_launches_nothing(tmp_path: Path, fake_lib
 
 
 def test_saved_inputs_reach_the_spec_and_the_evaluators_options(tmp_path: Path):
-    from fsr_lsp.workflows.optimize import OptimizeRun
+    from fsr_lsp.workflows.optimize import KernelJob
 
     record = scale_launch(3000)
     record["params"][1]["alloc"]["offset"] = 64
@@ -336,9 +336,9 @@ def test_saved_inputs_reach_the_spec_and_the_evaluators_options(tmp_path: Path):
     plan = plan_spec(LaunchIndex(tmp_path), tmp_path / "k.cu", KERNELS, kernel, Settings())
     assert plan.spec.inputs == {"x": f"64:{folder / 'inputs-7-0-1.bin'}"}
     assert "inputs of its first launch were saved" in plan.spec.provenance["capture"]
-    run = OptimizeRun(KERNELS, tmp_path / "k.cu", "scale", tmp_path, Settings(), plan)
+    run = KernelJob(KERNELS, tmp_path / "k.cu", "scale", tmp_path, Settings(), plan)
     assert run.eval_options().real_inputs == (("x", f"64:{folder / 'inputs-7-0-1.bin'}"),)
-    assert OptimizeRun(KERNELS, tmp_path / "k.cu", "scale", tmp_path, Settings()).eval_options().real_inputs == ()
+    assert KernelJob(KERNELS, tmp_path / "k.cu", "scale", tmp_path, Settings()).eval_options().real_inputs == ()
 
 
 def test_a_grid_is_read_as_covering_a_buffer_before_a_coincidence(tmp_path: Path):

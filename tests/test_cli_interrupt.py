@@ -28,7 +28,7 @@ from fsr_lsp.search import SearchConfig, SearchControl, run_search
 from fsr_lsp.search.proposal import Proposal
 from fsr_lsp.search.store import HistoryStore
 from fsr_lsp.settings import Settings
-from fsr_lsp.workflows.optimize import OptimizeRun
+from fsr_lsp.workflows.optimize import KernelJob
 
 from .scripted_bench import ScriptedBench
 from .search_helpers import example
@@ -64,7 +64,7 @@ class ScriptedOptimizer:
     def __init__(self, store: HistoryStore) -> None:
         self.store, self.cancelled = store, False
 
-    def run(self, job: OptimizeRun, progress):
+    def run(self, job: KernelJob, progress):
         config = SearchConfig(rounds=3, candidates=2, fix_attempts=0, sanitize_winner=False, time_budget=60)
         job.outcome = run_search(SAXPY, str(job.path), job.kernel, config, ScriptedBench(), HangsInRoundTwo(job.cancel),
                                  store=self.store, control=SearchControl(progress, job.cancel))
@@ -87,7 +87,7 @@ def ctrl_c_reaches_python():
 def test_ctrl_c_keeps_the_best_verified_candidate_and_stores_every_one(tmp_path: Path):
     from rich.console import Console
 
-    job = OptimizeRun(SAXPY, tmp_path / "saxpy.cu", "saxpy", tmp_path, Settings(), started=time.monotonic())
+    job = KernelJob(SAXPY, tmp_path / "saxpy.cu", "saxpy", tmp_path, Settings(), started=time.monotonic())
     with HistoryStore(tmp_path) as store:
         optimizer = ScriptedOptimizer(store)
         t0 = time.monotonic()

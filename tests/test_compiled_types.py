@@ -17,7 +17,7 @@ from fsr_lsp.evaluator.job.prepare import with_included_aliases
 from fsr_lsp.kernels import discover
 from fsr_lsp.settings import Settings
 from fsr_lsp.source import SourceText
-from fsr_lsp.workflows.optimize import OptimizeRun, plan_spec
+from fsr_lsp.workflows.optimize import KernelJob, plan_spec
 
 from .test_capture import i32, ptr, write_capture
 from .doubles import command
@@ -84,7 +84,7 @@ def test_a_capture_whose_symbol_says_bf16_gives_a_bf16_spec_with_the_flag_its_bu
     assert p.spec.flags == ("-DENABLE_BF16",)
     assert any("compiled with -DENABLE_BF16" in why and "`out` as bfloat16" in why for why in p.spec.problems)
     assert "N = 4096" in p.draft and 'out = "out[N]"' in p.draft  # 8192 bytes of bf16: 4096 elements, not 2048 floats
-    options = OptimizeRun(file.read_text(), file, "gelu_forward", tmp_path, Settings(), p).eval_options()
+    options = KernelJob(file.read_text(), file, "gelu_forward", tmp_path, Settings(), p).eval_options()
     assert "-DENABLE_BF16" in options.flags
     # the evaluator types the kernel as that build compiles it
     (kernel,) = discover(SourceText(GELU)).kernels

@@ -64,10 +64,10 @@ def test_a_fixed_launch_has_its_fastest_rewrite_under_that_launch_verified_in_ro
 
 def test_optimize_tells_the_search_whether_the_programs_launch_is_fixed(tmp_path):
     from fsr_lsp.settings import Settings
-    from fsr_lsp.workflows.optimize import OptimizeRun
+    from fsr_lsp.workflows.optimize import KernelJob
 
-    def run(text: str) -> OptimizeRun:
-        return OptimizeRun(text, tmp_path / "k.cu", "transpose1", tmp_path, Settings())
+    def run(text: str) -> KernelJob:
+        return KernelJob(text, tmp_path / "k.cu", "transpose1", tmp_path, Settings())
 
     assert run(TRANSPOSE + VARIABLES).launch_fixed()
     assert not run(TRANSPOSE).launch_fixed()  # the user's own block, no launch known: the block is the contract

@@ -18,6 +18,6 @@ def test_a_failure_recording_what_the_search_timed_keeps_the_searchs_outcome(mon
     monkeypatch.setattr(optimize, "run_search", lambda *args, **kwargs: found)
     monkeypatch.setattr(optimize.Optimizer, "_bench", lambda self, job: None)
     monkeypatch.setattr(perf_check, "record_search", broken)
-    run = optimize.OptimizeRun("", tmp_path / "k.cu", "k", tmp_path, Settings())
+    run = optimize.KernelJob("", tmp_path / "k.cu", "k", tmp_path, Settings())
     assert optimize.Optimizer().run(run, lambda p: None) is found
     assert run.outcome is found

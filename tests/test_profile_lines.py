@@ -338,7 +338,7 @@ def test_optimize_carries_the_finding_into_the_search_config(monkeypatch, tmp_pa
 
     monkeypatch.setattr(optimize, "run_search", search)
     monkeypatch.setattr(optimize.Optimizer, "_bench", lambda self, job: None)
-    run = optimize.OptimizeRun("", tmp_path / "k.cu", "k", tmp_path, Settings(), focus="line 3: divergent branch")
+    run = optimize.KernelJob("", tmp_path / "k.cu", "k", tmp_path, Settings(), focus="line 3: divergent branch")
     optimize.Optimizer().run(run, lambda p: None)
     assert seen == {"focus": "line 3: divergent branch"}
 

@@ -123,20 +123,20 @@ def test_without_ray_installed_the_message_says_what_to_install(monkeypatch):
 
 
 def test_the_servers_settings_choose_the_ray_backend():
-    from fsr_lsp.server.search_jobs import Searches
+    from fsr_lsp.server.gpu_owner import GpuOwner
     from fsr_lsp.settings import load_settings
 
     loaded = load_settings({"evaluator": {"backend": "ray", "address": "ray://gpu-box:10001"}})
     assert loaded.problems == []
     settings = loaded.settings
     assert (settings.evaluator_backend, settings.evaluator_address) == ("ray", "ray://gpu-box:10001")
-    searches = Searches()
-    backend = searches.backend(settings)
+    gpu = GpuOwner()
+    backend = gpu.backend(settings)
     assert isinstance(backend, RayBackend) and backend.address == "ray://gpu-box:10001"
-    assert searches.backend(settings) is backend  # one connection per address
-    assert searches.remote(settings) is backend  # on-save checks without a local nvcc compile there
-    assert searches.remote(load_settings({}).settings) is None
-    assert searches.unavailable(settings) == ""  # no CUDA needed here: the cluster compiles and runs
+    assert gpu.backend(settings) is backend  # one connection per address
+    assert gpu.remote(settings) is backend  # on-save checks without a local nvcc compile there
+    assert gpu.remote(load_settings({}).settings) is None
+    assert gpu.unavailable(settings) == ""  # no CUDA needed here: the cluster compiles and runs
     bad = load_settings({"evaluator.backend": "cuda"})
     assert bad.settings.evaluator_backend == "local"
     assert bad.problems == ["fsr.evaluator.backend: expected one of local, service, ray, got 'cuda'"]
@@ -193,17 +193,17 @@ def test_on_save_checks_without_nvcc_say_why_they_are_off(monkeypatch):
 
 
 def test_the_servers_gpus_setting_gives_one_worker_per_local_gpu():
-    from fsr_lsp.server.search_jobs import Searches
+    from fsr_lsp.server.gpu_owner import GpuOwner
     from fsr_lsp.settings import load_settings
 
-    searches = Searches()
-    two = searches.backend(load_settings({"gpus": "0,1"}).settings)
+    gpu = GpuOwner()
+    two = gpu.backend(load_settings({"gpus": "0,1"}).settings)
     assert [e.device_index for e in two.evaluators] == [0, 1] and two.gpus == 2
-    assert searches.backend(load_settings({"gpus": "0,1"}).settings) is two
-    one = searches.backend(load_settings({"gpu": 1}).settings)
+    assert gpu.backend(load_settings({"gpus": "0,1"}).settings) is two
+    one = gpu.backend(load_settings({"gpu": 1}).settings)
     assert [e.device_index for e in one.evaluators] == [1]
     assert one.evaluator.device_index == 1  # proofs run on the first GPU of the list
-    searches.shutdown()
+    gpu.close()
 
 
 def test_work_of_the_layers_above_runs_whole_on_a_cluster_gpu(backend):

@@ -28,7 +28,7 @@ from ..kernels import find_kernel
 from ..evaluator.backends.local import LocalBackend
 from ..evaluator.backends.request import EvalRequest
 from ..evaluator.backends.service_client import ServiceBackend
-from ..workflows.optimize import Optimizer, OptimizeRun, SpecPlan, plan_spec, spec_options
+from ..workflows.optimize import Optimizer, KernelJob, SpecPlan, plan_spec, spec_options
 from rich.markup import escape
 
 from .console import InputError, fail, make_console, read_source
@@ -88,7 +88,7 @@ def _evaluate(args: argparse.Namespace, settings: Settings, source: str, candida
     if backend is None:
         return _without_gpu(args, settings, source, candidate, missing)
     if plan is not None and plan.draft is not None:  # proven first, as `fsr optimize` proves it (the same code)
-        job = OptimizeRun(original, args.file.resolve(), args.kernel, workspace_of(args.file), settings, plan)
+        job = KernelJob(original, args.file.resolve(), args.kernel, workspace_of(args.file), settings, plan)
         with _Status(not args.json) as status:
             stopped = Optimizer(backend, args.instruments).prepare(job, lambda p: status.update(p.message))
         if stopped is not None:

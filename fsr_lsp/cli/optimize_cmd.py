@@ -25,7 +25,7 @@ from ..search.applicable import applicable
 from ..search.apply import ApplyError
 from ..search.report import parents, write_report
 from ..settings import settings_from_args
-from ..workflows.optimize import Optimizer, OptimizeRun, plan_spec
+from ..workflows.optimize import Optimizer, KernelJob, plan_spec
 from .arguments import unwritable, workspace_of
 from . import STARTED
 from .console import InputError, fail, kernel_of, make_console
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(escape(plan.message), highlight=False)
     if plan.draft:
         console.print(plan.draft, markup=False, highlight=False)
-    job = OptimizeRun(source, args.file.resolve(), args.kernel, workspace, settings, plan, started=STARTED)
+    job = KernelJob(source, args.file.resolve(), args.kernel, workspace, settings, plan, started=STARTED)
     try:
         outcome, interrupted = _run_with_progress(console, optimizer, job)
     except ValueError as e:  # a --gpu that names no GPU
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         optimizer.close()
 
 
-def _finish(args: argparse.Namespace, job: OptimizeRun, outcome: SearchOutcome, workspace: Path, sanitized: bool) -> int:
+def _finish(args: argparse.Namespace, job: KernelJob, outcome: SearchOutcome, workspace: Path, sanitized: bool) -> int:
     if outcome.status == "failed" and outcome.baseline is not None and outcome.baseline.status == "unavailable":
         return fail(outcome.baseline.message, 3)
     _print_outcome(outcome, args.kernel, sanitized)
@@ -93,7 +93,7 @@ def _model_drafter(settings):
     return lambda src, k, launches, why: model_draft(chat, src, k, launches, why)
 
 
-def _run_with_progress(console, optimizer: Optimizer, job: OptimizeRun) -> tuple[SearchOutcome, bool]:
+def _run_with_progress(console, optimizer: Optimizer, job: KernelJob) -> tuple[SearchOutcome, bool]:
     """The search in a thread; a progress bar on a terminal, a line per step when piped (a log
     or a CI job sees the search move, not silence until the end). Ctrl-C (or SIGTERM) cancels
     it: the search stops, keeps what it verified, and the outcome comes back marked interrupted."""
@@ -164,7 +164,7 @@ def _print_outcome(outcome: SearchOutcome, kernel: str, sanitized: bool = True) 
     console.print(f"[{style}]{escape(kernel)}: {outcome.status.replace('_', ' ')}[/]: {escape(outcome.message)}", highlight=False)
 
 
-def _apply(file: Path, job: OptimizeRun) -> int:
+def _apply(file: Path, job: KernelJob) -> int:
     """Write the winner into the file as it is now, only if its kernel is still the one that
     was searched (the rest of the file may have changed meanwhile), with the proven spec block
     when the search ran on a draft."""

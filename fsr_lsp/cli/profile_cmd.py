@@ -18,7 +18,7 @@ from ..profiling.findings import KernelProfile
 from ..settings import Settings, settings_from_args
 from ..instruments import Instruments
 from ..workflows.optimize import Optimizer, plan_spec
-from ..workflows.profile_kernel import ProfileRun, profile_kernel
+from ..workflows.profile_kernel import KernelJob, profile_kernel
 from .console import InputError, fail, kernel_of, make_console
 
 
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     optimizer = Optimizer(instruments=args.instruments)
     plan = plan_spec(LaunchIndex(workspace, first_wait=None), args.file.resolve(), source, kernel, settings,
                      then="profiling")
-    job = ProfileRun(source, args.file.resolve(), args.kernel, workspace, settings, plan)
+    job = KernelJob(source, args.file.resolve(), args.kernel, workspace, settings, plan)
     try:
         outcome = profile_kernel(optimizer, job, lambda message: console.print(escape(message), highlight=False))
     except Exception as e:  # a bug of ours: one line, never a traceback

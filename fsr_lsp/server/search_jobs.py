@@ -11,13 +11,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..failures import said
-from ..settings import Settings
-from ..instruments import GPU, Instruments
+from .gpu_owner import GpuOwner
 
 if TYPE_CHECKING:
-    from ..evaluator.backends import Backend
     from ..search import Progress, SearchOutcome
-    from ..workflows.optimize import Optimizer, OptimizeRun
+    from ..workflows.optimize import KernelJob
 
 
 def new_token() -> str:
@@ -30,7 +28,7 @@ class SearchJob:
     """A search the editor started: the use case's run, the document it is about, its token."""
 
     uri: str
-    run: OptimizeRun
+    run: KernelJob
     token: str
     thread: threading.Thread | None = None
 
@@ -65,43 +63,15 @@ class SearchJob:
 
 
 class Searches:
-    """The searches of one server."""
+    """The searches of one server, run on the server's GPU owner."""
 
-    def __init__(self, instruments: Instruments = GPU) -> None:
-        self.instruments = instruments  # stand-ins for the GPU work (tests), else the GPU's own
+    def __init__(self, gpu: GpuOwner) -> None:
+        self.gpu = gpu
         self.running: dict[tuple[str, str], SearchJob] = {}
         self.planning: dict[tuple[str, str], threading.Event] = {}  # spec planned before the search: its cancel
         self.finished: dict[tuple[str, str], SearchJob] = {}
-        self._optimizer: Optimizer | None = None
-        self._lock = threading.Lock()
 
-    @property
-    def optimizer(self) -> Optimizer:
-        """The Optimize use case, made when first needed (it brings the search and the evaluator)."""
-        with self._lock:
-            if self._optimizer is None:
-                from ..workflows.optimize import Optimizer
-
-                self._optimizer = Optimizer(instruments=self.instruments)
-            return self._optimizer
-
-    def unavailable(self, settings: Settings, needs: str = "searches need") -> str:
-        return self.optimizer.unavailable(settings, needs)
-
-    def backend(self, settings: Settings) -> Backend:
-        return self.optimizer.backend(settings)
-
-    def remote(self, settings: Settings) -> Backend | None:
-        """The cluster, for work this machine cannot do (an on-save compile without nvcc)."""
-        if settings.evaluator_backend != "ray":
-            return None
-        from ..evaluator.backends import ray_missing
-
-        if ray_missing():
-            return None
-        return self.optimizer.backend(settings)
-
-    def start(self, uri: str, run: OptimizeRun, on_progress: Callable[[SearchJob, Progress], None],
+    def start(self, uri: str, run: KernelJob, on_progress: Callable[[SearchJob, Progress], None],
               on_done: Callable[[SearchJob], None], token: str | None = None) -> SearchJob:
         job = SearchJob(uri, run, token=token or new_token())
         self.running[job.key] = job
@@ -109,7 +79,7 @@ class Searches:
 
         def work() -> None:
             try:
-                self.optimizer.run(run, lambda p: loop.call_soon_threadsafe(on_progress, job, p))
+                self.gpu.optimizer.run(run, lambda p: loop.call_soon_threadsafe(on_progress, job, p))
             except Exception as e:  # a bug of ours must not take the server down
                 from ..search import SearchOutcome
 
@@ -133,16 +103,13 @@ class Searches:
         if job is None:
             return False
         job.cancel.set()
-        if self._optimizer is not None:
-            self._optimizer.cancel()
+        self.gpu.interrupt()
         return True
 
     def shutdown(self) -> None:
         for job in list(self.running.values()):
             job.cancel.set()
-        if self._optimizer is not None:
-            self._optimizer.cancel()
-            self._optimizer.close()
+        self.gpu.close()
 
     def _done(self, job: SearchJob, on_done: Callable[[SearchJob], None]) -> None:
         self.running.pop(job.key, None)

@@ -26,6 +26,7 @@ from .framing import serve_stdio, serve_tcp
 from .logs import set_level
 from .protocol import FsrProtocol
 from .search_jobs import Searches
+from .gpu_owner import GpuOwner
 from ..instruments import GPU, Instruments
 from .trust import Trust
 
@@ -53,7 +54,8 @@ class FsrServer(LanguageServer):
         self.to_publish: dict[str, None] = {}  # documents whose diagnostics are due, in order
         self.publisher: asyncio.Future | None = None
         self.instruments = instruments
-        self.searches = Searches(instruments)
+        self.gpu = GpuOwner(instruments)  # the GPU, for every feature (gpu_owner.py)
+        self.searches = Searches(self.gpu)
         self.drafts = Drafts()
         self.cache = DocumentCache(instruments.probe)  # each open document's kernels and specs, per version
         self.shown: set[str] = set()  # messages shown once

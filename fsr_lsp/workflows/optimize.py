@@ -104,8 +104,9 @@ def spec_options(options: EvalOptions, spec: KernelSpec | None) -> EvalOptions:
 
 
 @dataclass
-class OptimizeRun:
-    """One Optimize: what was asked, and what became of it."""
+class KernelJob:
+    """One job on a kernel, Optimize or Profile: what was asked (the file as it was, the kernel,
+    its planned spec), and what became of it."""
 
     text: str  # the file as it was when Optimize was asked
     path: Path
@@ -177,14 +178,14 @@ class Optimizer:
                 self._backend, self._choice = make_backend(choice), choice
             return self._backend
 
-    def run(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome:
+    def run(self, job: KernelJob, report: Callable[[Progress], None]) -> SearchOutcome:
         """Draft, prove and place the spec when the kernel has none, then search; the outcome
         is also kept on the run."""
         job.started = job.started or time.monotonic()
         job.outcome = self._run(job, report)
         return job.outcome
 
-    def _run(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome:
+    def _run(self, job: KernelJob, report: Callable[[Progress], None]) -> SearchOutcome:
         config = dataclasses.replace(job.settings.search_config(), focus=job.focus)
         stopped = self.prepare(job, report)
         if stopped is not None:
@@ -208,7 +209,7 @@ class Optimizer:
             log.debug("recording the search's timings failed", exc_info=True)
         return outcome
 
-    def prepare(self, job: OptimizeRun, report: Callable[[Progress], None]) -> SearchOutcome | None:
+    def prepare(self, job: KernelJob, report: Callable[[Progress], None]) -> SearchOutcome | None:
         """What runs before the search's first round: the model's draft where the plan asks for
         one, the draft's proof on the original, and its placement in the searched text. None
         when the search can start; else why not. The capture bench counts a kernel proven
@@ -235,7 +236,7 @@ class Optimizer:
                 return SearchOutcome("cancelled", "cancelled after the proof of the drafted spec")
         return None
 
-    def prove(self, job: OptimizeRun, report: Callable[[Progress], None]) -> Proof:
+    def prove(self, job: KernelJob, report: Callable[[Progress], None]) -> Proof:
         """The draft's proof on the original kernel (cached per kernel text and GPU in .fsr/)."""
         rounds = job.settings.search_rounds
         assert job.draft is not None
@@ -246,7 +247,7 @@ class Optimizer:
                               job.eval_options(), cache=cache,
                               on_stage=lambda message: report(Progress(0, rounds, 0, 0, None, message)))
 
-    def _bench(self, job: OptimizeRun) -> GpuBench:
+    def _bench(self, job: KernelJob) -> GpuBench:
         if self.instruments.bench is not None:
             return self.instruments.bench()
         return GpuBench(self.backend(job.settings), job.searched_text, job.kernel, job.eval_options(), cancel=job.cancel)

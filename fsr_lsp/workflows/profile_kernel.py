@@ -5,9 +5,7 @@ caller's."""
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable
 
 from ..drafting.placement import Placed, place_spec
@@ -15,21 +13,9 @@ from ..evaluator import EvaluatorUnavailable
 from ..evaluator.backends import EvalRequest
 from ..evaluator.profile.profile import Profiled
 from ..profiling.findings import KernelProfile, read_profile
-from ..settings import Settings
 from ..instruments import STAND_IN_GPU
-from .optimize import OptimizeRun, Optimizer, SpecPlan
+from .optimize import KernelJob, Optimizer
 
-
-
-@dataclass
-class ProfileRun:
-    text: str  # the file as it was when Profile was asked
-    path: Path
-    kernel: str
-    workspace: Path
-    settings: Settings
-    plan: SpecPlan | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -41,27 +27,26 @@ class ProfileOutcome:
     unavailable: bool = False  # no GPU could be reached (a Ray cluster down): said as every command says it
 
 
-def profile_kernel(optimizer: Optimizer, job: ProfileRun, report: Callable[[str], None]) -> ProfileOutcome:
+def profile_kernel(optimizer: Optimizer, job: KernelJob, report: Callable[[str], None]) -> ProfileOutcome:
     """The kernel's profile, or a one-line reason there is none."""
     plan = job.plan
     if plan is not None and plan.spec.origin == "none" and plan.draft is None:
         return ProfileOutcome(None, plan.message or f"{job.kernel} needs an @fsr spec to be profiled", spec_problem=True)
-    run = OptimizeRun(job.text, job.path, job.kernel, job.workspace, job.settings, plan, cancel=job.cancel)
-    run.searched_text = job.text
+    job.searched_text = job.text
     placed: Placed | None = None
     if plan is not None and plan.draft is not None:
-        run.draft = plan.draft
+        job.draft = plan.draft
         report(plan.message)
-        proof = optimizer.prove(run, lambda p: report(p.message))
+        proof = optimizer.prove(job, lambda p: report(p.message))
         if not proof.proven:
             return ProfileOutcome(None, f"the drafted @fsr spec of {job.kernel} failed its proof: {proof.message}",
                                   spec_problem=True)
         placed = place_spec(job.text, job.kernel, proof.spec)
-        run.searched_text = placed.text
+        job.searched_text = placed.text
     if job.cancel.is_set():
         return ProfileOutcome(None, "cancelled", cancelled=True)
     report(f"profiling {job.kernel} under Nsight Compute")
-    request = EvalRequest(run.searched_text, job.kernel, None, run.eval_options())
+    request = EvalRequest(job.searched_text, job.kernel, None, job.eval_options())
     if optimizer.instruments.profiler is not None:
         profiled, gpu = optimizer.instruments.profiler(request), STAND_IN_GPU
     else:
@@ -84,7 +69,7 @@ def _gpu_name(backend) -> str:
         return ""
 
 
-def _outcome(job: ProfileRun, profiled: Profiled, gpu: str, placed: Placed | None) -> ProfileOutcome:
+def _outcome(job: KernelJob, profiled: Profiled, gpu: str, placed: Placed | None) -> ProfileOutcome:
     kernel = job.kernel
     if profiled.lines is None:
         return ProfileOutcome(None, f"{kernel} was not profiled: {profiled.note.removeprefix('not profiled: ')}")

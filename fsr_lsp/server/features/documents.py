@@ -161,7 +161,7 @@ async def _check(ls: FsrServer, uri: str) -> None:
     root = Path(ls.workspace.root_path or Path(doc.path).parent)
     build = await asyncio.to_thread(ls.drafts.index_for(root).build, Path(doc.path))  # its compile database
     settings = with_build(ls.settings, build.flags.flags) if build is not None else ls.settings
-    result = await check_source(doc.source, Path(doc.path), settings, ls.searches.remote(ls.settings))
+    result = await check_source(doc.source, Path(doc.path), settings, ls.gpu.remote(ls.settings))
     if result.problem:
         ls.show_once(f"fsr: {result.problem}", types.MessageType.Warning)
     ls.checks[uri] = result

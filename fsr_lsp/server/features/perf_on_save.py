@@ -90,8 +90,8 @@ async def check(ls: FsrServer, uri: str) -> str:
     if why:
         ls.show(why, types.MessageType.Warning)
         return why
-    timer = ls.searches.instruments.timer
-    why = "" if timer is not None else ls.searches.unavailable(ls.settings, "timing on save needs")
+    timer = ls.gpu.instruments.timer
+    why = "" if timer is not None else ls.gpu.unavailable(ls.settings, "timing on save needs")
     if why:
         ls.show_once(why)
         return why
@@ -103,7 +103,7 @@ async def check(ls: FsrServer, uri: str) -> str:
     token = await progress.begin(ls, "FSR: re-timing changed kernels", "against their stored timings", cancel)
     path = Path(doc.path)
     try:
-        backend = None if timer is not None else ls.searches.backend(ls.settings)
+        backend = None if timer is not None else ls.gpu.backend(ls.settings)
         verdicts = await asyncio.to_thread(check_performance, backend, doc.source, path, ls.workspace_root(path),
                                            ls.settings, cancel, timer=timer)
     except Exception as e:  # a bug of ours, or no GPU after all: said, never lost

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -20,8 +19,9 @@ from ...source import SourceText
 from ..diagnostics import SOURCE, lsp_range
 from .. import progress
 from ..protocol import string_args
-from ..server import FsrServer, not_on_disk
+from ..server import FsrServer
 from .documents import publish
+from .kernel_requests import KernelAsk, opened, planned, refused
 
 if TYPE_CHECKING:
     from ...kernels import Kernel
@@ -65,44 +65,33 @@ def profiles(ls: FsrServer) -> Profiles:
 
 
 async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
-    from ...workflows.profile_kernel import ProfileRun, profile_kernel
-    from .searches import open_documents, planned_spec, slowed
+    from ...workflows.profile_kernel import KernelJob, profile_kernel
 
     state = profiles(ls)
-    why = ls.trust.refusal("Profile")  # a profile runs the workspace's kernel
+    ask = KernelAsk("Profile", "profiling needs", "profiling", stand_in=ls.gpu.instruments.profiler is not None)
+    why = refused(ls, uri, ask)
     if why:
-        ls.show(why, types.MessageType.Warning)
-        return why
-    why = not_on_disk(uri)
-    if why:
-        ls.show(why)
         return why
     key = (uri, kernel_name)
     if key in state.running:
         return f"{kernel_name} is already being profiled"
-    why = "" if ls.searches.instruments.profiler is not None else ls.searches.unavailable(ls.settings, "profiling needs")
-    if why:
-        ls.show_once(why)
-        return why
-    doc = ls.document(uri)
-    if doc is None:
-        return f"{uri} is not open in the editor"
-    # The file as it is now: its kernel found and its spec planned on a thread (searches.py),
+    doc = opened(ls, uri)
+    if isinstance(doc, str):
+        return doc
+    # The file as it is now: its kernel found and its spec planned on a thread (kernel_requests.py),
     # the profile run on this text, its findings placed by this text's definition.
-    text, path, settings = doc.source, Path(doc.path), ls.settings
-    root = ls.workspace_root(path)
     cancel = state.running[key] = threading.Event()  # a second Profile meanwhile is refused
     try:
-        planned = await asyncio.to_thread(slowed(ls.instruments.plan_seconds, planned_spec), ls.drafts.index_for(root),
-                                          path, text, kernel_name, settings, open_documents(ls), then="profiling")
+        found = await planned(ls, doc, kernel_name, ask)
     except BaseException:  # the request cancelled, a bug of ours: no profile is running
         state.running.pop(key, None)
         raise
-    if isinstance(planned, str):
+    if isinstance(found, str):
         state.running.pop(key, None)
-        return planned
-    kernel, plan = planned
-    job = ProfileRun(text, path, kernel_name, root, settings, plan, cancel=cancel)
+        return found
+    kernel, plan = found
+    text = doc.text
+    job = KernelJob(text, doc.path, kernel_name, doc.root, doc.settings, plan, cancel=cancel)
     token = await progress.begin(ls, f"FSR: profiling {kernel_name}", "starting", job.cancel)  # a cancel kills ncu
     loop = asyncio.get_running_loop()
 
@@ -110,7 +99,7 @@ async def profile(ls: FsrServer, uri: str, kernel_name: str) -> str:
         loop.call_soon_threadsafe(progress.report, ls, token, message)
 
     try:
-        outcome = await asyncio.to_thread(profile_kernel, ls.searches.optimizer, job, report)
+        outcome = await asyncio.to_thread(profile_kernel, ls.gpu.optimizer, job, report)
     except Exception as e:  # a bug of ours: said on the kernel, never lost
         outcome = None
         problem = f"the profile failed: {said(e)}"

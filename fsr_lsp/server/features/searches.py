@@ -7,9 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
@@ -18,16 +17,14 @@ from ...source import SourceText
 from ..diagnostics import SOURCE, lsp_position, lsp_range
 from ..edits import workspace_edit
 from ..search_jobs import SearchJob, new_token
-from ..server import FsrServer, not_on_disk
+from ..server import FsrServer
 from .documents import publish
+from .kernel_requests import KernelAsk, open_documents, opened, planned, refused
 
 if TYPE_CHECKING:
-    from ...drafting.origin import Drafter
-    from ...drafting.workspace import LaunchIndex
     from ...kernels import Kernel
     from ...search import Progress
     from ...settings import Settings
-    from ...workflows.optimize import SpecPlan
     from ..document_cache import DocumentState, DraftJob, KnownSpec
 
 log = logging.getLogger("fsr_lsp")
@@ -37,10 +34,6 @@ PROGRESS_NOTIFICATION = "fsr/searchProgress"  # for editor extensions: {uri, ker
 def register(server: FsrServer) -> None:
     """The commands (features/commands.py) start and cancel searches; a win is a diagnostic."""
     server.diagnostic_sources.append(search_diagnostics)
-
-
-def open_documents(ls: FsrServer) -> dict[Path, str]:
-    return {Path(d.path): d.source for d in ls.workspace.text_documents.values()}
 
 
 async def known_spec(ls: FsrServer, state: DocumentState, kernel: Kernel, earlier: bool = True) -> KnownSpec | None:
@@ -63,57 +56,56 @@ async def known_spec(ls: FsrServer, state: DocumentState, kernel: Kernel, earlie
     return await ls.cache.spec(state, kernel, world, job, earlier=earlier)
 
 
+OPTIMIZE = KernelAsk("Optimize", "searches need", "searching")
+
+
 async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -> str:
     """Start a search of the kernel and return at once with what was started (or why not);
     `focus`: a profile finding the model is asked to address."""
-    from ...workflows.optimize import OptimizeRun
+    from ...workflows.optimize import KernelJob
 
-    why = ls.trust.refusal("Optimize")  # a search runs the workspace's kernel
+    why = refused(ls, uri, OPTIMIZE)
     if why:
-        ls.show(why, types.MessageType.Warning)
-        return why
-    why = not_on_disk(uri)
-    if why:
-        ls.show(why)
         return why
     key = (uri, kernel_name)
     if ls.searches.busy(key):
         message = f"{kernel_name} is already being optimized"
         ls.show(message)
         return message
-    why = ls.searches.unavailable(ls.settings)
-    if why:
-        ls.show_once(why)
-        return why
-    doc = ls.document(uri)
-    if doc is None:
-        return f"{uri} is not open in the editor"
+    doc = opened(ls, uri)
+    if isinstance(doc, str):
+        return doc
     # The file as it is now: its kernel found, its spec planned and the search run on this text
-    # (Apply later checks that the kernel is still the one searched); the planning on a thread,
-    # where a large file's launches, read for a draft, keep no other request waiting.
-    text, path, settings = doc.source, Path(doc.path), ls.settings
-    root = ls.workspace_root(path)
+    # (Apply later checks that the kernel is still the one searched).
     cancel = ls.searches.planning[key] = threading.Event()
     try:
-        planned = await asyncio.to_thread(slowed(ls.instruments.plan_seconds, planned_spec), ls.drafts.index_for(root),
-                                          path, text, kernel_name, settings, open_documents(ls),
-                                          lambda: _model_drafter(settings))
+        found = await planned(ls, doc, kernel_name, OPTIMIZE, lambda: _model_drafter(doc.settings))
     finally:
         ls.searches.planning.pop(key, None)
-    if isinstance(planned, str):
-        return planned
+    if isinstance(found, str):
+        return found
     if cancel.is_set():
         message = f"FSR {kernel_name}: cancelled before the search began"
         ls.show(message)
         return message
-    _, plan = planned
+    _, plan = found
     if plan.draft is not None:
         ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
                                                      message=f"fsr: drafted @fsr spec for {kernel_name}:\n{plan.draft}"))
     if plan.message:
         ls.show(f"FSR {plan.message} (see the log)" if plan.draft else f"FSR {plan.message}")
+    token = await _progress_token(ls, uri, kernel_name)
+    run = KernelJob(doc.text, doc.path, kernel_name, doc.root, doc.settings, plan, focus=focus)
+    job = ls.searches.start(uri, run, lambda j, p: _progress(ls, j, p), lambda j: _finished(ls, j), token=token)
+    notify_progress(ls, job, "starting", 0, done=False)
+    return f"optimizing {kernel_name}"
+
+
+async def _progress_token(ls: FsrServer, uri: str, kernel_name: str) -> str:
+    """A work-done progress begun before the search can report anything; its cancel cancels the
+    search."""
     token = new_token()
-    if ls.supports_progress:  # begun before the search can report anything
+    if ls.supports_progress:
         try:
             await ls.work_done_progress.create_async(token)
         except Exception:  # a client that refuses a token still gets the result
@@ -123,39 +115,7 @@ async def optimize(ls: FsrServer, uri: str, kernel_name: str, focus: str = "") -
         future = ls.work_done_progress.tokens.get(token)
         if future is not None:
             future.add_done_callback(lambda f: ls.searches.cancel(uri, kernel_name) if f.cancelled() else None)
-    run = OptimizeRun(text, path, kernel_name, root, settings, plan, focus=focus)
-    job = ls.searches.start(uri, run, lambda j, p: _progress(ls, j, p), lambda j: _finished(ls, j), token=token)
-    notify_progress(ls, job, "starting", 0, done=False)
-    return f"optimizing {kernel_name}"
-
-
-T = TypeVar("T")
-
-
-def slowed(seconds: float, work: Callable[..., T]) -> Callable[..., T]:
-    """`work`, made to take `seconds` more where it runs (tests: Instruments.plan_seconds)."""
-    if not seconds:
-        return work
-
-    def slow(*args: Any, **kwargs: Any) -> T:
-        time.sleep(seconds)
-        return work(*args, **kwargs)
-    return slow
-
-
-def planned_spec(index: LaunchIndex, path: Path, text: str, kernel_name: str, settings: Settings,
-                 documents: dict[Path, str], model_drafter: Callable[[], Drafter] | None = None,
-                 then: str = "searching") -> tuple[Kernel, SpecPlan] | str:
-    """The kernel named in `text` and the spec Optimize or Profile will use for it
-    (`plan_spec`), or why there is none: blocking, for a thread (a 10 MB file's kernels and
-    launches take seconds)."""
-    from ...kernels import find_kernel
-    from ...workflows.optimize import plan_spec
-
-    kernel = find_kernel(text, kernel_name)
-    if kernel is None:
-        return f"no kernel named {kernel_name}"
-    return kernel, plan_spec(index, path, text, kernel, settings, documents, model_drafter=model_drafter, then=then)
+    return token
 
 
 def _model_drafter(settings: Settings):
