@@ -17,42 +17,31 @@ from rich.table import Table
 
 from ..failures import said
 from ..drafting.by_llm import model_draft
-from ..drafting.workspace import LaunchIndex
 from ..llmclient import ChatClient
 from ..search import SearchOutcome
 from ..search.loop import first_win_seconds
 from ..search.applicable import applicable
 from ..search.apply import ApplyError
 from ..search.report import parents, write_report
-from ..settings import settings_from_args
-from ..workflows.optimize import Optimizer, KernelJob, plan_spec
-from .arguments import unwritable, workspace_of
+from ..workflows.optimize import Optimizer, KernelJob
 from . import STARTED
-from .console import InputError, fail, kernel_of, make_console
+from .kernel_job import KernelCommand, kernel_job
+from .console import fail, make_console
 
 
 def run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True)
-    try:
-        source, kernel = kernel_of(args.file, args.kernel)
-        settings = settings_from_args(args)
-    except (InputError, ValueError) as e:
-        return fail(str(e), 2)
-    workspace = workspace_of(args.file, args.workspace)
-    why = unwritable(workspace)  # the history is kept there: said now, not after the search
-    if why:
-        return fail(why, 2)
     optimizer = Optimizer(instruments=args.instruments)
-    missing = optimizer.unavailable(settings)
-    if missing:
-        return fail(missing.removeprefix("fsr: "), 3)
-    plan = plan_spec(LaunchIndex(workspace, first_wait=None), args.file.resolve(), source, kernel, settings,
-                     model_drafter=lambda: _model_drafter(settings))
+    job = kernel_job(args, KernelCommand("searching", optimizer.unavailable, lambda s: lambda: _model_drafter(s)),
+                     started=STARTED)
+    if isinstance(job, int):
+        return job
+    plan = job.plan
+    assert plan is not None
     if plan.message:
         console.print(escape(plan.message), highlight=False)
     if plan.draft:
         console.print(plan.draft, markup=False, highlight=False)
-    job = KernelJob(source, args.file.resolve(), args.kernel, workspace, settings, plan, started=STARTED)
     try:
         outcome, interrupted = _run_with_progress(console, optimizer, job)
     except ValueError as e:  # a --gpu that names no GPU
@@ -65,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     try:  # the answer first, then the workers go
         if interrupted:
             args.apply = False  # the user stopped it: what was found is reported, the file left alone
-        code = _finish(args, job, outcome, workspace, settings.search_sanitize)
+        code = _finish(args, job, outcome, job.workspace, job.settings.search_sanitize)
         if interrupted:
             found = "the best verified result so far is above" if outcome.best else "no verified win so far"
             console.print(f"interrupted after {time.monotonic() - job.started:.1f} s: {found}; every candidate "

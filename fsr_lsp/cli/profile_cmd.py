@@ -11,15 +11,14 @@ from pathlib import Path
 from rich.markup import escape
 
 from ..failures import said
-from .arguments import unwritable, workspace_of
-from ..drafting.workspace import LaunchIndex
 from ..evaluator.backends import backend_missing
 from ..profiling.findings import KernelProfile
-from ..settings import Settings, settings_from_args
+from ..settings import Settings
 from ..instruments import Instruments
-from ..workflows.optimize import Optimizer, plan_spec
-from ..workflows.profile_kernel import KernelJob, profile_kernel
-from .console import InputError, fail, kernel_of, make_console
+from ..workflows.optimize import Optimizer
+from ..workflows.profile_kernel import profile_kernel
+from .console import fail, make_console
+from .kernel_job import KernelCommand, kernel_job
 
 
 
@@ -27,22 +26,10 @@ from .console import InputError, fail, kernel_of, make_console
 
 def run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True)
-    try:
-        source, kernel = kernel_of(args.file, args.kernel)
-        settings = settings_from_args(args)
-    except (InputError, ValueError) as e:
-        return fail(str(e), 2)
-    workspace = workspace_of(args.file, args.workspace)
-    why = unwritable(workspace)  # a drafted spec's proof is cached there
-    if why:
-        return fail(why, 2)
-    missing = unavailable(settings, args.instruments)
-    if missing:
-        return fail(missing, 3)
+    job = kernel_job(args, KernelCommand("profiling", lambda settings: unavailable(settings, args.instruments)))
+    if isinstance(job, int):
+        return job
     optimizer = Optimizer(instruments=args.instruments)
-    plan = plan_spec(LaunchIndex(workspace, first_wait=None), args.file.resolve(), source, kernel, settings,
-                     then="profiling")
-    job = KernelJob(source, args.file.resolve(), args.kernel, workspace, settings, plan)
     try:
         outcome = profile_kernel(optimizer, job, lambda message: console.print(escape(message), highlight=False))
     except Exception as e:  # a bug of ours: one line, never a traceback
