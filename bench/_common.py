@@ -91,3 +91,15 @@ def event_median_ms(torch, run, flush, reps: int = 30, budget_s: float = 2.0) ->
         if time.perf_counter() - started > budget_s and len(times) >= 5:
             break
     return statistics.median(times)
+
+
+def lsp_message(stream) -> dict | None:
+    """The next JSON-RPC message of a language server's stdout (None at its end)."""
+    header = b""
+    while not header.endswith(b"\r\n\r\n"):
+        chunk = stream.read(1)
+        if not chunk:
+            return None
+        header += chunk
+    found = re.search(rb"Content-Length: (\d+)", header)
+    return json.loads(stream.read(int(found.group(1)))) if found else None

@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import ROOT, save, table
+from _common import ROOT, lsp_message, save, table
 
 MIN_WIN = 1.02
 BEST = re.compile(r"best (?:verified )?(\d+(?:\.\d+)?)x")
@@ -47,15 +47,7 @@ class Editor:
     def _read(self) -> None:
         stream = self.proc.stdout
         assert stream is not None
-        while True:
-            header = b""
-            while not header.endswith(b"\r\n\r\n"):
-                chunk = stream.read(1)
-                if not chunk:
-                    return
-                header += chunk
-            length = int(re.search(rb"Content-Length: (\d+)", header).group(1))  # type: ignore[union-attr]
-            message = json.loads(stream.read(length))
+        while (message := lsp_message(stream)) is not None:
             if "method" in message and "id" in message:  # a request of the server's: progress tokens, configuration
                 self.send(id=message["id"], result=None)
             elif "method" in message:

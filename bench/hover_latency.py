@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import queue
-import re
 import statistics
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import ROOT, save, table
+from _common import ROOT, lsp_message, save, table
 
 KERNEL = """#include <cuda_runtime.h>
 __global__ void scale{i}(float* out, const float* x, int n)
@@ -53,16 +52,7 @@ class Session:
 
     def _read(self) -> None:
         """Every reply (a message with an id and a result or error) as it arrives."""
-        stream = self.proc.stdout
-        while True:
-            header = b""
-            while not header.endswith(b"\r\n\r\n"):
-                chunk = stream.read(1)
-                if not chunk:
-                    return
-                header += chunk
-            length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
-            message = json.loads(stream.read(length))
+        while (message := lsp_message(self.proc.stdout)) is not None:
             if "id" in message and ("result" in message or "error" in message):
                 self.deliver(message)
 
