@@ -73,6 +73,8 @@ class _Rows:
         self.same_launch = same_launch
         self.data = definition.encode()
         self.edits: list[tuple[int, int, str]] = []
+        self.turn_open: tuple[int, int, str] | None = None  # the rows-in-turn loop's two edits, where it has one
+        self.turn_close: tuple[int, int, str] | None = None
         self.reduced: dict[str, str] = {}  # variable -> its reduction's function ("+" for a sum)
         self.single_stores = 0  # stores of the row's result, made by lane 0
 
@@ -98,7 +100,7 @@ class _Rows:
         note = "one warp per row" + (", shuffle reduction" if self.reduced else "") + ": " + "; ".join(parts)
         if self.same_launch:
             note += "; the program's launch kept: each block's warps take its own rows in turn"
-            return Rewrite(_indented_turns(out), "", 0, note, loops, rows_expr)
+            return Rewrite(out, "", 0, note, loops, rows_expr)
         block = self._block()
         return Rewrite(out, f"cdiv(({rows_expr}) * {WARP}, {block})", block, note, loops, rows_expr)
 
@@ -194,16 +196,17 @@ class _Rows:
         if not kind or len(declaration.children_by_field_name("declarator")) != 1:
             raise _NotApplicable  # `int r = ..., k = cols;`: k would be declared in the loop's header only
         warps = f"(blockDim.x / {WARP})"
-        self.edits.append((declaration.start_byte, declaration.end_byte,
-                           f"// one warp per row, under the program's launch: the block's {WARP}-lane warps take\n"
-                           f"{indent}// the block's own rows (those its threads had) in turn\n"
-                           f"{indent}const int {lane} = threadIdx.x % {WARP};\n"
-                           f"{indent}for ({kind} {row} = blockIdx.x * blockDim.x + threadIdx.x / {WARP}; "
-                           f"{row} < (blockIdx.x + 1) * blockDim.x; {row} += {warps}) {{"))
+        self.turn_open = (declaration.start_byte, declaration.end_byte,
+                          f"// one warp per row, under the program's launch: the block's {WARP}-lane warps take\n"
+                          f"{indent}// the block's own rows (those its threads had) in turn\n"
+                          f"{indent}const int {lane} = threadIdx.x % {WARP};\n"
+                          f"{indent}for ({kind} {row} = blockIdx.x * blockDim.x + threadIdx.x / {WARP}; "
+                          f"{row} < (blockIdx.x + 1) * blockDim.x; {row} += {warps}) {{")
         body = kernel_body(self.data)
         assert body is not None
         close = body.end_byte - 1  # the kernel's closing brace
-        self.edits.append((close, close, f"{indent}}}  // the warp's next row\n"))
+        self.turn_close = (close, close, f"{indent}}}  // the warp's next row\n")
+        self.edits += [self.turn_open, self.turn_close]
 
     # ---------------------------------------------------------------- statements of the row
 
@@ -291,19 +294,21 @@ class _Rows:
         return indent_of(self.data, node)
 
     def _applied(self) -> str:
-        out, at = bytearray(), 0
-        for start, end, new in sorted(self.edits, key=lambda e: (e[0], e[1])):
-            out += self.data[at:start] + new.encode()
+        """The edits applied; the rows-in-turn loop's body (where there is one) indented one level,
+        as a person would write it."""
+        out, at, turn = bytearray(), 0, [0, 0]
+        for edit in sorted(self.edits, key=lambda e: (e[0], e[1])):
+            start, end, new = edit
+            out += self.data[at:start]
+            if edit is self.turn_close:
+                turn[1] = len(out)
+            out += new.encode()
+            if edit is self.turn_open:
+                turn[0] = len(out)
             at = max(at, end)
         out += self.data[at:]
+        if self.turn_open is not None:
+            lines = out[turn[0]:turn[1]].split(b"\n")  # the first: the rest of the `{` line; the last: before `}`
+            inner = [b"    " + line if line.strip() else line for line in lines[1:-1]]
+            out[turn[0]:turn[1]] = b"\n".join([lines[0], *inner, lines[-1]]) if len(lines) > 1 else lines[0]
         return out.decode()
-
-
-def _indented_turns(text: str) -> str:
-    """The rows-in-turn loop's body indented one level, as a person would write it."""
-    lines = text.split("\n")
-    first = next(i for i, line in enumerate(lines) if "// the block's own rows (those its threads had)" in line) + 3
-    last = next(i for i, line in enumerate(lines) if line.rstrip().endswith("}  // the warp's next row"))
-    return "\n".join(lines[:first] + ["    " + line if line.strip() else line for line in lines[first:last]]
-                     + lines[last:])
-
