@@ -175,15 +175,17 @@ class _Timing:
             session.flush_l2(cfg.flush_factor)
         release = session.hold_gpu(cfg.hold_cycles)  # the stream waits until the end event is queued
         start, end = session.event(), session.event()
-        start.record()
-        with self.clock.tagged(c.name, timed):
-            if c.launch is not None and buffers is not None and args is not None:
-                c.launch(args)
-                c.outputs = buffers
-            else:
-                c.outputs = eval_ref(torch, self.job.ref, bench, self.pristine)
-        end.record()
-        release()
+        try:
+            start.record()
+            with self.clock.tagged(c.name, timed):
+                if c.launch is not None and buffers is not None and args is not None:
+                    c.launch(args)
+                    c.outputs = buffers
+                else:
+                    c.outputs = eval_ref(torch, self.job.ref, bench, self.pristine)
+            end.record()
+        finally:
+            release()  # also where the launch failed: the stream never waits out the hold's timeout
         if args is not None and buffers is not None and self.pointers:  # pointers put back as saved: sets compare
             canonical(torch, bench.args, buffers, {name: t.data_ptr() for name, t in buffers.items()})
         if timed is not None:
