@@ -149,7 +149,7 @@ class FakeSession:
     def flush_l2(self, factor: int = 2) -> None:
         pass
 
-    def hold_gpu(self, cycles: int = 0) -> Callable[[], None]:
+    def hold_gpu(self, cycles: int = 0, until_released: bool = True) -> Callable[[], None]:
         return lambda: None
 
     def kernel_clock(self) -> FakeClock | None:

@@ -192,3 +192,14 @@ def test_a_settled_timing_stops_at_its_fewest_runs_and_an_unsettled_one_takes_th
 
     assert timed_runs(0.005) == 20
     assert timed_runs(0.0) == 100
+
+
+def test_a_lone_contender_whose_events_far_outgrow_its_records_is_timed_by_them():
+    """An original timed alone (a baseline) that starts its work as a child grid: no other side to
+    compare its excess with, but no launch's own work is 10 ms. The same holds where both hide."""
+    events = {"original": [10.0, 10.1, 9.9]}
+    times, how = choose_clock(events, {"original": [0.001, 0.001, 0.001]})
+    assert times == events and "original's launches did work" in how
+    both = {"original": [10.0] * 3, "candidate": [10.0] * 3}
+    assert choose_clock(both, {"original": [0.001] * 3, "candidate": [0.001] * 3})[0] == both
+    assert choose_clock({"original": [0.0125] * 3}, {"original": [0.010] * 3})[1] == "kernel"  # 2.5 us: a launch's

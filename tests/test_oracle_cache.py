@@ -171,8 +171,8 @@ def test_the_kept_outputs_are_the_originals_on_those_inputs():
     run_job(session, job("slow_axpy", None, 11, base_seed=1))
     kept = [v for v, _ in session.oracle_cache._entries.values()]
     verify = next(v for v in kept if hasattr(v, "expected"))
-    timed = next(v for v in kept if hasattr(v, "times_ms"))
-    assert len(timed.outputs) == len(timed.times_ms) == 8
+    timed = next(v for v in kept if hasattr(v, "events_ms"))
+    assert len(timed.outputs) == len(timed.events_ms) == len(timed.kernel_ms) == 8
     y = verify.expected[0]["y"].numpy()
     assert np.isfinite(y).all() and y.shape == (BENCH,)
     assert not np.array_equal(timed.outputs[0]["y"].numpy(), timed.outputs[1]["y"].numpy())  # fresh inputs each
@@ -215,3 +215,15 @@ def test_the_runs_are_kept_through_prepare_for_a_real_kernel(monkeypatch):
     assert any("from an earlier job" in s for s in stages if s.startswith("checking M=48")), stages
     assert any("earlier job" in s for s in stages if s.startswith("timing")), stages
     assert session.oracle_cache.hits == 2
+
+
+def test_a_slow_original_kept_on_a_machine_without_the_kernel_clock_is_kept_by_its_events():
+    """No CUPTI (or events asked for): the baseline of a slow original is kept with its events and
+    no kernel times, and a later candidate meets it. A KeyError here once ended every such search."""
+    session = FakeSession()
+    session.clock, session.clock_note = None, "no kernel clock (CUPTI not found)"
+    baseline, _, result, runs = search_jobs("quick_axpy", session=session)
+    assert baseline.clock.startswith("events: no kernel clock"), baseline.clock
+    assert result.status == "verified", result.message
+    assert runs.get("slow_axpy", 0) == 0, runs  # met the kept runs
+    assert result.original_time == baseline.original_time

@@ -64,3 +64,11 @@ def test_a_timing_is_settled_only_once_its_interval_is_narrow():
     alone = {"original": steady["original"], "ref": [5.0, 9.0, 1.0]}  # a ref never decides
     assert settled(alone, 0.005, seed=0)
     assert not settled({"original": noisy["original"]}, 0.005, seed=0)
+
+
+def test_a_skewed_interval_settles_only_when_both_its_sides_are_within_precision():
+    from fsr_lsp.evaluator.gpu.timing_stats import settled
+
+    steady = [1.0] * 18 + [1.0] * 2
+    slow_tail = {"original": [1.0] * 20, "candidate": steady[:14] + [1.3] * 6}  # a few runs far slower
+    assert not settled(slow_tail, 0.005, seed=0)

@@ -27,7 +27,7 @@ def largest(lengths: dict[str, tuple[str, str]], sizes: dict[str, int]) -> int:
 
 
 def buffer_length(p: Param, arg: str, scope: Scope, t: Translator, grid_names: list[str],
-            subst: dict[str, str], starts: dict[str, str]) -> tuple[str, str]:
+                 subst: dict[str, str], starts: dict[str, str]) -> tuple[str, str]:
     """The argument's length in elements of the parameter's type from the pointer on, and where
     it came from; a pointer into its allocation puts the elements before it in `starts`."""
     elem = substituted(p.base_type, subst)

@@ -8,6 +8,7 @@
 // its first kernel's start to its last kernel's end, and how many kernels ran.
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,7 +34,7 @@ struct Span {
 std::mutex lock;
 std::map<uint32_t, uint64_t> tagged;  // API correlation id -> tag
 std::map<uint64_t, Span> spans;       // tag -> its kernels' span
-uint64_t current = 0;                 // the tag of launches made now (one timing thread)
+std::atomic<uint64_t> current{0};     // the tag of launches made now (set by the timing thread)
 CUpti_SubscriberHandle subscriber = nullptr;
 
 void CUPTIAPI requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -62,9 +63,10 @@ void CUPTIAPI completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
 
 void CUPTIAPI callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   const CUpti_CallbackData* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (cb->callbackSite != CUPTI_API_ENTER || current == 0) return;
+  const uint64_t tag = current.load();
+  if (cb->callbackSite != CUPTI_API_ENTER || tag == 0) return;
   std::lock_guard<std::mutex> guard(lock);
-  tagged[cb->correlationId] = current;
+  tagged[cb->correlationId] = tag;
 }
 
 }  // namespace
@@ -105,7 +107,7 @@ int fsr_clock_open() {
 }
 
 // Launches from now on carry `tag` (0: untagged, not timed).
-void fsr_clock_tag(uint64_t tag) { current = tag; }
+void fsr_clock_tag(uint64_t tag) { current.store(tag); }
 
 // Every tag's span since the last read, after the GPU's records are flushed (call after a
 // synchronize). Fills at most `max` entries and returns how many; the rest are dropped.
@@ -132,7 +134,7 @@ void fsr_clock_close() {
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   cuptiUnsubscribe(subscriber);
   subscriber = nullptr;
-  current = 0;
+  current.store(0);
 }
 
 }  // extern "C"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import statistics
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -50,15 +49,6 @@ class TimedOriginal:
     outputs: list[dict[str, Any]]
     events_ms: list[float]
     kernel_ms: list[float | None]
-
-    @property
-    def times_ms(self) -> list[float]:
-        """The kernel clock's times where it has every run, else the events'."""
-        return self.events_ms if any(t is None for t in self.kernel_ms) else [t for t in self.kernel_ms if t is not None]
-
-    @property
-    def median_ms(self) -> float:
-        return statistics.median(self.times_ms)
 
 
 class OracleCache:

@@ -126,16 +126,17 @@ class GpuSession:
         """Read `factor` times the L2's size (at most 4)."""
         self.torch.amax(self._flush[: factor * self._l2_words], dim=0, out=self._flush_sink)
 
-    def hold_gpu(self, cycles: int = 100_000) -> Callable[[], None]:
+    def hold_gpu(self, cycles: int = 100_000, until_released: bool = True) -> Callable[[], None]:
         """Hold the stream until the returned call (gpu/stream_hold.py): the start event, the
         launch and the end event are all queued before the GPU reaches them. Where the hold
-        cannot be had, a spin of `cycles` (about 50 us at full clock) and a release that does
-        nothing."""
-        if self._hold is None and not self._hold_note:
+        cannot be had, or for work that may wait on the stream itself (a torch `ref` that reads a
+        result back: `until_released` False), a spin of `cycles` (about 50 us at full clock) and a
+        release that does nothing."""
+        if until_released and self._hold is None and not self._hold_note:
             from .stream_hold import stream_hold
 
             self._hold, self._hold_note = stream_hold(self.cuda, self.info.clock_khz)
-        if self._hold is not None:
+        if until_released and self._hold is not None:
             return self._hold.hold()
         sleep = getattr(self.torch.cuda, "_sleep", None)
         if sleep is not None:
@@ -149,6 +150,8 @@ class GpuSession:
             from .kernel_clock import KernelClock
 
             self._clock, self.clock_note = KernelClock.open()
+            if self._clock is not None:
+                atexit.register(self._clock.close)  # CUPTI's last records before the process's statics go
         return self._clock
 
     def shared_poison(self) -> Any:

@@ -173,7 +173,8 @@ class _Timing:
             c.point(args)  # a copy when a redirected variable's buffer moved: before the clock starts
         if cfg.flush_l2:
             session.flush_l2(cfg.flush_factor)
-        release = session.hold_gpu(cfg.hold_cycles)  # the stream waits until the end event is queued
+        # the stream waits until the end event is queued; a torch ref may itself wait on the stream
+        release = session.hold_gpu(cfg.hold_cycles, until_released=c.launch is not None)
         start, end = session.event(), session.event()
         try:
             start.record()
@@ -253,7 +254,7 @@ class _Timing:
         self.repetition(timed=0)
         self.sync("timing")
         per_run_ms = max(max(s.elapsed_time(e) for c in self.contenders for s, e in c.times), 1e-3) + 0.05
-        reps = len(replay.times_ms) if replay else \
+        reps = len(replay.events_ms) if replay else \
             int(min(cfg.max_reps, max(least_reps(cfg, per_run_ms), cfg.target_seconds * 1000.0 / per_run_ms)))
         if self.kept is not None and per_run_ms < KEEP_TIMED_MS:
             self.kept = None  # fast enough to time again beside each candidate

@@ -94,4 +94,4 @@ def settled(times: dict[str, list[float]], precision: float, seed: int) -> bool:
         ratios = np.median(x[rng.integers(0, len(x), size=(SETTLE_SAMPLES, len(x)))], axis=1)
         centre = float(np.median(x))
     low, high = np.percentile(ratios, [2.5, 97.5])
-    return bool(centre > 0 and (high - low) / 2 <= precision * centre)
+    return bool(centre > 0 and centre - low <= precision * centre and high - centre <= precision * centre)

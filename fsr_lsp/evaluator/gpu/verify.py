@@ -192,7 +192,7 @@ class _Verification:
         """The torch reference's outputs on these inputs, while it agrees with the original."""
         if not self.ref_usable:
             return None
-        reference, problem = _reference(self.ctx, plan, inputs, expected, seed)
+        reference, problem = _ref_outputs(self.ctx, plan, inputs, expected, seed)
         if problem:
             self.result.warnings.append(problem)
             self.ref_usable = False
@@ -309,7 +309,7 @@ def _checks(ctx: JobContext, counts: Counts, ref_usable: bool, shared: SharedPoi
     return out
 
 
-def _reference(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, seed: int) -> tuple[dict | None, str | None]:
+def _ref_outputs(ctx: JobContext, plan: SizePlan, inputs: dict, expected: dict, seed: int) -> tuple[dict | None, str | None]:
     try:
         reference = eval_ref(ctx.torch, ctx.job.ref, plan, inputs)
     except RefError as e:
