@@ -75,3 +75,16 @@ def emulated_session(conn, index):
 
     session = EmulatedSession()
     serve(conn, session.info, lambda job, report: run_job(session, job, report))
+
+
+def probed(conn, index):
+    """A worker whose copy-bandwidth probe answers 1234 GB/s and notes, in a file the test names,
+    the moment it ran."""
+    marker = os.environ["FSR_TEST_PROBE_MARKER"]
+
+    def probe():
+        with open(marker, "a") as f:
+            f.write(f"{time.time()}\n")
+        return 1234.0
+
+    serve(conn, GPU, _handle, probe=probe)

@@ -37,7 +37,7 @@ def use_tool(monkeypatch, answer):
         return out
 
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "/usr/bin/compute-sanitizer")
-    monkeypatch.setattr(sanitizer, "_run_children", run_children)
+    monkeypatch.setattr(sanitizer, "run_children", run_children)
     monkeypatch.setattr(sanitizer, "_original_verdicts", {})
     return calls
 

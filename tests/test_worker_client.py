@@ -162,3 +162,37 @@ def test_a_cancelled_job_that_ends_within_the_grace_keeps_its_worker():
         assert pid(hung.run(job("a"))) != pid(before)  # killed at the grace's end, a new worker
     finally:
         hung.close()
+
+
+def test_the_bandwidth_probe_waits_until_the_gpu_is_the_workers_alone(tmp_path, monkeypatch):
+    """Sanitizer children may run beside a worker's start (they share the gate); the copy
+    bandwidth, a yardstick for every later verdict, is measured only once they are done."""
+    from fsr_lsp.evaluator.worker.gpu_gate import gate
+
+    marker = tmp_path / "probed"
+    monkeypatch.setenv("FSR_TEST_PROBE_MARKER", str(marker))
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.probed, device_index=7)
+    started: list = []
+    try:
+        with gate(7).shared():
+            thread = threading.Thread(target=lambda: started.append(ev.start()))
+            thread.start()
+            thread.join(timeout=8)  # the worker is up; its probe waits for the shared work to end
+            assert thread.is_alive() and not marker.exists()
+            released = time.time()
+        thread.join(timeout=20)
+        assert started and started[0].bandwidth_gbps == 1234.0
+        assert float(marker.read_text().split()[0]) >= released
+        assert ev.run(job("a")).status == "verified"  # a job's own start, under its gate, probes without waiting
+    finally:
+        ev.close()
+
+
+def test_a_jobs_start_probes_under_the_jobs_own_gate(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSR_TEST_PROBE_MARKER", str(tmp_path / "probed"))
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.probed, device_index=8)
+    try:
+        result = ev.run(job("a"))
+        assert result.status == "verified" and ev.gpu is not None and ev.gpu.bandwidth_gbps == 1234.0
+    finally:
+        ev.close()

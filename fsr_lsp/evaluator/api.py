@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from .worker.worker_client import Evaluator, EvaluatorUnavailable, StageCallback
 from .job.prepare import EvalOptions, Prepared, prepare
-from .records import CompileResult, EvalResult
+from .records import CompileResult, EvalJob, EvalResult
 from .worker.gpu_gate import gate
+from .sanitize.early import EarlySanitizers
 from .sanitize.sanitizer import TOOLS, Prewarm, sanitize
 from .support import predicted_arch
 
@@ -26,6 +27,7 @@ class JobControl:
     on_stage: StageCallback | None = None
     cancel: threading.Event | None = None
     prewarm: Prewarm | None = None
+    early: EarlySanitizers | None = None  # the sanitizers' test sizes, run while the worker started
 
 
 def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | None = None,
@@ -41,8 +43,11 @@ def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | No
     # The sanitizers' children load while the worker starts, compiles, verifies and times.
     if prewarm is None and sanitize_winner and candidate is not None:
         prewarm = Prewarm(TOOLS, evaluator.device_index)
+    sanitizers: EarlySanitizers | None = None
     try:
         early = _compile_early(evaluator, source, kernel, candidate, options)
+        if early is not None and prewarm is not None and sanitize_winner:  # a cold worker: its start is theirs
+            sanitizers = EarlySanitizers(lambda: _compiled_job(early), prewarm, evaluator.device_index)
         try:
             gpu = evaluator.start(cancel)
         except EvaluatorUnavailable as e:
@@ -52,10 +57,12 @@ def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | No
         if prepared is None:
             prepared = prepare(source, kernel, candidate, gpu.arch, options)
         return run_prepared(evaluator, prepared, sanitize_winner=sanitize_winner,
-                            control=dataclasses.replace(control, prewarm=prewarm))
+                            control=dataclasses.replace(control, prewarm=prewarm, early=sanitizers))
     finally:
         if prewarm is not None:
             prewarm.close()
+        if sanitizers is not None:
+            sanitizers.close()
 
 
 class _Early(threading.Thread):
@@ -75,6 +82,16 @@ class _Early(threading.Thread):
     def result(self) -> Prepared | None:
         self.join()
         return self._prepared
+
+
+def _compiled_job(early: _Early) -> tuple[EvalJob, int | None] | None:
+    """The early compile's job and its candidate's static shared memory (None: ptxas did not say)."""
+    prepared = early.result()
+    if prepared is None or prepared.job is None or prepared.result is None:
+        return None
+    compiled = prepared.result.compile.get("candidate")
+    resources = compiled.resources if compiled is not None else None
+    return prepared.job, resources.shared_bytes if resources is not None else None
 
 
 def _compile_early(evaluator: Evaluator, source: str, kernel: str, candidate: str | None,
@@ -122,10 +139,13 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
         if on_stage:
             on_stage("compute-sanitizer memcheck and racecheck")
         resources = result.resources.get("candidate")
+        early = control.early
+        if early is not None:  # its runs end (or stop at their limit) before this takes the gate
+            early.join()
         with gate(evaluator.device_index).shared():
             checks = sanitize(prepared.job, evaluator.device_index, native_ms=result.native_ms,
                               static_shared=resources.shared_bytes if resources else None, cancel=cancel,
-                              prewarm=prewarm)
+                              prewarm=early or prewarm)
         result.checks += checks
         failed = [c for c in checks if c.status == "fail"]
         if failed:

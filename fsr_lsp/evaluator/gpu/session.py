@@ -92,7 +92,7 @@ class GpuSession:
         self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
         # the original's runs at an input set, for later jobs of the same original (gpu/oracle_cache.py)
         self.oracle_cache = OracleCache(budget_for(self.info.memory_bytes))
-        self.info.bandwidth_gbps = self._measure_bandwidth()
+        # the copy bandwidth is measured when the parent says the GPU is its alone (measure_bandwidth)
 
     def release_kept(self) -> None:
         """The original's kept runs dropped and torch's cached memory given back (an idle worker:
@@ -104,8 +104,13 @@ class GpuSession:
         """What kernels printed since the last call; "" where stdout is not ours to read."""
         return self.printed.take() if self.printed is not None else ""
 
-    def _measure_bandwidth(self, nbytes: int = 1 << 30) -> float:
-        """GB/s of a device-to-device copy (read + write), the ceiling for memory-bound kernels."""
+    def measure_bandwidth(self, nbytes: int = 1 << 30) -> float:
+        """GB/s of a device-to-device copy (read + write), the ceiling for memory-bound kernels,
+        kept in `info`. Only with the GPU to itself: a sanitizer's kernels beside it slow the copy."""
+        self.info.bandwidth_gbps = self._copy_gbps(nbytes)
+        return self.info.bandwidth_gbps
+
+    def _copy_gbps(self, nbytes: int) -> float:
         torch = self.torch
         src = torch.empty(nbytes // 4, dtype=torch.int32, device=self.device).fill_(1)
         dst = torch.empty_like(src)

@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ... import scratch
 from ..records import Check, EvalJob, SizePlan
@@ -43,7 +44,9 @@ _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazard
 _ACCESS = re.compile(r"(?:Invalid|(Uninitialized)) __global__ (?:memory )?(read|write) of size (\d+) bytes?")
 _ADDRESS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]+)")
 _BUFFER = re.compile(r"^fsr-buffer (\S+) (\S+) (0x[0-9a-fA-F]+) (\d+)\s*$", re.M)
-_original_verdicts: dict[str, "Outcome"] = {}  # the original's memcheck run, per kernel and sizes, in this process
+_original_verdicts: dict[str, "Outcome"] = {}
+Output = tuple[int | None, str]  # a tool child's exit code (None: stopped, said in the text) and its output
+Done = dict[str, tuple[frozenset[str], Output]]  # per tool: the size labels a finished run covered, its output  # the original's memcheck run, per kernel and sizes, in this process
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,16 @@ def sanitized_sizes(job: EvalJob) -> list[SizePlan]:
     return [p for p in job.sizes if p.role != "bench" or p.buffer_bytes <= job.defences.layered_max_bytes]
 
 
+class HeadStart(Protocol):
+    """What began before `sanitize` was called: children loading, runs already ended."""
+
+    def take(self, tool: str) -> "ToolChild | None": ...
+
+    def done_for(self, job: EvalJob) -> Done: ...
+
+    def close(self) -> None: ...
+
+
 class Prewarm:
     """Sanitizer children started before the job they will check: Python, pycuda and numpy load
     while the GPU verifies and times the candidate (torch only when the job comes and needs it:
@@ -80,15 +93,19 @@ class Prewarm:
 
     def __init__(self, tools: tuple[str, ...] = TOOLS, device_index: int = 0) -> None:
         tool_path = find_sanitizer()
-        self.children: dict[str, _Child] = {t: _Child.start(tool_path, t, device_index) for t in tools} \
+        self.children: dict[str, ToolChild] = {t: ToolChild.start(tool_path, t, device_index) for t in tools} \
             if tool_path else {}
 
-    def take(self, tool: str) -> "_Child | None":
+    def take(self, tool: str) -> "ToolChild | None":
         child = self.children.pop(tool, None)
         if child is not None and child.proc.poll() is not None:  # gave up waiting: a fresh one instead
             child.kill()
             return None
         return child
+
+    def done_for(self, job: EvalJob) -> Done:
+        """Nothing has run yet: these children only load."""
+        return {}
 
     @property
     def alive(self) -> bool:
@@ -102,11 +119,13 @@ class Prewarm:
 
 def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS, timeout: float = 300.0,
              native_ms: dict[str, float] | None = None, static_shared: int | None = None,
-             cancel: threading.Event | None = None, prewarm: Prewarm | None = None) -> list[Check]:
+             cancel: threading.Event | None = None, prewarm: HeadStart | None = None) -> list[Check]:
     """One Check per tool, the tools side by side: pass, fail (naming the buffer, size and
     distance) or skip (no tool, or not needed), each saying which sizes it ran at and why the
     others were left out (sanitizer_plan.py). A memcheck failure the original shares is the
-    spec's: that check says so (`spec` in its name) and the caller turns it into a spec error."""
+    spec's: that check says so (`spec` in its name) and the caller turns it into a spec error.
+    `prewarm`: children already loading, and runs of this job's candidate that already ended
+    (early.py): only the sizes those did not cover run now, and each tool's verdict reads them all."""
     tool_path = find_sanitizer()
     if tool_path is None:
         if prewarm:
@@ -116,8 +135,10 @@ def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS
     prints = calls_printf(job.original)  # the original's: a candidate's printf must not buy it fewer checks
     plans = {t: plan_tool(t, job, native_ms or {}, shared, prints) for t in tools}
     runs = {t: plans[t] for t in tools if not plans[t].skipped and plans[t].sizes}
-    outputs = _run_children([(t, _sanitize_job(job, plans[t].sizes, original=False)) for t in runs], tool_path,
-                            device_index, timeout, cancel, prewarm)
+    done = prewarm.done_for(job) if prewarm else {}
+    todo = {t: [p for p in runs[t].sizes if p.label not in done.get(t, (frozenset(), None))[0]] for t in runs}
+    outputs = run_children([(t, sanitize_job(job, todo[t], original=False)) for t in runs if todo[t]], tool_path,
+                           device_index, timeout, cancel, prewarm)
     if prewarm:
         prewarm.close()
     checks = []
@@ -126,7 +147,9 @@ def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS
         if tool not in runs:
             checks.append(Check(f"sanitizer {tool}", "skip", plan.describe()))
             continue
-        outcome = _outcome(tool, outputs[tool], plan, timeout, calls_printf(job.candidate or job.original))
+        parts = [done[tool][1]] if tool in done else []
+        parts += [outputs[tool]] if todo[tool] else []
+        outcome = _judged(tool, parts, plan, timeout, calls_printf(job.candidate or job.original))
         if tool == "memcheck" and outcome.check.status == "fail" and outcome.accesses:
             shared_fault = _shared_with_original(tool_path, job, plan.sizes, device_index, timeout, outcome, cancel)
             if shared_fault:
@@ -146,7 +169,7 @@ def sanitize_original(job: EvalJob, device_index: int = 0, tools: tuple[str, ...
     sizes = sanitized_sizes(job)
     plan = ToolPlan("", sizes, [(p.label, f"over {job.defences.layered_max_bytes >> 20} MiB of buffers")
                                 for p in job.sizes if p not in sizes])
-    outputs = _run_children([(t, _sanitize_job(job, sizes, original=True)) for t in tools], tool_path, device_index,
+    outputs = run_children([(t, sanitize_job(job, sizes, original=True)) for t in tools], tool_path, device_index,
                             timeout, cancel)
     return [_outcome(t, outputs[t], plan, timeout).check for t in tools]
 
@@ -155,7 +178,7 @@ def _shared_with_original(tool_path: str, job: EvalJob, sizes: list[SizePlan], d
                           candidate: Outcome, cancel: threading.Event | None) -> str:
     key = hashlib.sha256(job.original.cubin + job.original.entry.encode() + to_json(sizes).encode()).hexdigest()
     if key not in _original_verdicts:
-        out = _run_children([("memcheck", _sanitize_job(job, sizes, original=True))], tool_path, device_index,
+        out = run_children([("memcheck", sanitize_job(job, sizes, original=True))], tool_path, device_index,
                             timeout, cancel)["memcheck"]
         _original_verdicts[key] = _outcome("memcheck", out, ToolPlan("memcheck", sizes), timeout)
     original = _original_verdicts[key]
@@ -166,18 +189,18 @@ def _shared_with_original(tool_path: str, job: EvalJob, sizes: list[SizePlan], d
             + ", ".join(f"`{b}`" for b in buffers) + " is too small")
 
 
-def _sanitize_job(job: EvalJob, sizes: list[SizePlan], original: bool) -> EvalJob:
+def sanitize_job(job: EvalJob, sizes: list[SizePlan], original: bool) -> EvalJob:
     return dataclasses.replace(job, sizes=sizes, mode="sanitize", seeds_per_size=1, sanitize_original=original)
 
 
-class _Child:
+class ToolChild:
     """One tool's child process, started waiting for its job (a folder with `job.json`, then `go`)."""
 
     def __init__(self, tool: str, proc: subprocess.Popen, folder: Path) -> None:
         self.tool, self.proc, self.folder = tool, proc, folder
 
     @classmethod
-    def start(cls, tool_path: str, tool: str, device_index: int) -> "_Child":
+    def start(cls, tool_path: str, tool: str, device_index: int) -> "ToolChild":
         folder = scratch.make("sanitize")
         # No kernel filter: the child launches no kernel but the one checked (torch's input
         # fills too, for the jobs that still go through torch: plain_runs.why_not_plain).
@@ -219,14 +242,14 @@ class _Child:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index: int, timeout: float,
-                  cancel: threading.Event | None = None, prewarm: Prewarm | None = None) -> dict[str, tuple[int | None, str]]:
+def run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index: int, timeout: float,
+                  cancel: threading.Event | None = None, prewarm: HeadStart | None = None) -> dict[str, tuple[int | None, str]]:
     """Each (tool, job) in its own child, all side by side (sanitizers may share the GPU with each
     other, never with a timed run: the caller holds the GPU); the exit code (None: killed at the
     timeout or on cancel, said in the text) and the output of each."""
     children = []
     for tool, job in work:
-        child = (prewarm.take(tool) if prewarm else None) or _Child.start(tool_path, tool, device_index)
+        child = (prewarm.take(tool) if prewarm else None) or ToolChild.start(tool_path, tool, device_index)
         child.go(job)
         children.append(child)
     deadline = time.monotonic() + timeout
@@ -258,6 +281,17 @@ def _run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index:
             with (folder / f"{tool}-{who}-{os.getpid()}.log").open("a") as f:
                 f.write(text)
     return out
+
+
+def _judged(tool: str, parts: list[tuple[int | None, str]], plan: ToolPlan, timeout: float, prints: bool) -> Outcome:
+    """One verdict from a tool's runs at parts of the plan's sizes: a failure in any, else a run
+    that could not check (a skip), else a pass at every size of the plan."""
+    outcomes = [_outcome(tool, part, plan, timeout, prints) for part in parts]
+    for status in ("fail", "skip"):
+        found = next((o for o in outcomes if o.check.status == status), None)
+        if found is not None:
+            return found
+    return outcomes[0]
 
 
 def _outcome(tool: str, result: tuple[int | None, str], plan: ToolPlan, timeout: float,

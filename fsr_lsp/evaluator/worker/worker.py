@@ -1,9 +1,11 @@
 """The worker process: owns the CUDA context, runs one job at a time, reports stages.
 
 Messages (tuples over a multiprocessing Pipe, plain data only):
-  parent -> worker: ("job", job_data) | ("stop",)
+  parent -> worker: ("job", job_data) | ("probe",) | ("stop",)
   worker -> parent: ("ready", gpu_data) | ("unavailable", message)
-                    ("stage", text) | ("result", result_data)
+                    ("stage", text) | ("result", result_data) | ("probed", bandwidth_gbps)
+The parent asks for the probe (the copy bandwidth) once the GPU is the worker's alone: sanitizers
+may run beside the worker's start.
 A job whose result asks for a restart (sticky CUDA error, out of memory) ends the process
 after the reply: its context can no longer be trusted.
 """
@@ -37,17 +39,19 @@ def worker_main(conn: Any, device_index: int) -> None:
     session.printed = printed
     from ..gpu.run import run_job
 
-    serve(conn, session.info, lambda job, report: run_job(session, job, report), on_idle=session.release_kept)
+    serve(conn, session.info, lambda job, report: run_job(session, job, report), on_idle=session.release_kept,
+          probe=session.measure_bandwidth)
 
 
 IDLE_RELEASE_S = 300.0  # a worker with no job for this long gives back what it keeps for the next one
 
 
 def serve(conn: Any, gpu: GpuInfo, handle: Handler, on_idle: Callable[[], None] | None = None,
-          idle_s: float = IDLE_RELEASE_S) -> None:
+          idle_s: float = IDLE_RELEASE_S, probe: Callable[[], float] | None = None) -> None:
     """Announce the GPU, then answer jobs until told to stop or the parent goes away; after
     `idle_s` with no job, `on_idle` once (the original's kept runs, GPU memory that the user's
-    own programs on this GPU may need while no search runs)."""
+    own programs on this GPU may need while no search runs). `probe`: the copy bandwidth,
+    measured when asked (without one, the announced GPU's is the answer)."""
     try:
         conn.send(("ready", to_data(gpu)))
         idle_said = False
@@ -63,6 +67,9 @@ def serve(conn: Any, gpu: GpuInfo, handle: Handler, on_idle: Callable[[], None] 
             idle_said = False
             if message[0] == "stop":
                 return
+            if message[0] == "probe":
+                conn.send(("probed", _probed(probe, gpu)))
+                continue
             job = from_data(EvalJob, message[1])
             try:
                 result = handle(job, lambda text: conn.send(("stage", text)))
@@ -76,3 +83,14 @@ def serve(conn: Any, gpu: GpuInfo, handle: Handler, on_idle: Callable[[], None] 
                 os._exit(0)
     except (BrokenPipeError, KeyboardInterrupt):
         return
+
+
+def _probed(probe: Callable[[], float] | None, gpu: GpuInfo) -> float:
+    """The probe's answer; 0.0 (no yardstick: nothing is said about bandwidth) where it fails."""
+    if probe is None:
+        return gpu.bandwidth_gbps
+    try:
+        return probe()
+    except Exception:  # out of memory beside another process: the searches go on without it
+        traceback.print_exc(file=sys.stderr)
+        return 0.0

@@ -7,6 +7,7 @@ caller gets a result saying what happened and the next job gets a fresh worker.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import signal
@@ -63,7 +64,9 @@ class Evaluator:
         with self._lock:
             return self._start(stop)
 
-    def _start(self, stop: threading.Event | None = None) -> GpuInfo:
+    def _start(self, stop: threading.Event | None = None, gated: bool = True) -> GpuInfo:
+        """`gated`: the probe waits for the GPU to be the worker's alone (False: the caller holds
+        it so already, as a job does)."""
         if self._proc is not None and self._proc.is_alive() and self.gpu is not None:
             return self.gpu
         cancels = self._cancels
@@ -86,7 +89,10 @@ class Evaluator:
                 except EOFError:
                     break
                 if kind == "ready":
-                    self.gpu = from_data(GpuInfo, payload)
+                    gpu = from_data(GpuInfo, payload)
+                    with gate(self.device_index).exclusive() if gated else contextlib.nullcontext():
+                        gpu.bandwidth_gbps = self._probe(parent, deadline)
+                    self.gpu = gpu
                     return self.gpu
                 self._kill()
                 raise EvaluatorUnavailable(str(payload))
@@ -98,6 +104,21 @@ class Evaluator:
         if code is None:
             raise EvaluatorUnavailable(f"the GPU worker did not start within {self.start_timeout:.0f} s")
         raise EvaluatorUnavailable(f"the GPU worker exited during start-up ({_exit_text(code)})")
+
+    def _probe(self, conn: Any, deadline: float) -> float:
+        """The copy bandwidth the worker measures, asked for once nothing else of this process
+        uses the GPU (sanitizer children may run beside a worker's start); 0.0 (no yardstick)
+        where no answer comes: the next job finds out why."""
+        try:
+            conn.send(("probe",))
+            while time.monotonic() < deadline and self._proc is not None and self._proc.is_alive():
+                if conn.poll(0.05):
+                    kind, payload = conn.recv()
+                    if kind == "probed":
+                        return float(payload)
+        except (EOFError, OSError):
+            pass
+        return 0.0
 
     @property
     def alive(self) -> bool:
@@ -134,7 +155,7 @@ class Evaluator:
         with self._lock, gate(self.device_index).exclusive():
             cancels = self._cancels
             try:
-                gpu = self.start(stop)
+                gpu = self._start(stop, gated=False)
             except EvaluatorUnavailable as e:
                 if self._cancels != cancels or (stop is not None and stop.is_set()):
                     return EvalResult(kernel=job.kernel, status="cancelled", message=str(e))
