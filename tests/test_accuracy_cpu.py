@@ -341,3 +341,36 @@ def test_an_output_small_at_the_test_sizes_is_still_judged_at_its_large_ones():
     result = run("rowsum_off_at_64_rows")
     assert result.status == "wrong", result.message
     assert result.mismatch is not None and "rows=64" in result.mismatch.size, result.mismatch
+
+
+def test_identical_outputs_skip_the_tolerance_and_any_difference_is_still_counted(monkeypatch):
+    """The bitwise check in front of every comparison: outputs with the original's very bits
+    agree whatever the tolerance, and are not put through it; one element apart, a NaN against
+    a NaN, -0.0 against 0.0 each go on to the tolerance as before."""
+    import dataclasses
+
+    import torch
+
+    from fsr_lsp.evaluator.gpu import buffers
+    from fsr_lsp.evaluator.gpu.buffers import Where, count_bad, describe
+    from fsr_lsp.evaluator.records import ArgPlan
+
+    arg = ArgPlan("y", "buffer", "float32", length=6, direction="out", rtol=1.3e-6, atol=1e-5)
+    where = Where("matches original", "n=6", 0)
+    expected = torch.tensor([1.0, -2.0, 0.0, 3.5, float("inf"), 7.0])
+    heavy = buffers.bad_mask
+    monkeypatch.setattr(buffers, "bad_mask", lambda *a, **k: pytest.fail("identical outputs went through the tolerance"))
+    assert describe(torch, where, arg, expected.clone(), expected, "A") is None
+    assert int(count_bad(torch, expected.clone(), expected, arg)) == 0
+    monkeypatch.setattr(buffers, "bad_mask", heavy)
+    off = expected.clone()
+    off[5] = 7.5
+    assert int(count_bad(torch, off, expected, arg)) == 1
+    m = describe(torch, where, arg, off, expected, "A")
+    assert m is not None and m.bad == 1 and m.first_index == 5
+    nan = torch.tensor([float("nan"), 1.0])
+    assert not buffers.identical(torch, nan, nan.clone())  # NaNs go through the tolerance (NaN matches NaN there)
+    assert int(count_bad(torch, nan, nan.clone(), dataclasses.replace(arg, length=2))) == 0
+    ints = ArgPlan("k", "buffer", "int32", length=3, direction="out")
+    assert int(count_bad(torch, torch.tensor([1, 2, 3], dtype=torch.int32),
+                         torch.tensor([1, 2, 4], dtype=torch.int32), ints)) == 1

@@ -127,13 +127,10 @@ def _original_on(ctx: JobContext, plan: SizePlan, which: InputSet, seed: int, in
     key = (ctx.original.digest, ctx.wide.digest if ctx.wide is not None else "", bool(ctx.accuracy.grounded),
            _plan_key(plan), which.key, seed, shared is not None)
     cache = _cache(ctx.session)
-    if key in cache:
-        cache.move_to_end(key)
-        return cache[key]
-    found = _run_original(ctx, plan, which, inputs, shared)
-    cache[key] = found
-    while sum(v.nbytes for v in cache.values()) > CACHE_BYTES and len(cache) > 1:
-        cache.popitem(last=False)
+    found = cache.get(key)
+    if found is None:
+        found = _run_original(ctx, plan, which, inputs, shared)
+        cache.put(key, found)
     return found
 
 
@@ -271,11 +268,34 @@ def _plan_key(plan: SizePlan) -> tuple:
             plan.original.grid, plan.original.block, plan.original.smem)
 
 
-_CACHES: "weakref.WeakKeyDictionary[Any, OrderedDict]" = weakref.WeakKeyDictionary()
+class _Kept:
+    """The original's outcomes on range sets, least recently used first, within CACHE_BYTES (the
+    running total kept: summing every entry's tensors on each insert cost a search more each job)."""
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple, tuple[OriginalOnSet, int]] = OrderedDict()
+        self.nbytes = 0
+
+    def get(self, key: tuple) -> OriginalOnSet | None:
+        if key not in self.entries:
+            return None
+        self.entries.move_to_end(key)
+        return self.entries[key][0]
+
+    def put(self, key: tuple, found: OriginalOnSet) -> None:
+        size = found.nbytes
+        self.entries[key] = (found, size)
+        self.nbytes += size
+        while self.nbytes > CACHE_BYTES and len(self.entries) > 1:
+            _, (_, dropped) = self.entries.popitem(last=False)
+            self.nbytes -= dropped
 
 
-def _cache(session: Any) -> OrderedDict:
-    """The original's outcomes on range sets in this worker's session, oldest first."""
+_CACHES: "weakref.WeakKeyDictionary[Any, _Kept]" = weakref.WeakKeyDictionary()
+
+
+def _cache(session: Any) -> _Kept:
+    """The original's outcomes on range sets in this worker's session."""
     if session not in _CACHES:
-        _CACHES[session] = OrderedDict()
+        _CACHES[session] = _Kept()
     return _CACHES[session]
