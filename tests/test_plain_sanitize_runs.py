@@ -527,8 +527,7 @@ def texture_job() -> EvalJob:
     return job
 
 
-def test_a_texture_argument_sends_the_job_through_torch_and_nothing_else_here_does(monkeypatch):
-    monkeypatch.delenv(plain_runs.FORCE_TORCH, raising=False)
+def test_a_texture_argument_sends_the_job_through_torch_and_nothing_else_here_does():
     assert why_not_plain(vadd_job()) == ""
     assert why_not_plain(texture_job()) == "`tex` is a texture"
     assert why_not_plain(vadd_job(mode="full")) == "a full-mode job"
@@ -538,8 +537,7 @@ def test_a_texture_argument_sends_the_job_through_torch_and_nothing_else_here_do
     huge_output = vadd_job()
     huge_output.sizes[1].args[3] = buffer("c", length=plain_runs.HOST_MAX_BYTES, direction="out")
     assert why_not_plain(huge_output) == ""  # outputs are never drawn
-    monkeypatch.setenv(plain_runs.FORCE_TORCH, "1")
-    assert why_not_plain(vadd_job()) == f"{plain_runs.FORCE_TORCH} is set"
+    assert why_not_plain(vadd_job(), through_torch=True) == "the child was asked to run every job through torch"
 
 
 def _imported(stderr: str) -> set[str]:
@@ -548,14 +546,13 @@ def _imported(stderr: str) -> set[str]:
             if line.startswith("import time:") and "|" in line}
 
 
-def _waiting_child(tmp_path: Path, job: EvalJob) -> tuple[int, str, set[str]]:
+def _waiting_child(tmp_path: Path, job: EvalJob, *flags: str) -> tuple[int, str, set[str]]:
     """The child as Prewarm starts it (--wait), then handed `job`; its exit, its stdout and the
     modules it imported."""
     folder = tmp_path / "child"
     folder.mkdir()
-    env = {k: v for k, v in __import__("os").environ.items() if k != plain_runs.FORCE_TORCH}
     proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "fsr_lsp.evaluator.sanitize.sanitize_main",
-                             "--wait", str(folder), "0"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             "--wait", str(folder), "0", *flags], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     time.sleep(0.3)
     (folder / "job.json").write_text(to_json(job))
@@ -574,6 +571,18 @@ def test_a_waiting_child_never_imports_torch_for_a_job_without_textures(tmp_path
     assert "through torch" not in out
 
 
+def test_a_child_asked_to_runs_every_job_through_torch(tmp_path):
+    """`Prewarm(through_torch=True)`, for comparing the two paths: the flag reaches the child on
+    its command line and the job goes through torch."""
+    pytest.importorskip("torch")
+    from fsr_lsp.evaluator.sanitize.sanitize_main import waiting_child_command
+
+    flag = waiting_child_command(tmp_path, 0, through_torch=True)[-1]
+    code, out, modules = _waiting_child(tmp_path, vadd_job(), flag)
+    assert "fsr sanitize run through torch: the child was asked to run every job through torch" in out
+    assert "torch" in modules and code != 0
+
+
 def test_a_texture_job_imports_torch_when_it_comes(tmp_path):
     pytest.importorskip("torch")
     code, out, modules = _waiting_child(tmp_path, texture_job())
@@ -585,6 +594,5 @@ def test_preload_loads_the_runner_and_not_torch():
     script = ("import sys; from fsr_lsp.evaluator.sanitize.sanitize_main import preload; preload(); "
               "import json; print(json.dumps(['torch' in sys.modules, "
               "'fsr_lsp.evaluator.sanitize.plain_runs' in sys.modules, 'numpy' in sys.modules]))")
-    env = {k: v for k, v in __import__("os").environ.items() if k != plain_runs.FORCE_TORCH}
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [False, True, True], done.stderr

@@ -27,7 +27,7 @@ else:
 
 ROOT = Path(__file__).resolve().parent.parent
 FACTORY = "tests.ray_standin:scripted_backend"
-STANDIN_CALLS = "echo=tests.ray_standin:echo;fails=tests.ray_standin:fails"  # registered calls, for the workers
+STANDIN_CALLS = {"echo": "tests.ray_standin:echo", "fails": "tests.ray_standin:fails"}  # given to the workers
 pytestmark = pytest.mark.timeout(180)
 
 
@@ -35,9 +35,8 @@ pytestmark = pytest.mark.timeout(180)
 def backend(tmp_path_factory):
     flags = tmp_path_factory.mktemp("ray-flags")
     ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "FSR_RAY_TEST_DIR": str(flags),
-                                       "FSR_REMOTE_CALLS": STANDIN_CALLS}})
-    b = RayBackend("local", factory=FACTORY, timeout=5.0)
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "FSR_RAY_TEST_DIR": str(flags)}})
+    b = RayBackend("local", factory=FACTORY, timeout=5.0, calls=STANDIN_CALLS)
     yield b
     b.close()
     ray.shutdown()

@@ -206,8 +206,6 @@ def test_the_neovim_set_up_starts_one_server_per_root():
 # Read from the environment but no setting: fsr's own processes talking to each other
 INTERNAL = {"FSR_BUILD_LOG": "fsr to the nvcc wrapper a watched build runs", "FSR_BUILD_PATH": "the same",
             "FSR_PROCESS_TREE": "the mark every process fsr starts carries, for the reaper"}
-# Test switches the package still reads from the environment (issue 62): this list only shrinks
-STILL_SWITCHES = {"FSR_REMOTE_CALLS", "FSR_SANITIZE_WITH_TORCH"}
 
 
 def test_every_variable_the_package_reads_is_in_the_readmes_table():
@@ -218,7 +216,6 @@ def test_every_variable_the_package_reads_is_in_the_readmes_table():
     table = README[README.index("## Environment variables"):]
     table = table[:table.index("\n## ")]
     listed = set(re.findall(r"`(FSR_[A-Z0-9_]+)(?:=[^`]*)?`", table))
-    assert names - set(INTERNAL) - STILL_SWITCHES == listed, (sorted(names - set(INTERNAL) - STILL_SWITCHES - listed),
-                                                             sorted(listed - names))
-    assert STILL_SWITCHES <= names, "a switch was removed: take it off STILL_SWITCHES"
-    assert not {"FSR_LSP_BENCH", "FSR_LSP_PROVER", "FSR_LSP_PROFILER", "FSR_LSP_TIMER"} & names
+    assert names - set(INTERNAL) == listed, (sorted(names - set(INTERNAL) - listed), sorted(listed - names))
+    assert not {"FSR_LSP_BENCH", "FSR_LSP_PROVER", "FSR_LSP_PROFILER", "FSR_LSP_TIMER", "FSR_REMOTE_CALLS",
+                "FSR_SANITIZE_WITH_TORCH"} & names

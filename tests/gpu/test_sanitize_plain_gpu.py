@@ -58,7 +58,6 @@ def test_a_plain_run_allocates_exactly_and_runs_clean_outside_the_tool(evaluator
 @needs_sanitizer
 def test_memcheck_passes_a_clean_kernel_and_names_an_over_read_without_torch(evaluator, tmp_path, monkeypatch):
     monkeypatch.setenv("FSR_SANITIZER_LOG", str(tmp_path))
-    monkeypatch.delenv(plain_runs.FORCE_TORCH, raising=False)
     clean = job_of(evaluator, VADD, "vadd", kernel_text("good_restrict.cu"))
     (memcheck,) = sanitize(clean, evaluator.device_index, tools=("memcheck",))
     assert memcheck.status == "pass", memcheck.detail
@@ -86,7 +85,6 @@ def test_initcheck_sees_the_original_read_its_unwritten_output(evaluator):
 @needs_sanitizer
 def test_a_cooperative_kernel_runs_without_torch_and_a_texture_job_through_torch(evaluator, tmp_path, monkeypatch):
     monkeypatch.setenv("FSR_SANITIZER_LOG", str(tmp_path))
-    monkeypatch.delenv(plain_runs.FORCE_TORCH, raising=False)
     grid_sync = job_of(evaluator, kernel_text("grid_sync.cu"), "grid_sum", None)
     assert grid_sync.original.cooperative
     (memcheck,) = sanitize_original(grid_sync, evaluator.device_index, ("memcheck",))
@@ -104,17 +102,13 @@ def test_a_cooperative_kernel_runs_without_torch_and_a_texture_job_through_torch
 
 
 @needs_sanitizer
-def test_the_child_without_torch_finishes_sooner_once_handed_its_job(evaluator, monkeypatch):
+def test_the_child_without_torch_finishes_sooner_once_handed_its_job(evaluator):
     """Prewarmed children (loaded, waiting) handed the same memcheck job: the seconds from the
-    job to the verdict, with torch (FSR_SANITIZE_WITH_TORCH, the child as it was) and without."""
+    job to the verdict, with torch (`through_torch`, the child as it was) and without."""
     job = job_of(evaluator, VADD, "vadd", kernel_text("good_restrict.cu"))
     seconds = {}
-    for name, force in (("torch", "1"), ("plain", None)):
-        if force:
-            monkeypatch.setenv(plain_runs.FORCE_TORCH, force)
-        else:
-            monkeypatch.delenv(plain_runs.FORCE_TORCH, raising=False)
-        warm = Prewarm(("memcheck",), evaluator.device_index)
+    for name, through_torch in (("torch", True), ("plain", False)):
+        warm = Prewarm(("memcheck",), evaluator.device_index, through_torch=through_torch)
         time.sleep(12.0)  # long enough for torch's import: only the run after the job is timed
         started = time.perf_counter()
         (memcheck,) = sanitize(job, evaluator.device_index, tools=("memcheck",), prewarm=warm)

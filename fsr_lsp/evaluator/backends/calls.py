@@ -8,7 +8,6 @@ side; `tests/test_layers.py` checks that every entry resolves.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
 from ..support import load
@@ -19,17 +18,12 @@ REMOTE_CALLS: dict[str, str] = {
 }
 
 
-def registered() -> dict[str, str]:
-    """The registry, with what a test adds through $FSR_REMOTE_CALLS (`name=module:function;...`,
-    which reaches a cluster's workers through the runtime environment)."""
-    extra = dict(item.split("=", 1) for item in os.environ.get("FSR_REMOTE_CALLS", "").split(";") if "=" in item)
-    return {**REMOTE_CALLS, **extra}
-
-
-def remote_call(name: str) -> Callable[[Any, dict], dict]:
-    """The function registered as `name`: `function(backend, payload) -> dict`."""
+def remote_call(name: str, extra: dict[str, str] | None = None) -> Callable[[Any, dict], dict]:
+    """The function registered as `name`: `function(backend, payload) -> dict`. `extra`: calls a
+    backend was given beside these (a test's stand-ins, passed to a cluster's workers as data)."""
+    registry = {**REMOTE_CALLS, **(extra or {})}
     try:
-        path = registered()[name]
+        path = registry[name]
     except KeyError:
-        raise KeyError(f"no remote call named {name!r} (registered: {', '.join(sorted(REMOTE_CALLS))})") from None
+        raise KeyError(f"no remote call named {name!r} (registered: {', '.join(sorted(registry))})") from None
     return load(path)

@@ -61,8 +61,9 @@ def local_backend_on_this_gpu() -> Any:
 class GpuActor:
     """Runs in the cluster; made a Ray actor class by RayBackend (Ray is imported lazily)."""
 
-    def __init__(self, factory: str) -> None:
+    def __init__(self, factory: str, calls: dict[str, str] | None = None) -> None:
         self.backend = load(factory)()
+        self.calls = calls or {}
 
     def start(self) -> dict:
         import socket
@@ -79,14 +80,18 @@ class GpuActor:
         return to_data(self.backend.profile(from_data(EvalRequest, request), lines))
 
     def call(self, name: str, payload: dict) -> dict:
-        """The registered call `name` (calls.py) on this GPU's backend."""
-        return remote_call(name)(self.backend, payload)
+        """The registered call `name` (calls.py, or the backend's own `calls`) on this GPU's backend."""
+        return remote_call(name, self.calls)(self.backend, payload)
 
 
 class RayBackend:
     def __init__(self, address: str = "auto", *, factory: str = DEFAULT_FACTORY, timeout: float = 120.0,
-                 init: dict | None = None, max_gpus: int | None = None, start_timeout: float = 300.0) -> None:
+                 init: dict | None = None, max_gpus: int | None = None, start_timeout: float = 300.0,
+                 calls: dict[str, str] | None = None) -> None:
+        """`calls`: remote calls beside calls.py's, by name and import path (a test's stand-ins);
+        each worker is given them."""
         self.address = address
+        self.calls = calls or {}
         self.start_timeout = start_timeout  # actors wait for free GPUs, and for a worker that can import us
         self.max_gpus = max_gpus  # None: every GPU of the cluster
         self.factory = factory
@@ -144,7 +149,7 @@ class RayBackend:
         if self.max_gpus:
             gpus = min(gpus, self.max_gpus)
         actor_class = ray.remote(num_gpus=1, max_restarts=-1, max_task_retries=0)(GpuActor)
-        actors = [actor_class.remote(self.factory) for _ in range(gpus)]
+        actors = [actor_class.remote(self.factory, self.calls) for _ in range(gpus)]
         try:
             infos = [from_data(GpuInfo, d)
                      for d in ray.get([a.start.remote() for a in actors], timeout=self.start_timeout)]

@@ -28,7 +28,6 @@ the same seed, not the same numbers as torch's: a sanitizer judges accesses, not
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
@@ -52,9 +51,6 @@ MESSAGE = "ran under compute-sanitizer (no torch)"
 # Inputs drawn on the host beyond this (ncu's bench size can be large; the sanitizers' sizes are
 # capped at Defences.layered_max_bytes): torch draws them on the GPU faster than numpy here.
 HOST_MAX_BYTES = 1 << 30
-# Set (to anything) to run every job through torch, as the child did before this module:
-# for comparing the two (bench/), never needed otherwise.
-FORCE_TORCH = "FSR_SANITIZE_WITH_TORCH"
 DYNAMIC_SHARED_DEFAULT = 48 * 1024  # above this a kernel must be allowed more (MAX_DYNAMIC_SHARED_SIZE_BYTES)
 
 # How a buffer of each element type is held on the host: unsigned types as themselves (numpy has
@@ -66,11 +62,11 @@ STORAGE: dict[str, Any] = {
 }
 
 
-def why_not_plain(job: EvalJob) -> str:
+def why_not_plain(job: EvalJob, through_torch: bool = False) -> str:
     """'' when this module can run `job` as faithfully as the torch path; else why not (the
-    child then runs it through torch)."""
-    if os.environ.get(FORCE_TORCH):
-        return f"{FORCE_TORCH} is set"
+    child then runs it through torch). `through_torch`: the child was asked to (for comparisons)."""
+    if through_torch:
+        return "the child was asked to run every job through torch"
     if job.mode != "sanitize":
         return f"a {job.mode}-mode job"
     if job.constants:  # gpu/constant_fill.py draws them with torch, as every other run of the job

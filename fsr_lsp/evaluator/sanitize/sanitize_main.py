@@ -19,6 +19,7 @@ from pathlib import Path
 from ..records import EvalJob, EvalResult
 from ..worker.serde import from_json, to_json
 
+THROUGH_TORCH = "--through-torch"  # the flag that runs every job through torch, as the child ran before plain_runs
 WAIT_SECONDS = 900.0  # a child nobody hands a job to gives up
 
 
@@ -30,9 +31,11 @@ def child_command(job: EvalJob, folder: Path, device_index: int) -> list[str]:
     return [sys.executable, "-m", "fsr_lsp.evaluator.sanitize.sanitize_main", str(path), str(device_index)]
 
 
-def waiting_child_command(folder: Path, device_index: int) -> list[str]:
-    """A child that loads now and runs the job the parent writes into `folder` later."""
-    return [sys.executable, "-m", "fsr_lsp.evaluator.sanitize.sanitize_main", "--wait", str(folder), str(device_index)]
+def waiting_child_command(folder: Path, device_index: int, through_torch: bool = False) -> list[str]:
+    """A child that loads now and runs the job the parent writes into `folder` later;
+    `through_torch`: every job through torch, as the child ran before plain_runs (comparisons)."""
+    return [sys.executable, "-m", "fsr_lsp.evaluator.sanitize.sanitize_main", "--wait", str(folder), str(device_index),
+            *([THROUGH_TORCH] if through_torch else [])]
 
 
 def _wait_for_job(folder: Path) -> Path | None:
@@ -44,15 +47,15 @@ def _wait_for_job(folder: Path) -> Path | None:
     return None
 
 
-def preload() -> None:
+def preload(through_torch: bool = False) -> None:
     """What a waiting child loads before its job comes: the torch-free runner, numpy and pycuda
     (not the GPU: nothing touches it before the job). Not torch: a job that needs it imports it
     when it comes, and the others never load it. Loaded here, its CUDA libraries and modules
     would be set up under the tool at the first CUDA call, the slow start `plain_runs` exists
     to avoid (5.8 s under memcheck against 0.98 s for pycuda alone, on an H100)."""
-    from . import plain_runs
+    from . import plain_runs  # noqa: F401
 
-    if os.environ.get(plain_runs.FORCE_TORCH):  # the child as it was before plain_runs (for comparisons)
+    if through_torch:  # the child as it was before plain_runs (for comparisons)
         import torch  # noqa: F401
     try:
         import pycuda.driver  # noqa: F401
@@ -61,8 +64,10 @@ def preload() -> None:
 
 
 def main(argv: list[str]) -> int:
+    through_torch = THROUGH_TORCH in argv
+    argv = [a for a in argv if a != THROUGH_TORCH]
     if argv[0] == "--wait":
-        preload()
+        preload(through_torch)
         path = _wait_for_job(Path(argv[1]))
         if path is None:
             return 2
@@ -71,7 +76,7 @@ def main(argv: list[str]) -> int:
 
     job = from_json(EvalJob, Path(argv[0]).read_text())
     device_index = int(argv[1]) if len(argv) > 1 else 0
-    why_not = why_not_plain(job)
+    why_not = why_not_plain(job, through_torch)
     if why_not:
         print(f"fsr sanitize run through torch: {why_not}", flush=True)
         result = _run_with_torch(job, device_index)

@@ -91,10 +91,11 @@ class Prewarm:
     sanitize_main.preload); none touches the GPU before `sanitize` hands it its job. Close it
     when the job fails (the children are killed)."""
 
-    def __init__(self, tools: tuple[str, ...] = TOOLS, device_index: int = 0) -> None:
+    def __init__(self, tools: tuple[str, ...] = TOOLS, device_index: int = 0, through_torch: bool = False) -> None:
+        """`through_torch`: children that run every job through torch (for comparisons)."""
         tool_path = find_sanitizer()
-        self.children: dict[str, ToolChild] = {t: ToolChild.start(tool_path, t, device_index) for t in tools} \
-            if tool_path else {}
+        self.children: dict[str, ToolChild] = {t: ToolChild.start(tool_path, t, device_index, through_torch)
+                                               for t in tools} if tool_path else {}
 
     def take(self, tool: str) -> "ToolChild | None":
         child = self.children.pop(tool, None)
@@ -200,13 +201,13 @@ class ToolChild:
         self.tool, self.proc, self.folder = tool, proc, folder
 
     @classmethod
-    def start(cls, tool_path: str, tool: str, device_index: int) -> "ToolChild":
+    def start(cls, tool_path: str, tool: str, device_index: int, through_torch: bool = False) -> "ToolChild":
         folder = scratch.make("sanitize")
         # No kernel filter: the child launches no kernel but the one checked (torch's input
         # fills too, for the jobs that still go through torch: plain_runs.why_not_plain).
         # --launch-timeout 0: the child may wait long for its job before it touches CUDA.
         cmd = [tool_path, "--tool", tool, "--error-exitcode", str(_EXIT_ON_ERROR), "--print-limit", "100",
-               "--show-backtrace", "no", "--launch-timeout", "0", *waiting_child_command(folder, device_index)]
+               "--show-backtrace", "no", "--launch-timeout", "0", *waiting_child_command(folder, device_index, through_torch)]
         with open(folder / "out", "wb") as out:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
