@@ -23,7 +23,7 @@ from pathlib import Path
 from _common import ROOT, save, table
 
 sys.path.insert(0, str(ROOT))
-from tests.fake_llm import FakeLLM, answer, stall  # noqa: E402
+from tests.support.fake_llm import FakeLLM, answer, stall  # noqa: E402
 
 SAXPY = (ROOT / "examples" / "saxpy.cu").read_text()
 
@@ -32,9 +32,9 @@ def optimize(workspace: Path, llm: FakeLLM, *extra: str, bench_log: Path | None 
     (workspace / ".git").mkdir(exist_ok=True)
     cu = workspace / "saxpy.cu"
     cu.write_text(SAXPY)
-    env = {**os.environ, "FSR_LSP_BENCH": "tests.scripted_bench:SlowBench", "PYTHONPATH": str(ROOT),
+    env = {**os.environ, "FSR_LSP_BENCH": "tests.support.scripted_bench:SlowBench", "PYTHONPATH": str(ROOT),
            "FSR_ROBUST_KEY": "k", **({"FSR_BENCH_LOG": str(bench_log)} if bench_log else {})}
-    return subprocess.Popen([sys.executable, str(ROOT / "tests" / "doubles.py"), "fsr", "optimize", str(cu), "-k", "saxpy", "--no-sanitize",
+    return subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "doubles.py"), "fsr", "optimize", str(cu), "-k", "saxpy", "--no-sanitize",
                              "--llm-base-url", llm.base_url, "--llm-model", "m", "--llm-key-env", "FSR_ROBUST_KEY",
                              "--fix-attempts", "0", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             cwd=ROOT, env=env)

@@ -59,7 +59,7 @@ def optimize(file: Path, kernel: str, budget: float, *extra: str) -> dict:
 def scripted(budget: float) -> dict:
     """A model that answers with our own sgemm rewrites, in turn."""
     sys.path.insert(0, str(ROOT))
-    from tests.fake_llm import FakeLLM, answer
+    from tests.support.fake_llm import FakeLLM, answer
 
     folder = ROOT / "bench" / "verify_candidates"
     offered = ["matmul_tiled32_race.cu", "matmul_tiled32.cu", "matmul_tiled32_oob_mid.cu", "matmul_regblock64.cu"]

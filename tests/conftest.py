@@ -41,7 +41,7 @@ def cache_dir(tmp_path):
 @pytest.fixture
 def without_structural_rewrites(monkeypatch):
     """The generators without fsr's structural rewrites. Tests of the model's rounds and the
-    tuner use saxpy, an element-wise map: its vector rewrite (tests/test_structural_vector_map.py)
+    tuner use saxpy, an element-wise map: its vector rewrite (tests/search/test_structural_vector_map.py)
     would go alone in round 0 and leave the model unasked."""
     for module in ("fsr_lsp.search.generators.llm", "fsr_lsp.search.generators.tuner.generator"):
         monkeypatch.setattr(f"{module}.structural_proposals", lambda *args, **kwargs: [])

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ..editor_session import check_session, session_config, winner
-from ..fake_llm import FakeLLM, answer
+from ..support.editor_session import check_session, session_config, winner
+from ..support.fake_llm import FakeLLM, answer
 
 HERE = Path(__file__).parent
 EGLOT = Path("/usr/share/emacs/site-lisp/elpa")

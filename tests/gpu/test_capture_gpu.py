@@ -5,7 +5,6 @@ optimize` searches with it."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -14,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ..doubles import fsr
-from ..test_capture import KERNELS as CPU_KERNELS
+from ..support.doubles import fsr
+from ..support.programs import spec_of
+from ..capture.test_capture import KERNELS as CPU_KERNELS
 
 pytestmark = pytest.mark.gpu
 
@@ -68,13 +68,6 @@ def app(tmp_path_factory, evaluator) -> Path:  # the evaluator fixture skips wit
                            text=True)
     assert built.returncode == 0, built.stderr
     return folder
-
-
-def spec_of(folder: Path, kernel: str, file: str = "kernels.cu") -> dict:
-    r = fsr("spec", file, "--kernel", kernel, "--json", "--check", cwd=folder)
-    assert r.returncode == 0, r.stdout + r.stderr
-    (data,) = json.loads(r.stdout)
-    return data
 
 
 def test_a_static_cudart_binary_and_a_template_chosen_at_run_time(app: Path):

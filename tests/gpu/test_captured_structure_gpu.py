@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_capture_gpu import fsr, spec_of
+from ..support.doubles import fsr
+from ..support.programs import spec_of
 
 pytestmark = pytest.mark.gpu
 

@@ -1,6 +1,6 @@
 """`__constant__` data the host sets at run time, filled per input set on the GPU (job/constants.py):
 a candidate that ignores the filter, or hardcodes one, is wrong; a faithful rewrite is verified.
-The same kernels run on the CPU emulator in tests/test_runtime_constants.py."""
+The same kernels run on the CPU emulator in tests/evaluator/test_runtime_constants.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from fsr_lsp.evaluator import evaluate
 
-from ..test_runtime_constants import BOX_FILTER, CONV, GOOD, IGNORES_THE_FILTER
+from ..evaluator.test_runtime_constants import BOX_FILTER, CONV, GOOD, IGNORES_THE_FILTER
 from .conftest import QUICK
 
 pytestmark = pytest.mark.gpu

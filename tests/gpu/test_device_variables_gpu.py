@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_struct_params_gpu import built, captured_and_proven, evaluated, fsr, workspace_with
+from ..support.doubles import fsr
+from ..support.programs import built, captured_and_proven, evaluated, workspace_with
 
 pytestmark = pytest.mark.gpu
 

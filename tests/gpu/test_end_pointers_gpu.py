@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_struct_params_gpu import captured_and_proven, evaluated, workspace_with
+from ..support.programs import captured_and_proven, evaluated, workspace_with
 
 pytestmark = pytest.mark.gpu
 

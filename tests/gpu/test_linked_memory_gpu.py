@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ..test_linked_memory import SOURCE, TOUCH_SWAPPED, TOUCH_WRONG_BYTE, WALK_SKIPS_THE_HEAD, WALK_UNROLLED
-from .test_struct_params_gpu import built, captured_and_proven, evaluated, fsr
+from ..drafting.test_linked_memory import SOURCE, TOUCH_SWAPPED, TOUCH_WRONG_BYTE, WALK_SKIPS_THE_HEAD, WALK_UNROLLED
+from ..support.doubles import fsr
+from ..support.programs import built, captured_and_proven, evaluated
 
 pytestmark = pytest.mark.gpu
 
@@ -103,7 +104,7 @@ def test_a_value_fsr_cannot_read_is_passed_as_the_run_passed_it(tmp_path: Path, 
     """A struct of structs holding pointers, by value: the capture saves its bytes and follows its
     pointers; the spec `p = "captured()"` is proven, packed as a struct of the run's bytes with this
     run's addresses written in, and the memory its pointers reach is compared."""
-    from ..test_linked_memory import NESTED, NESTED_OUT_OF_PLACE, NESTED_REORDERED
+    from ..drafting.test_linked_memory import NESTED, NESTED_OUT_OF_PLACE, NESTED_REORDERED
 
     (tmp_path / ".git").mkdir()
     built(tmp_path, "pair", NESTED + NESTED_HOST)

@@ -14,7 +14,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from ..lsp.conftest import make_client, wait_until
-from ..search_helpers import example
+from ..support.search_helpers import example
 
 pytestmark = pytest.mark.gpu
 WORKSPACE = Path(tempfile.mkdtemp(prefix="fsr-lsp-gpu-"))

@@ -1,5 +1,5 @@
 """'Verified' beyond the inputs of one run (issue 43), with real CUDA kernels: the cases of
-tests/test_range_sets_on_cpu.py on a GPU. Rewrites that drop a numerically necessary step (a
+tests/evaluator/test_range_sets_on_cpu.py on a GPU. Rewrites that drop a numerically necessary step (a
 softmax or log-sum-exp without its max, E[x^2] - mean^2, tanh and sigmoid from exp(x), a long
 sum kept in half precision) are refused, on the set that probes the range where the spec's own
 noise cannot tell; their correct counterparts are verified."""
@@ -12,7 +12,7 @@ import pytest
 
 from fsr_lsp.evaluator import evaluate
 
-from ..test_range_sets_on_cpu import REFUSED_ON, original
+from ..evaluator.test_range_sets_on_cpu import REFUSED_ON, original
 from .conftest import QUICK
 
 pytestmark = pytest.mark.gpu

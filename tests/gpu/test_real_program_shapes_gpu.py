@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ..test_compiled_types import COMMON, GELU
-from ..doubles import fsr
+from ..specs.test_compiled_types import COMMON, GELU
+from ..support.doubles import fsr
 
 pytestmark = pytest.mark.gpu
 

@@ -10,7 +10,7 @@ from fsr_lsp.search.generators.tuner.generator import BuiltinGenerator
 from fsr_lsp.search.generators.llm import LLMGenerator
 from fsr_lsp.search.gpu_bench import GpuBench
 
-from ..fake_llm import FakeLLM, answer
+from ..support.fake_llm import FakeLLM, answer
 from .conftest import QUICK, kernel_text
 
 pytestmark = pytest.mark.gpu

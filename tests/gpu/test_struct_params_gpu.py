@@ -6,15 +6,13 @@ proves."""
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from ..test_capture import SPMV as CPU_SPMV  # the kernel the CPU test drafts from a written capture
-from ..doubles import fsr
+from ..capture.test_capture import SPMV as CPU_SPMV
+from ..support.programs import built, captured_and_proven, evaluated
 
 pytestmark = pytest.mark.gpu
 
@@ -33,46 +31,6 @@ SHIFTED_GOOD = """__global__ void shifted_saxpy(int n, SaxpyParams p, float bias
 }
 """
 SHIFTED_BETA_AS_ALPHA = SHIFTED_GOOD.replace("(float)p.beta * y", "p.alpha * y")
-
-
-
-
-def built(folder: Path, name: str, source: str) -> None:
-    """`source` written to NAME.cu in `folder` and built by nvcc into NAME: a program to capture."""
-    (folder / f"{name}.cu").write_text(source)
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    r = subprocess.run([nvcc, "-o", name, f"{name}.cu"], cwd=folder, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-
-
-def workspace_with(factory, name: str, source: str) -> Path:
-    """A fresh workspace (a `.git` of its own, so fsr takes it for the project root) holding the
-    program NAME built from `source`."""
-    out = factory.mktemp(name)
-    (out / ".git").mkdir()
-    built(out, name, source)
-    return out
-
-
-def captured_and_proven(folder: Path, name: str, kernel: str, *capture: str) -> dict:
-    """`fsr capture [CAPTURE...] -- ./NAME`, then `fsr spec NAME.cu --kernel KERNEL --check`: the
-    spec is the capture's and proven; what `fsr spec --json` says of it."""
-    r = fsr("capture", *capture, "--", f"./{name}", cwd=folder)
-    assert r.returncode == 0 and kernel in r.stdout, r.stdout + r.stderr
-    r = fsr("spec", f"{name}.cu", "--kernel", kernel, "--json", "--check", cwd=folder)
-    print(r.stdout[-3000:], r.stderr[-1500:])
-    assert r.returncode == 0, r.stdout + r.stderr
-    (data,) = json.loads(r.stdout)
-    assert data["origin"] == "captured" and data["proof"]["status"] == "proven", data
-    return data
-
-
-def evaluated(folder: Path, source: str, kernel: str, candidate: str) -> subprocess.CompletedProcess:
-    (folder / "candidate.cu").write_text(candidate)
-    r = fsr("eval", source, "-k", kernel, "--candidate", "candidate.cu", cwd=folder)
-    print(r.stdout[-2500:], r.stderr[-1500:])
-    assert "Traceback" not in r.stderr
-    return r
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +82,7 @@ def test_vectors_and_arrays_by_value_reach_the_kernel_at_their_alignment(folder:
     """A float4 after an int (12 bytes of padding in the parameter buffer) and a struct holding
     int arrays and a float4: a rewrite writing the spec's values as literals is verified only if
     every lane reached the original where it reads it."""
-    from .. import test_struct_params as cpu
+    from ..kernels import test_struct_params as cpu
 
     shutil.copy(DATA / file, folder / file)
     text = getattr(cpu, good)
@@ -135,7 +93,7 @@ def test_vectors_and_arrays_by_value_reach_the_kernel_at_their_alignment(folder:
 
 
 def test_a_template_params_struct_and_enums(folder: Path):
-    from .. import test_struct_params as cpu
+    from ..kernels import test_struct_params as cpu
 
     shutil.copy(DATA / "template_params.cu", folder / "template_params.cu")
     source = (DATA / "template_params.cu").read_text()

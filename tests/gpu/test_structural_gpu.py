@@ -9,8 +9,8 @@ import pytest
 
 from fsr_lsp.evaluator import evaluate
 
-from ..search_helpers import context
-from ..test_structural import ROW_KERNELS
+from ..support.search_helpers import context
+from ..search.test_structural import ROW_KERNELS
 from fsr_lsp.search.generators.structural import structural_proposals
 
 from .conftest import QUICK
@@ -58,7 +58,7 @@ def test_the_tiled_family_of_a_matrix_product_is_verified_on_every_form_and_fast
 
     from fsr_lsp.search.generators.structural.tiles import GENERATOR
 
-    from ..test_structural_tiles import FORMS, SGEMM, SHAPES, SPEC
+    from ..search.test_structural_tiles import FORMS, SGEMM, SHAPES, SPEC
 
     small = {"sgemm_xrows.cu": "{ M = 1024, N = 768, K = 512 }", "sgemm_colmajor_b.cu": "{ M = 1000, N = 3000, K = 777 }",
              "dgemm_colmajor.cu": "{ M = 512, N = 512, K = 512 }", "sgemm_batched.cu": "{ batch = 4, M = 256, N = 256, K = 128 }"}
@@ -83,7 +83,7 @@ def test_the_product_tiled_under_its_own_launch_is_verified_on_every_form_and_fa
     form, and faster than the naive 1024^3 sgemm."""
     import re
 
-    from ..test_structural_tiles import FORMS, SGEMM, SHAPES, SPEC
+    from ..search.test_structural_tiles import FORMS, SGEMM, SHAPES, SPEC
 
     cases = [(SGEMM.read_text(), "sgemm_naive")] + [(SPEC + text, "gemm") for text in SHAPES.values()]
     for file in ("sgemm_xrows.cu", "sgemm_colmajor_b.cu", "dgemm_colmajor.cu", "sgemm_batched.cu"):
@@ -107,7 +107,7 @@ def test_a_tile_that_drops_the_last_k_is_caught(evaluator):
     """The defence behind the rewrite: a tiling that loads one k short is wrong."""
     from fsr_lsp.search.generators.structural.tiles import GENERATOR
 
-    from ..test_structural_tiles import SGEMM
+    from ..search.test_structural_tiles import SGEMM
 
     text = SGEMM.read_text()
     ctx = context(text, "sgemm_naive")
@@ -142,7 +142,7 @@ def test_the_transpose_of_several_elements_a_thread_is_verified_and_faster_than_
 def test_the_block_sum_rewrite_is_verified_and_faster(evaluator):
     """The naive reduction (interleaved tree, one atomic a block) and both textbook trees with a
     partial sum a block: the shuffle rewrite verified, faster on the naive one."""
-    from ..test_structural_block_sum import HEAD, NAIVE, SPEC, TAIL, TREES
+    from ..search.test_structural_block_sum import HEAD, NAIVE, SPEC, TAIL, TREES
 
     cases = [(NAIVE.read_text(), "reduce_sum")] + [(SPEC + HEAD + tree + TAIL, "block_sums") for tree in TREES.values()]
     for text, name in cases:
@@ -160,7 +160,7 @@ def test_the_atomic_sum_rewrites_are_verified_faster_and_a_dropped_lane_is_caugh
     verified on a float sum (within the spec's tolerance: atomics round in any order) and an
     integer count (exact); the block one at least twice as fast. A warp sum whose shuffles
     start at 8 (lanes 16-31 never added) is wrong."""
-    from ..test_structural_atomic_sum import SPEC, SUMS
+    from ..search.test_structural_atomic_sum import SPEC, SUMS
 
     count = SPEC.replace("float* total", "int* total") + SUMS["guarded"].replace(
         "float* total", "int* total").replace("x[i]);", "x[i] > 0.5f ? 1 : 0);")
@@ -193,7 +193,7 @@ def test_the_transpose_tile_rewrites_are_verified_one_faster_and_a_wrong_tile_re
     (its read walks columns), and the naive set's (16x16): both variants verified on each, and
     the one that exchanges the strided access faster; reading the tile back at the thread's own
     place (no exchange) writes every element to the wrong place: wrong."""
-    from ..test_structural_transpose import KERNELS, NAIVE, SPEC
+    from ..search.test_structural_transpose import KERNELS, NAIVE, SPEC
 
     cases = [(SPEC + KERNELS["the book's"], "tr", "write"),
              (SPEC + KERNELS["a macro index, column-major, a return at the end"], "tr", "read"),
@@ -219,7 +219,7 @@ def test_an_atomic_original_with_no_tolerance_is_held_to_its_own_error_and_the_b
     """The same float sum with no rtol/atol in its spec: 8 M atomics land elsewhere each run; the
     double-precision run judges both runs of the original and the block rewrite (far more
     accurate, and itself atomic) is verified against that, not refused as 'different'."""
-    from ..test_structural_atomic_sum import SPEC, SUMS
+    from ..search.test_structural_atomic_sum import SPEC, SUMS
 
     text = SPEC.replace("rtol = 1e-3\natol = 1e-5\n", "") + SUMS["guarded"]
     assert "rtol" not in text

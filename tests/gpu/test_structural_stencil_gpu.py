@@ -10,14 +10,14 @@ import pytest
 from fsr_lsp.evaluator import evaluate
 from fsr_lsp.search.generators.structural import structural_proposals
 
-from ..search_helpers import context
+from ..support.search_helpers import context
 from .conftest import QUICK
 
 pytestmark = pytest.mark.gpu
 
 
 def _stencil_cases() -> list[tuple[str, str]]:
-    from ..test_structural_stencil import BLUR, CONVOLUTION, GUARDED, SPEC_1D
+    from ..search.test_structural_stencil import BLUR, CONVOLUTION, GUARDED, SPEC_1D
 
     return [(BLUR.read_text(), "blur3x3"), (CONVOLUTION, "convolution_1d"), (SPEC_1D + GUARDED, "smooth")]
 
@@ -37,7 +37,7 @@ def test_the_stencil_tile_rewrites_are_verified(evaluator):
 def test_a_tile_without_its_halo_is_caught(evaluator):
     """The defence behind the rewrite: a load that stops a row short leaves the halo below the
     block unloaded, so the block's last row reads poisoned shared memory: not verified."""
-    from ..test_structural_stencil import BLUR
+    from ..search.test_structural_stencil import BLUR
 
     text = BLUR.read_text()
     ctx = context(text, "blur3x3")

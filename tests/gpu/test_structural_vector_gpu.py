@@ -11,8 +11,8 @@ import pytest
 from fsr_lsp.evaluator import evaluate
 from fsr_lsp.search.generators.structural import structural_proposals
 
-from ..search_helpers import context
-from ..test_structural_vector_map import GELU, MAPS
+from ..support.search_helpers import context
+from ..search.test_structural_vector_map import GELU, MAPS
 
 from .conftest import QUICK
 

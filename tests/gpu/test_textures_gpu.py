@@ -14,7 +14,8 @@ from fsr_lsp.drafting.proof import prove
 from fsr_lsp.evaluator import evaluate
 
 from .conftest import QUICK
-from .test_capture_gpu import fsr, spec_of
+from ..support.doubles import fsr
+from ..support.programs import spec_of
 
 pytestmark = pytest.mark.gpu
 

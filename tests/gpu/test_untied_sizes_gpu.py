@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ..test_untied_sizes import HOST, MATMUL, STRIDE_BY_N
-from .test_struct_params_gpu import DATA, built, captured_and_proven, evaluated
+from ..drafting.test_untied_sizes import HOST, MATMUL, STRIDE_BY_N
+from ..support.programs import built, captured_and_proven, evaluated
+from .test_struct_params_gpu import DATA
 
 pytestmark = pytest.mark.gpu
 

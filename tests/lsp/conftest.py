@@ -1,7 +1,7 @@
 """An fsr-lsp server over stdio per test, driven by pytest-lsp with real clients' capabilities.
 
 Searches run against the scripted local chat-completions endpoint and the evaluator stand-in
-(tests/scripted_bench.py, loaded by the server through FSR_LSP_BENCH)."""
+(tests/support/scripted_bench.py, loaded by the server through FSR_LSP_BENCH)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
-from ..fake_llm import FakeLLM, answer
-from ..doubles import command
+from ..support.fake_llm import FakeLLM, answer
+from ..support.doubles import command
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKSPACE = Path(tempfile.mkdtemp(prefix="fsr-lsp-tests-"))  # parent of each test's own workspace
@@ -38,10 +38,10 @@ def make_client() -> LanguageClient:
 
 def server_env() -> dict[str, str]:
     env = dict(os.environ)
-    env["FSR_LSP_BENCH"] = "tests.scripted_bench:ScriptedBench"
-    env["FSR_LSP_PROVER"] = "tests.scripted_prover:prove"
-    env["FSR_LSP_PROFILER"] = "tests.recorded_profiler:profile"  # ncu's recorded exports, by kernel name
-    env["FSR_LSP_TIMER"] = "tests.scripted_timer:time_request"  # performance on save: a scripted clock
+    env["FSR_LSP_BENCH"] = "tests.support.scripted_bench:ScriptedBench"
+    env["FSR_LSP_PROVER"] = "tests.support.scripted_prover:prove"
+    env["FSR_LSP_PROFILER"] = "tests.support.recorded_profiler:profile"  # ncu's recorded exports, by kernel name
+    env["FSR_LSP_TIMER"] = "tests.support.scripted_timer:time_request"  # performance on save: a scripted clock
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["FSR_TEST_LLM_KEY"] = "sk-lsp-test-secret"
     env["FSR_CAPTURE_LIBRARY"] = str(ROOT / "tests" / "data" / "fake_capture_app.py")  # no GPU: any file stands in

@@ -6,32 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
-import sys
-from pathlib import Path
 
-from ..doubles import command
+from ..support.doubles import command
+from ..support.lsp_stream import ROOT, frame, message, session
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
-def message(**kw) -> bytes:
-    return frame(json.dumps({"jsonrpc": "2.0", **kw}).encode())
-
-
-def session(stream: bytes, cwd) -> tuple[subprocess.CompletedProcess, list[dict], dict]:
-    """The server fed `stream` on stdin to the end: what it wrote, its messages, its answers by id."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "fsr_lsp.server.main"], input=stream, capture_output=True, timeout=60,
-                          env=env, cwd=cwd)
-    replies = [json.loads(body) for body in re.split(rb"Content-Length: \d+\r\n(?:[^\r\n]+\r\n)*\r\n", proc.stdout)
-               if body.strip()]
-    return proc, replies, {r.get("id"): r for r in replies if "id" in r and ("result" in r or "error" in r)}
 
 
 def test_every_bad_request_is_answered(tmp_path):
@@ -117,13 +96,13 @@ def test_text_a_client_may_send_bytes_that_are_not_utf8_and_arguments_of_any_typ
 def test_the_server_exits_at_once_while_a_model_request_hangs(tmp_path):
     import time
 
-    from ..fake_llm import FakeLLM, stall
-    from ..search_helpers import example
+    from ..support.fake_llm import FakeLLM, stall
+    from ..support.search_helpers import example
 
     doc = tmp_path / "saxpy.cu"
     doc.write_text(example("saxpy.cu"))
     with FakeLLM(default=stall(120)) as llm:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "FSR_LSP_BENCH": "tests.scripted_bench:ScriptedBench",
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "FSR_LSP_BENCH": "tests.support.scripted_bench:ScriptedBench",
                "FSR_EXIT_KEY": "k"}
         proc = subprocess.Popen(command("fsr-lsp"), stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)

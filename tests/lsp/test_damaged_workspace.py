@@ -1,7 +1,7 @@
 """The server's side of issue 61's sweep: with each store of `.fsr/` damaged (garbage, a folder of
 its name, an empty file, a read-only file), the requests an editor sends on opening a CUDA file
 (hover on each kernel, the code actions, the search list, a kernel's history, a save) are all answered, none with an error,
-and no traceback reaches the client. (The `fsr` commands' side: tests/test_damaged_sweep.py.)"""
+and no traceback reaches the client. (The `fsr` commands' side: tests/package/test_damaged_sweep.py.)"""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ..damaged_workspace import DAMAGE, STORES, KERNEL as ONE
-from ..doubles import STAND_INS
+from ..support.damaged_workspace import DAMAGE, STORES, KERNEL as ONE
+from ..support.doubles import STAND_INS
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = ONE.replace("void k(", "void scale(") + """

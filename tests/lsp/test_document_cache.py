@@ -15,9 +15,9 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from ..cache_probe import events
+from ..support.cache_probe import events
 from .conftest import make_client, open_file, server_env, without_checks
-from ..doubles import PROBE, command
+from ..support.doubles import PROBE, command
 
 PROBE_LOG = str(Path(tempfile.mkdtemp(prefix="fsr-cache-probe-")) / "probe.jsonl")
 SLOW_SECONDS = 3.0
@@ -25,7 +25,7 @@ SLOW_SECONDS = 3.0
 
 def probe_env() -> dict[str, str]:
     env = server_env()
-    env[PROBE] = "tests.cache_probe:probe"
+    env[PROBE] = "tests.support.cache_probe:probe"
     env["FSR_TEST_PROBE_LOG"] = PROBE_LOG
     env["FSR_TEST_SLOW_DRAFT"] = str(SLOW_SECONDS)
     return env

@@ -13,7 +13,7 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from ..fake_llm import answer
+from ..support.fake_llm import answer
 from .conftest import LLM, edits_in, open_file, wait_until
 
 KERNELS = """#include <cuda_runtime.h>

@@ -6,7 +6,6 @@ code; never a traceback, never a server that stays up and answers nothing. Inval
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
@@ -17,16 +16,7 @@ import time
 
 import pytest
 
-from .test_bad_input import ROOT, frame, message, session
-
-
-def init(tmp_path) -> bytes:
-    return message(id=1, method="initialize", params={"processId": None, "rootUri": tmp_path.as_uri(),
-                                                       "capabilities": {}}) + message(method="initialized", params={})
-
-
-def end() -> bytes:
-    return message(id=99, method="shutdown") + message(method="exit")
+from ..support.lsp_stream import ROOT, assert_clean, end, frame, init, message, read_in_chunks, session
 
 
 def raw(id: int, method: str = "shutdown") -> bytes:
@@ -41,12 +31,6 @@ def hover(id: int) -> bytes:
 
 def warnings(proc: subprocess.CompletedProcess) -> list[str]:
     return [line for line in proc.stderr.decode().splitlines() if " WARNING " in line]
-
-
-def assert_clean(proc: subprocess.CompletedProcess, replies: list[dict]) -> None:
-    log = proc.stderr.decode()
-    assert "Traceback" not in log and "Error" not in log.replace("ERROR", ""), log
-    assert not [r for r in replies if r.get("method") == "window/showMessage"], replies
 
 
 def stopped(proc: subprocess.Popen) -> str:
@@ -177,27 +161,6 @@ def test_garbage_before_a_header_is_skipped(tmp_path):
     assert all(i in by_id and "error" not in by_id[i] for i in (2, 3, 99)), replies
     assert len(warnings(proc)) == 2, proc.stderr.decode()  # one per run of garbage
     assert_clean(proc, replies)
-
-
-def read_in_chunks(stream: bytes, step: int) -> list[bytes]:
-    """The bodies the server's frame reader finds in `stream`, read at most `step` bytes at a
-    time (more than it asks for, as TCP gives)."""
-    from fsr_lsp.server.framing import FrameReader
-
-    async def bodies() -> list[bytes]:
-        data = bytearray(stream)
-
-        async def read_some(wanted: int) -> bytes:
-            chunk = bytes(data[:step])
-            del data[:step]
-            return chunk
-
-        frames, out = FrameReader(read_some), []
-        while (body := await frames.next_body()) is not None:
-            out.append(body)
-        return out
-
-    return asyncio.run(bodies())
 
 
 def test_the_reader_is_the_same_whatever_the_chunks():

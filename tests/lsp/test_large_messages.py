@@ -26,9 +26,9 @@ from fsr_lsp.server.dispatch import LARGE_BODY, LARGE_TEXT, changed_text, decode
 from fsr_lsp.server.framing import CHUNK
 
 from .conftest import make_client, open_file, server_env_with, without_checks
-from .test_bad_input import frame
-from .test_framing import read_in_chunks
-from ..doubles import LARGE_SECONDS, command
+from ..support.lsp_stream import frame
+from ..support.lsp_stream import read_in_chunks
+from ..support.doubles import LARGE_SECONDS, command
 
 SLOW_SECONDS = 3.0  # the stand-in's large-message work
 QUICK_SECONDS = 1.5  # what a hover on another document may take meanwhile (about 5 ms unloaded)
@@ -135,8 +135,8 @@ def test_a_large_body_is_read_whole_whatever_the_chunks():
 def test_a_large_stream_in_order_and_a_large_body_that_is_not_json(tmp_path):
     """Raw bytes, no stand-in: a large didOpen, a change and a hover right behind it, then a
     large body with a bad escape inside its text (-32700, and the next request is answered)."""
-    from .test_bad_input import message, session
-    from .test_framing import assert_clean, end, init
+    from ..support.lsp_stream import message, session
+    from ..support.lsp_stream import assert_clean, end, init
 
     uri = (tmp_path / "large.cu").as_uri()
     opened = message(method="textDocument/didOpen", params={"textDocument": {

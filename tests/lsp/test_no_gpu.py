@@ -11,9 +11,9 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from ..search_helpers import example
+from ..support.search_helpers import example
 from .conftest import WORKSPACE, make_client, open_file, wait_until
-from ..doubles import STAND_INS
+from ..support.doubles import STAND_INS
 
 ENV = {k: v for k, v in os.environ.items() if k not in STAND_INS}  # the GPU-less machine as it is
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="pycuda is installed here")

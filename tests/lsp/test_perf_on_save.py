@@ -1,4 +1,4 @@
-"""Performance on save over LSP (a scripted clock, tests/scripted_timer.py; the CPU half is
+"""Performance on save over LSP (a scripted clock, tests/support/scripted_timer.py; the CPU half is
 real): with fsr.perfOnSave a save that doubles a kernel's work warns on its name with how much
 slower and since when, a save that only changes a comment does not; without the setting saves
 time nothing, and the command fsr.checkPerformance checks on demand."""
@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from ..test_perf_check import COMMENTED, DOUBLED, SAXPY, stored
+from ..workflows.test_perf_check import COMMENTED, DOUBLED, SAXPY, stored
 from .conftest import open_file, wait_until
 
 pytestmark = pytest.mark.nvcc

@@ -15,10 +15,10 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 
-from ..recorded_profiler import KERNELS
-from ..search_helpers import example
+from ..support.recorded_profiler import KERNELS
+from ..support.search_helpers import example
 from .conftest import LLM, make_client, open_file, server_env_with, without_checks
-from ..doubles import PLAN_SECONDS as PLAN_STAND_IN, command
+from ..support.doubles import PLAN_SECONDS as PLAN_STAND_IN, command
 
 PLAN_SECONDS = 3.0  # the stand-in's planning
 QUICK_SECONDS = 1.5  # what a hover on another document may take meanwhile (a few ms unloaded)

@@ -1,5 +1,5 @@
 """Profile in the editor: the command puts ncu's findings (recorded on an H200, see
-tests/recorded_profiler.py) on the kernel's own lines with a summary on its name; hover on a
+tests/support/recorded_profiler.py) on the kernel's own lines with a summary on its name; hover on a
 marked line shows its counters; a finding offers Optimize with it in the prompt; the findings
 follow the kernel when lines above it move and retire when the kernel itself changes; a kernel
 that needs a spec gets the reason on its name."""
@@ -11,7 +11,7 @@ import ast
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from ..recorded_profiler import DATA, INLINED, KERNELS
+from ..support.recorded_profiler import DATA, INLINED, KERNELS
 from .conftest import WORKSPACE, open_file, wait_until
 
 TEXT = KERNELS.read_text()

@@ -9,8 +9,8 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from ..fake_llm import KEY, answer, stall, status
-from ..search_helpers import example
+from ..support.fake_llm import KEY, answer, stall, status
+from ..support.search_helpers import example
 from .conftest import LLM, edits_in, open_file, wait_until
 
 SAXPY = example("saxpy.cu")

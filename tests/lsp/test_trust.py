@@ -15,10 +15,10 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from ..fake_llm import answer
-from ..search_helpers import example
+from ..support.fake_llm import answer
+from ..support.search_helpers import example
 from .conftest import LLM, init_options, make_client, open_file, server_env, wait_until, WORKSPACE
-from ..doubles import command as doubles_command
+from ..support.doubles import command as doubles_command
 
 SAXPY = example("saxpy.cu")
 KERNEL_LINE = SAXPY.splitlines().index("__global__ void saxpy(int n, float a, const float* x, float* y)")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from ..doubles import command
-from ..fake_llm import FakeLLM, answer
-from ..search_helpers import example
+from ..support.doubles import command
+from ..support.fake_llm import FakeLLM, answer
+from ..support.search_helpers import example
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "vscode-client"
@@ -98,7 +98,7 @@ def code_server(tmp_path: Path, workspace: Path, settings: dict, trust: bool, en
 
 
 def server_env() -> dict:
-    return {**os.environ, "FSR_LSP_BENCH": "tests.scripted_bench:ScriptedBench", "FSR_E2E_KEY": "unused",
+    return {**os.environ, "FSR_LSP_BENCH": "tests.support.scripted_bench:ScriptedBench", "FSR_E2E_KEY": "unused",
             "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 

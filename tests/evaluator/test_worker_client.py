@@ -1,0 +1,198 @@
+"""The worker supervision: crashes, hangs, restarts and cancellation never reach the caller."""
+
+import threading
+import time
+
+import pytest
+
+from fsr_lsp.evaluator.worker.worker_client import Evaluator, EvaluatorUnavailable
+from fsr_lsp.evaluator.records import EvalJob, KernelBinary, LaunchPlan, SizePlan
+
+from ..support import fake_workers
+
+
+def job(kernel):
+    launch = LaunchPlan((1, 1, 1), (1, 1, 1))
+    return EvalJob(kernel=kernel, original=KernelBinary(b"", "k", "nvcc", "sm_90a"), candidate=None,
+                   sizes=[SizePlan("n=1", "bench", {"n": 1}, [], launch, launch)])
+
+
+@pytest.fixture
+def evaluator():
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.scripted)
+    yield ev
+    ev.close()
+
+
+def pid(result):
+    return int(result.message.split()[-1])
+
+
+def test_jobs_reuse_one_worker_and_report_stages(evaluator):
+    stages = []
+    first = evaluator.run(job("a"), on_stage=stages.append)
+    second = evaluator.run(job("b"))
+    assert first.status == second.status == "verified"
+    assert pid(first) == pid(second) and stages == ["checking a"]
+    assert first.gpu.name == "Scripted GPU" and evaluator.restarts == 0
+
+
+@pytest.mark.parametrize("kernel, words", [("exit", "exit code 3"), ("segv", "killed by SIGSEGV")])
+def test_a_dying_worker_is_a_result_and_is_replaced(evaluator, kernel, words):
+    before = evaluator.run(job("a"))
+    r = evaluator.run(job(kernel))
+    assert r.status == "crashed" and words in r.message and f"checking {kernel}" in r.message
+    after = evaluator.run(job("a"))
+    assert after.status == "verified" and pid(after) != pid(before) and evaluator.restarts == 1
+
+
+def test_a_hang_is_killed_at_the_timeout(evaluator):
+    started = time.monotonic()
+    r = evaluator.run(job("hang"), timeout=1.5)
+    assert r.status == "timeout" and "checking hang" in r.message
+    assert time.monotonic() - started < 10
+    assert evaluator.run(job("a")).status == "verified"
+
+
+def test_a_timeout_says_hung_or_slow_as_the_last_launch_showed(evaluator):
+    hung = evaluator.run(job("hang"), timeout=1.0)
+    assert "a kernel probably hangs" in hung.message
+    slow = evaluator.run(job("slow"), timeout=1.0)
+    assert slow.status == "timeout" and "probably hangs" not in slow.message
+    assert "one launch of the original took 1.3 s: the kernel is slow at this size, not hung" in slow.message
+    assert evaluator.run(job("a")).status == "verified"
+
+
+def test_an_evaluator_bug_is_a_crashed_result_not_an_exception(evaluator):
+    r = evaluator.run(job("bug"))
+    assert r.status == "crashed" and "internal evaluator error: an evaluator bug" in r.message and "ValueError" not in r.message
+    assert evaluator.run(job("a")).status == "verified"
+
+
+def test_a_worker_asking_for_restart_is_replaced(evaluator):
+    first = evaluator.run(job("poisoned"))
+    assert first.status == "crashed"
+    assert pid(evaluator.run(job("a"))) != pid(first)
+
+
+def test_cancel_from_another_thread(evaluator):
+    evaluator.start()
+    timer = threading.Timer(0.5, evaluator.cancel)
+    timer.start()
+    r = evaluator.run(job("hang"), timeout=30)
+    assert r.status == "cancelled"
+    assert evaluator.run(job("a")).status == "verified"
+
+
+def test_unavailable_gpu_is_one_clear_line():
+    ev = Evaluator(target=fake_workers.unavailable)
+    with pytest.raises(EvaluatorUnavailable, match="no CUDA GPU is visible"):
+        ev.start()
+    r = ev.run(job("a"))
+    assert r.status == "unavailable" and r.message == "no CUDA GPU is visible"
+
+
+def test_a_worker_dying_at_start_up():
+    ev = Evaluator(target=fake_workers.dies_at_start, start_timeout=30)
+    with pytest.raises(EvaluatorUnavailable, match="exit code 7"):
+        ev.start()
+
+
+def test_the_real_worker_without_torch_or_gpu_says_why():
+    pytest.importorskip("fsr_lsp")
+    ev = Evaluator(start_timeout=120)
+    try:
+        ev.start()
+    except EvaluatorUnavailable as e:
+        assert "\n" not in str(e) and any(w in str(e) for w in ("torch", "pycuda", "GPU", "driver"))
+    else:
+        pytest.skip("a GPU is available here")
+    finally:
+        ev.close()
+
+
+def test_an_idle_worker_gives_back_what_it_keeps_once_until_its_next_job():
+    """After its idle time with no job, the worker drops the original's kept runs (GPU memory the
+    user's own programs may need while no search runs): once, and again only after another job."""
+    from multiprocessing import Pipe
+
+    from fsr_lsp.evaluator.records import EvalResult
+    from fsr_lsp.evaluator.worker.serde import from_data, to_data
+    from fsr_lsp.evaluator.worker.worker import serve
+
+    parent, child = Pipe()
+    released: list[float] = []
+    handler = lambda job, report: EvalResult(kernel=job.kernel, status="verified", message="ok")  # noqa: E731
+    t = threading.Thread(target=serve, args=(child, fake_workers.GPU, handler),
+                         kwargs={"on_idle": lambda: released.append(time.monotonic()), "idle_s": 0.2}, daemon=True)
+    t.start()
+    assert parent.recv()[0] == "ready"
+    time.sleep(0.7)
+    assert len(released) == 1  # once, not every 0.2 s
+    parent.send(("job", to_data(job("k"))))
+    assert from_data(EvalResult, parent.recv()[1]).status == "verified"
+    time.sleep(0.5)
+    assert len(released) == 2
+    parent.send(("stop",))
+    t.join(5)
+    assert not t.is_alive()
+
+
+def test_a_cancelled_job_that_ends_within_the_grace_keeps_its_worker():
+    """The warm service's workers: a search's deadline cancels the job under way; one that ends
+    soon after leaves the worker (its CUDA context, the original's kept runs) to the next command.
+    Its result is dropped all the same; one that does not end is killed as before."""
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.scripted_slow, cancel_grace=2.0)
+    try:
+        first = ev.run(job("a"))
+        threading.Timer(0.1, ev.cancel).start()
+        cancelled = ev.run(job("a"))  # half a second a job: it ends within the grace
+        assert cancelled.status == "cancelled"
+        after = ev.run(job("a"))
+        assert after.status == "verified" and pid(after) == pid(first) and ev.restarts == 0
+    finally:
+        ev.close()
+    hung = Evaluator(timeout=20, start_timeout=60, target=fake_workers.scripted, cancel_grace=0.5)
+    try:
+        before = hung.run(job("a"))
+        threading.Timer(0.2, hung.cancel).start()
+        started = time.monotonic()
+        assert hung.run(job("hang"), timeout=30).status == "cancelled"
+        assert time.monotonic() - started < 5
+        assert pid(hung.run(job("a"))) != pid(before)  # killed at the grace's end, a new worker
+    finally:
+        hung.close()
+
+
+def test_the_bandwidth_probe_waits_until_the_gpu_is_the_workers_alone(tmp_path, monkeypatch):
+    """Sanitizer children may run beside a worker's start (they share the gate); the copy
+    bandwidth, a yardstick for every later verdict, is measured only once they are done."""
+    from fsr_lsp.evaluator.worker.gpu_gate import gate
+
+    marker = tmp_path / "probed"
+    monkeypatch.setenv("FSR_TEST_PROBE_MARKER", str(marker))
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.probed, device_index=7)
+    started: list = []
+    try:
+        with gate(7).shared():
+            thread = threading.Thread(target=lambda: started.append(ev.start()))
+            thread.start()
+            thread.join(timeout=8)  # the worker is up; its probe waits for the shared work to end
+            assert thread.is_alive() and not marker.exists()
+            released = time.time()
+        thread.join(timeout=20)
+        assert started and started[0].bandwidth_gbps == 1234.0
+        assert float(marker.read_text().split()[0]) >= released
+        assert ev.run(job("a")).status == "verified"  # a job's own start, under its gate, probes without waiting
+    finally:
+        ev.close()
+
+
+def test_a_jobs_start_probes_under_the_jobs_own_gate(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSR_TEST_PROBE_MARKER", str(tmp_path / "probed"))
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.probed, device_index=8)
+    try:
+        result = ev.run(job("a"))
+        assert result.status == "verified" and ev.gpu is not None and ev.gpu.bandwidth_gbps == 1234.0
+    finally:
+        ev.close()
