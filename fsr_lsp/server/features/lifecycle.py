@@ -11,7 +11,7 @@ from lsprotocol import types
 from ...processes import hard_exit
 from ..server import FsrServer, is_cuda
 from ..trust import read_trust
-from .documents import schedule_check, watch
+from .documents import index_launches, schedule_check, watch
 
 log = logging.getLogger("fsr_lsp")
 
@@ -31,6 +31,7 @@ def register(server: FsrServer) -> None:
     @server.feature(types.INITIALIZED)
     async def initialized(ls: FsrServer, params: types.InitializedParams) -> None:
         watch(ls)
+        index_launches(ls)
         await pull_configuration(ls)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
