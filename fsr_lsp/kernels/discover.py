@@ -16,7 +16,7 @@ from .fallback import scan_kernel
 from .lexical import lex, macro_aliases, spec_blocks
 from .kernel import Kernel
 from .structs import names_of
-from .treesitter import kernels_from_tree, nodes_of, parse
+from .treesitter import aggregates_of, kernels_from_tree, parse
 from .struct_fields import with_struct_fields
 
 
@@ -179,7 +179,7 @@ def struct_texts(src: SourceText, kernel: Kernel) -> list[str]:
     if not wanted:
         return []
     out = []
-    for node in nodes_of(parse(src.data).root_node, "struct_specifier", "class_specifier"):
+    for node in aggregates_of(src.data, "struct_specifier", "class_specifier"):
         if node.child_by_field_name("body") is None or node.start_byte >= kernel.definition_span.start_byte:
             continue
         outer = node.parent if node.parent is not None and node.parent.type in ("type_definition",

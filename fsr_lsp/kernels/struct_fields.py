@@ -26,7 +26,7 @@ from .c_types import element_type, parse_param
 from .kernel import Kernel, Param
 from .lexical import active_text, defined_macros
 from .structs import DEFINE_LINE, integer_constant, names_of, substituted
-from .treesitter import nodes_of, parse
+from .treesitter import aggregates_of
 
 
 # `constexpr int MAX_DIMS = 8;`, `static const int N = 4;`: array sizes as a #define gives them
@@ -69,7 +69,7 @@ def struct_declarations(text: str, defined: frozenset[str] = frozenset()) -> dic
     twice: set[str] = set()
     macros = {m.group(1): m.group(2) for m in DEFINE_LINE.finditer(text)}
     macros.update({m.group(1): m.group(2) for m in _CONSTANT.finditer(text)})
-    for node in nodes_of(parse(text.encode()).root_node, "struct_specifier", "class_specifier"):
+    for node in aggregates_of(text.encode(), "struct_specifier", "class_specifier"):
         body = node.child_by_field_name("body")
         if body is None or _unusual(node):
             continue

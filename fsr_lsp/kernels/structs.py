@@ -40,7 +40,7 @@ from tree_sitter import Node
 
 from .brackets import split_top_level
 from .c_types import C_SPELLING, ITEMSIZE, element_type
-from .treesitter import nodes_of, parse
+from .treesitter import aggregates_of
 
 DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.+?)[ \t]*$", re.M)
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
@@ -56,7 +56,7 @@ def struct_types(text: str, known: dict[str, str] | None = None) -> dict[str, st
     macros = {m.group(1): m.group(2) for m in DEFINE_LINE.finditer(text)}
     out: dict[str, str] = {}
     aligns: dict[str, int] = {}  # the alignment of each struct or union of `out`, for fields of its type
-    for node in nodes_of(parse(text.encode()).root_node, "struct_specifier", "union_specifier"):
+    for node in aggregates_of(text.encode(), "struct_specifier", "union_specifier"):
         body = node.child_by_field_name("body")
         if body is None or _template_of(node) is not None:
             continue  # templates are layouts over their parameters (struct_templates)
@@ -237,7 +237,7 @@ def struct_templates(text: str) -> dict[str, str]:
     struct's name with its own parameter names, so an instantiation can substitute them."""
     macros = {m.group(1): m.group(2) for m in DEFINE_LINE.finditer(text)}
     out: dict[str, str] = {}
-    for node in nodes_of(parse(text.encode()).root_node, "struct_specifier"):
+    for node in aggregates_of(text.encode(), "struct_specifier"):
         template, body, tag = _template_of(node), node.child_by_field_name("body"), node.child_by_field_name("name")
         if template is None or body is None or tag is None or not tag.text:
             continue
