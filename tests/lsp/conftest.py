@@ -75,10 +75,13 @@ async def client(request, lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-async def without_checks(lsp_client: LanguageClient):
+async def without_checks(lsp_client: LanguageClient, populate=None):
     """A session in a workspace of its own, VS Code's capabilities, no nvcc check on open (only
-    what the test looks at): the body of a fixture whose server runs with stand-ins."""
+    what the test looks at): the body of a fixture whose server runs with stand-ins.
+    `populate(workspace)`: files written before the server starts."""
     workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))
+    if populate is not None:
+        populate(workspace)
     lsp_client.workspace_dir = workspace  # type: ignore[attr-defined]
     options = init_options()
     options["fsr"]["diagnostics"] = {"onOpen": False}

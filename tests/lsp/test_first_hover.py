@@ -6,15 +6,14 @@ answers "drafting the spec..." for it."""
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ..support.doubles import command
-from .conftest import WORKSPACE, init_options, make_client, server_env
+from .conftest import make_client, server_env, without_checks
 from .test_document_cache import hover
 
 KERNEL = """__global__ void scale(float* y, const float* x, int n)
@@ -46,22 +45,18 @@ def other_program(i: int) -> str:
     return f"{kernels}\nvoid run{i}(float* d)\n{{\n{body}}}\n"
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=command("fsr-lsp"), server_env=server_env(),
-                                              client_factory=make_client))
-async def client(lsp_client: LanguageClient):
-    workspace = Path(tempfile.mkdtemp(dir=WORKSPACE))
+def populated(workspace: Path) -> None:
     (workspace / "scale.cu").write_text(KERNEL)
     (workspace / "main.cu").write_text(LAUNCHER)
     for i in range(OTHERS):
         (workspace / f"other{i}.cu").write_text(other_program(i))
-    lsp_client.workspace_dir = workspace  # type: ignore[attr-defined]
-    options = init_options()
-    options["fsr"]["diagnostics"] = {"onOpen": False}
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual_studio_code"), root_uri=workspace.as_uri(),
-        initialization_options=options))
-    yield
-    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=command("fsr-lsp"), server_env=server_env(),
+                                              client_factory=make_client))
+async def client(lsp_client: LanguageClient):
+    async for _ in without_checks(lsp_client, populated):
+        yield
 
 
 async def test_the_first_hover_on_a_kernel_shows_the_spec_drafted_from_a_launch_in_another_file(client: LanguageClient):
