@@ -23,8 +23,7 @@ from typing import Callable
 
 from ..records import EvalJob
 from ..worker.gpu_gate import gate
-from .sanitizer import TOOLS, Done, Prewarm, ToolChild, calls_printf, find_sanitizer, run_children, sanitize_job
-from .sanitizer_plan import plan_tool, uses_shared_memory
+from .sanitizer import TOOLS, Done, Prewarm, ToolChild, calls_printf, find_sanitizer, run_children, sanitize_job, tool_plans
 
 EARLY_LIMIT_S = 5.0  # about a worker's start: early runs must not hold back the job they overlap
 log = logging.getLogger("fsr_lsp.evaluator")
@@ -98,10 +97,9 @@ class EarlySanitizers(threading.Thread):
 
 
 def _test_size_work(job: EvalJob, static_shared: int | None, tools: tuple[str, ...]) -> dict:
-    """Each tool's sizes, planned as `sanitize` plans them but with no native time measured yet
-    (the plan's unmeasured default): every test and edge size a tool would check."""
-    shared = True if static_shared is None else uses_shared_memory(job, static_shared)
-    plans = {t: plan_tool(t, job, {}, shared, calls_printf(job.original)) for t in tools}
+    """Each tool's sizes as `sanitize` plans them, with no native time measured yet (the plan's
+    unmeasured default): every test and edge size a tool would check."""
+    plans = tool_plans(job, tools, {}, static_shared)
     return {t: plan.sizes for t, plan in plans.items() if not plan.skipped and plan.sizes}
 
 

@@ -44,9 +44,9 @@ _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazard
 _ACCESS = re.compile(r"(?:Invalid|(Uninitialized)) __global__ (?:memory )?(read|write) of size (\d+) bytes?")
 _ADDRESS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]+)")
 _BUFFER = re.compile(r"^fsr-buffer (\S+) (\S+) (0x[0-9a-fA-F]+) (\d+)\s*$", re.M)
-_original_verdicts: dict[str, "Outcome"] = {}
+_original_verdicts: dict[str, "Outcome"] = {}  # the original's memcheck run, per kernel and sizes, in this process
 Output = tuple[int | None, str]  # a tool child's exit code (None: stopped, said in the text) and its output
-Done = dict[str, tuple[frozenset[str], Output]]  # per tool: the size labels a finished run covered, its output  # the original's memcheck run, per kernel and sizes, in this process
+Done = dict[str, tuple[frozenset[str], Output]]  # per tool: the size labels a finished run covered, its output
 
 
 @dataclass(frozen=True)
@@ -132,9 +132,7 @@ def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS
         if prewarm:
             prewarm.close()
         return [Check(f"sanitizer {t}", "skip", "compute-sanitizer not found") for t in tools]
-    shared = True if static_shared is None else uses_shared_memory(job, static_shared)
-    prints = calls_printf(job.original)  # the original's: a candidate's printf must not buy it fewer checks
-    plans = {t: plan_tool(t, job, native_ms or {}, shared, prints) for t in tools}
+    plans = tool_plans(job, tools, native_ms or {}, static_shared)
     runs = {t: plans[t] for t in tools if not plans[t].skipped and plans[t].sizes}
     done = prewarm.done_for(job) if prewarm else {}
     todo = {t: [p for p in runs[t].sizes if p.label not in done.get(t, (frozenset(), None))[0]] for t in runs}
@@ -159,6 +157,15 @@ def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS
     return checks
 
 
+def tool_plans(job: EvalJob, tools: tuple[str, ...], native_ms: dict[str, float],
+               static_shared: int | None) -> dict[str, ToolPlan]:
+    """Each tool's sizes (sanitizer_plan.py) from the native times measured (none yet: the
+    unmeasured default) and the candidate's static shared memory (None: unknown, racecheck runs)."""
+    shared = True if static_shared is None else uses_shared_memory(job, static_shared)
+    prints = calls_printf(job.original)  # the original's: a candidate's printf must not buy it fewer checks
+    return {t: plan_tool(t, job, native_ms, shared, prints) for t in tools}
+
+
 def sanitize_original(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = ("memcheck", "initcheck"),
                       timeout: float = 300.0, cancel: threading.Event | None = None) -> list[Check]:
     """The original kernel alone under each tool (side by side), at every test size with exact
@@ -171,7 +178,7 @@ def sanitize_original(job: EvalJob, device_index: int = 0, tools: tuple[str, ...
     plan = ToolPlan("", sizes, [(p.label, f"over {job.defences.layered_max_bytes >> 20} MiB of buffers")
                                 for p in job.sizes if p not in sizes])
     outputs = run_children([(t, sanitize_job(job, sizes, original=True)) for t in tools], tool_path, device_index,
-                            timeout, cancel)
+                           timeout, cancel)
     return [_outcome(t, outputs[t], plan, timeout).check for t in tools]
 
 
