@@ -44,14 +44,20 @@ class Worker:
     device_index = 0
 
     def __init__(self, alive: bool) -> None:
+        from fsr_lsp.evaluator.records import GpuInfo
+
         self.alive = alive
+        self.gpu = GpuInfo(0, "up", "10.0", 1, 1, 1) if alive else None
 
 
 def requests(n: int) -> list[EvalRequest]:
     return [EvalRequest(SOFTMAX, "softmax_forward", f"// candidate {i}\n", EvalOptions()) for i in range(n)]
 
 
-def test_the_backend_compiles_ahead_for_the_predicted_arch_only_while_the_worker_starts(monkeypatch):
+def test_the_backend_compiles_ahead_for_the_predicted_arch_or_the_up_workers_own(monkeypatch):
+    """Cold, for the arch nvidia-smi predicts; warm (a warm service's worker), for the worker's own:
+    the original's measurement and the first round's drafting still come before the first
+    candidates' requests, and their compiles overlap those instead of delaying the screen."""
     seen: list[tuple[str | None, str]] = []
     lock = threading.Lock()
 
@@ -66,7 +72,11 @@ def test_the_backend_compiles_ahead_for_the_predicted_arch_only_while_the_worker
     assert thread is not None
     thread.join(10)
     assert sorted(seen) == [(f"// candidate {i}\n", "sm_90a") for i in range(3)]
-    assert LocalBackend(Worker(alive=True)).compile_ahead(requests(3)) is None  # up already: the real calls compile
+    thread = LocalBackend(Worker(alive=True)).compile_ahead(requests(2))  # up: its arch, not nvidia-smi's guess
+    assert thread is not None
+    thread.join(10)
+    assert sorted(seen[3:]) == [(f"// candidate {i}\n", "sm_100a") for i in range(2)]
+    del seen[3:]
     monkeypatch.setattr(local, "predicted_arch", lambda index: None)
     thread = LocalBackend(Worker(alive=False)).compile_ahead(requests(3))  # no nvidia-smi: nothing guessed
     assert thread is not None

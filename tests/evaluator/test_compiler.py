@@ -33,6 +33,27 @@ def test_cache_hits_on_the_same_input_and_misses_on_any_change(cache_dir):
     assert not edited.cached
 
 
+def test_the_same_compile_asked_twice_at_once_runs_the_compiler_once(cache_dir, monkeypatch):
+    """A search compiles its first candidates ahead while the original is measured; the real
+    request for one of them may come mid-compile: it waits for that compile and loads its cubin."""
+    import threading
+
+    from fsr_lsp.evaluator.compile import compiler
+
+    runs = []
+    real = compiler._compile_nvcc
+    monkeypatch.setattr(compiler, "_compile_nvcc", lambda *a: runs.append(1) or real(*a))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(compile_kernel(SAXPY, KernelRef("saxpy"), opts(cache_dir))))
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(runs) == 1 and len(results) == 3 and all(r.ok for r in results)
+    assert sorted(r.cached for r in results) == [False, True, True]
+
+
 def test_a_changed_header_misses_the_cache(cache_dir, tmp_path):
     header = tmp_path / "scale.cuh"
     header.write_text("#define SCALE 2.0f\n")

@@ -84,6 +84,41 @@ def test_cancel_from_another_thread(evaluator):
     assert evaluator.run(job("a")).status == "verified"
 
 
+def test_a_cancelled_start_goes_on_for_the_next_job():
+    """A search cancelled (its deadline) while the worker starts returns at once; the start runs no
+    candidate's code, so it goes on, and the next job (on a warm service, the next command's) finds
+    that same worker ready instead of waiting for a new one's seconds of start."""
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.slow_start)
+    try:
+        threading.Timer(0.3, ev.cancel).start()
+        began = time.monotonic()
+        assert ev.run(job("a")).status == "cancelled"
+        assert time.monotonic() - began < 1.2  # not the whole start
+        time.sleep(1.6)  # the start ends meanwhile
+        began = time.monotonic()
+        first = ev.run(job("a"))
+        assert first.status == "verified" and time.monotonic() - began < 1.0 and ev.restarts == 0
+        assert pid(ev.run(job("b"))) == pid(first)
+    finally:
+        ev.close()
+
+
+def test_a_crashed_worker_is_replaced_at_once_not_at_the_next_job():
+    """After a crash the new worker's start begins right away, overlapping whatever the caller does
+    next (compiles, the next round's drafts): a job that comes after a start's time waits for none."""
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.slow_start)
+    try:
+        before = ev.run(job("a"))
+        assert ev.run(job("exit")).status == "crashed"
+        time.sleep(1.8)
+        began = time.monotonic()
+        after = ev.run(job("a"))
+        assert after.status == "verified" and pid(after) != pid(before)
+        assert time.monotonic() - began < 1.0 and ev.restarts == 1
+    finally:
+        ev.close()
+
+
 def test_unavailable_gpu_is_one_clear_line():
     ev = Evaluator(target=fake_workers.unavailable)
     with pytest.raises(EvaluatorUnavailable, match="no CUDA GPU is visible"):

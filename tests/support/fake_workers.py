@@ -88,3 +88,9 @@ def probed(conn, index):
         return 1234.0
 
     serve(conn, GPU, _handle, probe=probe)
+
+
+def slow_start(conn, index):
+    """A worker whose start takes 1.5 s (torch's import and a CUDA context take seconds)."""
+    time.sleep(1.5)
+    serve(conn, GPU, _handle)

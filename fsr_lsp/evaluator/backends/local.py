@@ -64,12 +64,15 @@ class LocalBackend:
         return len(self.evaluators)
 
     def compile_ahead(self, requests: list[EvalRequest]) -> threading.Thread | None:
-        """Compile these on a thread while the first worker starts (about 4 s of torch and CUDA),
-        for the arch nvidia-smi predicts: their cubins land in the compile cache the real
-        requests read, so the first candidates wait for no compiler. Nothing where the worker is
-        up already or the arch cannot be told; a failure here is the real request's to report."""
-        if getattr(self.evaluator, "alive", True) or not requests:
+        """Compile these on a thread while the search measures the original (and, where the worker
+        is cold, while it starts: about 4 s of torch and CUDA), for the worker's arch, or the one
+        nvidia-smi predicts before it is up: their cubins land in the compile cache the real
+        requests read (one that comes mid-compile waits for it: cubin_cache.building), so the
+        first candidates wait for no compiler. Nothing where the arch cannot be told; a failure
+        here is the real request's to report."""
+        if not requests:
             return None
+        up = self.evaluator.gpu.arch if getattr(self.evaluator, "alive", False) and self.evaluator.gpu else ""
         arch = ""
 
         def one(r: EvalRequest) -> None:
@@ -80,7 +83,7 @@ class LocalBackend:
 
         def run() -> None:
             nonlocal arch
-            arch = predicted_arch(self.evaluator.device_index) or ""  # nvidia-smi: off the search's thread
+            arch = up or predicted_arch(self.evaluator.device_index) or ""  # nvidia-smi: off the search's thread
             if not arch:
                 return
             with ThreadPoolExecutor(max_workers=min(self.workers, len(requests))) as pool:

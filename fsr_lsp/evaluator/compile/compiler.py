@@ -24,7 +24,7 @@ from typing import Literal
 
 from ... import scratch
 from ...kernels.device_variables import redirected
-from .cubin_cache import cache_load, cache_store, included_text
+from .cubin_cache import building, cache_load, cache_store, included_text
 from .limits import CompileLimits, run_limited
 from .entries import demangled, instantiation_entry, match_entry
 from .ptxas import entry_functions, parse_resources
@@ -92,24 +92,28 @@ def compile_kernel(source: str, kernel: KernelRef, options: CompileOptions) -> C
         if compiler == "nvrtc" and (not nvrtc_available() or _nvrtc_flags(options.flags) is None or _needs_nvcc(source)):
             continue
         key = _cache_key(compiler, source, kernel, options)
-        cached = cache_load(options.cache_dir, key, options.arch, options.flags)
-        if cached is not None:
-            return cached
-        if compiler == "nvcc":
-            result = _compile_nvcc(source, kernel, options)
-        elif options.limits is not None:
-            result = _compile_nvrtc_sandboxed(source, kernel, options)
-        else:
-            result = _compile_nvrtc(source, kernel, options)
-        if result.ok:
-            cache_store(options.cache_dir, key, result)
-            return result
+        with building(key):
+            cached = cache_load(options.cache_dir, key, options.arch, options.flags)
+            if cached is not None:
+                return cached
+            result = _compile_with(compiler, source, kernel, options)
+            if result.ok:
+                cache_store(options.cache_dir, key, result)
+                return result
         last = result
     if last is None:
         raise CompilerMissing("no CUDA compiler found: install the CUDA toolkit (nvcc) or cuda-python (NVRTC)")
     if needs_relocatable(last.log, options.flags) and find_nvcc(options.nvcc):  # a kernel in it launches kernels
         return compile_kernel(source, kernel, dataclasses.replace(options, flags=relocatable(options.flags), compiler="nvcc"))
     return last
+
+
+def _compile_with(compiler: str, source: str, kernel: KernelRef, options: CompileOptions) -> CompileResult:
+    if compiler == "nvcc":
+        return _compile_nvcc(source, kernel, options)
+    if options.limits is not None:
+        return _compile_nvrtc_sandboxed(source, kernel, options)
+    return _compile_nvrtc(source, kernel, options)
 
 
 # ---------------------------------------------------------------- nvcc

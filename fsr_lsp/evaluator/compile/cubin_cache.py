@@ -10,6 +10,8 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -78,3 +80,26 @@ def cache_store(folder: str | None, key: str, result: CompileResult) -> None:
             os.replace(tmp, d / f"{key}{suffix}")
     except OSError:
         pass  # a cache that cannot be written only costs time
+
+
+_builds_lock = threading.Lock()
+_builds: dict[str, list] = {}  # per key being compiled in this process: [its lock, how many want it]
+
+
+@contextmanager
+def building(key: str) -> Iterator[None]:
+    """One compile of `key` at a time in this process: a search compiles its likely first
+    candidates ahead while the original is measured, and a real request for one of them that
+    comes meanwhile waits for that compile and loads its cubin instead of running the compiler
+    a second time beside it."""
+    with _builds_lock:
+        entry = _builds.setdefault(key, [threading.Lock(), 0])
+        entry[1] += 1
+    try:
+        with entry[0]:
+            yield
+    finally:
+        with _builds_lock:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _builds[key]

@@ -48,6 +48,7 @@ class Evaluator:
         self._lock = threading.RLock()  # start() from any thread, and again inside run()
         self._cancels = 0  # cancel() calls so far: work that began before the latest one stops
         self.gpu: GpuInfo | None = None
+        self._start_deadline: float | None = None  # a start under way (None: none, or it ended)
         self.restarts = 0
 
     def __enter__(self) -> "Evaluator":
@@ -66,22 +67,20 @@ class Evaluator:
 
     def _start(self, stop: threading.Event | None = None, gated: bool = True) -> GpuInfo:
         """`gated`: the probe waits for the GPU to be the worker's alone (False: the caller holds
-        it so already, as a job does)."""
-        if self._proc is not None and self._proc.is_alive() and self.gpu is not None:
+        it so already, as a job does). A start that a cancel interrupted goes on where it was: it
+        runs no candidate's code, and the next job (often the next command's, on a warm service)
+        finds the worker closer to ready, not a new one to wait for."""
+        if self.alive:
+            assert self.gpu is not None
             return self.gpu
+        if self._proc is None or not self._proc.is_alive() or self._start_deadline is None:
+            self._spawn()
+        assert self._proc is not None and self._start_deadline is not None
+        proc, parent, deadline = self._proc, self._conn, self._start_deadline
         cancels = self._cancels
-        self._kill()
-        parent, child = self._mp.Pipe()
-        proc = self._mp.Process(target=self._target, args=(child, self.device_index), daemon=True,
-                                name=f"fsr-gpu-worker-{self.device_index}")
-        log.debug("worker %d: starting", self.device_index)
-        proc.start()
-        child.close()
-        self._proc, self._conn = proc, parent
-        deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
-            if self._cancels != cancels or (stop is not None and stop.is_set()):  # it stops too
-                self._kill()
+            if self._cancels != cancels or (stop is not None and stop.is_set()):  # the caller stops, the start goes on
+                log.debug("worker %d: cancelled while starting; the start goes on for the next job", self.device_index)
                 raise EvaluatorUnavailable("cancelled while the GPU worker was starting")
             if parent.poll(0.05):
                 try:
@@ -92,7 +91,7 @@ class Evaluator:
                     gpu = from_data(GpuInfo, payload)
                     with gate(self.device_index).exclusive() if gated else contextlib.nullcontext():
                         gpu.bandwidth_gbps = self._probe(parent, deadline)
-                    self.gpu = gpu
+                    self.gpu, self._start_deadline = gpu, None
                     return self.gpu
                 self._kill()
                 raise EvaluatorUnavailable(str(payload))
@@ -104,6 +103,26 @@ class Evaluator:
         if code is None:
             raise EvaluatorUnavailable(f"the GPU worker did not start within {self.start_timeout:.0f} s")
         raise EvaluatorUnavailable(f"the GPU worker exited during start-up ({_exit_text(code)})")
+
+    def _restart(self) -> None:
+        """After a crash, a hang or a poisoned context: a new worker starts now, so that its
+        seconds of start overlap what the caller does next (its next compile, the next round's
+        drafts) instead of delaying the next job."""
+        self._kill()
+        self.restarts += 1
+        self._spawn()
+
+    def _spawn(self) -> None:
+        """A new worker process, its start to be awaited by `_start` before `_start_deadline`."""
+        self._kill()
+        parent, child = self._mp.Pipe()
+        proc = self._mp.Process(target=self._target, args=(child, self.device_index), daemon=True,
+                                name=f"fsr-gpu-worker-{self.device_index}")
+        log.debug("worker %d: starting", self.device_index)
+        proc.start()
+        child.close()
+        self._proc, self._conn = proc, parent
+        self._start_deadline = time.monotonic() + self.start_timeout
 
     def _probe(self, conn: Any, deadline: float) -> float:
         """The copy bandwidth the worker measures, asked for once nothing else of this process
@@ -123,7 +142,8 @@ class Evaluator:
     @property
     def alive(self) -> bool:
         """Whether a started worker is up (a job can run without a start)."""
-        return self._proc is not None and self._proc.is_alive() and self.gpu is not None
+        return (self._proc is not None and self._proc.is_alive() and self._start_deadline is None
+                and self.gpu is not None)
 
     def close(self) -> None:
         """Stop the worker now: it holds nothing that needs a graceful end, and a CUDA context's
@@ -131,12 +151,14 @@ class Evaluator:
         self._kill()
 
     def cancel(self) -> None:
-        """Stop the job in progress, or the worker's start (from another thread): it is killed."""
+        """Stop the job in progress (from another thread): it is killed, after `cancel_grace`. A
+        start under way stops being waited for, and goes on for the next job."""
         self._cancels += 1
 
     def _kill(self) -> None:
         proc, conn = self._proc, self._conn
         self._proc = self._conn = None
+        self._start_deadline = None
         if proc is not None:
             if proc.is_alive():
                 proc.kill()
@@ -202,14 +224,12 @@ class Evaluator:
                     log.debug("worker %d: %s in %.2f s (%s)", self.device_index, result.status, result.seconds,
                               ", ".join(f"{k} {v:.2f} s" for k, v in result.phase_seconds.items()))
                     if result.restart_worker:
-                        self._kill()
-                        self.restarts += 1
+                        self._restart()
                     return result
                 if not self._proc.is_alive():
                     return self._lost(job, stage, started)
                 if time.monotonic() - started > limit:
-                    self._kill()
-                    self.restarts += 1
+                    self._restart()
                     return _result(job, "timeout", _timeout_text(limit, stage), started, gpu)
 
     def _lost(self, job: EvalJob, stage: str, started: float) -> EvalResult:
@@ -220,8 +240,7 @@ class Evaluator:
             how = _exit_text(proc.exitcode)
         else:
             how = "gone"
-        self._kill()
-        self.restarts += 1
+        self._restart()
         return _result(job, "crashed", f"the worker process died ({how}) while {stage}; it will restart",
                        started, self.gpu)
 
