@@ -52,9 +52,11 @@ def fsr_optimize(folder: Path, file: str, kernel: str, seconds: float, *extra: s
                            "--time-budget", str(seconds), *extra], capture_output=True, text=True, cwd=folder,
                           timeout=seconds * 4 + 180, env={**os.environ, "FSR_LOG_FILE": str(debug)})
     out = proc.stdout + proc.stderr
-    if keep is not None and debug.exists():
+    if keep is not None:  # fsr's log, and what it printed (its table of candidates and verdicts)
         keep.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(debug, keep)
+        if debug.exists():
+            shutil.copy(debug, keep)
+        keep.with_suffix(".out").write_text(out)
     trace = ""  # where fsr failed: its traceback from its own log (the user sees one line)
     if proc.returncode not in (0, 130) and debug.exists():
         text = debug.read_text(errors="replace")

@@ -168,6 +168,9 @@ class SizePlan:
         return sum(a.nbytes for a in self.args if a.kind == "buffer")
 
 
+KEEP_TIMED_MS = 20.0  # an original this slow a run has its timed runs kept for later jobs (oracle_cache.py)
+
+
 @dataclass
 class TimingConfig:
     warmup: int = 3

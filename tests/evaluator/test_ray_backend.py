@@ -197,10 +197,10 @@ def test_the_servers_gpus_setting_gives_one_worker_per_local_gpu():
 
     gpu = GpuOwner()
     two = gpu.backend(load_settings({"gpus": "0,1"}).settings)
-    assert [e.device_index for e in two.evaluators] == [0, 1] and two.gpus == 2
+    assert [e.device_index for e in two.firsts] == [0, 1] and two.gpus == 2  # two workers a GPU (gpu_workers)
     assert gpu.backend(load_settings({"gpus": "0,1"}).settings) is two
     one = gpu.backend(load_settings({"gpu": 1}).settings)
-    assert [e.device_index for e in one.evaluators] == [1]
+    assert {e.device_index for e in one.evaluators} == {1}
     assert one.evaluator.device_index == 1  # proofs run on the first GPU of the list
     gpu.close()
 

@@ -119,6 +119,67 @@ def test_a_crashed_worker_is_replaced_at_once_not_at_the_next_job():
         ev.close()
 
 
+def test_a_spare_worker_takes_over_at_a_crash_at_once():
+    """With `spare` (the warm service's workers), a second process loads once the worker is up, and
+    waits without a CUDA context; a candidate that faults then costs the next job no start."""
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.slow_start, spare=True)
+    try:
+        before = ev.run(job("a"))
+        time.sleep(1.8)  # the spare loads meanwhile
+        assert ev.run(job("exit")).status == "crashed"
+        began = time.monotonic()
+        after = ev.run(job("a"))
+        assert after.status == "verified" and pid(after) != pid(before)
+        assert time.monotonic() - began < 1.0 and ev.restarts == 1
+        time.sleep(1.8)  # and another spare loads
+        assert ev.run(job("segv")).status == "crashed"
+        began = time.monotonic()
+        assert ev.run(job("a")).status == "verified" and time.monotonic() - began < 1.0
+    finally:
+        ev.close()
+
+
+def test_a_jobs_checks_share_the_gpu_and_its_timed_runs_wait_for_it_alone():
+    """A sanitizer run (a share of the gate) no longer holds a job back: its checks run beside it,
+    and only its timed runs wait, however long, for the GPU alone (the wait is not the job's
+    time: no timeout for a job that waited)."""
+    from fsr_lsp.evaluator.worker.gpu_gate import gate
+
+    ev = Evaluator(timeout=1.0, start_timeout=60, target=fake_workers.gated, device_index=11)
+    stages: list[str] = []
+    done: dict = {}
+    try:
+        ev.start()
+        gate(11).take_shared()  # a sanitizer run, say
+        t = threading.Thread(target=lambda: done.update(r=ev.run(job("a"), on_stage=stages.append)))
+        t.start()
+        time.sleep(2.0)  # twice the job's limit
+        assert stages == ["checking a"] and t.is_alive() and gate(11).state == (False, 1)
+        gate(11).give_shared()
+        t.join(10)
+        assert done["r"].status == "verified" and stages == ["checking a", "timing a"]
+        assert gate(11).state == (False, 0)  # nothing left held
+    finally:
+        ev.close()
+
+
+def test_a_job_cancelled_while_it_waits_for_the_gpu_alone_ends_at_once():
+    from fsr_lsp.evaluator.worker.gpu_gate import gate
+
+    ev = Evaluator(timeout=20, start_timeout=60, target=fake_workers.gated, device_index=12)
+    try:
+        ev.start()
+        gate(12).take_shared()
+        threading.Timer(0.5, ev.cancel).start()
+        began = time.monotonic()
+        assert ev.run(job("a")).status == "cancelled" and time.monotonic() - began < 3
+        gate(12).give_shared()
+        assert gate(12).state == (False, 0)
+        assert ev.run(job("b")).status == "verified"  # a new worker (that one was waiting mid-job)
+    finally:
+        ev.close()
+
+
 def test_unavailable_gpu_is_one_clear_line():
     ev = Evaluator(target=fake_workers.unavailable)
     with pytest.raises(EvaluatorUnavailable, match="no CUDA GPU is visible"):

@@ -131,6 +131,7 @@ class FakeSession:
         self.oracle_cache = OracleCache(1 << 30)
         self.clock: FakeClock | None = FakeClock()  # None: a machine without the kernel clock
         self.clock_note = "" if self.clock else "no kernel clock (the CPU double has none)"
+        self.wait_alone: Any = lambda: None  # the worker's ask for the GPU alone, before the timed runs
 
     def load(self, binary: KernelBinary, dtypes: list[str | None]) -> FakeKernel:
         if binary.entry not in self.loaded:

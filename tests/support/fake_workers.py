@@ -90,7 +90,41 @@ def probed(conn, index):
     serve(conn, GPU, _handle, probe=probe)
 
 
+_loaded = False
+
+
+def _load_slowly():
+    """1.5 s once a process, as torch's import is most of a real worker's start."""
+    global _loaded
+    if not _loaded:
+        time.sleep(1.5)
+        _loaded = True
+
+
 def slow_start(conn, index):
-    """A worker whose start takes 1.5 s (torch's import and a CUDA context take seconds)."""
-    time.sleep(1.5)
+    """A worker whose start takes 1.5 s of loading (its `preload`, which a spare does ahead)."""
+    _load_slowly()
     serve(conn, GPU, _handle)
+
+
+slow_start.preload = _load_slowly
+
+
+def _gated(conn, job, report):
+    from fsr_lsp.evaluator.worker.worker import _wait_alone
+
+    report(f"checking {job.kernel}")
+    _wait_alone(conn)  # as run_job does before its timed runs
+    report(f"timing {job.kernel}")
+    return EvalResult(kernel=job.kernel, status="verified", message=f"pid {os.getpid()}")
+
+
+def gated(conn, index):
+    """A worker whose jobs ask for the GPU alone between their checks and their timed runs."""
+    serve(conn, GPU, lambda job, report: _gated(conn, job, report))
+
+
+def slow_start_slow_jobs(conn, index):
+    """1.5 s of start, then half a second a job."""
+    _load_slowly()
+    serve(conn, GPU, _slow)

@@ -16,7 +16,7 @@ from ..profile.profile import Profiled
 from ..records import EvalResult, GpuInfo
 from ..support import gpu_support_missing
 from .calls import REMOTE_CALLS, remote_call
-from .local import LocalBackend, local_gpus
+from .local import LocalBackend, gpu_workers, local_gpus
 from .ray_cluster import RayBackend, ray_missing
 from .request import EvalRequest
 from .service_client import ServiceBackend
@@ -79,9 +79,7 @@ def make_backend(choice: BackendChoice) -> Backend:
     if choice.kind == "service":
         local_gpus(choice.gpus)  # a bad GPU list is said here, not by the service
         return ServiceBackend(choice.gpus, choice.timeout, choice.idle)
-    from ..worker.worker_client import Evaluator
-
-    return LocalBackend([Evaluator(i, timeout=choice.timeout) for i in local_gpus(choice.gpus)])
+    return LocalBackend(gpu_workers(local_gpus(choice.gpus), choice.timeout))
 
 
 __all__ = ["Backend", "BackendChoice", "EvalRequest", "LocalBackend", "REMOTE_CALLS", "RayBackend", "backend_missing",

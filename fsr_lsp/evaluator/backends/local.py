@@ -3,6 +3,7 @@ in parallel on the CPU cores while the GPUs run, one job at a time per GPU."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import queue
@@ -20,7 +21,7 @@ from ..worker.worker_client import Evaluator, EvaluatorUnavailable
 from ..job.prepare import prepare
 from ..profile.profile import Profiled, profile
 from ..profile.profile_lines import profile_lines
-from ..records import EvalResult, GpuInfo
+from ..records import KEEP_TIMED_MS, EvalResult, GpuInfo
 from ..support import predicted_arch
 from .calls import remote_call
 from .request import EvalRequest
@@ -32,20 +33,25 @@ class LocalBackend:
     GPUs, one job at a time per GPU, each in its own evaluator worker process."""
 
     def __init__(self, evaluators: Evaluator | list[Evaluator], workers: int = 0) -> None:
+        """`evaluators`: one or more a GPU (gpu_workers): a GPU's first takes every request; the
+        others, once up, take requests of kernels whose original is quick to run again."""
         self.evaluators = evaluators if isinstance(evaluators, list) else [evaluators]
         self.evaluator = self.evaluators[0]  # profiles and single requests
+        self.firsts = _first_of_each_gpu(self.evaluators)
+        self._starting: set[int] = set()  # the second workers being started in the background (their ids)
         self.workers = workers or os.cpu_count() or 2
         self._warm: dict[int, Prewarm] = {}  # per GPU: sanitizer children loaded for the next confirmation
         self._warm_lock = threading.Lock()
         self._started_all = False
+        self._original_ms: dict[tuple[str, str], float] = {}  # per kernel (its source's digest, its name)
 
     def start(self) -> GpuInfo:
-        """Every GPU's worker, started side by side: each start makes a CUDA context and measures
-        the GPU's bandwidth, and a search waits for the slowest, not for their sum."""
-        if len(self.evaluators) == 1:
+        """Every GPU's first worker, started side by side: each start makes a CUDA context and
+        measures the GPU's bandwidth, and a search waits for the slowest, not for their sum."""
+        if len(self.firsts) == 1:
             return self.evaluator.start()
-        with ThreadPoolExecutor(max_workers=len(self.evaluators)) as pool:
-            infos = list(pool.map(lambda e: e.start(), self.evaluators))
+        with ThreadPoolExecutor(max_workers=len(self.firsts)) as pool:
+            infos = list(pool.map(lambda e: e.start(), self.firsts))
         return infos[0]
 
     def _start_every_worker_soon(self) -> None:
@@ -61,7 +67,30 @@ class LocalBackend:
 
     @property
     def gpus(self) -> int:
-        return len(self.evaluators)
+        return len(self.firsts)
+
+    def _second_may_take(self, requests: list[EvalRequest]) -> bool:
+        """Whether a GPU's second worker may take these: its first job of a kernel runs the
+        original again (its outputs per input set, its timed runs where they are kept), which only
+        a quick original makes worth it; unknown (no baseline seen) counts as quick."""
+        return all(self._original_ms.get(_kernel_key(r), 0.0) < KEEP_TIMED_MS for r in requests)
+
+    def _start_in_background(self, evaluator: Evaluator) -> None:
+        with self._warm_lock:
+            if id(evaluator) in self._starting:
+                return
+            self._starting.add(id(evaluator))
+
+        def start() -> None:
+            _start_quietly(evaluator)
+            with self._warm_lock:
+                self._starting.discard(id(evaluator))
+
+        threading.Thread(target=start, daemon=True, name=f"fsr-start-worker-{evaluator.device_index}").start()
+
+    def _note_original(self, request: EvalRequest, result: EvalResult) -> None:
+        if request.candidate is None and result.original_time is not None:
+            self._original_ms[_kernel_key(request)] = result.original_time.median_ms
 
     def compile_ahead(self, requests: list[EvalRequest]) -> threading.Thread | None:
         """Compile these on a thread while the search measures the original (and, where the worker
@@ -119,7 +148,13 @@ class LocalBackend:
             prepared = {i: compile_pool.submit(prepare, requests[i].source, requests[i].kernel, requests[i].candidate,
                                                arch, requests[i].options) for i in plain}
 
+            seconds_may = self._second_may_take(requests)
+
             def drain(evaluator: Evaluator) -> None:
+                if evaluator not in self.firsts and not (seconds_may and evaluator.alive):
+                    if seconds_may:
+                        self._start_in_background(evaluator)  # not up (a restart): for the next batch
+                    return
                 while True:
                     try:
                         i = pending.get_nowait()
@@ -137,6 +172,7 @@ class LocalBackend:
                                              prewarm=self._take_warm(evaluator) if confirm else None)
                         results[i] = evaluate_one(evaluator, r.source, r.kernel, r.candidate, r.options,
                                                   sanitize_winner=confirm, control=control)
+                    self._note_original(r, results[i])  # type: ignore[arg-type]
                     if on_result is not None:
                         on_result(i, results[i])  # type: ignore[arg-type]
 
@@ -200,6 +236,25 @@ class LocalBackend:
             w.close()
         for e in self.evaluators:
             e.close()
+
+
+def gpu_workers(indices: list[int], timeout: float, cancel_grace: float = 0.0, per_gpu: int = 2) -> list[Evaluator]:
+    """`per_gpu` workers a GPU: a job's checks share the GPU and only its timed runs have it
+    alone (gpu_gate.py), so a second worker checks one candidate while the first times another;
+    the first has a spare for its restarts."""
+    return [Evaluator(i, timeout=timeout, cancel_grace=cancel_grace, spare=n == 0)
+            for i in indices for n in range(per_gpu)]
+
+
+def _first_of_each_gpu(evaluators: list[Evaluator]) -> list[Evaluator]:
+    firsts: dict[int, Evaluator] = {}
+    for e in evaluators:
+        firsts.setdefault(e.device_index, e)
+    return list(firsts.values())
+
+
+def _kernel_key(request: EvalRequest) -> tuple[str, str]:
+    return hashlib.sha256(request.source.encode()).hexdigest(), request.kernel
 
 
 def _start_quietly(evaluator: Evaluator) -> None:

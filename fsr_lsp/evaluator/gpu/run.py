@@ -44,6 +44,7 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
             result.message = "ran under compute-sanitizer"
         elif job.mode in ("time", "alone"):
             fill_constants(ctx, seed_for(job, 0, 0))  # both modules on the same tables
+            session.wait_alone()  # the timed runs: nothing else on the GPU
             time_job(ctx)
             phase("time")
             result.status = "timed"
@@ -56,6 +57,8 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
                 unmapped_layer(ctx, "original")  # once per worker and sizes: blames the spec, not the candidate
             result.checks.append(unmapped_layer(ctx, "candidate" if ctx.candidate else "original"))
             phase("unmapped pages")
+            session.wait_alone()  # the checks may share the GPU (with sanitizers, another worker); the timed runs never
+            phase("waiting for the GPU")
             time_job(ctx)
             phase("time")
             result.message = _summary(job, result, counts)

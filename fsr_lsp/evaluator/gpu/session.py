@@ -89,6 +89,8 @@ class GpuSession:
         self._hold_note = ""
         self.clock_note = ""  # why there is none, once tried
         self.printed: PrintedOutput | None = None  # set by the worker, whose stdout it holds
+        # set by the worker: waits until its parent gives it the GPU alone (its timed runs next)
+        self.wait_alone: Callable[[], None] = lambda: None
         self.vetted: set[Any] = set()  # (original kernel, sizes) that already passed a once-per-worker check
         # the original's runs at an input set, for later jobs of the same original (gpu/oracle_cache.py)
         self.oracle_cache = OracleCache(budget_for(self.info.memory_bytes))

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..records import Check, LaunchPlan, SizePlan, TimingConfig
+from ..records import KEEP_TIMED_MS, Check, LaunchPlan, SizePlan, TimingConfig
 from .relocation import canonical
 from .buffers import FLOATS, FRESH_ELEMENTS, count_bad, poison, refill, storage_dtype
 from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, launch_args, make_inputs, outputs,
@@ -37,7 +37,6 @@ from .session import LoadedKernel
 SLOW_TIMING_MS = 2000.0  # of the slowest contender's runs a timing needs at least, beyond which it takes fewer
 MIN_SLOW_REPS = 5
 SLOW_WARMUP_S = 0.3  # a warm-up repetition this long (wall clock) is warm-up enough
-KEEP_TIMED_MS = 20.0  # an original this slow a run has its timed runs kept for later jobs (oracle_cache.py)
 REPLAY_FACTOR = 2.0  # kept times are compared only with a candidate at least this much faster
 
 

@@ -182,10 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(asctime)s %(threadName)s %(name)s: %(message)s")
-    from ..backends import local_gpus
-    from ..worker.worker_client import Evaluator
+    from ..backends import gpu_workers, local_gpus
 
-    backend = LocalBackend([Evaluator(i, timeout=args.timeout, cancel_grace=CANCEL_GRACE_S) for i in local_gpus(args.gpus)])
+    backend = LocalBackend(gpu_workers(local_gpus(args.gpus), args.timeout, cancel_grace=CANCEL_GRACE_S))
     log.info("GPU service for GPUs %s at %s (pid %d)", args.gpus, args.socket, os.getpid())
     Service(backend, args.idle).serve(args.socket)
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 class GpuGate:
@@ -23,30 +23,54 @@ class GpuGate:
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         """For a timed run: nothing else on this GPU meanwhile."""
-        with self._cond:
-            self._waiting_exclusive += 1
-            self._cond.wait_for(lambda: not self._exclusive and self._sharing == 0)
-            self._waiting_exclusive -= 1
-            self._exclusive = True
+        self.take_exclusive()
         try:
             yield
         finally:
-            with self._cond:
-                self._exclusive = False
-                self._cond.notify_all()
+            self.give_exclusive()
 
     @contextmanager
     def shared(self) -> Iterator[None]:
         """For work that times nothing: beside other such work, never beside a timed run."""
-        with self._cond:
-            self._cond.wait_for(lambda: not self._exclusive and self._waiting_exclusive == 0)
-            self._sharing += 1
+        self.take_shared()
         try:
             yield
         finally:
-            with self._cond:
-                self._sharing -= 1
-                self._cond.notify_all()
+            self.give_shared()
+
+    def take_exclusive(self, stop: Callable[[], bool] | None = None) -> bool:
+        """Wait for the GPU alone; False (nothing taken) once `stop()` says so (polled)."""
+        with self._cond:
+            self._waiting_exclusive += 1
+            try:
+                while not self._cond.wait_for(lambda: not self._exclusive and self._sharing == 0, 0.05 if stop else None):
+                    if stop is not None and stop():
+                        return False
+            finally:
+                self._waiting_exclusive -= 1
+                self._cond.notify_all()  # shared work held back by this wait may go once it ends
+            self._exclusive = True
+            return True
+
+    def give_exclusive(self) -> None:
+        with self._cond:
+            self._exclusive = False
+            self._cond.notify_all()
+
+    def take_shared(self, stop: Callable[[], bool] | None = None) -> bool:
+        """Wait for a share; False (nothing taken) once `stop()` says so (polled)."""
+        with self._cond:
+            while not self._cond.wait_for(lambda: not self._exclusive and self._waiting_exclusive == 0,
+                                          0.05 if stop else None):
+                if stop is not None and stop():
+                    return False
+            self._sharing += 1
+            return True
+
+    def give_shared(self) -> None:
+        with self._cond:
+            self._sharing -= 1
+            self._cond.notify_all()
 
     @property
     def state(self) -> tuple[bool, int]:

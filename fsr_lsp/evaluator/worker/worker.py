@@ -1,9 +1,11 @@
 """The worker process: owns the CUDA context, runs one job at a time, reports stages.
 
 Messages (tuples over a multiprocessing Pipe, plain data only):
-  parent -> worker: ("job", job_data) | ("probe",) | ("stop",)
-  worker -> parent: ("ready", gpu_data) | ("unavailable", message)
+  parent -> worker: ("job", job_data) | ("probe",) | ("stop",) | ("alone",); to a spare (held_start): ("go",)
+  worker -> parent: ("ready", gpu_data) | ("unavailable", message) | ("alone", None)
                     ("stage", text) | ("result", result_data) | ("probed", bandwidth_gbps)
+A job shares the GPU (with sanitizer runs, with another worker's checks) until its timed runs:
+before them the worker asks for the GPU alone ("alone"), and waits for the parent's "alone".
 The parent asks for the probe (the copy bandwidth) once the GPU is the worker's alone: sanitizers
 may run beside the worker's start.
 A job whose result asks for a restart (sticky CUDA error, out of memory) ends the process
@@ -37,10 +39,44 @@ def worker_main(conn: Any, device_index: int) -> None:
         conn.send(("unavailable", str(e)))
         return
     session.printed = printed
+    session.wait_alone = lambda: _wait_alone(conn)
     from ..gpu.run import run_job
 
     serve(conn, session.info, lambda job, report: run_job(session, job, report), on_idle=session.release_kept,
           probe=session.measure_bandwidth)
+
+
+def _wait_alone(conn: Any) -> None:
+    """Ask the parent for the GPU alone, before the timed runs, and wait for its answer (it holds
+    the GPU gate: verifications and sanitizer runs may share the GPU, a timed run never)."""
+    conn.send(("alone", None))
+    while conn.recv()[0] != "alone":
+        pass
+
+
+def _preload() -> None:
+    """What a start imports, without a CUDA context: torch, most of a start's seconds."""
+    import torch  # noqa: F401
+
+    from ..gpu import run, session  # noqa: F401
+
+
+worker_main.preload = _preload  # type: ignore[attr-defined]
+
+
+def held_start(conn: Any, device_index: int, target: Callable[[Any, int], None] = worker_main) -> None:
+    """A spare worker: `target`'s imports done (its `preload`), then it waits for ("go",) from the
+    parent before it starts for real (its CUDA context made only then); anything else, or the
+    parent gone, ends it."""
+    preload = getattr(target, "preload", None)
+    if preload is not None:
+        preload()
+    try:
+        message = conn.recv()
+    except (EOFError, OSError):
+        return
+    if message[0] == "go":
+        target(conn, device_index)
 
 
 IDLE_RELEASE_S = 300.0  # a worker with no job for this long gives back what it keeps for the next one
