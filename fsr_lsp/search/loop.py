@@ -26,6 +26,7 @@ from ..source import SourceText
 from ..specs import parse_spec, render_spec
 from .config import SearchConfig
 from .context import RoundContext
+from .costs import RoundCosts, TimedConfirms
 from .deadline import Deadline
 from .generators.base import Generator, GeneratorError
 from .outcome import Bench, Progress, SearchOutcome, ranked
@@ -84,6 +85,7 @@ class _Search:
         self.started = deadline.at - config.time_budget
         self.history: list[Tried] = []
         self.search_id: int | None = None
+        self.costs = RoundCosts()
 
     # ------------------------------------------------------------ ready
 
@@ -153,6 +155,10 @@ class _Search:
             return "generator"
         if not proposals:
             return "exhausted"
+        fitting = self.costs.fitting(proposals, self.deadline.at - time.monotonic())
+        if len(fitting) < len(proposals):  # the rest would leave the round's leader unconfirmed at the deadline
+            log.debug("round %d: %d of %d proposals fit before the deadline", round_ + 1, len(fitting), len(proposals))
+            proposals = fitting
         self.say(round_, f"evaluating {len(proposals)} candidates")
         log.debug("round %d: evaluating %d", round_ + 1, len(proposals))
         batch = self.evaluate(proposals)
@@ -162,7 +168,7 @@ class _Search:
         outcome.tried += batch
         if not self.cancel.is_set():
             self.say(round_, "confirming the leaders")
-            promote(self.history, self.bench, config, round_, self.record, self.started,
+            promote(self.history, TimedConfirms(self.bench, self.costs), config, round_, self.record, self.started,
                     lambda r=round_: self.say(r, "a leader verified"))
         best = _best_speedup(self.history, config)
         self.say(round_, "done", f"round {round_ + 1} done")
@@ -185,7 +191,8 @@ class _Search:
                            definition_text=self.texts.definition, declarations=self.texts.declarations,
                            screen=self.bench.screen if self.bench.screens else None,
                            deadline=self.started + config.time_budget, cancel=self.cancel, focus=config.focus,
-                           launch_fixed=config.launch_fixed, note=lambda m: self.say(round_, m))
+                           launch_fixed=config.launch_fixed, note=lambda m: self.say(round_, m),
+                           reserve=self.costs.reserve(config.candidates))
         if self.profiler and round_ >= 1:  # profiler facts help after the first round, not in it
             self.say(round_, "profiling the leader")
             ctx.profile, ctx.profile_note = self.profiler.leader(ctx.seeds[0] if ctx.seeds else None)
@@ -208,7 +215,10 @@ class _Search:
             arrived[i] = time.monotonic() - started
             self.record(Tried(fresh[i], result))
 
+        began = time.monotonic()
         results = iter(self.bench.evaluate(fresh, on_result=on_result)) if fresh else iter(())
+        if not self.deadline.passed and not self.cancel.is_set():  # a batch cut short tells nothing of its cost
+            self.costs.evaluated(len(fresh), time.monotonic() - began)
         index = iter(range(len(fresh)))
         out = []
         for p, t in zip(proposals, tried):

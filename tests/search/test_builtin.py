@@ -350,6 +350,19 @@ def test_screening_leaves_time_for_the_full_verification(without_structural_rewr
     assert model.screened == []
 
 
+def test_screening_leaves_the_rounds_measured_reserve_for_checks_and_a_confirmation(without_structural_rewrites):
+    """Ten seconds left, and this search's rounds need more after their proposals (their checks and a
+    leader's confirmation, as measured): nothing is screened, though a share of 60% would be."""
+    import time as clock
+
+    model = CostModel()
+    ctx = context(example("saxpy.cu"), "saxpy", round_=1)
+    ctx.screen = model
+    ctx.deadline, ctx.reserve = clock.monotonic() + 10, 10.5
+    BuiltinGenerator(budget=96, seconds=60).propose(ctx, 4)
+    assert model.screened == []
+
+
 def test_shapes_that_are_not_powers_of_two_are_dropped_once_two_fail_and_none_passed(without_structural_rewrites):
     class TreeReduction(CostModel):
         """Every shape that is not a power of two fails, as a halving tree over the block does."""

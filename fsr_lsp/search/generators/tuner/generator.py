@@ -140,8 +140,8 @@ class BuiltinGenerator:
     def _explore(self, ctx: RoundContext, tuner: Annealer) -> None:
         now = time.monotonic()
         deadline = now + (min(self.seconds, FIRST_ROUND_SECONDS) if ctx.round == 0 else self.seconds)
-        if ctx.deadline is not None:
-            deadline = min(deadline, now + max(0.0, ctx.deadline - now) * (1 - VERIFY_SHARE))
+        if ctx.deadline is not None:  # what screening finds must still be checked and confirmed in time
+            deadline = min(deadline, now + max(0.0, ctx.deadline - now) * (1 - VERIFY_SHARE), ctx.deadline - ctx.reserve)
         if ctx.round == 0 or not tuner.times:
             tuner.sweep(now + (deadline - now) * SWEEP_SHARE)  # the rest of the shapes: annealing's neighbours
         starts = [c for t in ctx.seeds if (c := self._configs.get(t.proposal.key)) is not None]

@@ -1,0 +1,59 @@
+"""What a round's work costs in this search, measured as it runs, so that a round near the
+deadline plans for the leader's confirmation: a search whose last round screened and checked
+until its deadline had found a 154x rewrite it could no longer confirm (seen on an H200)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..evaluator.records import EvalResult
+
+T = TypeVar("T")
+# A leader's confirmation planned for at twice the longest so far: its sanitizers cost more for a
+# kernel that shares memory (racecheck) than the plain one that set the mark (an H200: a round
+# planned to the measured 1.4 s left its 81x histogram unconfirmed at the deadline).
+CONFIRM_MARGIN = 2.0
+
+
+@dataclass
+class RoundCosts:
+    eval_s: float = 0.0  # wall seconds a candidate took in the last batch (its share of the batch)
+    confirm_s: float = 0.0  # the longest confirmation of a leader so far
+
+    def evaluated(self, candidates: int, seconds: float) -> None:
+        if candidates:
+            self.eval_s = seconds / candidates
+
+    def confirmed(self, seconds: float) -> None:
+        self.confirm_s = max(self.confirm_s, seconds)
+
+    def reserve(self, candidates: int) -> float:
+        """Seconds a round needs after its proposals: their checks, then a leader's confirmation."""
+        return self.eval_s * candidates + CONFIRM_MARGIN * self.confirm_s
+
+    def fitting(self, proposals: list[T], remaining: float) -> list[T]:
+        """The first of `proposals` (best first) whose checks leave time for a leader's
+        confirmation before the deadline; at least one; all while nothing was measured yet."""
+        if self.eval_s <= 0:
+            return proposals
+        return proposals[:max(1, int((remaining - CONFIRM_MARGIN * self.confirm_s) / self.eval_s))]
+
+
+class TimedConfirms:
+    """The bench, its confirmations timed into `costs` (one cut short by a cancel or the deadline
+    says nothing of their cost)."""
+
+    def __init__(self, bench: Any, costs: RoundCosts) -> None:
+        self._bench, self._costs = bench, costs
+
+    def confirm(self, proposal: Any) -> EvalResult:
+        started = time.monotonic()
+        result = self._bench.confirm(proposal)
+        if result.status != "cancelled":
+            self._costs.confirmed(time.monotonic() - started)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bench, name)
