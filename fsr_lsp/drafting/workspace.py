@@ -40,7 +40,8 @@ class LaunchIndex:
         self.root = root
         self.first_wait = first_wait
         self._files: dict[Path, list[Launch]] | None = None
-        self._open: dict[Path, tuple[int, int, list[Launch]]] = {}  # path -> (len, hash, launches) of its text
+        # path (or path and kernel: a large document read for one kernel) -> (len, hash, launches) of its text
+        self._open: dict[Path | tuple[Path, str | None], tuple[int, int, list[Launch]]] = {}
         self._lock = threading.Lock()
         self._scanning: threading.Thread | None = None
         self.truncated = False
@@ -69,17 +70,22 @@ class LaunchIndex:
             self._capture = (stamp, latest_capture(self.root))
         return self._capture[1]
 
-    def launches(self, open_documents: dict[Path, str] | None = None, own: Path | None = None) -> list[Launch]:
+    def launches(self, open_documents: dict[Path, str] | None = None, own: Path | None = None,
+                 kernel: str | None = None) -> list[Launch]:
         """All launches: from disk (as far as a background scan has come), with open documents'
         own text in place of theirs. An open document over MAX_BYTES is left out as it is on
         disk (a generated file: parsing it for a kernel of another file costs seconds), unless
-        it is `own`, the document of the kernel being drafted."""
+        it is `own`, the document of the kernel being drafted; of `own`, where it is that large
+        and `kernel` is named, only that kernel's launches are read (a 10 MB file's 4,321 took
+        4 s, for a hover on one kernel)."""
         files = self._index()
         open_documents = open_documents or {}
         out = [launch for path, found in list(files.items()) if path not in open_documents for launch in found]
         for path, text in open_documents.items():
-            if len(text) <= MAX_BYTES or path == own:
+            if len(text) <= MAX_BYTES:
                 out += self._open_launches(path, text)
+            elif path == own:
+                out += self._open_launches(path, text, kernel)
         return out
 
     def scan_in_background(self) -> None:
@@ -111,14 +117,17 @@ class LaunchIndex:
         for path in self._sources():
             self._files.setdefault(path, self._read(path))
 
-    def _open_launches(self, path: Path, text: str) -> list[Launch]:
-        """An open document's launches, parsed again only when its text changed."""
+    def _open_launches(self, path: Path, text: str, kernel: str | None = None) -> list[Launch]:
+        """An open document's launches (or those of `kernel`), parsed again only when its text changed."""
         key = (len(text), hash(text))
-        cached = self._open.get(path)
-        if cached is not None and cached[:2] == key:
-            return cached[2]
-        found = self._read_text(path, text)
-        self._open[path] = (*key, found)
+        for cached_path in (path, (path, kernel)):
+            cached = self._open.get(cached_path)
+            if cached is not None and cached[:2] == key:
+                return [launch for launch in cached[2] if kernel in (None, launch.kernel)]
+        found = self._read_text(path, text, kernel)
+        for stale in [k for k, v in self._open.items() if isinstance(k, tuple) and k[0] == path and v[:2] != key]:
+            del self._open[stale]  # another version's
+        self._open[path if kernel is None else (path, kernel)] = (*key, found)
         return found
 
     def _sources(self):
@@ -144,12 +153,12 @@ class LaunchIndex:
             return []
         return self._read_text(path, data.decode("utf-8", errors="replace"))
 
-    def _read_text(self, path: Path, text: str) -> list[Launch]:
+    def _read_text(self, path: Path, text: str, kernel: str | None = None) -> list[Launch]:
         if "<<<" not in text:
             return []
         headers = tuple(included_texts(text, (path.parent, self.root))) if "#include" in text else ()
         headers += tuple(includer_texts(path, (self.root,)))  # a header written to follow others
-        return find_launches(SourceText(text), self.relative(path), headers)
+        return find_launches(SourceText(text), self.relative(path), headers, kernel)
 
     def relative(self, path: Path) -> str:
         try:
@@ -198,7 +207,7 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
     types = type_aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined)
     capture = index.capture()
     capture = capture.preferring(path.parent) if capture is not None else None
-    launches = index.launches(docs, path.resolve())
+    launches = index.launches(docs, path.resolve(), kernels[0].name if len(kernels) == 1 else None)
     src = SourceText.of(text)
     out = []
     for kernel in kernels:

@@ -9,6 +9,7 @@ from functools import lru_cache
 
 from ..source import SourceText
 from . import brackets
+from .treesitter import YIELDING_BYTES, derived
 from .kernel import SpecComment
 
 _SPEC_OPEN = re.compile(rb"/\*\s*@fsr\b")
@@ -136,7 +137,9 @@ def defined_macros(data: bytes) -> frozenset[str]:
 
 
 def active_text(text: str, defined: AbstractSet[str]) -> str:
-    """`text` with the lines of preprocessor branches that are off blanked (line count kept).
+    """`text` with the lines of preprocessor branches that are off, and the directives, blanked:
+    each byte a space, so that lines and byte offsets stay where they were (a large text's tree
+    is then the text's own tree reparsed where lines were blanked: treesitter.derived).
 
     Only what a file decides by itself is decided: `#if 0`/`#if 1`, `#ifdef`/`#ifndef` and
     `defined(X)` against the file's own `#define`s. Anything else takes its first branch, as a
@@ -148,6 +151,17 @@ def active_text(text: str, defined: AbstractSet[str]) -> str:
 
 @lru_cache(maxsize=8)  # as the type aliases' and struct fields' caches it serves
 def _active_text(text: str, macros: frozenset[str]) -> str:
+    active = _branches_taken(text, macros)
+    if len(text) > YIELDING_BYTES and active != text:
+        derived(text.encode(), active.encode())
+    return active
+
+
+def _spaces(line: str) -> str:
+    return " " * len(line.encode()) if line.strip() else line
+
+
+def _branches_taken(text: str, macros: frozenset[str]) -> str:
     out = []
     stack: list[tuple[bool, bool]] = []  # (this branch is on, some branch of this #if was taken)
     defined = set(macros) - _guards(text)  # an include guard is defined where it is, not before
@@ -157,7 +171,7 @@ def _active_text(text: str, macros: frozenset[str]) -> str:
         if m is None:
             if on and (d := _DEFINE_LINE.match(line)):
                 defined.add(d.group(1))
-            out.append(line if on else "")
+            out.append(line if on else _spaces(line))
             continue
         kind, rest = m.group(1), m.group(2).strip()
         if kind in ("if", "ifdef", "ifndef"):
@@ -171,7 +185,7 @@ def _active_text(text: str, macros: frozenset[str]) -> str:
             stack[-1] = (not stack[-1][1], True)
         elif kind == "endif" and stack:
             stack.pop()
-        out.append("")
+        out.append(_spaces(line))
     return "\n".join(out)
 
 

@@ -42,9 +42,38 @@ def _parser() -> Parser:
 
 @lru_cache(maxsize=16)  # trees are only read: one parse per file contents
 def parse(data: bytes) -> Tree:
+    base = _derived.get(data)
+    if base is not None:
+        return _reparsed(base, data)
     if len(data) <= YIELDING_BYTES:
         return _parser().parse(data)
     return _parser().parse(lambda offset, _point: data[offset:offset + CHUNK_BYTES])
+
+
+_derived: dict[bytes, bytes] = {}  # a text -> the text it was made from by blanking lines, byte for byte
+_DERIVED_KEPT = 4
+
+
+def derived(base: bytes, text: bytes) -> None:
+    """`text` is `base` with some lines blanked, every byte of them a space (its active `#if`
+    branches: lexical.active_text): its tree is then `base`'s, reparsed where lines changed (a
+    10 MB file's second whole-file parse, 1.6 s, took 0.8 s so)."""
+    if len(base) != len(text):
+        return
+    if len(_derived) >= _DERIVED_KEPT:
+        _derived.pop(next(iter(_derived)))
+    _derived[text] = base
+
+
+def _reparsed(base: bytes, data: bytes) -> Tree:
+    tree = parse(base).copy()
+    offset = 0
+    for row, (was, now) in enumerate(zip(base.split(b"\n"), data.split(b"\n"))):
+        if was != now:
+            end = offset + len(was)
+            tree.edit(offset, end, end, (row, 0), (row, len(was)), (row, len(was)))
+        offset += len(was) + 1
+    return _parser().parse(lambda at, _point: data[at:at + CHUNK_BYTES], tree)
 
 
 @lru_cache(maxsize=32)

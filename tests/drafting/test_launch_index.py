@@ -49,3 +49,44 @@ def test_an_open_document_over_the_size_limit_counts_only_for_its_own_kernels(mo
     docs = {big: LAUNCH.format(n=7) + "// " + "x" * 2000 + "\n", tmp_path / "small.cu": LAUNCH.format(n=3)}
     assert ["3"] == [launch.args[1] for launch in index.launches(docs)]  # drafting another file's kernel
     assert sorted(launch.args[1] for launch in index.launches(docs, own=big)) == ["3", "7"]  # its own
+
+
+TWO = ("__global__ void k(float* x, int n);\n__global__ void other(float* x, int n);\n"
+       "void launch_k(float* x, int n) {{ k<<<(n + 255) / 256, 256>>>(x, n); }}\n"
+       "int main() {{ float* x; cudaMalloc(&x, {n} * 4); launch_k(x, {n}); other<<<1, 32>>>(x, 32);"
+       " k<<<1, 256>>>(x, 256); }}\n")
+
+
+def test_a_large_own_document_is_read_for_the_kernel_drafted_only(monkeypatch, tmp_path):
+    """A hover on one kernel of a 10 MB file waited 4 s for the file's 4,321 launches: of a document
+    over the size limit, the drafted kernel's launches alone are read (its launcher's caller too)."""
+    monkeypatch.setattr(workspace, "MAX_BYTES", 1000)
+    calls = []
+    real = workspace.find_launches
+    monkeypatch.setattr(workspace, "find_launches", lambda *a: calls.append(a[3]) or real(*a))
+    index = LaunchIndex(tmp_path)
+    big = tmp_path / "big.cu"
+    docs = {big: TWO.format(n=5000) + "// " + "x" * 2000 + "\n"}
+    found = index.launches(docs, own=big, kernel="k")
+    assert calls == ["k"] and [launch.kernel for launch in found] == ["k", "k"]
+    assert sorted(launch.args[1] for launch in found) == ["256", "n"]
+    launcher = next(launch for launch in found if launch.args[1] == "n")
+    assert launcher.scope.values.get("n") == "5000"  # bound from launch_k's call in main
+    assert index.launches(docs, own=big, kernel="k") == found and calls == ["k"]  # read once per text
+    assert [launch.kernel for launch in index.launches(docs, own=big)] == ["k", "other", "k"]  # every kernel: the whole file
+
+
+def test_one_kernels_launches_are_those_the_whole_files_reading_gives():
+    from fsr_lsp.drafting.host import find_launches
+    from fsr_lsp.source import SourceText
+
+    root = Path(__file__).resolve().parent.parent.parent
+    files = [p for d in ("examples", "bench") for p in sorted((root / d).rglob("*.cu")) if "<<<" in p.read_text()]
+    compared = 0
+    for path in files:
+        src = SourceText(path.read_text())
+        every = find_launches(src)
+        for name in {launch.kernel for launch in every}:
+            assert find_launches(src, only=name) == [launch for launch in every if launch.kernel == name], (path, name)
+            compared += 1
+    assert compared > 30

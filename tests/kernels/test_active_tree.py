@@ -1,0 +1,52 @@
+"""A large text's active `#if` branches are parsed as its own tree reparsed where lines were
+blanked (kernels/treesitter.py `derived`), not parsed again whole: the blanked lines keep every
+byte's place (spaces), and the tree must be the one a fresh parse gives, on every kernel source
+this repository holds, concatenated past the size where the reparse applies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsr_lsp.kernels import lexical, treesitter
+from fsr_lsp.kernels.lexical import active_text, defined_macros
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def sources() -> str:
+    """Every .cu and .cuh here, a third of them in a branch that is off and a third in both
+    branches of one (as real files hold other builds' code)."""
+    files = sorted(p for d in ("examples", "bench", "tests") for p in (ROOT / d).rglob("*.cu*") if p.is_file())
+    parts = []
+    for i, path in enumerate(files):
+        text = path.read_text(errors="replace")
+        if i % 3 == 0:
+            parts.append(f"#if 0\n{text}\n#endif\n")
+        elif i % 3 == 1:
+            parts.append(f"#ifdef FSR_OTHER_BUILD\n{text}\n#else\n{text}\n#endif\n")
+        else:
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def test_blanked_lines_keep_every_bytes_place():
+    text = "int a;\n#if 0\nfloat b; // é\n#else\nint c;\n#endif\n\t\nint d;\n"
+    active = active_text(text, set())
+    assert len(active.encode()) == len(text.encode()) and active.count("\n") == text.count("\n")
+    assert "float b" not in active and "int c;" in active and "#" not in active
+    assert active.split("\n")[6] == "\t"  # whitespace lines stay as they were
+
+
+def test_the_reparsed_active_tree_is_a_fresh_parses_on_every_source_here(monkeypatch):
+    text = sources()
+    assert len(text) > treesitter.YIELDING_BYTES and text.count("#if") > 20
+    reparsed = []
+    real = treesitter._reparsed
+    monkeypatch.setattr(treesitter, "_reparsed", lambda base, data: reparsed.append(1) or real(base, data))
+    lexical._active_text.cache_clear()
+    treesitter.parse.cache_clear()
+    active = active_text(text, defined_macros(text.encode())).encode()
+    tree = treesitter.parse(active)
+    assert reparsed == [1]
+    fresh = treesitter._parser().parse(active)
+    assert str(tree.root_node) == str(fresh.root_node)
