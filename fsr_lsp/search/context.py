@@ -37,7 +37,7 @@ class RoundContext:
     screen: Callable[[list[Proposal]], list[EvalResult]] | None = None
     note: Callable[[str], None] | None = None  # a generator's progress line ("screened 48 configurations")
     deadline: float | None = None  # time.monotonic() by which the whole search should end
-    reserve: float = 0.0  # seconds the round needs after its proposals (their checks, a leader's confirmation)
+    reserve: float = 0.0  # seconds the round needs after its proposals (its best ones checked, a leader confirmed)
     cancel: threading.Event | None = None  # the search's cancel: a generator stops waiting when it is set
     profile: ProfileFacts | None = None  # profiler facts about the leader (from round 2 on)
     profile_note: str = ""  # why there are none, when profiling was attempted

@@ -15,6 +15,10 @@ T = TypeVar("T")
 # kernel that shares memory (racecheck) than the plain one that set the mark (an H200: a round
 # planned to the measured 1.4 s left its 81x histogram unconfirmed at the deadline).
 CONFIRM_MARGIN = 2.0
+# What screening leaves time for: the checks of the best two it finds, and their confirmation. The
+# round's batch is then cut to what fits (`fitting`); planning the screen for the whole batch
+# starved it (an H200: 1.1 s of screening a round, one proposal checked, a histogram at 1.12x).
+PLANNED_CHECKS = 2
 
 
 @dataclass
@@ -30,8 +34,9 @@ class RoundCosts:
         self.confirm_s = max(self.confirm_s, seconds)
 
     def reserve(self, candidates: int) -> float:
-        """Seconds a round needs after its proposals: their checks, then a leader's confirmation."""
-        return self.eval_s * candidates + CONFIRM_MARGIN * self.confirm_s
+        """Seconds a round needs after its proposals: the checks of its best (at most
+        PLANNED_CHECKS of them), then a leader's confirmation."""
+        return self.eval_s * min(candidates, PLANNED_CHECKS) + CONFIRM_MARGIN * self.confirm_s
 
     def fitting(self, proposals: list[T], remaining: float) -> list[T]:
         """The first of `proposals` (best first) whose checks leave time for a leader's

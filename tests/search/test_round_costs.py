@@ -84,5 +84,6 @@ def test_the_costs_fit_the_best_proposals_and_none_when_nothing_was_measured():
     costs.confirmed(0.25)
     costs.confirmed(0.2)
     assert costs.reserve(2) == 0.3 * 2 + 2 * 0.25  # twice the longest confirmation
+    assert costs.reserve(8) == costs.reserve(2)  # screening plans for the best two; the batch is cut to fit after
     assert costs.fitting([1, 2, 3, 4, 5], remaining=1.2) == [1, 2]
     assert costs.fitting([1, 2, 3], remaining=0.2) == [1]  # at least one
