@@ -31,14 +31,15 @@ def requests(n: int, source: str = "// the original") -> list[EvalRequest]:
 
 
 def backend(monkeypatch, baseline_ms: float) -> LocalBackend:
-    """Two scripted workers on GPU 0 (1.5 s of start, half a second a job); the baseline answers `baseline_ms`."""
+    """Two scripted workers on GPU 0 (the first 1.5 s of start, the second 4 s; half a second a job);
+    the baseline answers `baseline_ms`."""
     monkeypatch.setattr(local, "prepare", lambda source, kernel, candidate, arch, options: Prepared(candidate))
     monkeypatch.setattr(local, "run_prepared", lambda evaluator, prepared, control=None: evaluator.run(prepared.job))
     monkeypatch.setattr(local, "evaluate_one", lambda evaluator, *a, **kw: EvalResult(
         kernel="k", status="verified", message="baseline", original_time=TimingStats(baseline_ms, 0, 0, 0, 0, 1)))
     monkeypatch.setattr(local.LocalBackend, "_keep_warm", lambda self, e: None)  # no sanitizer children here
-    return LocalBackend([Evaluator(0, timeout=20, start_timeout=60, target=fake_workers.slow_start_slow_jobs)
-                         for _ in range(2)])
+    return LocalBackend([Evaluator(0, timeout=20, start_timeout=60, target=target)
+                         for target in (fake_workers.slow_start_slow_jobs, fake_workers.slower_start_slow_jobs)])
 
 
 def pids(results: list[EvalResult]) -> set[int]:
@@ -49,8 +50,9 @@ def test_the_second_worker_takes_half_a_quick_kernels_candidates_once_it_is_up(m
     b = backend(monkeypatch, baseline_ms=0.5)
     try:
         assert b.gpus == 1 and b.evaluate([EvalRequest("// the original", "k", None, EvalOptions())])[0].verified
+        began = time.monotonic()
         first = b.evaluate(requests(2))  # the second starts in the background meanwhile: not waited for
-        assert pids(first) == {b.evaluators[0]._proc.pid}
+        assert pids(first) == {b.evaluators[0]._proc.pid} and time.monotonic() - began < 3.5
         deadline = time.monotonic() + 30
         while not b.evaluators[1].alive and time.monotonic() < deadline:
             time.sleep(0.1)

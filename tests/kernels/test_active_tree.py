@@ -50,3 +50,22 @@ def test_the_reparsed_active_tree_is_a_fresh_parses_on_every_source_here(monkeyp
     assert reparsed == [1]
     fresh = treesitter._parser().parse(active)
     assert str(tree.root_node) == str(fresh.root_node)
+
+
+def test_a_large_texts_device_variables_are_those_a_query_over_every_declaration_finds(monkeypatch):
+    """Of a large text, the declarations naming `__device__` or `__managed__` are found from those
+    words' places (device_variables.py); the answer must be the whole-tree query's, here on every
+    source of the repository with writable device variables of every form added."""
+    from fsr_lsp.kernels import device_variables as dv
+
+    extra = ("__device__ int counter;\n__managed__ float table[4][8];\nnamespace inner { __device__ double acc; }\n"
+             "__device__ int a, b;\nstatic __device__ unsigned hits[256] = {0};\n__device__ float twice(float v) "
+             "{ return 2 * v; }\n__constant__ float k[4];\nextern __device__ int elsewhere;\n")
+    text = sources() + "\n" + extra
+    assert len(text) > treesitter.YIELDING_BYTES
+    by_words = dv._device_variables.__wrapped__(text)
+    monkeypatch.setattr(dv, "YIELDING_BYTES", len(text) + 1)  # the query over every declaration
+    by_query = dv._device_variables.__wrapped__(text)
+    assert by_words == by_query
+    assert {"counter", "table", "acc", "a", "b", "hits"} <= {v.name for v in by_words}
+    assert not {"twice", "k", "elsewhere"} & {v.name for v in by_words}

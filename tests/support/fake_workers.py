@@ -128,3 +128,9 @@ def slow_start_slow_jobs(conn, index):
     """1.5 s of start, then half a second a job."""
     _load_slowly()
     serve(conn, GPU, _slow)
+
+
+def slower_start_slow_jobs(conn, index):
+    """4 s of start, then half a second a job."""
+    time.sleep(4.0)
+    serve(conn, GPU, _slow)
