@@ -90,3 +90,25 @@ def test_the_backends_that_fsr_builds_have_two_workers_a_gpu_the_first_with_a_sp
     finally:
         for e in workers:
             e.close()
+
+
+def test_a_profile_has_the_gpu_alone(monkeypatch):
+    """A job's checks share the GPU now; Nsight Compute times the kernels it replays, so a profile
+    waits for the GPU alone, as a timed run does."""
+    from types import SimpleNamespace
+
+    from fsr_lsp.evaluator.records import GpuInfo
+    from fsr_lsp.evaluator.worker.gpu_gate import gate
+
+    seen = []
+    monkeypatch.setattr(local, "prepare", lambda *a: SimpleNamespace(job=object(), result=None))
+    monkeypatch.setattr(local, "profile", lambda job, index, who: seen.append(gate(index).state) or "profiled")
+
+    class Up:
+        device_index = 13
+
+        def start(self, stop=None):
+            return GpuInfo(13, "test", "9.0", 1, 1, 1)
+
+    assert LocalBackend(Up()).profile(EvalRequest("// the original", "k", None, EvalOptions())) == "profiled"  # type: ignore[arg-type]
+    assert seen == [(True, 0)]

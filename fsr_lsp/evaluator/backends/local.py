@@ -200,7 +200,7 @@ class LocalBackend:
         if prepared.job is None:
             return Profiled(None, f"not profiled: {prepared.result.message if prepared.result else 'no job'}")
         who = "candidate" if request.candidate is not None else "original"
-        with gate(self.evaluator.device_index).shared():  # ncu replays kernels: never beside a timed run
+        with gate(self.evaluator.device_index).exclusive():  # ncu times what it replays: beside nothing (checks share the GPU)
             if lines:
                 return profile_lines(prepared.job, self.evaluator.device_index, who, cancel=cancel)
             return profile(prepared.job, self.evaluator.device_index, who)

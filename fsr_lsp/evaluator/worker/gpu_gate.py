@@ -1,5 +1,6 @@
-"""Who may use a GPU at the same moment: a timed run has it alone; work that times nothing
-(compute-sanitizer tools, a profiler) may share it with each other, never with a timed run.
+"""Who may use a GPU at the same moment: a timed run, or a profiler timing what it replays, has it
+alone; work that times nothing (a job's checks, compute-sanitizer tools) may share it with other
+such work, never with a timed run.
 
 One gate per device index in this process (every worker client and sanitizer run of this
 process goes through it). Timed runs wait for the shared work to end, and shared work waits
