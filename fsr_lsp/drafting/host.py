@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ..kernels.treesitter import nodes_of, parse
+from ..kernels.treesitter import enclosing_words, nodes_of, parse
 from ..source import SourceText
 from .host_facts import FROM_ARGV, Allocation, Scope, collect_file, collect_item, declared_identifier, node_text
 
@@ -80,18 +80,8 @@ def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()
 
 
 def _calls_named(src: SourceText, root: Node, name: str) -> list[Node]:
-    """The calls whose callee spells `name`, found from the word's places in the text rather than
-    a query over the whole tree (a 10 MB file's took 1.2 s, for a draft that needs one kernel's)."""
-    found: dict[int, Node] = {}
-    for m in re.finditer(rb"\b" + re.escape(name.encode()) + rb"\b", src.data):
-        node: Node | None = root.descendant_for_byte_range(m.start(), m.end())
-        for _ in range(6):  # the name, a qualified or template name, the call
-            if node is None or node.type == "call_expression":
-                break
-            node = node.parent
-        if node is not None and node.type == "call_expression":
-            found.setdefault(node.start_byte, node)
-    return [found[k] for k in sorted(found)]
+    """The calls around the places of `name` in the text (a draft needs one kernel's launches)."""
+    return enclosing_words(root, src.data, re.compile(rb"\b" + re.escape(name.encode()) + rb"\b"), "call_expression")
 
 
 def _callee(src: SourceText, node: Node) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from .c_types import element_type
 from .callees import reachable_bodies
 from .kernel import Kernel
 from .lexical import lex
-from .treesitter import YIELDING_BYTES, nodes_of, parse
+from .treesitter import YIELDING_BYTES, enclosing_words, nodes_of, parse
 
 PREFIX = "__fsr_dv_"  # the pointer a redirected variable becomes (a module symbol the evaluator sets)
 _SPACES = re.compile(r"\b(__device__|__managed__)\b")
@@ -70,14 +70,7 @@ def _declarations_with_spaces(data: bytes) -> list[Node]:
     root = parse(data).root_node
     if len(data) <= YIELDING_BYTES:  # a small tree: the query is as quick, and sees what the words' places would
         return nodes_of(root, "declaration")
-    found: dict[int, Node] = {}
-    for m in _SPACES_BYTES.finditer(data):
-        node: Node | None = root.descendant_for_byte_range(m.start(), m.end())
-        while node is not None and node.type not in ("declaration", "function_definition", "translation_unit"):
-            node = node.parent
-        if node is not None and node.type == "declaration":
-            found.setdefault(node.start_byte, node)
-    return [found[k] for k in sorted(found)]
+    return enclosing_words(root, data, _SPACES_BYTES, "declaration")
 
 
 _SPACES_BYTES = re.compile(rb"\b(?:__device__|__managed__)\b")

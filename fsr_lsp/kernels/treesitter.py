@@ -9,6 +9,7 @@ in a callback while another thread parses)."""
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import lru_cache
 
@@ -110,6 +111,21 @@ def aggregates_of(data: bytes, *node_types: str) -> list[Node]:
     over the tree serves every reader of layouts (struct types, their fields, templates, the
     structs a kernel takes), where each queried a 10 MB file's tree on its own (0.5 s a time)."""
     return [n for n in _aggregates(data) if n.type in node_types]
+
+
+def enclosing_words(root: Node, data: bytes, word: re.Pattern[bytes], node_type: str) -> list[Node]:
+    """The nodes of `node_type` nearest around each match of `word` in `data` (none where a function
+    definition comes first), once each, in source order: where a reader wants what surrounds a few
+    names, found from their places in the text rather than by a query over every node of that type
+    (a 10 MB tree's calls took 1.2 s, its declarations 0.5 s)."""
+    found: dict[int, Node] = {}
+    for m in word.finditer(data):
+        node: Node | None = root.descendant_for_byte_range(m.start(), m.end())
+        while node is not None and node.type not in (node_type, "function_definition", "translation_unit"):
+            node = node.parent
+        if node is not None and node.type == node_type:
+            found.setdefault(node.start_byte, node)
+    return [found[k] for k in sorted(found)]
 
 
 def kernels_from_tree(src: SourceText, tree: Tree) -> list[Kernel]:
