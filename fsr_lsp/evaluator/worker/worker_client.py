@@ -141,8 +141,8 @@ class Evaluator:
         return True
 
     def _spawn(self) -> None:
-        """A new worker process, its start to be awaited by `_start` before `_start_deadline`."""
-        self._kill()
+        """A new worker process (its callers have killed the last), its start to be awaited by
+        `_start` before `_start_deadline`."""
         self._proc, self._conn = self._process()
         self._start_deadline = time.monotonic() + self.start_timeout
 
@@ -196,7 +196,7 @@ class Evaluator:
         proc, conn = self._proc, self._conn
         self._proc = self._conn = None
         self._start_deadline = None
-        _end((proc, conn) if proc is not None or conn is not None else None)
+        _end((proc, conn))
 
     # -------------------------------------------------------------- jobs
 
