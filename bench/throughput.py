@@ -3,7 +3,9 @@
 Each candidate is a distinct saxpy rewrite (block size x elements per thread x __restrict__),
 so every one is really compiled (a fresh cache) and fully verified and timed with the
 default settings the search uses: every defence on (chained launches, poisoned shared memory,
-guard bands, unmapped-page placements; the sanitizers run on round leaders only, not here).
+guard bands, unmapped-page placements; the sanitizers run on round leaders only, not here). The
+pipelined runs time as a search times a round: a candidate that cannot win stops its timed runs
+once that is known (TimingConfig.win_above), a winner is timed to the precision.
 A third run switches those defences off, to show what they cost. Target (issue 59): >= 400
 candidates a minute on one GPU.
 
@@ -21,7 +23,8 @@ import time
 from _common import ROOT, console, save, table
 
 from fsr_lsp.evaluator import EvalOptions, Evaluator, evaluate
-from fsr_lsp.evaluator.records import Defences
+from fsr_lsp.evaluator.records import Defences, TimingConfig
+from fsr_lsp.search.config import SearchConfig
 
 SOURCE = (ROOT / "examples" / "saxpy.cu").read_text()
 SPEC = SOURCE[SOURCE.index("/* @fsr"):SOURCE.index("*/") + 2]
@@ -52,7 +55,10 @@ def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: 
 
     backend = LocalBackend(evaluators)
     with tempfile.TemporaryDirectory() as cache:
-        options = EvalOptions(cache_dir=cache)
+        # timed as a search times a round's candidates: a loser's only as far as "not a win beyond the
+        # search's min_gain" (search/gpu_bench.py); every check runs as before
+        timing = dataclasses.replace(TimingConfig(), win_above=1.0 + SearchConfig().min_gain)
+        options = EvalOptions(cache_dir=cache, timing=timing)
         for ev in evaluators:  # each worker up, with the original's runs of its own (as after a search's first round)
             evaluate(ev, SOURCE, "saxpy", None, options)
             evaluate(ev, SOURCE, "saxpy", candidate(64, 1, False), options)
@@ -62,12 +68,14 @@ def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: 
     verified = sum(r.verified for r in results)
     compile_s = sum(r.compile["candidate"].seconds for r in results if "candidate" in r.compile)
     gpu_s = sum(r.seconds for r in results)
+    reps = [r.candidate_time.reps for r in results if r.candidate_time is not None]
+    console.print(f"{len(evaluators)} worker(s): timed runs a candidate, mean {sum(reps) / max(len(reps), 1):.1f}")
     label = f"auto, pipelined (as a search), {len(evaluators)} worker{'s' if len(evaluators) > 1 else ''}"
     rows.append([label, len(results), verified, wall, 60 * len(results) / wall, compile_s / len(results),
                  gpu_s / len(results)])
     records.append({"compiler": "auto", "pipelined": True, "workers": len(evaluators), "candidates": len(results),
                     "verified": verified, "wall_s": wall, "per_minute": 60 * len(results) / wall,
-                    "failures": [r.message for r in results if not r.verified]})
+                    "reps": reps, "failures": [r.message for r in results if not r.verified]})
 
 
 def main() -> None:

@@ -187,6 +187,10 @@ class TimingConfig:
     # a timing stops before max_reps (after min_reps) once its speedup's 95% interval, or with one contender its
     # median's, lies within this share either side (gpu/timing_stats.py); 0: always max_reps
     precision: float = 0.005
+    # the speedup a win's whole interval must clear, where the caller decides only that (the search: 1 +
+    # its min_gain): a candidate whose interval lies wholly below it stops at LOSER_SLACK times the
+    # precision (timing_stats.py); 0: every candidate is timed to the precision
+    win_above: float = 0.0
 
 
 @dataclass

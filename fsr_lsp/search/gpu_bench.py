@@ -24,7 +24,7 @@ class GpuBench(Bench):
     profiles = True
 
     def __init__(self, backend: Backend | Evaluator, source: str, kernel: str, options: EvalOptions | None = None,
-                 workers: int = 0, cancel: threading.Event | None = None) -> None:
+                 workers: int = 0, cancel: threading.Event | None = None, min_gain: float | None = None) -> None:
         self.backend: Backend = LocalBackend(backend, workers) if isinstance(backend, Evaluator) else backend
         self.source = source
         self.kernel = kernel
@@ -35,6 +35,10 @@ class GpuBench(Bench):
             digest = hashlib.sha256(f"{kernel}\0{source}".encode()).digest()
             options = dataclasses.replace(options, bench_seed=int.from_bytes(digest[:4], "little"))
         self.options = options
+        # a round's candidates are timed only as far as the search decides: a win's interval clears
+        # 1 + min_gain, and a loser's is known sooner (timing_stats.py); confirmations, to the precision
+        self.checking = options if min_gain is None else dataclasses.replace(
+            options, timing=dataclasses.replace(options.timing, win_above=1.0 + min_gain))
         self.cancel = cancel or threading.Event()
         self.original_ms = 0.0  # one run of the original, once the baseline has timed it
 
@@ -50,7 +54,7 @@ class GpuBench(Bench):
         """Let the backend compile these while its GPU worker starts (where it can)."""
         ahead = getattr(self.backend, "compile_ahead", None)
         if ahead is not None:
-            ahead([self._request(p, self.options) for p in proposals])
+            ahead([self._request(p, self.checking) for p in proposals])
 
     def baseline(self) -> EvalResult:
         result = self.backend.evaluate([EvalRequest(self.source, self.kernel, None, self.options)], self.cancel)[0]
@@ -60,7 +64,7 @@ class GpuBench(Bench):
 
     def evaluate(self, proposals: list[Proposal],
                  on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
-        return self.backend.evaluate([self._request(p, self.options) for p in proposals], self.cancel, on_result)
+        return self.backend.evaluate([self._request(p, self.checking) for p in proposals], self.cancel, on_result)
 
     def screen(self, proposals: list[Proposal]) -> list[EvalResult]:
         """The bench size only, one input set, few repetitions: enough to rank configurations.

@@ -250,7 +250,8 @@ class Optimizer:
     def _bench(self, job: KernelJob) -> GpuBench:
         if self.instruments.bench is not None:
             return self.instruments.bench()
-        return GpuBench(self.backend(job.settings), job.searched_text, job.kernel, job.eval_options(), cancel=job.cancel)
+        return GpuBench(self.backend(job.settings), job.searched_text, job.kernel, job.eval_options(), cancel=job.cancel,
+                        min_gain=job.settings.search_min_gain)
 
     def cancel(self) -> None:
         """Stop the GPU work running now (each run's own cancel event stops the rest)."""

@@ -194,6 +194,48 @@ def test_a_settled_timing_stops_at_its_fewest_runs_and_an_unsettled_one_takes_th
     assert timed_runs(0.0) == 100
 
 
+def test_a_search_stops_timing_a_near_twin_once_it_cannot_win_and_still_times_a_winner_to_the_precision():
+    """Two kernels of one speed, 1.5% noise a run: to 0.5% that takes every run; a caller that
+    only asks "a win beyond 1.02?" (the search) has its answer, no, at the first look. A candidate
+    twice as fast is timed as before whatever the caller asks."""
+    import random
+
+    from ..support.fake_gpu import FakeClock, FakeSession
+
+    def clock(speedup: float):
+        noise = random.Random(3)
+
+        class Noisy(FakeClock):
+            def read(self):
+                from fsr_lsp.evaluator.gpu.kernel_clock import Span
+
+                spans = super().read()
+                return {tag: Span((0.002 if (tag - 1) % 8 == 0 else 0.002 / speedup) * (1 + noise.gauss(0, 0.015)), 1)
+                        for tag in spans}
+        return Noisy()
+
+    def timed_runs(speedup: float, win_above: float) -> tuple[int, float]:
+        pytest.importorskip("torch")
+        from fsr_lsp.evaluator.gpu.run import run_job
+        from fsr_lsp.evaluator.records import TimingConfig
+
+        from .test_timed_runs_cpu import TOTAL
+        from ..support.cpu_jobs import job
+
+        session = FakeSession()
+        session.clock = clock(speedup)
+        j = job(TOTAL, "total", "total_exact", "total_exact")
+        j.timing = TimingConfig(warmup=1, min_reps=20, max_reps=100, target_seconds=10.0, win_above=win_above)
+        r = run_job(session, j)
+        assert r.status == "verified" and r.clock == "kernel", (r.message, r.clock)
+        return r.candidate_time.reps, r.speedup
+
+    assert timed_runs(1.0, 0.0)[0] > 40  # the precision asks for more runs
+    reps, speedup = timed_runs(1.0, 1.02)
+    assert reps == 20 and speedup == pytest.approx(1.0, abs=0.03)
+    assert timed_runs(2.0, 1.02)[0] == timed_runs(2.0, 0.0)[0]
+
+
 def test_a_lone_contender_whose_events_far_outgrow_its_records_is_timed_by_them():
     """An original timed alone (a baseline) that starts its work as a child grid: no other side to
     compare its excess with, but no launch's own work is 10 ms. The same holds where both hide."""

@@ -72,3 +72,26 @@ def test_a_skewed_interval_settles_only_when_both_its_sides_are_within_precision
     steady = [1.0] * 18 + [1.0] * 2
     slow_tail = {"original": [1.0] * 20, "candidate": steady[:14] + [1.3] * 6}  # a few runs far slower
     assert not settled(slow_tail, 0.005, seed=0)
+
+
+def test_a_loser_is_settled_sooner_only_below_the_line_a_win_must_clear():
+    import random
+
+    from fsr_lsp.evaluator.gpu.timing_stats import settled
+
+    rng = random.Random(4)
+
+    def pairs(speedup: float, noise: float, n: int = 30) -> dict[str, list[float]]:
+        return {"original": [1.0 * (1 + rng.gauss(0, noise)) for _ in range(n)],
+                "candidate": [1.0 / speedup * (1 + rng.gauss(0, noise)) for _ in range(n)]}
+
+    twin = pairs(0.95, 0.02)
+    assert not settled(twin, 0.005, seed=0)  # to 0.5%: more runs
+    assert settled(twin, 0.005, seed=0, win_above=1.02)  # wholly below 1.02 and within 2%: not a win
+    near = pairs(1.02, 0.02)  # its interval reaches past 1.02: the question is open
+    assert not settled(near, 0.005, seed=0, win_above=1.02)
+    wide = pairs(0.9, 0.08)  # below the line, but too wide to rank
+    assert not settled(wide, 0.005, seed=0, win_above=1.02)
+    winner = pairs(1.3, 0.02)  # a win is timed to the precision whatever the line
+    assert settled(winner, 0.005, seed=0, win_above=1.02) == settled(winner, 0.005, seed=0)
+    assert settled({"original": [1.0] * 20}, 0.005, seed=0, win_above=1.02)  # one contender: as before

@@ -329,6 +329,41 @@ def test_no_privatising_when_the_kernel_returns_early_or_reads_the_buffer(body):
     assert space.privatize == (False,) and space.private is None
 
 
+class PrivatisingModel(CostModel):
+    """A histogram's costs: privatising alone is slower (every block flushes every bin), a grid
+    stride alone changes nothing, the two together are twenty times faster. Only the first
+    `answered` configurations are screened (a short first round); the rest are cancelled."""
+
+    def __init__(self, answered: int):
+        super().__init__(cancel_after=answered)
+
+    @staticmethod
+    def time(note):
+        private, strided = "privatised" in note, "grid-stride" in note
+        return 0.05 if private and strided else 1.3 if private else 1.0
+
+
+def test_round_0_screens_privatised_atomics_over_a_grid_stride_in_its_first_batch(without_structural_rewrites):
+    """The split that wins tens of times is among the first configurations screened, so a short
+    first round verifies it (it had waited for annealing to step onto both knobs together)."""
+    ctx = context(HISTOGRAM, "hist")
+    _, space = _space(HISTOGRAM, "hist")
+    first_batch = 1 + len(space.restructured()) + len([c for c in space.block_configs() if space.shape_class(c) == "usual"])
+    ctx.screen = PrivatisingModel(answered=first_batch)
+    proposals = BuiltinGenerator(budget=96, seconds=60).propose(ctx, 2)
+    assert proposals[0].note.startswith("grid-stride over") and "atomics privatised" in proposals[0].note
+    assert sum("privatised" in n for n in ctx.screen.screened) == 3  # each wave count, in the first batch
+
+
+def test_privatising_as_a_neighbour_brings_its_grid_stride():
+    _, space = _space(HISTOGRAM, "hist")
+    private = [n for n in space.neighbours(Config()) if n.privatize]
+    assert private == [Config(privatize=True, grid_stride_waves=space.waves[1])]
+    assert Config(privatize=True, grid_stride_waves=4) in space.neighbours(Config(grid_stride_waves=4))
+    _, plain = _space(example("saxpy.cu"), "saxpy")
+    assert plain.restructured() == []  # nothing to privatise: the sweep is as before
+
+
 @pytest.mark.nvcc
 def test_a_privatised_histogram_compiles(cache_dir):
     p = _render(HISTOGRAM, "hist", Config(privatize=True, grid_stride_waves=2, static_block=True, block=(512,)))

@@ -265,7 +265,7 @@ class _Timing:
             if replay is None and r + 1 >= cfg.min_reps and (r + 1) % CHECK_EVERY == 0 and r + 1 < reps:
                 self.sync("timing")  # the runs so far: settled, the timing stops
                 so_far = _measured(self.clock, self.contenders, self.why_events)[2]
-                if settled(so_far, cfg.precision, seed_for(self.job, len(self.job.sizes) + 5, 0)):
+                if settled(so_far, cfg.precision, seed_for(self.job, len(self.job.sizes) + 5, 0), cfg.win_above):
                     break
         self.sync("timing")
         events, kernel, times, self.ctx.result.clock = _measured(self.clock, self.contenders, self.why_events)

@@ -5,7 +5,10 @@ A timing may stop before its most runs once its answer is settled: the speedup's
 narrow (at most `TimingConfig.precision` of the speedup either side), or, with one contender,
 the median's is. Stopping on the noise reached, not on a count, is how nvbench ends a
 measurement; a fast kernel timed against a near twin still runs to the most runs, and one far
-ahead of the original stops after the fewest.
+ahead of the original stops after the fewest. A caller that only decides whether a candidate
+wins (the search: its interval wholly above 1 + min_gain) has its answer sooner for a loser:
+an interval wholly below that line and within LOSER_SLACK times the precision either side says
+"not a win" whatever more runs would show, and its speedup still ranks it to that precision.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from ..records import TimingStats
 BOOTSTRAP_SAMPLES = 1000
 SETTLE_SAMPLES = 200  # resamples for the mid-timing check: its interval only has to be roughly right
 CHECK_EVERY = 10  # timed runs between two checks
+LOSER_SLACK = 4  # a decided loser's interval may be this many times the precision wide (2% at 0.5%)
 
 
 def stats(times: list[float]) -> TimingStats:
@@ -71,10 +75,12 @@ def speedup_interval(original: list[float], candidate: list[float], confidence: 
     return float(low), float(high)
 
 
-def settled(times: dict[str, list[float]], precision: float, seed: int) -> bool:
+def settled(times: dict[str, list[float]], precision: float, seed: int, win_above: float = 0.0) -> bool:
     """Whether the timed runs so far answer within `precision`: with a candidate and the original,
     the speedup's interval (SETTLE_SAMPLES resamples, 95%) lies within precision of the speedup
-    either side; with one contender, its median's interval lies within precision of the median."""
+    either side, or (with `win_above`, the speedup a win's interval must clear) wholly below
+    win_above and within LOSER_SLACK times precision; with one contender, its median's interval
+    lies within precision of the median."""
     import numpy as np
 
     if precision <= 0:
@@ -94,4 +100,8 @@ def settled(times: dict[str, list[float]], precision: float, seed: int) -> bool:
         ratios = np.median(x[rng.integers(0, len(x), size=(SETTLE_SAMPLES, len(x)))], axis=1)
         centre = float(np.median(x))
     low, high = np.percentile(ratios, [2.5, 97.5])
-    return bool(centre > 0 and centre - low <= precision * centre and high - centre <= precision * centre)
+    if not centre > 0:
+        return False
+    if "candidate" in times and win_above > 0 and high < win_above:
+        precision *= LOSER_SLACK  # not a win, whatever more runs would show
+    return bool(centre - low <= precision * centre and high - centre <= precision * centre)

@@ -111,7 +111,10 @@ class Space:
         return "usual" if all(n & (n - 1) == 0 for n in c.block or self.original_block) else "odd"
 
     def neighbours(self, c: Config) -> list[Config]:
-        """One knob changed; launch shapes only to nearby ones (within a factor of two)."""
+        """One knob changed; launch shapes only to nearby ones (within a factor of two). Atomics
+        privatised where each block still takes one element a thread are grid-strided too: a
+        block's shared copy only pays once it gathers many elements (alone, privatising adds a
+        flush of every bin per block and is slower, so annealing would never step onto it)."""
         out = []
         for field, values in self._values().items():
             current = getattr(c, field)
@@ -119,9 +122,20 @@ class Space:
                 if v == current or (field == "block" and not self._near(c.block, v)):
                     continue
                 n = dataclasses.replace(c, **{field: v})
+                if field == "privatize" and v and n.grid_stride_waves is None and len(self.waves) > 1:
+                    n = dataclasses.replace(n, grid_stride_waves=self.waves[1])
                 if self.legal(n):
                     out.append(n)
         return out
+
+    def restructured(self) -> list[Config]:
+        """The original with its work split anew (atomics privatised over a grid stride, each
+        wave count), measured beside the launch shapes at the start: the gain of a new split can
+        be tens of times, and only shows with its knobs together."""
+        if True not in self.privatize:
+            return []
+        return [c for w in self.waves if w is not None
+                if self.legal(c := Config(privatize=True, grid_stride_waves=w))]
 
     def random(self, rng: random.Random) -> Config:
         for _ in range(100):

@@ -43,11 +43,12 @@ class Annealer:
         return {k for k, ok in seen.items() if k != "usual" and len(ok) >= 2 and not any(ok)}
 
     def sweep(self, deadline: float) -> None:
-        """Every launch shape once, in batches: powers of two first, then two other shapes as a
-        probe (if both fail, the class is closed), then the rest."""
+        """Every launch shape once, in batches: powers of two first (with the work split anew,
+        where the space can: Space.restructured), then two other shapes as a probe (if both fail,
+        the class is closed), then the rest."""
         shapes = self.space.block_configs()
         odd = [c for c in shapes if self.space.shape_class(c) == "odd"]
-        self.measure_all([Config()] + [c for c in shapes if c not in odd], deadline)
+        self.measure_all([Config()] + self.space.restructured() + [c for c in shapes if c not in odd], deadline)
         self.measure_all(odd[:2], deadline)
         self.measure_all(odd[2:], deadline)
 

@@ -1,0 +1,42 @@
+"""What the search's GPU bench asks of its backend: a round's candidates are timed only as far
+as the search decides (a win's interval clears 1 + min_gain; a loser's answer comes sooner),
+while its confirmations and the baseline are timed to the full precision."""
+
+from __future__ import annotations
+
+from fsr_lsp.evaluator import EvalOptions
+from fsr_lsp.evaluator.records import EvalResult
+from fsr_lsp.search.gpu_bench import GpuBench
+from fsr_lsp.search.proposal import Proposal
+
+
+class Recording:
+    def __init__(self) -> None:
+        self.requests: list = []
+
+    def evaluate(self, requests, cancel=None, on_result=None):
+        self.requests.extend(requests)
+        return [EvalResult(kernel=r.kernel, status="verified", message="") for r in requests]
+
+    def compile_ahead(self, requests):
+        self.requests.extend(requests)
+
+
+def test_round_checks_stop_at_the_search_s_line_and_confirmations_at_the_precision():
+    backend = Recording()
+    bench = GpuBench(backend, "// original", "k", EvalOptions(), min_gain=0.05)  # type: ignore[arg-type]
+    proposal = Proposal("__global__ void k() {}", "test")
+    bench.compile_ahead([proposal])
+    bench.evaluate([proposal])
+    bench.confirm(proposal)
+    bench.baseline()
+    lines = [(r.action, r.candidate is None, r.options.timing.win_above) for r in backend.requests]
+    assert lines[:2] == [("evaluate", False, 1.05), ("evaluate", False, 1.05)]
+    assert lines[2:] == [("confirm", False, 0.0), ("evaluate", True, 0.0)]
+    assert {r.options.timing.precision for r in backend.requests} == {EvalOptions().timing.precision}
+
+
+def test_without_a_min_gain_every_candidate_is_timed_to_the_precision():
+    backend = Recording()
+    GpuBench(backend, "// original", "k").evaluate([Proposal("__global__ void k() {}", "test")])  # type: ignore[arg-type]
+    assert backend.requests[0].options.timing.win_above == 0.0
