@@ -97,19 +97,27 @@ def draft_speed() -> dict:
             "runs_ms": [1000 * t for t in times]}
 
 
-def proofs(drafts: list[KernelSpec], threads: int) -> list[dict]:
+def proofs(drafts: list[KernelSpec], threads: int, include_dirs: dict[str, tuple[str, ...]] | None = None) -> list[dict]:
+    """Each draft proven on the GPU against its kernel; `include_dirs`: a file's include
+    folders (a public project's header folders), by file (else the corpus folder)."""
     from fsr_lsp.drafting.proof import prove
     from fsr_lsp.evaluator import EvalOptions, Evaluator, TimingConfig
 
-    options = EvalOptions(include_dirs=(str(CORPUS),),
-                          timing=TimingConfig(warmup=2, min_reps=10, max_reps=30, target_seconds=0.05))
+    timing = TimingConfig(warmup=2, min_reps=10, max_reps=30, target_seconds=0.05)
     results: list[dict] = []
     with Evaluator(timeout=120.0) as evaluator:
         gpu = evaluator.start()
 
         def one(s: KernelSpec) -> dict:
             t0 = time.perf_counter()
-            p = prove(evaluator, Path(s.file).read_text(errors="replace"), s.kernel, s.spec, options, timeout=120.0)
+            dirs = (include_dirs or {}).get(s.file, (str(CORPUS),))
+            options = EvalOptions(include_dirs=dirs, flags=s.flags, timing=timing)
+            try:
+                p = prove(evaluator, Path(s.file).read_text(errors="replace"), s.kernel, s.spec, options, timeout=120.0)
+            except Exception as e:  # noqa: BLE001 - a bench: say it and go on
+                return {"file": Path(s.file).name, "kernel": s.kernel, "status": "error", "check": "", "argument": "",
+                        "message": f"{type(e).__name__}: {e}", "seconds": time.perf_counter() - t0, "tolerance": None,
+                        "gpu": gpu.name}
             return {"file": Path(s.file).name, "kernel": s.kernel, "status": p.status, "check": p.check,
                     "argument": p.argument, "message": p.message, "seconds": time.perf_counter() - t0,
                     "tolerance": p.tolerance, "gpu": gpu.name}
@@ -128,20 +136,28 @@ def proofs(drafts: list[KernelSpec], threads: int) -> list[dict]:
     return results
 
 
-def project_specs(root: Path) -> list[KernelSpec]:
+def project_files(root: Path) -> tuple[list[Path], tuple[Path, ...]]:
+    """A project's sources, and its include path: every folder that holds a header."""
     skip = {".git", "build", "third_party", "3rdparty", "external", "extern", "deps"}
     files = [f for f in sorted(root.rglob("*")) if f.suffix in SOURCES + (".cc", ".hpp", ".cuh", ".hh")
              and f.is_file() and not skip & set(f.relative_to(root).parts) and f.stat().st_size < 2 << 20]
-    include_dirs = tuple(sorted({f.parent for f in files if f.suffix in (".h", ".hpp", ".cuh", ".hh")}))
+    return files, tuple(sorted({f.parent for f in files if f.suffix in (".h", ".hpp", ".cuh", ".hh")}))
+
+
+def project_specs(root: Path) -> list[KernelSpec]:
+    files, include_dirs = project_files(root)
     specs = kernel_specs(files, include_dirs=include_dirs)
     return [s for s in specs if not (s.origin == "none" and "incomplete" in " ".join(s.problems))]
 
 
-def corpus_coverage(roots: list[Path]) -> dict:
+def corpus_coverage(roots: list[Path], kept: list[KernelSpec] | None = None) -> dict:
+    """`kept`: gets every spec found (for the proofs)."""
     rows, out, why_none = [], {}, {}
     totals = {"kernels": 0, "covered": 0}
     for root in roots:
         specs = [s for s in project_specs(root) if takes_pointer(s)]
+        if kept is not None:
+            kept += [s for s in specs if s.spec is not None]
         origins = {o: sum(1 for s in specs if s.origin == o) for o in ("attached", "captured", "drafted", "inferred", "none")}
         covered = len(specs) - origins["none"]
         totals["kernels"] += len(specs)
@@ -164,14 +180,37 @@ def corpus_coverage(roots: list[Path]) -> dict:
     return {"projects": out, "total": totals, "why_none": why_none}
 
 
+def prove_public(roots: list[Path], specs: list[KernelSpec], threads: int) -> list[dict]:
+    """Every spec the projects got without a run (drafted, inferred), proven on the GPU, each
+    compiled with its file's folder and its project's header folders on the include path."""
+    dirs: dict[str, tuple[str, ...]] = {}
+    for root in roots:
+        files, headers = project_files(root)
+        for f in files:
+            dirs[str(f)] = tuple(dict.fromkeys((str(f.parent), *map(str, headers))))
+    drafts = [s for s in specs if s.origin in ("drafted", "inferred")]
+    results = proofs(drafts, threads, {s.file: dirs.get(s.file, (str(Path(s.file).parent),)) for s in drafts})
+    by: dict[str, dict[str, int]] = {}
+    for root in roots:
+        mine = [r for r, s in zip(results, drafts) if Path(s.file).is_relative_to(root)]
+        by[root.name] = {k: sum(r["status"] == k for r in mine) for k in sorted({r["status"] for r in mine})}
+    table("proofs of the drafts by project", ["project", "drafts", "by proof status"],
+          [[name, str(sum(c.values())), ", ".join(f"{k} {v}" for k, v in c.items())] for name, c in by.items()])
+    return results
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-gpu", action="store_true", help="coverage and speed only")
     ap.add_argument("--threads", type=int, default=8, help="proofs in flight (sanitizer children overlap)")
-    ap.add_argument("--corpus", type=Path, nargs="+", help="public projects to measure on (CPU only)")
+    ap.add_argument("--corpus", type=Path, nargs="+", help="public projects to measure on")
+    ap.add_argument("--prove", action="store_true", help="with --corpus: prove each project's drafts on the GPU")
     args = ap.parse_args()
     if args.corpus:
-        save("spec_coverage_public", {"date": time.strftime("%Y-%m-%d"), **corpus_coverage(args.corpus)})
+        found: list[KernelSpec] = []
+        covered = corpus_coverage(args.corpus, found)
+        proven = prove_public(args.corpus, found, args.threads) if args.prove else []
+        save("spec_coverage_public", {"date": time.strftime("%Y-%m-%d"), **covered, "proofs": proven})
         return 0
     pointer = coverage()
     speed = draft_speed()
