@@ -16,6 +16,7 @@ back, by origin, and why the others have none.
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 import statistics
 import sys
@@ -97,34 +98,45 @@ def draft_speed() -> dict:
             "runs_ms": [1000 * t for t in times]}
 
 
-def proofs(drafts: list[KernelSpec], threads: int, include_dirs: dict[str, tuple[str, ...]] | None = None) -> list[dict]:
-    """Each draft proven on the GPU against its kernel; `include_dirs`: a file's include
-    folders (a public project's header folders), by file (else the corpus folder)."""
+def proofs(drafts: list[KernelSpec], threads: int, include_dirs: dict[str, tuple[str, ...]] | None = None,
+           seconds: float = 0.0) -> list[dict]:
+    """Each draft proven on the GPU against its kernel, each said as it ends; `include_dirs`: a
+    file's include folders (a public project's header folders), by file (else the corpus
+    folder); `seconds` (0: no limit): no proof starts after that long."""
+    from concurrent.futures import as_completed
+
     from fsr_lsp.drafting.proof import prove
     from fsr_lsp.evaluator import EvalOptions, Evaluator, TimingConfig
 
     timing = TimingConfig(warmup=2, min_reps=10, max_reps=30, target_seconds=0.05)
     results: list[dict] = []
+    started = time.monotonic()
     with Evaluator(timeout=120.0) as evaluator:
         gpu = evaluator.start()
 
-        def one(s: KernelSpec) -> dict:
+        def one(s: KernelSpec) -> dict | None:
+            if seconds and time.monotonic() - started > seconds:
+                return None
             t0 = time.perf_counter()
             dirs = (include_dirs or {}).get(s.file, (str(CORPUS),))
             options = EvalOptions(include_dirs=dirs, flags=s.flags, timing=timing)
+            row = {"file": s.file, "kernel": s.kernel, "origin": s.origin, "gpu": gpu.name}
             try:
-                p = prove(evaluator, Path(s.file).read_text(errors="replace"), s.kernel, s.spec, options, timeout=120.0)
+                p = prove(evaluator, Path(s.file).read_text(errors="replace"), s.kernel, s.spec, options, timeout=60.0)
             except Exception as e:  # noqa: BLE001 - a bench: say it and go on
-                return {"file": Path(s.file).name, "kernel": s.kernel, "status": "error", "check": "", "argument": "",
-                        "message": f"{type(e).__name__}: {e}", "seconds": time.perf_counter() - t0, "tolerance": None,
-                        "gpu": gpu.name}
-            return {"file": Path(s.file).name, "kernel": s.kernel, "status": p.status, "check": p.check,
-                    "argument": p.argument, "message": p.message, "seconds": time.perf_counter() - t0,
-                    "tolerance": p.tolerance, "gpu": gpu.name}
+                return {**row, "status": "error", "check": "", "argument": "", "message": f"{type(e).__name__}: {e}",
+                        "seconds": time.perf_counter() - t0, "tolerance": None}
+            return {**row, "status": p.status, "check": p.check, "argument": p.argument, "message": p.message,
+                    "seconds": time.perf_counter() - t0, "tolerance": p.tolerance}
 
         with ThreadPoolExecutor(max_workers=threads) as pool:  # the GPU runs one at a time; sanitizers overlap
-            results = list(pool.map(one, drafts))
-    rows = [[r["file"], r["kernel"], r["status"], f"{r['check']} {r['argument']}".strip(), f"{r['seconds']:.1f}"]
+            for done in as_completed([pool.submit(one, d) for d in drafts]):
+                r = done.result()
+                if r is not None:
+                    results.append(r)
+                    print(f"proof {len(results)}: {Path(r['file']).name}::{r['kernel']} {r['status']} "
+                          f"{r['check']} {r['argument']} {r['seconds']:.1f} s", flush=True)
+    rows = [[Path(r["file"]).name, r["kernel"], r["status"], f"{r['check']} {r['argument']}".strip(), f"{r['seconds']:.1f}"]
             for r in results]
     table(f"proof of each draft on {results[0]['gpu'] if results else 'the GPU'}",
           ["file", "kernel", "proof", "failed check", "s"], rows)
@@ -132,7 +144,8 @@ def proofs(drafts: list[KernelSpec], threads: int, include_dirs: dict[str, tuple
         if r["status"] != "proven":
             console.print(f"  {r['kernel']}: {r['message'][:300]}", markup=False)
     passed = sum(r["status"] == "proven" for r in results)
-    console.print(f"proof: {passed} of {len(results)} drafts proven ({passed / max(1, len(results)):.0%}; target 90%)")
+    console.print(f"proof: {passed} of {len(results)} drafts proven ({passed / max(1, len(results)):.0%}; target 90%)"
+                  + (f", {len(drafts) - len(results)} not started within {seconds:g} s" if len(results) < len(drafts) else ""))
     return results
 
 
@@ -180,19 +193,21 @@ def corpus_coverage(roots: list[Path], kept: list[KernelSpec] | None = None) -> 
     return {"projects": out, "total": totals, "why_none": why_none}
 
 
-def prove_public(roots: list[Path], specs: list[KernelSpec], threads: int) -> list[dict]:
+def prove_public(roots: list[Path], specs: list[KernelSpec], threads: int, seconds: float = 0.0) -> list[dict]:
     """Every spec the projects got without a run (drafted, inferred), proven on the GPU, each
-    compiled with its file's folder and its project's header folders on the include path."""
+    compiled with its file's folder and its project's header folders on the include path; the
+    projects' drafts taken in turn, so that a time limit leaves each project some."""
     dirs: dict[str, tuple[str, ...]] = {}
     for root in roots:
         files, headers = project_files(root)
         for f in files:
             dirs[str(f)] = tuple(dict.fromkeys((str(f.parent), *map(str, headers))))
-    drafts = [s for s in specs if s.origin in ("drafted", "inferred")]
-    results = proofs(drafts, threads, {s.file: dirs.get(s.file, (str(Path(s.file).parent),)) for s in drafts})
+    each = [[s for s in specs if s.origin in ("drafted", "inferred") and Path(s.file).is_relative_to(r)] for r in roots]
+    drafts = [s for group in itertools.zip_longest(*each) for s in group if s is not None]
+    results = proofs(drafts, threads, {s.file: dirs.get(s.file, (str(Path(s.file).parent),)) for s in drafts}, seconds)
     by: dict[str, dict[str, int]] = {}
     for root in roots:
-        mine = [r for r, s in zip(results, drafts) if Path(s.file).is_relative_to(root)]
+        mine = [r for r in results if Path(r["file"]).is_relative_to(root)]
         by[root.name] = {k: sum(r["status"] == k for r in mine) for k in sorted({r["status"] for r in mine})}
     table("proofs of the drafts by project", ["project", "drafts", "by proof status"],
           [[name, str(sum(c.values())), ", ".join(f"{k} {v}" for k, v in c.items())] for name, c in by.items()])
@@ -205,11 +220,12 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=8, help="proofs in flight (sanitizer children overlap)")
     ap.add_argument("--corpus", type=Path, nargs="+", help="public projects to measure on")
     ap.add_argument("--prove", action="store_true", help="with --corpus: prove each project's drafts on the GPU")
+    ap.add_argument("--seconds", type=float, default=0.0, help="with --prove: start no proof after this long (0: none)")
     args = ap.parse_args()
     if args.corpus:
         found: list[KernelSpec] = []
         covered = corpus_coverage(args.corpus, found)
-        proven = prove_public(args.corpus, found, args.threads) if args.prove else []
+        proven = prove_public(args.corpus, found, args.threads, args.seconds) if args.prove else []
         save("spec_coverage_public", {"date": time.strftime("%Y-%m-%d"), **covered, "proofs": proven})
         return 0
     pointer = coverage()
