@@ -193,7 +193,8 @@ def corpus_coverage(roots: list[Path], kept: list[KernelSpec] | None = None) -> 
     return {"projects": out, "total": totals, "why_none": why_none}
 
 
-def prove_public(roots: list[Path], specs: list[KernelSpec], threads: int, seconds: float = 0.0) -> list[dict]:
+def prove_public(roots: list[Path], specs: list[KernelSpec], threads: int, seconds: float = 0.0,
+                 offset: int = 0) -> list[dict]:
     """Every spec the projects got without a run (drafted, inferred), proven on the GPU, each
     compiled with its file's folder and its project's header folders on the include path; the
     projects' drafts taken in turn, so that a time limit leaves each project some."""
@@ -203,7 +204,7 @@ def prove_public(roots: list[Path], specs: list[KernelSpec], threads: int, secon
         for f in files:
             dirs[str(f)] = tuple(dict.fromkeys((str(f.parent), *map(str, headers))))
     each = [[s for s in specs if s.origin in ("drafted", "inferred") and Path(s.file).is_relative_to(r)] for r in roots]
-    drafts = [s for group in itertools.zip_longest(*each) for s in group if s is not None]
+    drafts = [s for group in itertools.zip_longest(*each) for s in group if s is not None][offset:]
     results = proofs(drafts, threads, {s.file: dirs.get(s.file, (str(Path(s.file).parent),)) for s in drafts}, seconds)
     by: dict[str, dict[str, int]] = {}
     for root in roots:
@@ -221,11 +222,12 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, nargs="+", help="public projects to measure on")
     ap.add_argument("--prove", action="store_true", help="with --corpus: prove each project's drafts on the GPU")
     ap.add_argument("--seconds", type=float, default=0.0, help="with --prove: start no proof after this long (0: none)")
+    ap.add_argument("--offset", type=int, default=0, help="with --prove: leave out the first N drafts (proven by a call before)")
     args = ap.parse_args()
     if args.corpus:
         found: list[KernelSpec] = []
         covered = corpus_coverage(args.corpus, found)
-        proven = prove_public(args.corpus, found, args.threads, args.seconds) if args.prove else []
+        proven = prove_public(args.corpus, found, args.threads, args.seconds, args.offset) if args.prove else []
         save("spec_coverage_public", {"date": time.strftime("%Y-%m-%d"), **covered, "proofs": proven})
         return 0
     pointer = coverage()

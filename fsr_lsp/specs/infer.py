@@ -3,6 +3,10 @@ exactly one integer size)."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
+from ..kernels.c_types import ITEMSIZE, element_type
 from ..kernels.kernel import Kernel
 from ..source import SourceText
 from .model import BufferArg, Problem, ScalarArg, Spec, SpecResult
@@ -14,8 +18,14 @@ DEFAULT_BLOCK = 256
 SCALAR_FLOAT = 1.5  # any valid value will do for verification; 0 and 1 hide bugs
 
 
+# `extern __shared__ float s_data[];` (alignment attributes and qualifiers between): its type and name
+_EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([\w\s:]+?)\s+(\w+)\s*\[\s*\]")
+
+
 def infer_spec(src: SourceText, kernel: Kernel) -> SpecResult:
     spec, why = infer_from_signature(kernel)
+    if spec is not None:
+        spec, why = _dynamic_shared(src, kernel, spec, why)
     if spec is None:
         return SpecResult(None, (Problem(
             f"{kernel.name} has no @fsr spec and one cannot be inferred: {why}. "
@@ -72,6 +82,30 @@ def infer_from_signature(kernel: Kernel) -> tuple[Spec | None, str]:
     spec = Spec(bench={n: BENCH_N}, tests=tuple({n: t} for t in TEST_NS), grid=(f"cdiv({n}, {block})",),
                 block=(block,), args=tuple(args), inferred=True)
     return spec, "; ".join(notes)
+
+
+def _dynamic_shared(src: SourceText, kernel: Kernel, spec: Spec, why: str) -> tuple[Spec | None, str]:
+    """A kernel that declares an `extern __shared__` array faults when launched with no dynamic
+    shared memory: its inferred launch gives one element of the array's type a thread (how a
+    block reduction or scan sizes it; the proof says where that is too little). A type fsr
+    cannot size leaves no spec. Only the kernel's own declarations are read (a cheap look: every
+    kernel of a large file is inferred)."""
+    definition = src.slice(kernel.definition_span.start_byte, kernel.definition_span.end_byte)
+    if "extern" not in definition:
+        return spec, why
+    sizes = {}
+    for m in _EXTERN_SHARED.finditer(definition):
+        dtype, lanes = element_type(" ".join(w for w in m.group(1).split() if w not in ("volatile", "const")))
+        sizes[m.group(2)] = ITEMSIZE[dtype] * lanes if dtype is not None else None
+    if not sizes:
+        return spec, why
+    unsized = [name for name, size in sizes.items() if size is None]
+    if unsized:
+        return None, f"it uses dynamic shared memory (`extern __shared__` {', '.join(unsized)}) of a type fsr cannot size"
+    threads = spec.block[0]
+    smem = threads * max(s for s in sizes.values() if s is not None)
+    names = ", ".join(sizes)
+    return dataclasses.replace(spec, smem=smem), f"{why}; smem {smem} bytes, one element of {names} a thread (a guess)"
 
 
 def _default_init(dtype: str | None):

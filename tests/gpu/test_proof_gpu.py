@@ -144,3 +144,23 @@ def test_a_buffer_that_starts_before_the_pointer_is_proven_and_a_read_past_its_s
     further = source.replace("in[g - RADIUS]", "in[g - RADIUS - 1]")
     failed = prove(evaluator, further, "stencil_1d", s.spec, QUICK)
     assert not failed.proven and failed.argument == "in", failed.message
+
+
+def test_an_inferred_block_reduction_gets_its_dynamic_shared_memory_and_is_proven(evaluator, tmp_path):
+    """A kernel indexing an `extern __shared__` array, no launch in reach: the inferred spec
+    gives it one float a thread and is proven; the same spec without it faults in the
+    original's runs (what inferred specs did before)."""
+    source = ("__global__ void block_sums(float* out, const float* in, unsigned int size)\n{\n"
+              "    extern __shared__ float s_data[];\n"
+              "    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "    s_data[threadIdx.x] = i < size ? in[i] : 0.f;\n    __syncthreads();\n"
+              "    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {\n"
+              "        if (threadIdx.x < s) s_data[threadIdx.x] += s_data[threadIdx.x + s];\n        __syncthreads();\n    }\n"
+              "    if (threadIdx.x == 0) out[i / blockDim.x] = s_data[0];\n}\n")
+    (tmp_path / "k.cu").write_text(source)
+    (s,) = kernel_specs([tmp_path / "k.cu"])
+    assert s.origin == "inferred" and "smem = 1024" in s.spec
+    proof = prove(evaluator, source, "block_sums", s.spec, QUICK)
+    assert proof.proven, proof.message
+    without = prove(evaluator, source, "block_sums", s.spec.replace("smem = 1024\n", ""), QUICK)
+    assert not without.proven and without.check == "original runs", without.message

@@ -25,6 +25,31 @@ def test_launch_bounds_cap_the_inferred_block():
     assert r.spec.block == (128,)
 
 
+REDUCE = """__global__ void reduce(float* out, const float* in, unsigned int size)
+{
+    extern __shared__ %s s_data[];
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s_data[threadIdx.x] = i < size ? in[i] : 0.f;
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = s_data[0];
+}
+"""
+
+
+def test_a_kernel_with_dynamic_shared_memory_is_inferred_with_one_element_a_thread():
+    """Launched with none, a kernel indexing an `extern __shared__` array faults: the inferred
+    launch gives its array one element a thread (said as a guess; the proof checks it)."""
+    r = result_for(REDUCE % "float", "reduce")
+    assert r.spec is not None and r.spec.smem == 256 * 4 and r.spec.block == (256,)
+    assert "smem 1024 bytes, one element of s_data a thread (a guess)" in r.problems[0].message
+    assert result_for(REDUCE % "volatile double", "reduce").spec.smem == 256 * 8
+    assert result_for(REDUCE.replace("extern __shared__ %s s_data[];", "__shared__ float s_data[256];"),
+                      "reduce").spec.smem == 0  # static shared memory needs none
+    r = result_for(REDUCE % "Cell", "reduce")  # a struct fsr cannot size: no spec, and why
+    assert r.spec is None and "dynamic shared memory (`extern __shared__` s_data) of a type fsr cannot size" in \
+        r.problems[0].message
+
+
 def test_ambiguous_signatures_say_what_is_missing():
     r = result_for("__global__ void mm(int M, int N, const float* A, float* C) {}", "mm")
     assert r.spec is None
