@@ -47,6 +47,7 @@ class Session:
         self.proc = subprocess.Popen([sys.executable, "-m", "fsr_lsp.server.main"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, cwd=root, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
         self.replies: queue.Queue = queue.Queue()
+        self.published: list[tuple[float, str, int]] = []  # (perf_counter, uri, diagnostics) of each publish
         threading.Thread(target=self._read, daemon=True).start()
         self.next_id = 0
 
@@ -55,6 +56,9 @@ class Session:
         while (message := lsp_message(self.proc.stdout)) is not None:
             if "id" in message and ("result" in message or "error" in message):
                 self.deliver(message)
+            elif message.get("method") == "textDocument/publishDiagnostics":
+                params = message.get("params") or {}
+                self.published.append((time.perf_counter(), params.get("uri", ""), len(params.get("diagnostics") or [])))
 
     def deliver(self, message: dict) -> None:
         self.replies.put(message)

@@ -278,7 +278,10 @@ def big(corpus: Path, tmp: Path, mb: float, others: int = 5, after: float = 2.0,
     thread.join()
     answer = (reply.get("result") or {}).get("contents", {}).get("value", "")
     client.close()
+    mine = [(at - opened, n) for at, uri, n in client.published if uri == path.as_uri() and at >= opened]
     return {"mb": len(text.encode()) / 1e6, "kernels": count, "kernel": kernel,
+            # each publication of the large document's diagnostics: seconds after opening, how many
+            "diagnostics": mine,
             "first_hover_ms": first, "first_hover_pending": first_pending, "spec_shown_after_s": ready,
             "answer": answer[:400], "others": stats([ms for _, ms in waits]),
             # the hovers sent once the large document's message had arrived (its transfer and JSON

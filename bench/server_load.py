@@ -142,6 +142,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="with --corpus: how long the flood lasts")
     parser.add_argument("--quiet", type=int, default=40, help="with --corpus: timed pairs before the flood")
     parser.add_argument("--mb", type=float, default=10.0, help="with --corpus: the concatenated file's size")
+    parser.add_argument("--large-only", action="store_true", help="with --corpus: only the large document's opening")
     args = parser.parse_args()
     if args.corpus is not None:
         return real(args)
@@ -161,9 +162,26 @@ def main() -> int:
     return 0
 
 
+def large_only(args: argparse.Namespace) -> int:
+    """The large document's opening alone: its first hover, its spec shown, its diagnostics."""
+    from real_documents import big
+
+    with tempfile.TemporaryDirectory() as tmp:
+        b = big(args.corpus, Path(tmp), args.mb)
+    published = ", ".join(f"{n} at {at:.2f} s" for at, n in b["diagnostics"]) or "none"
+    table(f"one {b['mb']:.1f} MB document of {b['kernels']} kernels (the corpus concatenated)",
+          ["first hover on a spec-less kernel", "it said 'drafting'", "spec shown after", "its diagnostics published"],
+          [[f"{b['first_hover_ms']:.0f} ms ({b['kernel']})", b["first_hover_pending"],
+            f"{b['spec_shown_after_s']:.2f} s" if b["spec_shown_after_s"] is not None else "never", published]])
+    save("server_load_large", {"corpus": str(args.corpus), "large": b})
+    return 0
+
+
 def real(args: argparse.Namespace) -> int:
     from real_documents import big, flood, typing
 
+    if args.large_only:
+        return large_only(args)
     with tempfile.TemporaryDirectory() as tmp:
         f = flood(args.corpus, Path(tmp) / "flood", args.docs, args.rate, args.seconds, args.quiet)
     rows = []

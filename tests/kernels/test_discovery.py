@@ -171,3 +171,25 @@ def test_in_a_large_file_the_kernel_at_a_position_is_found_in_a_window_where_it_
         middle = (full.definition_span.start_byte + full.definition_span.end_byte) // 2
         assert kernel_at(src, middle) == full
         assert kernel_at(src, full.spec.span.start_byte + 2) == full  # on its @fsr block
+
+
+def test_a_kernel_longer_than_the_first_window_is_read_whole_from_the_wider_one():
+    """The first window is small (most kernels end in it); a kernel whose body runs past it is
+    not taken cut short there, but read from the wide window: the same kernel full discovery
+    gives, hovered at its name, its middle and its end, and its neighbours unchanged."""
+    from fsr_lsp.kernels.discover import FIRST_WINDOW_BYTES, LARGE_BYTES, kernel_at
+
+    small = ("__global__ void k{i}(float* y, const float* x, int n)\n{{\n"
+             "    int i = threadIdx.x;\n    if (i < n) y[i] = {i}.0f * x[i];\n}}\n\n")
+    lines = "".join(f"    if (i == {j}) y[i] += x[{j % 7}] * {j}.0f;\n" for j in range(2 * FIRST_WINDOW_BYTES // 40))
+    long = f"__global__ void longest(float* y, const float* x, int n)\n{{\n    int i = threadIdx.x;\n{lines}}}\n\n"
+    half = "".join(small.format(i=i) for i in range(LARGE_BYTES // len(small)))
+    src = SourceText(half + long + half.replace("void k", "void m"))
+    every = {k.name: k for k in discover_kernels(src)}
+    full = every["longest"]
+    assert full.definition_span.end_byte - full.definition_span.start_byte > 2 * FIRST_WINDOW_BYTES
+    for at in (full.name_span.start_byte, (full.span.start_byte + full.span.end_byte) // 2, full.span.end_byte - 2):
+        assert kernel_at(src, at) == full
+    for name in ("k0", "m0", f"m{len(every) // 2 - 2}"):
+        k = every[name]
+        assert kernel_at(src, k.name_span.start_byte) == k
