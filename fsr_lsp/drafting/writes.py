@@ -4,7 +4,8 @@ Writes: an assignment or increment whose target is `p[i]`, `*(p + i)`, `p[i].x`,
 through a cast (`reinterpret_cast<float4*>(p)[i] = ...`), or a pointer derived from `p` in the
 body (`float* row = y + r * cols; row[c] = ...`); an atomic or store intrinsic whose first
 argument points into `p`. Reads: any other use. Read-only becomes `in`, written but never read
-`out`, both (a compound assignment, an atomic) `inout`. It accumulates (its start value
+`out`, both (a compound assignment, an atomic) `inout`. A body the parser cannot read whole
+(macros it cannot see through) has every pointer it may write taken as written and read. It accumulates (its start value
 matters) by an atomic, or by a compound assignment no plain store to it comes before.
 """
 
@@ -77,7 +78,12 @@ def pointer_access(src: SourceText, kernel: Kernel) -> dict[str, Access]:
                     if _READ_WRITE_CALLS.match(fn):
                         accumulated.add(root)
     read = _reads(body, roots, write_sites | alias_values)
-    return {p: Access(p in written, p in read or p in accumulated, p in accumulated) for p in params}
+    found = {p: Access(p in written, p in read or p in accumulated, p in accumulated) for p in params}
+    if body.has_error:  # macros the parser cannot see through (`MOP20 MOP20 ...`) hide what follows them: a
+        # pointer the signature lets the kernel write is taken as written and read, never `in` on a guess
+        unsure = {p.name for p in kernel.params if p.is_pointer and p.name and not p.pointee_const}
+        found.update({p: Access(True, True, found[p].accumulates) for p in unsure & set(found)})
+    return found
 
 
 def pointer_names(kernel: Kernel) -> set[str]:

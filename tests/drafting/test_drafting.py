@@ -243,3 +243,38 @@ def test_a_kernel_that_reads_the_clock_gets_no_spec_and_says_why(tmp_path):
                                      'out = "out[n]"\nclk = "out[n]"\n*/\n' + (tmp_path / "k.cu").read_text())
     own = {s.kernel: s for s in kernel_specs([tmp_path / "own.cu"])}
     assert own["latency"].origin == "attached" and own["latency"].spec, own["latency"].problems
+
+
+MACRO_BODY = """
+#define MOP20 s = s * v + v;
+__global__ void unrolled(float* data, const float* keep, int iters, float v)
+{
+    int gid = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = data[gid] + keep[gid];
+    for (int j = 0; j < iters; ++j) {
+        /* twenty operations a macro */
+        MOP20 MOP20 MOP20 MOP20 MOP20 MOP20
+        MOP20 MOP20 MOP20 MOP20 MOP20 MOP20
+    }
+    data[gid] = s;
+}
+
+int main()
+{
+    int n = 1 << 20;
+    float *data, *keep;
+    cudaMalloc(&data, n * sizeof(float));
+    cudaMalloc(&keep, n * sizeof(float));
+    unrolled<<<n / 256, 256>>>(data, keep, 100, 1.5f);
+}
+"""
+
+
+def test_a_store_hidden_behind_macros_the_parser_cannot_see_through_is_not_drafted_in():
+    """`MOP20 MOP20 ...` (no semicolons between: they are in the macro) swallows the parse of
+    what follows, `data[gid] = s` among it: a draft taking `data` as `in` failed its proof (the
+    original wrote it). A pointer the signature lets the kernel write is then `inout`; a const one
+    stays `in`."""
+    (spec,) = draft_specs(MACRO_BODY).values()
+    assert spec.text is not None, spec.problems
+    assert 'data = "inout[' in spec.text and 'keep = "in[' in spec.text
