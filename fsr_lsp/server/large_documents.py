@@ -7,17 +7,14 @@ large document's kernels (for its diagnostics) and its kernels' specs (drafted f
 across the workspace, its own among them) are worked out in a child process; the server's own
 threads read only windows of such a file (document_cache.py).
 
-Two children, each started the first time a large document needs it: one works out documents'
-kernels (their diagnostics), the other drafts specs, so that a hover's draft never waits behind
-a whole file's discovery, nor the diagnostics behind a draft (a 10 MB file's: 4 s each; one
-child for both published its diagnostics 9.9 s after opening). Each over a pipe (no queue, whose
+One child, started the first time a large document needs it, over a pipe (no queue, whose
 semaphores multiprocessing's resource tracker would report as leaked when the server exits at
 once), one job at a time from a thread of the server's; it ends when the pipe closes, and the
 reaper kills it if the server is killed (processes.py: it inherits the server's mark). Texts
-over a megabyte go to them as files, written a megabyte at a time (pickling ten megabytes for
-the pipe would hold the GIL for 40 ms), in a scratch folder of the server's (scratch.py). The
-drafting child keeps a launch index of the workspace of its own; the server tells it which files
-changed on disk with its next draft."""
+over a megabyte go to it as files, written a megabyte at a time (pickling ten megabytes for the
+pipe would hold the GIL for 40 ms), in a scratch folder of the server's (scratch.py). The child
+keeps a launch index of the workspace of its own; the server tells it which files changed on
+disk with its next draft."""
 
 from __future__ import annotations
 
@@ -49,23 +46,14 @@ class Stored:
     file: str
 
 
-class _Child:
-    """One child process and the server's one thread that calls it."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.io = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-        self.proc: Any = None
-        self.conn: Any = None
-
-
 class LargeDocuments:
     def __init__(self, probe: str = "") -> None:
         """`probe`: tests' "module:function" told of each draft the child makes (Instruments.probe)."""
         self._probe = probe
-        self._kernels = _Child("fsr-large-kernels")  # discoveries
-        self._drafts = _Child("fsr-large-drafts")  # specs, with the workspace's launch index
-        self._changed: list[Path] = []  # files changed on disk since the drafting child's last draft
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-large")  # the child's one caller
+        self._proc: Any = None
+        self._conn: Any = None
+        self._changed: list[Path] = []  # files changed on disk since the child's last draft
         self._lock = threading.Lock()
         self._folder: Path | None = None
         self._files: dict[str, list[tuple[str | None, Path]]] = {}  # a document -> its files, the newest with its text
@@ -77,8 +65,7 @@ class LargeDocuments:
         """Future of (every kernel of the document `name`'s `text`, their spec diagnostics),
         sent over in pieces of PIECE kernels or diagnostics: unpickling 758 kernels at once held
         the GIL for 68 ms on the server's thread, and hovers on other documents waited."""
-        child = self._kernels
-        return child.io.submit(lambda: _joined(self._call(child, _discovery, self._stored(name, text), encoding)))
+        return self._io.submit(lambda: _joined(self._call(_discovery, self._stored(name, text), encoding)))
 
     def spec(self, uri: str, version: int | None, root: Path, path: Path, text: str, kernel: Kernel,
              documents: dict[Path, str], include_dirs: tuple[str, ...]) -> Future:
@@ -88,38 +75,36 @@ class LargeDocuments:
             with self._lock:
                 changed, self._changed = tuple(self._changed), []
             texts = {p: self._stored(str(p), t) for p, t in documents.items()}
-            return self._call(self._drafts, _spec, (uri, version), root, path, self._stored(str(path), text), kernel,
-                              texts, include_dirs, changed)
+            return self._call(_spec, (uri, version), root, path, self._stored(str(path), text), kernel, texts,
+                              include_dirs, changed)
 
-        return self._drafts.io.submit(job)
+        return self._io.submit(job)
 
     def file_changed(self, path: Path) -> None:
         with self._lock:
-            if self._drafts.proc is not None:
+            if self._proc is not None:
                 self._changed.append(path)
 
     def shutdown(self) -> None:
-        for child in (self._kernels, self._drafts):
-            child.io.shutdown(wait=False, cancel_futures=True)
+        self._io.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             self._closed = True
             folder, self._folder = self._folder, None
-        for child in (self._kernels, self._drafts):
-            self._stop(child)
+        self._stop()
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
-    # ------------------------------------------------------------ on the server's side (each child's one thread)
+    # ------------------------------------------------------------ on the server's side (its one thread)
 
-    def _call(self, child: _Child, fn: Callable[..., Any], *args: Any) -> Any:
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """`fn(*args)` in the child; a child that died (killed, out of memory) is replaced once."""
         for attempt in (1, 2):
-            conn = self._start(child)
+            conn = self._start()
             try:
                 conn.send((fn, args))
                 kind, payload = conn.recv()
             except (EOFError, OSError) as error:
-                self._stop(child)
+                self._stop()
                 if attempt == 2:
                     raise RuntimeError(f"the process for large documents ended ({error or type(error).__name__})") from None
                 log.warning("the process for large documents ended: started again")
@@ -133,27 +118,26 @@ class LargeDocuments:
             return payload
         raise AssertionError("unreachable")
 
-    def _start(self, child: _Child) -> Any:
-        if child.proc is not None and child.proc.is_alive():
-            return child.conn
+    def _start(self) -> Any:
+        if self._proc is not None and self._proc.is_alive():
+            return self._conn
         if self._closed:
             raise RuntimeError("the server is shutting down")
         import multiprocessing  # loaded when the first large document needs it, not at start-up
 
         context = multiprocessing.get_context("spawn")
-        parent, end = context.Pipe()
-        proc = context.Process(target=_serve, args=(end, self._probe), daemon=True, name=child.name)
+        parent, child = context.Pipe()
+        proc = context.Process(target=_serve, args=(child, self._probe), daemon=True, name="fsr-large-documents")
         proc.start()
-        end.close()
+        child.close()
         with self._lock:
-            child.proc, child.conn = proc, parent
-            if child is self._drafts:
-                self._changed = []  # a new child reads the workspace afresh
+            self._proc, self._conn = proc, parent
+            self._changed = []  # a new child reads the workspace afresh
         return parent
 
-    def _stop(self, child: _Child) -> None:
+    def _stop(self) -> None:
         with self._lock:
-            proc, conn, child.proc, child.conn = child.proc, child.conn, None, None
+            proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
         if conn is not None:
             conn.close()  # the child's recv ends: it exits
         if proc is not None:

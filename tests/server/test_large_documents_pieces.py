@@ -41,28 +41,3 @@ def test_a_large_documents_discovery_comes_in_pieces_and_is_the_whole():
     assert found.kernels == whole.kernels and found.orphan_specs == whole.orphan_specs and found.orphan_specs
     assert diagnostics == spec_diagnostics(src, whole.kernels, "utf-16") and len(diagnostics) > PIECE
     assert large.pieces_received >= 4 + 1 + 2  # the kernels in 4 pieces, the orphans, the diagnostics in 2 or more
-
-
-def test_a_draft_in_progress_does_not_hold_back_a_documents_kernels(tmp_path, monkeypatch):
-    """Drafts and discoveries have a child each: a slow draft (a 10 MB file's takes seconds)
-    does not delay the kernels, and so the diagnostics, of a document opened meanwhile (one
-    child for both published a 10 MB file's diagnostics 9.9 s after opening)."""
-    import time
-
-    monkeypatch.setenv("FSR_TEST_PROBE_LOG", str(tmp_path / "probe.jsonl"))
-    monkeypatch.setenv("FSR_TEST_SLOW_DRAFT", "4")
-    text = "".join(KERNEL.format(i=i, extra="") for i in range(3)).replace("scale_1", "slow_scale")
-    (tmp_path / "big.cu").write_text(text)
-    kernel = next(k for k in discover(SourceText(text)).kernels if k.name == "slow_scale")
-    large = LargeDocuments("tests.support.cache_probe:probe")
-    try:
-        large.discovery("warm.cu", text, "utf-16").result(timeout=120)  # the kernels' child up
-        drafting = large.spec("file:///big.cu", 1, tmp_path, tmp_path / "big.cu", text, kernel, {}, ())
-        time.sleep(0.5)  # the draft under way (it sleeps 4 s in its child)
-        started = time.monotonic()
-        found, _ = large.discovery("big.cu", text, "utf-16").result(timeout=120)
-        assert time.monotonic() - started < 3.0 and not drafting.done()
-        assert [k.name for k in found.kernels] == ["scale_0", "slow_scale", "scale_2"]
-        assert drafting.result(timeout=120).kernel == "slow_scale"
-    finally:
-        large.shutdown()
