@@ -62,6 +62,13 @@ y = "{y}"
 
 
 @needs_sanitizer
+def drafted_and_proven(evaluator, tmp_path: Path, source: str, kernel: str):
+    """The file's one spec as fsr works it out with no run, and its proof."""
+    (tmp_path / "k.cu").write_text(source)
+    (s,) = kernel_specs([tmp_path / "k.cu"])
+    return s, prove(evaluator, source, kernel, s.spec, QUICK)
+
+
 def test_a_right_draft_is_proven_with_memcheck_and_initcheck_clean(evaluator):
     p = prove(evaluator, FILE, "scale", draft("out[n]"), QUICK)
     assert p.proven, p.message
@@ -120,10 +127,8 @@ def test_a_draft_with_a_null_pointer_is_proven_and_the_kernel_gets_null(evaluato
               "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] + (bias ? bias[i] : 0.f); }\n"
               "int main() { int n = 4096; float *x, *y; cudaMalloc(&x, n * sizeof(float));\n"
               "  cudaMalloc(&y, n * sizeof(float)); biased<<<(n + 255) / 256, 256>>>(x, nullptr, y, n); }\n")
-    (tmp_path / "k.cu").write_text(source)
-    (s,) = kernel_specs([tmp_path / "k.cu"])
+    s, proof = drafted_and_proven(evaluator, tmp_path, source, "biased")
     assert 'bias = "null"' in s.spec
-    proof = prove(evaluator, source, "biased", s.spec, QUICK)
     assert proof.proven, proof.message
 
 
@@ -137,9 +142,7 @@ def test_a_buffer_that_starts_before_the_pointer_is_proven_and_a_read_past_its_s
               "int main() {\n    int *d_in, *d_out;\n    int size = (N + 2 * RADIUS) * sizeof(int);\n"
               "    cudaMalloc((void **)&d_in, size);\n    cudaMalloc((void **)&d_out, size);\n"
               "    stencil_1d<<<N / BLOCK_SIZE, BLOCK_SIZE>>>(d_in + RADIUS, d_out + RADIUS);\n}\n")
-    (tmp_path / "s.cu").write_text(source)
-    (s,) = kernel_specs([tmp_path / "s.cu"])
-    proof = prove(evaluator, source, "stencil_1d", s.spec, QUICK)
+    s, proof = drafted_and_proven(evaluator, tmp_path, source, "stencil_1d")
     assert proof.proven, proof.message
     further = source.replace("in[g - RADIUS]", "in[g - RADIUS - 1]")
     failed = prove(evaluator, further, "stencil_1d", s.spec, QUICK)
@@ -157,10 +160,8 @@ def test_an_inferred_block_reduction_gets_its_dynamic_shared_memory_and_is_prove
               "    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {\n"
               "        if (threadIdx.x < s) s_data[threadIdx.x] += s_data[threadIdx.x + s];\n        __syncthreads();\n    }\n"
               "    if (threadIdx.x == 0) out[i / blockDim.x] = s_data[0];\n}\n")
-    (tmp_path / "k.cu").write_text(source)
-    (s,) = kernel_specs([tmp_path / "k.cu"])
+    s, proof = drafted_and_proven(evaluator, tmp_path, source, "block_sums")
     assert s.origin == "inferred" and "smem = 1024" in s.spec
-    proof = prove(evaluator, source, "block_sums", s.spec, QUICK)
     assert proof.proven, proof.message
     without = prove(evaluator, source, "block_sums", s.spec.replace("smem = 1024\n", ""), QUICK)
     assert not without.proven and without.check == "original runs", without.message
