@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections import Counter
+from collections import ChainMap, Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..kernels import Kernel, Param
@@ -64,7 +65,7 @@ def draft_specs(source: str | SourceText, extra_launches: list[Launch] | None = 
 
 
 def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch], own_file: str | None = None,
-               types: dict[str, str] | None = None) -> Draft:
+               types: Mapping[str, str] | None = None) -> Draft:
     """The draft from the most common launch of `kernel`: those in its own file when there are
     any (another file's kernel may share its name), else those anywhere in `launches`.
     `types`: aliases from the headers the file includes (`sizeof(floatX)` at the launch)."""
@@ -77,9 +78,9 @@ def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch], own_file
     drafts = []
     for (config, args, template), n in counts.most_common():
         launch = next(x for x in mine if (x.config, x.args, x.template_args) == (config, args, template))
-        if types:
+        if types is not None:  # a Mapping read lazily (DeferredAliases): never asked its length
             launch = dataclasses.replace(launch, scope=dataclasses.replace(launch.scope,
-                                                                           types={**types, **launch.scope.types}))
+                                                                           types=ChainMap(launch.scope.types, types)))
         draft = _draft_from(src, kernel, launch, len(mine))
         if len(counts) > 1:
             how = "the most common" if not drafts else "the first that could be drafted"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import MutableMapping
 from typing import Iterator
 
 from tree_sitter import Node
@@ -37,7 +38,8 @@ class Scope:
     dims: dict[str, list[str]] = field(default_factory=dict)  # dim3 variables -> component texts
     allocations: dict[str, Allocation] = field(default_factory=dict)  # pointer variables
     aliases: dict[str, str] = field(default_factory=dict)  # pointer variable -> the pointer expression it holds
-    types: dict[str, str] = field(default_factory=dict)  # typedef / using / #define of a type
+    # typedef / using / #define of a type; a draft reads it in front of the file's and headers' (a ChainMap)
+    types: MutableMapping[str, str] = field(default_factory=dict)
     params: set[str] = field(default_factory=set)  # the enclosing host function's parameters (no value known)
     file_names: set[str] = field(default_factory=set)  # names of `values` defined at file scope (macros, globals)
     function: str = ""  # the enclosing host function

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable, Literal
 
@@ -114,7 +115,7 @@ def requested_inputs(spec: Spec | None, kernel: Kernel, capture: Callable[[], Ca
 
 
 def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], drafter: Drafter | None = None,
-            orphans: list[str] | None = None, types: dict[str, str] | None = None,
+            orphans: list[str] | None = None, types: Mapping[str, str] | None = None,
             capture: Capture | None = None) -> KernelSpec:
     """One kernel's spec: its own block, else its launch captured from a run (checked against
     the draft), else a draft from its launch, else one inferred from its signature, else (with
@@ -129,7 +130,7 @@ def spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], draft
 
 
 def _spec_of(name: str, src: SourceText, k: Kernel, launches: list[Launch], drafter: Drafter | None,
-             orphans: list[str] | None, types: dict[str, str] | None, capture: Capture | None) -> KernelSpec:
+             orphans: list[str] | None, types: Mapping[str, str] | None, capture: Capture | None) -> KernelSpec:
     orphans = orphans or []
     line = k.name_span.start.line + 1
     if not k.complete:

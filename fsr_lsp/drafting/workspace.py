@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..capture import Capture, latest_capture
 from ..capture.launches import CAPTURES
 from ..kernels import Kernel, discover
-from ..kernels.aliases import (compiled_as, defines_for, flag_defines, included_texts, includer_texts, type_aliases,
+from ..kernels.aliases import (DeferredAliases, compiled_as, defines_for, flag_defines, included_texts, includer_texts, type_aliases,
                                with_aliases)
+from ..kernels.discover import LARGE_BYTES
 from ..kernels.lexical import defined_macros
 from ..source import SourceText
 from ..specs.build_flags import block_flags, flags_value, merged
@@ -204,7 +206,7 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
     headers = included_texts(text, (path.parent, *map(Path, include_dirs))) if "#include" in text else []
     defined = flag_defines(flags)
     # the file's own typedefs, structs and unions too: `sizeof(benchtype)` sizes its buffers
-    types = type_aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined)
+    types = _aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined)
     capture = index.capture()
     capture = capture.preferring(path.parent) if capture is not None else None
     launches = index.launches(docs, path.resolve(), kernels[0].name if len(kernels) == 1 else None)
@@ -221,7 +223,7 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
             found = defines_for(kernel, text, headers, compiled_types(launched[0].name, len(kernel.params)), defined)
             if found is not None:
                 extra, kernel = found
-        kernel_types = type_aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined | extra) \
+        kernel_types = _aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined | extra) \
             if extra else types
         spec = spec_of(index.relative(path), src, kernel, launches, drafter, types=kernel_types, capture=capture)
         if own:
@@ -238,6 +240,12 @@ def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], o
             _with_build(spec, build, kernel)
         out.append(spec)
     return out
+
+
+def _aliases(text: str, defined: set[str] | frozenset[str]) -> Mapping[str, str]:
+    """The text's type aliases; a large text's read whole only when a name it may declare is
+    asked for (kernels/aliases.py: DeferredAliases)."""
+    return DeferredAliases(text, defined) if len(text) > LARGE_BYTES else type_aliases(text, defined)
 
 
 def _with_build(spec: KernelSpec, build: FileBuild, kernel: Kernel) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from pathlib import Path
@@ -66,18 +67,88 @@ def _type_aliases(text: str, defined: frozenset[str]) -> dict[str, str]:
     return out
 
 
-def with_aliases(kernel: Kernel, aliases: dict[str, str]) -> Kernel:
+# What comes right before a name a text declares as a type: `#define N`, `typedef ... N;`, `using N =`,
+# `struct N`, `enum class N : int`, and `} N;` (a typedef'd struct or enum); read back from each place the
+# name occurs (DeferredAliases)
+_DECLARED_BEFORE = re.compile(r"(?:#[ \t]*define[ \t]+|\busing\s+|\btypedef\b[^;{}]*|"
+                              r"\b(?:struct|class|union|enum)\b[^;{}]*|\}\s*)$")
+LOOK_BEHIND = 256  # characters read before each place of the name
+BUSY_NAME = 5000  # places of one name past which the text is read whole instead
+
+
+class DeferredAliases(Mapping[str, str]):
+    """A large text's aliases (`type_aliases`), read whole only when a name asked for may be
+    one the text declares: its places show a declaring word before it. Asked about `float` or
+    a kernel's `Particle`, a 10 MB file's draft no longer reads every struct of the file (3 s of
+    its 4 s); every answer is the whole reading's (the look is conservative: a place it is
+    unsure of reads the text whole)."""
+
+    def __init__(self, text: str, defined: AbstractSet[str] = frozenset()) -> None:
+        self._text, self._defined = text, frozenset(defined)
+        self._all: dict[str, str] | None = None
+        self._looked: dict[str, bool] = {}
+
+    def __getitem__(self, name: str) -> str:
+        if not self.may_declare(name):
+            raise KeyError(name)
+        return self._whole()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.may_declare(name) and name in self._whole()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._whole())
+
+    def __len__(self) -> int:
+        return len(self._whole())
+
+    def _whole(self) -> dict[str, str]:
+        if self._all is None:
+            self._all = type_aliases(self._text, self._defined)
+        return self._all
+
+    def may_declare(self, name: str) -> bool:
+        """Whether the text may declare `name` as a type (False: it surely does not)."""
+        if self._all is not None:
+            return True
+        if name not in self._looked:
+            self._looked[name] = _may_declare(self._text, name)
+        return self._looked[name]
+
+
+def _may_declare(text: str, name: str) -> bool:
+    if element_type(name)[0] is not None:  # a type fsr knows (`float`, `unsigned int`): named anew only by a
+        # `#define`, `using` or `typedef` of that very spelling, each found from its literal start
+        spelled = r"\s+".join(map(re.escape, name.split()))
+        return any(re.search(p, text) for p in (rf"#[ \t]*define[ \t]+{spelled}\b", rf"using\s+{spelled}\s*=",
+                                                rf"typedef\s+[\w\s:]+?\s+{spelled}\s*;"))
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return True  # `Pack<float, 4>`, `std::size_t`: read whole
+    places, at = 0, text.find(name)
+    while at >= 0:
+        end = at + len(name)
+        whole_word = (at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")) and \
+            (end == len(text) or not (text[end].isalnum() or text[end] == "_"))
+        if whole_word:
+            places += 1
+            if places > BUSY_NAME or _DECLARED_BEFORE.search(text, max(0, at - LOOK_BEHIND), at):
+                return True
+        at = text.find(name, end)
+    return False
+
+
+def with_aliases(kernel: Kernel, aliases: Mapping[str, str]) -> Kernel:
     """The kernel with parameters of aliased types given their element types; a template
     struct's instantiation (`Pack<T, N>*`) becomes its layout (`T[N]`), an element type once
     the kernel's own template arguments are substituted."""
-    if not aliases or all(p.dtype is not None or (p.base_type not in aliases and "<" not in p.base_type)
-                          for p in kernel.params):
+    if (isinstance(aliases, dict) and not aliases) or \
+            all(p.dtype is not None or (p.base_type not in aliases and "<" not in p.base_type) for p in kernel.params):
         return kernel
     params = tuple(_resolved(p, aliases) for p in kernel.params)
     return dataclasses.replace(kernel, params=params)
 
 
-def _resolved(p: Param, aliases: dict[str, str]) -> Param:
+def _resolved(p: Param, aliases: Mapping[str, str]) -> Param:
     if p.dtype is None and "<" in p.base_type and p.type_text.count("*") <= 1:
         layout = instantiated(p.base_type, {k: v for k, v in aliases.items() if "<" in k})
         if layout is not None:
