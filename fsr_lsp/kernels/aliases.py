@@ -174,10 +174,14 @@ def included_texts(text: str, include_dirs: Iterable[Path]) -> list[str]:
     seen: set[Path] = set()
     texts: list[str] = []
     frontier = [text]
+    looked: set[str] = set()  # names looked for: a 10 MB file includes <stdio.h> hundreds of times
     for _ in range(INCLUDE_DEPTH):
         found = []
         for t in frontier:
             for name in _INCLUDE.findall(t):
+                if name in looked:
+                    continue
+                looked.add(name)
                 path = next((d / name for d in dirs if (d / name).is_file()), None)
                 if path is None or path.resolve() in seen:
                     continue
