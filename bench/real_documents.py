@@ -273,6 +273,8 @@ def big(corpus: Path, tmp: Path, mb: float, others: int = 5, after: float = 2.0,
             ready = time.perf_counter() - opened
             break
         time.sleep(0.2)
+    while time.perf_counter() - opened < limit and not any(uri == path.as_uri() for _, uri, _ in client.published):
+        time.sleep(0.1)  # its diagnostics, published once its kernels are worked out
     time.sleep(after)
     stop.set()
     thread.join()
