@@ -79,9 +79,14 @@ class LaunchIndex:
         disk (a generated file: parsing it for a kernel of another file costs seconds), unless
         it is `own`, the document of the kernel being drafted; of `own`, where it is that large
         and `kernel` is named, only that kernel's launches are read (a 10 MB file's 4,321 took
-        4 s, for a hover on one kernel)."""
-        files = self._index()
+        4 s, for a hover on one kernel). Where `own` launches `kernel` itself, the scan is not
+        waited for: a draft takes the kernel's own file's launches over any other's (draft.py)."""
         open_documents = open_documents or {}
+        own_text = open_documents.get(own) if own is not None else None
+        decided = own is not None and kernel is not None and own_text is not None and any(
+            launch.kernel == kernel for launch in self._open_launches(own, own_text, kernel if len(own_text) > MAX_BYTES
+                                                                      else None))
+        files = self._index(wait=not decided)
         out = [launch for path, found in list(files.items()) if path not in open_documents for launch in found]
         for path, text in open_documents.items():
             if len(text) <= MAX_BYTES:
@@ -104,12 +109,12 @@ class LaunchIndex:
         if self._files is not None and path.suffix.lower() in SOURCES:
             self._files[path.resolve()] = self._read(path.resolve())
 
-    def _index(self) -> dict[Path, list[Launch]]:
+    def _index(self, wait: bool = True) -> dict[Path, list[Launch]]:
         """The files read so far: on first use the scan starts on its own thread and is waited
         for a moment (a small workspace is read whole by then, a large one is not waited for)."""
         self.scan_in_background()
         scanning = self._scanning
-        if scanning is not None and scanning is not threading.current_thread():
+        if wait and scanning is not None and scanning is not threading.current_thread():
             scanning.join(self.first_wait)
         assert self._files is not None
         return self._files

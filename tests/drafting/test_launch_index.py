@@ -90,3 +90,31 @@ def test_one_kernels_launches_are_those_the_whole_files_reading_gives():
             assert find_launches(src, only=name) == [launch for launch in every if launch.kernel == name], (path, name)
             compared += 1
     assert compared > 30
+
+
+def test_a_draft_whose_own_file_launches_the_kernel_does_not_wait_for_the_scan(monkeypatch, tmp_path):
+    """A draft takes the kernel's own file's launches over any other's: where the file it is
+    drafted in launches it, the first request does not wait the scan's FIRST_WAIT (a 10 MB
+    file's first spec in a hover waited a second for a large workspace's scan). Where it does
+    not, the request waits as before."""
+    import time
+
+    for i in range(3):
+        (tmp_path / f"f{i}.cu").write_text(LAUNCH.format(n=i + 1))
+    gate = threading.Event()
+    real = LaunchIndex._read
+
+    def slow_read(self, path: Path):
+        gate.wait(10)
+        return real(self, path)
+
+    monkeypatch.setattr(LaunchIndex, "_read", slow_read)
+    own = tmp_path / "own.cu"
+    docs = {own: LAUNCH.format(n=4096)}
+    started = time.monotonic()
+    found = LaunchIndex(tmp_path, first_wait=5.0).launches(docs, own, "k")
+    assert time.monotonic() - started < 1.0 and [launch.args for launch in found] == [("x", "4096")]
+    started = time.monotonic()
+    LaunchIndex(tmp_path, first_wait=1.5).launches(docs, own, "other")  # its own file does not launch it: waits
+    assert time.monotonic() - started >= 1.4
+    gate.set()
