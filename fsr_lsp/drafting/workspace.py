@@ -82,6 +82,7 @@ class LaunchIndex:
         4 s, for a hover on one kernel). Where `own` launches `kernel` itself, the scan is not
         waited for: a draft takes the kernel's own file's launches over any other's (draft.py)."""
         open_documents = open_documents or {}
+        self.scan_in_background()  # reading the disk goes on while the own file is read
         own_text = open_documents.get(own) if own is not None else None
         decided = own is not None and kernel is not None and own_text is not None and any(
             launch.kernel == kernel for launch in self._open_launches(own, own_text, kernel if len(own_text) > MAX_BYTES
