@@ -23,9 +23,10 @@ def test_an_open_document_is_parsed_once_per_text(monkeypatch, tmp_path):
     assert any("999" in str(launch) for launch in index.launches(docs)) and len(calls) == 51
 
 
-def test_the_disk_scan_runs_in_the_background_and_never_blocks_a_request(monkeypatch, tmp_path):
-    for i in range(5):
-        (tmp_path / f"f{i}.cu").write_text(LAUNCH.format(n=i + 1))
+def gated_disk(monkeypatch, folder: Path, files: int) -> threading.Event:
+    """`files` sources on disk, each launching `k`, whose reading waits until the event is set."""
+    for i in range(files):
+        (folder / f"f{i}.cu").write_text(LAUNCH.format(n=i + 1))
     gate = threading.Event()
     real = LaunchIndex._read
 
@@ -34,6 +35,11 @@ def test_the_disk_scan_runs_in_the_background_and_never_blocks_a_request(monkeyp
         return real(self, path)
 
     monkeypatch.setattr(LaunchIndex, "_read", slow_read)
+    return gate
+
+
+def test_the_disk_scan_runs_in_the_background_and_never_blocks_a_request(monkeypatch, tmp_path):
+    gate = gated_disk(monkeypatch, tmp_path, 5)
     index = LaunchIndex(tmp_path)
     index.scan_in_background()
     assert index.launches({}) == []  # answered at once, with what is read so far (nothing)
@@ -99,16 +105,7 @@ def test_a_draft_whose_own_file_launches_the_kernel_does_not_wait_for_the_scan(m
     not, the request waits as before."""
     import time
 
-    for i in range(3):
-        (tmp_path / f"f{i}.cu").write_text(LAUNCH.format(n=i + 1))
-    gate = threading.Event()
-    real = LaunchIndex._read
-
-    def slow_read(self, path: Path):
-        gate.wait(10)
-        return real(self, path)
-
-    monkeypatch.setattr(LaunchIndex, "_read", slow_read)
+    gate = gated_disk(monkeypatch, tmp_path, 3)
     own = tmp_path / "own.cu"
     docs = {own: LAUNCH.format(n=4096)}
     started = time.monotonic()
