@@ -4,9 +4,10 @@ Writes: an assignment or increment whose target is `p[i]`, `*(p + i)`, `p[i].x`,
 through a cast (`reinterpret_cast<float4*>(p)[i] = ...`), or a pointer derived from `p` in the
 body (`float* row = y + r * cols; row[c] = ...`); an atomic or store intrinsic whose first
 argument points into `p`. Reads: any other use. Read-only becomes `in`, written but never read
-`out`, both (a compound assignment, an atomic) `inout`. A body the parser cannot read whole
-(macros it cannot see through) has every pointer it may write taken as written and read. It accumulates (its start value
-matters) by an atomic, or by a compound assignment no plain store to it comes before.
+`out`, both (a compound assignment, an atomic) `inout`. It accumulates (its start value
+matters) by an atomic, or by a compound assignment no plain store to it comes before. A body
+the parser cannot read whole (macros it cannot see through) has every pointer it may write
+taken as written and read.
 """
 
 from __future__ import annotations
