@@ -9,7 +9,11 @@ once that is known (TimingConfig.win_above), a winner is timed to the precision.
 A third run switches those defences off, to show what they cost. Target (issue 59): >= 400
 candidates a minute on one GPU.
 
-    python bench/throughput.py [--pipelined-only]
+    python bench/throughput.py [--pipelined-only] [--per-gpu N ...]
+
+Each pipelined run also says where its wall time went: the worker's phases a candidate, how long
+its jobs waited for a share of the GPU and for the GPU alone, and each worker's idle time between
+jobs (its next candidate not compiled yet, or nothing left).
 """
 
 from __future__ import annotations
@@ -47,6 +51,67 @@ __global__ void saxpy(int n, float a, const float* {r}x, float* {r}y)
 """
 
 
+class Timeline:
+    """Where a pipelined run's wall time went: each worker's jobs (start, end), the gate's waits
+    (for a share, for the GPU alone), read by wrapping the worker clients and the gate."""
+
+    def __init__(self, evaluators: list[Evaluator]) -> None:
+        from fsr_lsp.evaluator.worker.gpu_gate import gate
+
+        self.jobs: dict[int, list[tuple[float, float]]] = {}
+        self.waits: dict[str, list[float]] = {"share": [], "alone": []}
+        self.gate = gate(evaluators[0].device_index)
+        self._undo: list = []
+        for n, ev in enumerate(evaluators):
+            self._wrap_run(n, ev)
+        for kind, name in (("share", "take_shared"), ("alone", "take_exclusive")):
+            self._wrap_gate(kind, name)
+
+    def _wrap_run(self, n: int, ev: Evaluator) -> None:
+        run = ev.run
+
+        def timed_run(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return run(*a, **k)
+            finally:
+                self.jobs.setdefault(n, []).append((t0, time.perf_counter()))
+
+        ev.run = timed_run  # type: ignore[method-assign]
+        self._undo.append(lambda: delattr(ev, "run"))
+
+    def _wrap_gate(self, kind: str, name: str) -> None:
+        take = getattr(self.gate, name)
+
+        def waited(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return take(*a, **k)
+            finally:
+                self.waits[kind].append(time.perf_counter() - t0)
+
+        setattr(self.gate, name, waited)
+        self._undo.append(lambda: delattr(self.gate, name))
+
+    def close(self) -> None:
+        for undo in self._undo:
+            undo()
+
+    def summary(self, started: float, wall: float) -> dict:
+        idle = {n: _idle(spans, started, started + wall) for n, spans in self.jobs.items()}
+        return {"jobs": {n: len(s) for n, s in self.jobs.items()}, "idle_s": idle,
+                "share_wait_s": sum(self.waits["share"]), "alone_wait_s": sum(self.waits["alone"]),
+                "share_waits": len(self.waits["share"]), "alone_waits": len(self.waits["alone"])}
+
+
+def _idle(spans: list[tuple[float, float]], start: float, end: float) -> float:
+    busy = sum(b - a for a, b in spans)
+    return max(end - start - busy, 0.0)
+
+
+PHASES = ("load", "verify", "unmapped pages", "waiting for the GPU", "time")
+
+
 def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: list) -> None:
     """As a search runs them: one batch to the backend, every candidate compiling on the CPU
     cores while the GPU verifies and times the ones ready; with two workers on the GPU (as fsr
@@ -62,9 +127,21 @@ def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: 
         for ev in evaluators:  # each worker up, with the original's runs of its own (as after a search's first round)
             evaluate(ev, SOURCE, "saxpy", None, options)
             evaluate(ev, SOURCE, "saxpy", candidate(64, 1, False), options)
+        timeline = Timeline(evaluators)
         started = time.perf_counter()
-        results = backend.evaluate([EvalRequest(SOURCE, "saxpy", candidate(*v), options) for v in variants])
-        wall = time.perf_counter() - started
+        try:
+            results = backend.evaluate([EvalRequest(SOURCE, "saxpy", candidate(*v), options) for v in variants])
+        finally:
+            wall = time.perf_counter() - started
+            timeline.close()
+    where = timeline.summary(started, wall)
+    phases = {k: sum(r.phase_seconds.get(k, 0.0) for r in results) / len(results) for k in PHASES}
+    job_s = sum(r.seconds for r in results) / len(results)
+    console.print(f"{len(evaluators)} worker(s), {wall:.2f} s: a candidate's job {job_s:.4f} s in the worker ("
+                  + ", ".join(f"{k} {v:.4f}" for k, v in phases.items()) + f"); the gate's waits: share "
+                  f"{where['share_wait_s']:.2f} s over {where['share_waits']}, alone {where['alone_wait_s']:.2f} s "
+                  f"over {where['alone_waits']}; each worker idle between jobs: "
+                  + ", ".join(f"{v:.2f} s" for v in where["idle_s"].values()))
     verified = sum(r.verified for r in results)
     compile_s = sum(r.compile["candidate"].seconds for r in results if "candidate" in r.compile)
     gpu_s = sum(r.seconds for r in results)
@@ -75,23 +152,26 @@ def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: 
                  gpu_s / len(results)])
     records.append({"compiler": "auto", "pipelined": True, "workers": len(evaluators), "candidates": len(results),
                     "verified": verified, "wall_s": wall, "per_minute": 60 * len(results) / wall,
-                    "reps": reps, "failures": [r.message for r in results if not r.verified]})
+                    "reps": reps, "phases": phases, "job_s": job_s, "where": where, "failures": [r.message for r in results if not r.verified]})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pipelined-only", action="store_true", help="only the search's way (one and two workers)")
+    parser.add_argument("--per-gpu", type=int, nargs="*", default=[2],
+                        help="the workers a GPU of each pipelined run beside the one-worker run (fsr builds 2)")
     args = parser.parse_args()
     variants = list(itertools.product((128, 256, 512, 1024), (1, 2, 4, 8), (False, True)))
     rows, records = [], []
     from fsr_lsp.evaluator.backends.local import gpu_workers
 
-    two = gpu_workers([0], timeout=120.0)
-    try:
-        pipelined(two, variants, rows, records)
-    finally:
-        for worker in two:
-            worker.close()
+    for per_gpu in args.per_gpu:
+        several = gpu_workers([0], timeout=120.0, per_gpu=per_gpu)
+        try:
+            pipelined(several, variants, rows, records)
+        finally:
+            for worker in several:
+                worker.close()
     with Evaluator() as ev:
         ev.start()
         pipelined([ev], variants, rows, records)

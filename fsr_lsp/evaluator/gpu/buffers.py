@@ -172,6 +172,12 @@ def identical(torch: Any, got: Any, expected: Any) -> bool:
     return bool(torch.equal(got, expected))
 
 
+def differing(torch: Any, got: Any, expected: Any) -> Any:
+    """Device-side count of the elements not equal (a NaN never is; -0.0 equals 0.0, as in
+    `identical`), with no wait: a timing's bit-for-bit comparison, read at its synchronizes."""
+    return torch.count_nonzero(got != expected)
+
+
 def count_bad(torch: Any, got: Any, expected: Any, arg: ArgPlan, scaled_tol: float | None = None) -> Any:
     """Device-side count, for accumulating over timed runs."""
     if identical(torch, got, expected):

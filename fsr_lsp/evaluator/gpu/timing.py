@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ..records import KEEP_TIMED_MS, Check, LaunchPlan, SizePlan, TimingConfig
 from .relocation import canonical
-from .buffers import FLOATS, FRESH_ELEMENTS, count_bad, poison, refill, storage_dtype
+from .buffers import FLOATS, FRESH_ELEMENTS, count_bad, differing, poison, refill, storage_dtype
 from .common import (Failure, JobContext, buffers_of, guarded_launch, inputs_only, launch_args, make_inputs, outputs,
                      seed_for)
 from .ref import eval_ref
@@ -96,17 +96,31 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
     candidate (nothing recorded in the result then). `keep`: the key under which the original's
     timed runs are kept, where they are slow enough."""
     ctx.report(f"timing at {bench.label}" + (" (the original's timed runs from an earlier job)" if replay else ""))
-    return _Timing(ctx, bench, replay, keep).run()
+    try:
+        return _Timing(ctx, bench, replay, keep, exact=True).run()
+    except NotBitExact:  # its outputs differ from the original's bits somewhere: every run judged by the tolerance
+        return _Timing(ctx, bench, replay, keep, exact=False).run()
+
+
+class NotBitExact(Exception):
+    """A timing compared bit for bit found a run whose outputs are not the original's very bits."""
 
 
 class _Timing:
     """One timing's state and its steps: the contenders and their two buffer sets, each
     repetition's runs (fresh inputs, order and buffer sets drawn at random), the runs compared
-    with the original's, then the times taken and judged."""
+    with the original's, then the times taken and judged.
 
-    def __init__(self, ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: str | None) -> None:
+    `exact`: the candidate's outputs are first compared bit for bit, counted on the device, so
+    that no repetition waits for the GPU (a tolerance's comparison starts with a wait, to skip
+    its twenty passes where the bits agree). The count is read at each synchronize; any
+    difference ends the timing (NotBitExact), to be run again with every repetition judged by
+    the tolerance. A run bit-exact throughout is within any tolerance."""
+
+    def __init__(self, ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: str | None,
+                 exact: bool = False) -> None:
         session, job = ctx.session, ctx.job
-        self.ctx, self.bench, self.replay, self.keep = ctx, bench, replay, keep
+        self.ctx, self.bench, self.replay, self.keep, self.exact = ctx, bench, replay, keep, exact
         self.session, self.job, self.cfg, self.torch = session, job, job.timing, session.torch
         self.buffer_args = buffers_of(bench)
         self.outs = outputs(bench)
@@ -121,6 +135,7 @@ class _Timing:
         self.kept: list[dict[str, Any]] | None = [] if keep else None  # the original's outputs, each timed run's
         zero = lambda: self.torch.zeros((), dtype=self.torch.int64, device=session.device)  # noqa: E731
         self.bad = {c.name: zero() for c in self.contenders}
+        self.differs = zero()  # with `exact`: the candidate's elements not equal to the original's, every run
         self.touched = zero()
         self.generator = self.torch.Generator(device=session.device)
         self.generator.manual_seed(seed_for(job, len(job.sizes) + 2, 0))
@@ -218,6 +233,11 @@ class _Timing:
         torch = self.torch
         expected = self.contenders[0].outputs
         for c in self.contenders[1:]:
+            if self.exact and c.name == "candidate":
+                for a in self.outs:
+                    if a.name in c.outputs and a.name in expected:
+                        self.differs += differing(torch, c.outputs[a.name], expected[a.name])
+                continue
             rep = Repetition(state, torch.zeros((), dtype=torch.int64, device=self.session.device))
             for a in self.outs:
                 if a.name not in c.outputs or a.name not in expected:
@@ -235,6 +255,8 @@ class _Timing:
 
     def sync(self, where: str) -> None:
         guarded_launch(self.session, "candidate" if self.ctx.candidate else "original", where, lambda: None)
+        if self.exact and int(self.differs.item()):
+            raise NotBitExact(where)
 
     def warm_up(self) -> None:
         replay = self.replay
@@ -303,7 +325,8 @@ class _Timing:
         kept_runs = (f"; the original's outputs and times from its own timing in an earlier job on the same inputs "
                      f"({statistics.median(times['original']):.4g} ms a run, over {REPLAY_FACTOR:g}x the candidate's)"
                      ) if self.replay else ""
-        return (f"{len(times['original']) + self.warmups} runs, {_inputs_of_runs(self.bench)}{held}{kept_runs}; "
+        bits = "; every run's outputs the original's very bits" if self.exact else ""
+        return (f"{len(times['original']) + self.warmups} runs, {_inputs_of_runs(self.bench)}{held}{bits}{kept_runs}; "
                 f"{clock_said(self.ctx.result.clock)}")
 
 

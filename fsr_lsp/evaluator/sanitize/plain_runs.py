@@ -29,6 +29,7 @@ the same seed, not the same numbers as torch's: a sanitizer judges accesses, not
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
@@ -45,6 +46,7 @@ from ..gpu.buffers import FLOATS
 from ..gpu.common import Failure, pointer, seed_for
 from ..gpu.cooperative import CooperativeKernel
 from ..gpu.run import SPACER_BYTES
+from .sanitize_main import PHASES_MARK
 from ..gpu.packing import bfloat16_bits, is_struct, launch_values, param_format
 
 MESSAGE = "ran under compute-sanitizer (no torch)"
@@ -199,25 +201,50 @@ def run_plain(job: EvalJob, device_index: int = 0, driver: Any = None,
     who = "original" if job.sanitize_original or job.candidate is None else "candidate"
     binary = job.original if who == "original" else job.candidate
     assert binary is not None
+    phases = Phases()
     try:
         driver = driver or _pycuda()
         context = _open(driver, device_index)
     except Exception as e:  # no pycuda, no driver, no device
         result.status, result.message = "unavailable", _first_line(e)  # type: ignore[assignment]
         return result
+    phases("context")
     run = _Run(driver, who, out)
     try:
         kernel = run.load(binary, scalar_dtypes(job.sizes[0].args), cooperative)
+        phases("load")
         launches = run.allocate(job)
+        phases("allocate")
         for launch in launches:
             run.launch(kernel, launch)
+        phases("launches")
     except Failure as f:
         result.status, result.message = f.status, f.message  # type: ignore[assignment]
     finally:
-        out.flush()
         run.release()
+        phases("release")
+        print(phases.line(), file=out)
+        out.flush()
         _close(driver, context)
     return result
+
+
+class Phases:
+    """Seconds of each step of a child's run under the tool, printed for the parent's debug log
+    (where a confirmation's sanitizer seconds go: the context, the module's instrumentation, the
+    launches)."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = now - self.last
+        self.last = now
+
+    def line(self) -> str:
+        return PHASES_MARK + "".join(f" {k} {v:.3f}" for k, v in self.seconds.items())
 
 
 def _pycuda() -> Any:

@@ -21,6 +21,7 @@ from ..worker.serde import from_json, to_json
 
 THROUGH_TORCH = "--through-torch"  # the flag that runs every job through torch, as the child ran before plain_runs
 WAIT_SECONDS = 900.0  # a child nobody hands a job to gives up
+PHASES_MARK = "fsr sanitize phases:"  # the line a plain run prints its steps' seconds on
 
 
 def child_command(job: EvalJob, folder: Path, device_index: int) -> list[str]:

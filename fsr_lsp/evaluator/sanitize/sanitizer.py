@@ -30,7 +30,7 @@ from typing import Protocol
 
 from ... import scratch
 from ..records import Check, EvalJob, SizePlan
-from .sanitize_main import waiting_child_command
+from .sanitize_main import PHASES_MARK, waiting_child_command
 from .sanitizer_plan import ToolPlan, calls_printf, plan_tool, uses_shared_memory
 from ..worker.serde import to_json
 from ..support import find_cuda_tool, last_line
@@ -260,7 +260,8 @@ def run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index: 
         child = (prewarm.take(tool) if prewarm else None) or ToolChild.start(tool_path, tool, device_index)
         child.go(job)
         children.append(child)
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     log.debug("sanitizers: %s", ", ".join(t for t, _ in work))
     out: dict[str, tuple[int | None, str]] = {}
     try:
@@ -268,6 +269,8 @@ def run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index: 
             for child in children:
                 if child.tool not in out and child.proc.poll() is not None:
                     out[child.tool] = (child.proc.returncode, child.output())
+                    log.debug("sanitizer %s: exited %s after %.2f s (%s)", child.tool, child.proc.returncode,
+                              time.monotonic() - started, _phases(out[child.tool][1]))
             if len(out) == len(children):
                 break
             stop = "cancelled" if cancel is not None and cancel.is_set() else \
@@ -289,6 +292,12 @@ def run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index: 
             with (folder / f"{tool}-{who}-{os.getpid()}.log").open("a") as f:
                 f.write(text)
     return out
+
+
+def _phases(out: str) -> str:
+    """The child's own seconds per step (plain_runs.Phases), or '' where it printed none."""
+    line = next((ln for ln in out.splitlines() if ln.startswith(PHASES_MARK)), "")
+    return line[len(PHASES_MARK):].strip()
 
 
 def _judged(tool: str, parts: list[tuple[int | None, str]], plan: ToolPlan, timeout: float, prints: bool) -> Outcome:
