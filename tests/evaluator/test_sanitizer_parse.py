@@ -89,7 +89,7 @@ def test_a_kernel_the_tool_cannot_check_is_skipped_saying_why_not_failed():
     out = ("========= COMPUTE-SANITIZER\n"
            "========= Warning: CUDA Dynamic Parallelism is not supported by the selected tool\n"
            "========= ERROR SUMMARY: 1 error\n")
-    outcome = sanitizer._outcome("initcheck", (sanitizer._EXIT_ON_ERROR, out), ToolPlan("initcheck"), 60.0)
+    outcome = sanitizer._outcome("initcheck", (sanitizer.EXIT_ON_ERROR, out), ToolPlan("initcheck"), 60.0)
     assert outcome.check.status == "skip" and "Dynamic Parallelism is not supported" in outcome.check.detail
 
 
@@ -100,5 +100,5 @@ def test_a_kernel_that_prints_cannot_excuse_itself_with_the_tools_not_supported_
     out = ("========= COMPUTE-SANITIZER\n"
            "========= Warning: CUDA Dynamic Parallelism is not supported by the selected tool\n"
            "========= ERROR SUMMARY: 1 error\n")
-    outcome = sanitizer._outcome("racecheck", (sanitizer._EXIT_ON_ERROR, out), ToolPlan("racecheck"), 60.0, prints=True)
+    outcome = sanitizer._outcome("racecheck", (sanitizer.EXIT_ON_ERROR, out), ToolPlan("racecheck"), 60.0, prints=True)
     assert outcome.check.status == "fail"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.evaluator.sanitize import sanitizer
+from fsr_lsp.evaluator.sanitize import children, sanitizer
 from fsr_lsp.evaluator.worker.gpu_gate import GpuGate
 from fsr_lsp.evaluator.records import Defences
 from fsr_lsp.evaluator.sanitize.sanitizer_plan import plan_tool
@@ -61,6 +61,7 @@ def fake_tool(monkeypatch, tmp_path):
     log = tmp_path / "runs.log"
     monkeypatch.setenv("FAKE_SANITIZER_LOG", str(log))
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: FAKE)
+    monkeypatch.setattr(children, "find_sanitizer", lambda: FAKE)  # where Prewarm looks
     return log
 
 
@@ -87,6 +88,77 @@ def test_prewarmed_children_wait_for_their_job_and_a_cancel_stops_them(fake_tool
     assert time.monotonic() - started < 5
     assert [(c.status, c.detail) for c in checks] == [("skip", "cancelled"), ("skip", "cancelled")]
     assert len(fake_tool.read_text().splitlines()) == 2  # the warm children ran the job
+
+
+def test_warm_children_make_their_contexts_once_loaded_under_a_share_of_the_gpu(fake_tool, monkeypatch, tmp_path):
+    """A warm child's CUDA context (0.3-0.8 s under the tools) is made before its job comes, while
+    the parent holds a share of the GPU: a timed run waits for it, and no share is taken while the
+    children still load (a timed run is not held back by their imports)."""
+    from fsr_lsp.evaluator.worker.gpu_gate import gate
+
+    contexts = tmp_path / "contexts.log"
+    monkeypatch.setenv("FAKE_SANITIZER_CONTEXT_LOG", str(contexts))
+    monkeypatch.setenv("FAKE_SANITIZER_CONTEXT_SECONDS", "1.0")
+    shared = gate(7)
+    with shared.exclusive():  # a timed run under way: no context is made meanwhile
+        warm = sanitizer.Prewarm(sanitizer.TOOLS, device_index=7)
+        time.sleep(1.0)
+        assert not contexts.exists()
+    deadline = time.monotonic() + 10
+    while shared.state[1] == 0 and time.monotonic() < deadline:  # the share, taken once the run ended
+        time.sleep(0.01)
+    assert shared.state == (False, 1)
+    began = time.monotonic()
+    with shared.exclusive():  # the next timed run waits for both contexts
+        waited = time.monotonic() - began
+    assert sorted(line.split()[0] for line in contexts.read_text().splitlines()) == ["memcheck", "racecheck"]
+    assert 0.3 < waited < 5, waited
+    warm.close()
+
+
+def test_a_closed_prewarm_gives_its_share_back():
+    from fsr_lsp.evaluator.worker.gpu_gate import gate
+
+    class Stuck:
+        """A child that loaded but never makes its context."""
+
+        proc = type("Proc", (), {"poll": staticmethod(lambda: None)})()
+
+        def loaded(self):
+            return True
+
+        def ask_context(self):
+            pass
+
+        def context_made(self):
+            return False
+
+    warm = sanitizer.Prewarm((), device_index=8, contexts=False)
+    thread = threading.Thread(target=warm._make_contexts, args=([Stuck()],))
+    thread.start()
+    time.sleep(0.3)
+    assert gate(8).state == (False, 1)
+    warm.close()
+    thread.join(2)
+    assert not thread.is_alive() and gate(8).state == (False, 0)
+
+
+def test_a_waiting_child_makes_its_context_only_when_asked_and_keeps_it_for_its_job(tmp_path, monkeypatch):
+    from fsr_lsp.evaluator.sanitize import sanitize_main
+
+    made = []
+    monkeypatch.setattr(sanitize_main, "open_context", lambda index: (made.append(index) or "ctx", ""))
+    got = {}
+    waiting = threading.Thread(target=lambda: got.update(answer=sanitize_main._wait_for_job(tmp_path, 3)))
+    waiting.start()
+    time.sleep(0.2)
+    assert made == [] and not (tmp_path / "context-made").exists()
+    (tmp_path / "context").touch()
+    time.sleep(0.2)
+    assert made == [3] and (tmp_path / "context-made").read_text() == ""
+    (tmp_path / "go").touch()
+    waiting.join(2)
+    assert got["answer"] == (tmp_path / "job.json", "ctx") and made == [3]
 
 
 def test_a_timed_run_never_shares_the_gpu():

@@ -46,7 +46,7 @@ from ..gpu.buffers import FLOATS
 from ..gpu.common import Failure, pointer, seed_for
 from ..gpu.cooperative import CooperativeKernel
 from ..gpu.run import SPACER_BYTES
-from .sanitize_main import PHASES_MARK
+from .child_protocol import PHASES_MARK
 from ..gpu.packing import bfloat16_bits, is_struct, launch_values, param_format
 
 MESSAGE = "ran under compute-sanitizer (no torch)"

@@ -15,13 +15,14 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ..records import EvalJob, EvalResult
 from ..worker.serde import from_json, to_json
+from .child_protocol import CONTEXT_ASKED, CONTEXT_MADE, GO, LOADED
 
 THROUGH_TORCH = "--through-torch"  # the flag that runs every job through torch, as the child ran before plain_runs
 WAIT_SECONDS = 900.0  # a child nobody hands a job to gives up
-PHASES_MARK = "fsr sanitize phases:"  # the line a plain run prints its steps' seconds on
 
 
 def child_command(job: EvalJob, folder: Path, device_index: int) -> list[str]:
@@ -39,13 +40,50 @@ def waiting_child_command(folder: Path, device_index: int, through_torch: bool =
             *([THROUGH_TORCH] if through_torch else [])]
 
 
-def _wait_for_job(folder: Path) -> Path | None:
+def _wait_for_job(folder: Path, device_index: int = 0) -> tuple[Path | None, Any]:
+    """The job's path once the parent says go (None: nobody did), and the device's primary
+    context where the parent asked for it before (made then, while the parent held a share of
+    the GPU: a timed run never sees it made)."""
     deadline = time.monotonic() + WAIT_SECONDS
+    context: Any = None
+    asked = False
     while time.monotonic() < deadline and folder.is_dir():
-        if (folder / "go").exists():
-            return folder / "job.json"
+        if (folder / GO).exists():
+            return folder / "job.json", context
+        if not asked and (folder / CONTEXT_ASKED).exists():
+            asked = True
+            context, why = open_context(device_index)
+            _write(folder / CONTEXT_MADE, why)
         time.sleep(0.01)
-    return None
+    return None, context
+
+
+def open_context(device_index: int) -> tuple[Any, str]:
+    """The device's primary context, made now and retained to the child's end (the job's run
+    retains it again, at once); None and why where it cannot be made (the job's run says so)."""
+    try:
+        import pycuda.driver as cuda
+
+        cuda.init()
+        return cuda.Device(device_index).retain_primary_context(), ""
+    except Exception as e:  # noqa: BLE001 - no pycuda, no driver, no device
+        return None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def release_context(context: Any) -> None:
+    if context is None:
+        return
+    try:
+        context.detach()
+    except Exception:  # noqa: BLE001 - a context a kernel broke: the process ends anyway
+        pass
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError:  # the parent removed the folder: it no longer waits
+        pass
 
 
 def preload(through_torch: bool = False) -> None:
@@ -67,12 +105,23 @@ def preload(through_torch: bool = False) -> None:
 def main(argv: list[str]) -> int:
     through_torch = THROUGH_TORCH in argv
     argv = [a for a in argv if a != THROUGH_TORCH]
+    context = None
     if argv[0] == "--wait":
         preload(through_torch)
-        path = _wait_for_job(Path(argv[1]))
+        folder = Path(argv[1])
+        _write(folder / LOADED, "")
+        path, context = _wait_for_job(folder, int(argv[2]) if len(argv) > 2 else 0)
         if path is None:
+            release_context(context)
             return 2
         argv = [str(path), *argv[2:]]
+    try:
+        return _run(argv, through_torch)
+    finally:
+        release_context(context)
+
+
+def _run(argv: list[str], through_torch: bool) -> int:
     from .plain_runs import run_plain, why_not_plain
 
     job = from_json(EvalJob, Path(argv[0]).read_text())

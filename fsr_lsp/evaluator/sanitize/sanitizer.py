@@ -17,27 +17,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import os
 import re
-import shutil
-import signal
-import subprocess
 import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
 
-from ... import scratch
 from ..records import Check, EvalJob, SizePlan
-from .sanitize_main import PHASES_MARK, waiting_child_command
+from .children import EXIT_ON_ERROR, TOOLS, Done, HeadStart, Output, Prewarm, ToolChild, find_sanitizer, run_children
 from .sanitizer_plan import ToolPlan, calls_printf, plan_tool, uses_shared_memory
 from ..worker.serde import to_json
-from ..support import find_cuda_tool, last_line
+from ..support import last_line
 
-TOOLS = ("memcheck", "racecheck")
+__all__ = ["TOOLS", "Access", "Done", "HeadStart", "Output", "Prewarm", "ToolChild", "accesses_in", "calls_printf",
+           "describe_accesses", "find_sanitizer", "run_children", "sanitize", "sanitize_job", "sanitize_original",
+           "sanitized_sizes", "tool_plans"]
+
 log = logging.getLogger("fsr_lsp.evaluator")
-_EXIT_ON_ERROR = 86
 _UNSUPPORTED = re.compile(r"[^\n]*\bis not supported by the selected tool[^\n]*")
 # memcheck: "ERROR SUMMARY: 2 errors"; racecheck: "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?")
@@ -45,8 +39,6 @@ _ACCESS = re.compile(r"(?:Invalid|(Uninitialized)) __global__ (?:memory )?(read|
 _ADDRESS = re.compile(r"(?:Address|Access to) (0x[0-9a-fA-F]+)")
 _BUFFER = re.compile(r"^fsr-buffer (\S+) (\S+) (0x[0-9a-fA-F]+) (\d+)\s*$", re.M)
 _original_verdicts: dict[str, "Outcome"] = {}  # the original's memcheck run, per kernel and sizes, in this process
-Output = tuple[int | None, str]  # a tool child's exit code (None: stopped, said in the text) and its output
-Done = dict[str, tuple[frozenset[str], Output]]  # per tool: the size labels a finished run covered, its output
 
 
 @dataclass(frozen=True)
@@ -66,56 +58,9 @@ class Outcome:
     accesses: list[Access]
 
 
-def find_sanitizer() -> str | None:
-    return find_cuda_tool("compute-sanitizer")
-
-
 def sanitized_sizes(job: EvalJob) -> list[SizePlan]:
     """Every test and edge size; the bench size too when its buffers are small."""
     return [p for p in job.sizes if p.role != "bench" or p.buffer_bytes <= job.defences.layered_max_bytes]
-
-
-class HeadStart(Protocol):
-    """What began before `sanitize` was called: children loading, runs already ended."""
-
-    def take(self, tool: str) -> "ToolChild | None": ...
-
-    def done_for(self, job: EvalJob) -> Done: ...
-
-    def close(self) -> None: ...
-
-
-class Prewarm:
-    """Sanitizer children started before the job they will check: Python, pycuda and numpy load
-    while the GPU verifies and times the candidate (torch only when the job comes and needs it:
-    sanitize_main.preload); none touches the GPU before `sanitize` hands it its job. Close it
-    when the job fails (the children are killed)."""
-
-    def __init__(self, tools: tuple[str, ...] = TOOLS, device_index: int = 0, through_torch: bool = False) -> None:
-        """`through_torch`: children that run every job through torch (for comparisons)."""
-        tool_path = find_sanitizer()
-        self.children: dict[str, ToolChild] = {t: ToolChild.start(tool_path, t, device_index, through_torch)
-                                               for t in tools} if tool_path else {}
-
-    def take(self, tool: str) -> "ToolChild | None":
-        child = self.children.pop(tool, None)
-        if child is not None and child.proc.poll() is not None:  # gave up waiting: a fresh one instead
-            child.kill()
-            return None
-        return child
-
-    def done_for(self, job: EvalJob) -> Done:
-        """Nothing has run yet: these children only load."""
-        return {}
-
-    @property
-    def alive(self) -> bool:
-        return bool(self.children) and all(c.proc.poll() is None for c in self.children.values())
-
-    def close(self) -> None:
-        for child in self.children.values():
-            child.kill()
-        self.children.clear()
 
 
 def sanitize(job: EvalJob, device_index: int = 0, tools: tuple[str, ...] = TOOLS, timeout: float = 300.0,
@@ -201,105 +146,6 @@ def sanitize_job(job: EvalJob, sizes: list[SizePlan], original: bool) -> EvalJob
     return dataclasses.replace(job, sizes=sizes, mode="sanitize", seeds_per_size=1, sanitize_original=original)
 
 
-class ToolChild:
-    """One tool's child process, started waiting for its job (a folder with `job.json`, then `go`)."""
-
-    def __init__(self, tool: str, proc: subprocess.Popen, folder: Path) -> None:
-        self.tool, self.proc, self.folder = tool, proc, folder
-
-    @classmethod
-    def start(cls, tool_path: str, tool: str, device_index: int, through_torch: bool = False) -> "ToolChild":
-        folder = scratch.make("sanitize")
-        # No kernel filter: the child launches no kernel but the one checked (torch's input
-        # fills too, for the jobs that still go through torch: plain_runs.why_not_plain).
-        # --launch-timeout 0: the child may wait long for its job before it touches CUDA.
-        cmd = [tool_path, "--tool", tool, "--error-exitcode", str(_EXIT_ON_ERROR), "--print-limit", "100",
-               "--show-backtrace", "no", "--launch-timeout", "0", *waiting_child_command(folder, device_index, through_torch)]
-        with open(folder / "out", "wb") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-        return cls(tool, proc, folder)
-
-    def go(self, job: EvalJob) -> None:
-        (self.folder / "job.json").write_text(to_json(job))
-        (self.folder / "go").touch()
-
-    def output(self) -> str:
-        try:
-            return (self.folder / "out").read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        """Gone at once: a child killed with a CUDA context is reaped (and its folder removed)
-        by a daemon thread, while the driver tears the context down, not by the caller."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-        try:
-            self.proc.wait(timeout=0.2)
-        except subprocess.TimeoutExpired:
-            threading.Thread(target=self._reap, name="fsr-reap-sanitizer", daemon=True).start()
-            return
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-    def _reap(self) -> None:
-        self.proc.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index: int, timeout: float,
-                  cancel: threading.Event | None = None, prewarm: HeadStart | None = None) -> dict[str, tuple[int | None, str]]:
-    """Each (tool, job) in its own child, all side by side (sanitizers may share the GPU with each
-    other, never with a timed run: the caller holds the GPU); the exit code (None: killed at the
-    timeout or on cancel, said in the text) and the output of each."""
-    children = []
-    for tool, job in work:
-        child = (prewarm.take(tool) if prewarm else None) or ToolChild.start(tool_path, tool, device_index)
-        child.go(job)
-        children.append(child)
-    started = time.monotonic()
-    deadline = started + timeout
-    log.debug("sanitizers: %s", ", ".join(t for t, _ in work))
-    out: dict[str, tuple[int | None, str]] = {}
-    try:
-        while len(out) < len(children):
-            for child in children:
-                if child.tool not in out and child.proc.poll() is not None:
-                    out[child.tool] = (child.proc.returncode, child.output())
-                    log.debug("sanitizer %s: exited %s after %.2f s (%s)", child.tool, child.proc.returncode,
-                              time.monotonic() - started, _phases(out[child.tool][1]))
-            if len(out) == len(children):
-                break
-            stop = "cancelled" if cancel is not None and cancel.is_set() else \
-                f"did not finish within {timeout:.0f} s" if time.monotonic() > deadline else ""
-            if stop:
-                for child in children:
-                    out.setdefault(child.tool, (None, stop))
-                break
-            time.sleep(0.05)
-    finally:
-        for child in children:
-            child.kill()
-        log.debug("sanitizers done")
-    if os.environ.get("FSR_SANITIZER_LOG"):  # the tools' own words, for whoever debugs the parsing
-        folder = Path(os.environ["FSR_SANITIZER_LOG"])
-        folder.mkdir(parents=True, exist_ok=True)
-        for (tool, job), (_, text) in zip(work, out.values()):
-            who = "original" if job.sanitize_original else "candidate"
-            with (folder / f"{tool}-{who}-{os.getpid()}.log").open("a") as f:
-                f.write(text)
-    return out
-
-
-def _phases(out: str) -> str:
-    """The child's own seconds per step (plain_runs.Phases), or '' where it printed none."""
-    line = next((ln for ln in out.splitlines() if ln.startswith(PHASES_MARK)), "")
-    return line[len(PHASES_MARK):].strip()
-
-
 def _judged(tool: str, parts: list[tuple[int | None, str]], plan: ToolPlan, timeout: float, prints: bool) -> Outcome:
     """One verdict from a tool's runs at parts of the plan's sizes: a failure in any, else a run
     that could not check (a skip), else a pass at every size of the plan."""
@@ -324,7 +170,7 @@ def _outcome(tool: str, result: tuple[int | None, str], plan: ToolPlan, timeout:
     # "not supported" line itself, so only a kernel that cannot print is excused by it
     if unsupported and not accesses_in(out) and not prints:
         return Outcome(Check(name, "skip", f"the tool cannot check this kernel: {unsupported.group(0).strip()}"), [])
-    if returncode == _EXIT_ON_ERROR or (errors or 0) > 0:
+    if returncode == EXIT_ON_ERROR or (errors or 0) > 0:
         accesses = accesses_in(out)
         detail = describe_accesses(accesses) if accesses else _first_report(out)
         return Outcome(Check(name, "fail", detail, accesses[0].buffer if accesses else ""), accesses)
