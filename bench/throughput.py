@@ -112,17 +112,30 @@ def _idle(spans: list[tuple[float, float]], start: float, end: float) -> float:
 PHASES = ("load", "verify", "unmapped pages", "waiting for the GPU", "time")
 
 
-def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: list) -> None:
+AB = {  # --ab: one worker, each way twice in turn: the bit-for-bit timing, the sanitizer contexts made ahead
+    "as shipped": {"exact_first": True, "contexts": True},
+    "timed under the tolerance": {"exact_first": False, "contexts": True},
+    "no contexts ahead": {"exact_first": True, "contexts": False},
+}
+
+
+def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: list, name: str = "",
+              exact_first: bool = True, contexts: bool = True) -> None:
     """As a search runs them: one batch to the backend, every candidate compiling on the CPU
     cores while the GPU verifies and times the ones ready; with two workers on the GPU (as fsr
     builds its backends: gpu_workers), one checks a candidate while the other times one."""
     from fsr_lsp.evaluator.backends import EvalRequest, LocalBackend
 
+    from fsr_lsp.evaluator.sanitize import children
+
     backend = LocalBackend(evaluators)
+    if not contexts:  # the children a search keeps warm for its leaders, without their contexts made ahead
+        backend._keep_warm = lambda e: backend._warm.setdefault(  # type: ignore[method-assign]
+            e.device_index, children.Prewarm(children.TOOLS, e.device_index, contexts=False))
     with tempfile.TemporaryDirectory() as cache:
         # timed as a search times a round's candidates: a loser's only as far as "not a win beyond the
         # search's min_gain" (search/gpu_bench.py); every check runs as before
-        timing = dataclasses.replace(TimingConfig(), win_above=1.0 + SearchConfig().min_gain)
+        timing = dataclasses.replace(TimingConfig(), win_above=1.0 + SearchConfig().min_gain, exact_first=exact_first)
         options = EvalOptions(cache_dir=cache, timing=timing)
         for ev in evaluators:  # each worker up, with the original's runs of its own (as after a search's first round)
             evaluate(ev, SOURCE, "saxpy", None, options)
@@ -147,10 +160,12 @@ def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: 
     gpu_s = sum(r.seconds for r in results)
     reps = [r.candidate_time.reps for r in results if r.candidate_time is not None]
     console.print(f"{len(evaluators)} worker(s): timed runs a candidate, mean {sum(reps) / max(len(reps), 1):.1f}")
-    label = f"auto, pipelined (as a search), {len(evaluators)} worker{'s' if len(evaluators) > 1 else ''}"
+    label = f"auto, pipelined (as a search), {len(evaluators)} worker{'s' if len(evaluators) > 1 else ''}" + \
+        (f", {name}" if name else "")
+    backend.close_warm()
     rows.append([label, len(results), verified, wall, 60 * len(results) / wall, compile_s / len(results),
                  gpu_s / len(results)])
-    records.append({"compiler": "auto", "pipelined": True, "workers": len(evaluators), "candidates": len(results),
+    records.append({"compiler": "auto", "pipelined": True, "workers": len(evaluators), "way": name, "candidates": len(results),
                     "verified": verified, "wall_s": wall, "per_minute": 60 * len(results) / wall,
                     "reps": reps, "phases": phases, "job_s": job_s, "where": where, "failures": [r.message for r in results if not r.verified]})
 
@@ -160,9 +175,19 @@ def main() -> None:
     parser.add_argument("--pipelined-only", action="store_true", help="only the search's way (one and two workers)")
     parser.add_argument("--per-gpu", type=int, nargs="*", default=[2],
                         help="the workers a GPU of each pipelined run beside the one-worker run (fsr builds 2)")
+    parser.add_argument("--ab", action="store_true", help="one worker, each way of AB twice in turn, nothing else")
     args = parser.parse_args()
     variants = list(itertools.product((128, 256, 512, 1024), (1, 2, 4, 8), (False, True)))
     rows, records = [], []
+    if args.ab:
+        with Evaluator() as ev:
+            ev.start()
+            for name, way in list(AB.items()) * 2:
+                pipelined([ev], variants, rows, records, name, **way)
+        table("evaluation throughput, each way twice in turn (saxpy, n=2^24)",
+              ["way", "candidates", "verified", "wall s", "per minute", "compile s/cand", "GPU s/cand"], rows)
+        save("throughput_ab", {"gpu": ev.gpu.name if ev.gpu else None, "runs": records})
+        return
     from fsr_lsp.evaluator.backends.local import gpu_workers
 
     for per_gpu in args.per_gpu:

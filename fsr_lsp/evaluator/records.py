@@ -191,6 +191,9 @@ class TimingConfig:
     # its min_gain): a candidate whose interval lies wholly below it stops at LOSER_SLACK times the
     # precision (timing_stats.py); 0: every candidate is timed to the precision
     win_above: float = 0.0
+    # the candidate's outputs compared bit for bit first, counted on the device with no wait a repetition;
+    # at the first difference the timing runs again under the tolerance (gpu/timing.py); False: the tolerance throughout
+    exact_first: bool = True
 
 
 @dataclass

@@ -229,11 +229,15 @@ class LocalBackend:
         for e in self.evaluators:
             e.cancel()
 
-    def close(self) -> None:
+    def close_warm(self) -> None:
+        """Kill the sanitizer children kept warm for the next confirmations (the workers stay)."""
         with self._warm_lock:
             warm, self._warm = list(self._warm.values()), {}
         for w in warm:
             w.close()
+
+    def close(self) -> None:
+        self.close_warm()
         for e in self.evaluators:
             e.close()
 

@@ -97,7 +97,7 @@ def _time(ctx: JobContext, bench: SizePlan, replay: TimedOriginal | None, keep: 
     timed runs are kept, where they are slow enough."""
     ctx.report(f"timing at {bench.label}" + (" (the original's timed runs from an earlier job)" if replay else ""))
     try:
-        return _Timing(ctx, bench, replay, keep, exact=True).run()
+        return _Timing(ctx, bench, replay, keep, exact=ctx.job.timing.exact_first).run()
     except NotBitExact:  # its outputs differ from the original's bits somewhere: every run judged by the tolerance
         return _Timing(ctx, bench, replay, keep, exact=False).run()
 
