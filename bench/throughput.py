@@ -140,6 +140,7 @@ def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: 
         for ev in evaluators:  # each worker up, with the original's runs of its own (as after a search's first round)
             evaluate(ev, SOURCE, "saxpy", None, options)
             evaluate(ev, SOURCE, "saxpy", candidate(64, 1, False), options)
+        backend.keep_warm(wait=True)  # the leaders' sanitizer children ready, as after a search's first round
         timeline = Timeline(evaluators)
         started = time.perf_counter()
         try:

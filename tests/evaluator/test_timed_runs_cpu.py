@@ -283,3 +283,35 @@ def test_a_stale_result_late_in_a_bit_exact_candidates_timing_is_still_caught():
     r = exact_original("total_stale_now_and_then", reps=400)
     assert r.status == "wrong" and timed(r).status == "fail", r.message
     assert "not computed from its inputs" in r.message, r.message
+
+
+# ---- a second run with the first's very bits is not judged again
+
+@kernel("total_rounds_each_run")
+def _rounds_each_run(n, x, total):
+    """Within an ulp or two of the sum, another rounding each run (as float atomics)."""
+    value = np.float32(_exact(n, x))
+    view(total, 1)[0] = np.nextafter(value, np.float32(np.inf)) if _noise["rng"].uniform() < 0.5 else value
+
+
+def judged_runs(monkeypatch, candidate: str) -> tuple[str, int]:
+    from fsr_lsp.evaluator.gpu.accuracy import Accuracy
+
+    calls = []
+    real = Accuracy.judge
+
+    def counted(self, torch, plan, seed, arg, got, reference):
+        calls.append(seed)
+        return real(self, torch, plan, seed, arg, got, reference)
+
+    monkeypatch.setattr(Accuracy, "judge", counted)
+    _noise["rng"] = np.random.default_rng(5)
+    r = exact_original(candidate, reps=20)
+    return r.status, len(calls) / max(len(set(calls)), 1)
+
+
+def test_a_second_run_with_the_first_runs_bits_is_not_judged_again_and_one_that_differs_is(monkeypatch):
+    status, per_set = judged_runs(monkeypatch, "total_exact")
+    assert status == "verified" and per_set == 1.0, (status, per_set)
+    status, per_set = judged_runs(monkeypatch, "total_rounds_each_run")
+    assert status == "verified" and 1.0 < per_set <= 2.0, (status, per_set)

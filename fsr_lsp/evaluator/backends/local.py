@@ -135,8 +135,7 @@ class LocalBackend:
             status = "cancelled" if cancel.is_set() else "unavailable"
             return [EvalResult(kernel=r.kernel, status=status, message=str(e)) for r in requests]  # type: ignore[arg-type]
         if plain:  # a search is under way: its leaders' sanitizers will be wanted, let them load now
-            for e in self.evaluators:
-                self._keep_warm(e)
+            self.keep_warm()
         results: list[EvalResult | None] = [None] * len(requests)
         pending = queue.SimpleQueue()
         for i in range(len(requests)):
@@ -204,6 +203,18 @@ class LocalBackend:
             if lines:
                 return profile_lines(prepared.job, self.evaluator.device_index, who, cancel=cancel)
             return profile(prepared.job, self.evaluator.device_index, who)
+
+    def keep_warm(self, wait: bool = False) -> None:
+        """Sanitizer children loaded, their contexts made, for each GPU's next confirmation;
+        `wait`: until they are (a bench that measures a round as after a search's first)."""
+        for e in self.evaluators:
+            self._keep_warm(e)
+        if wait:
+            with self._warm_lock:
+                warm = list(self._warm.values())
+            for w in warm:
+                if w.contexts is not None:
+                    w.contexts.join()
 
     def _keep_warm(self, evaluator: Evaluator) -> None:
         """Sanitizer children loaded and waiting for this GPU's next confirmation."""
