@@ -23,6 +23,12 @@ class GpuBench(Bench):
     screens = True
     profiles = True
 
+    @property
+    def confirms_beside(self) -> bool:  # type: ignore[override]
+        """Whether a confirmation may run while a round is evaluated: a backend whose `evaluate`
+        takes calls from two threads at once (this machine's GPUs, the warm service)."""
+        return bool(getattr(self.backend, "concurrent", False))
+
     def __init__(self, backend: Backend | Evaluator, source: str, kernel: str, options: EvalOptions | None = None,
                  workers: int = 0, cancel: threading.Event | None = None, min_gain: float | None = None) -> None:
         self.backend: Backend = LocalBackend(backend, workers) if isinstance(backend, Evaluator) else backend

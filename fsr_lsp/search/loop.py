@@ -28,6 +28,7 @@ from .config import SearchConfig
 from .context import RoundContext
 from .costs import RoundCosts, TimedConfirms
 from .deadline import Deadline
+from .early_confirm import EarlyConfirm
 from .generators.base import Generator, GeneratorError
 from .outcome import Bench, Progress, SearchOutcome, ranked
 from .proposal import Proposal, Tried
@@ -86,6 +87,8 @@ class _Search:
         self.history: list[Tried] = []
         self.search_id: int | None = None
         self.costs = RoundCosts()
+        self.round_ = 0
+        self.early = EarlyConfirm(bench, config, self.started, lambda r: self.say(r, "a leader verified"))
 
     # ------------------------------------------------------------ ready
 
@@ -145,7 +148,7 @@ class _Search:
         """One round: proposed, evaluated, failures sent back to be fixed, leaders confirmed; why
         the search stops after it ('' to go on)."""
         config, outcome = self.config, self.outcome
-        outcome.rounds = round_ + 1
+        outcome.rounds = self.round_ = round_ + 1
         ctx = self.context(round_)
         self.say(round_, "generating")
         try:
@@ -163,6 +166,7 @@ class _Search:
         log.debug("round %d: evaluating %d", round_ + 1, len(proposals))
         batch = self.evaluate(proposals)
         batch += _fixes(batch, ctx, self.generator, config, self.evaluate, self.cancel, self.started)
+        self.join_early()
         log.debug("round %d: evaluated", round_ + 1)
         self.history += batch
         outcome.tried += batch
@@ -208,12 +212,14 @@ class _Search:
             tried.append(Tried(p, stored, reused=True) if stored else None)
             if stored is None:
                 fresh.append(p)
-        arrived: dict[int, float] = {}
+        arrived: dict[int, Tried] = {}
 
         def on_result(i: int, result: EvalResult) -> None:
-            """Stored the moment it arrives: a search killed mid-batch loses nothing evaluated."""
-            arrived[i] = time.monotonic() - started
-            self.record(Tried(fresh[i], result))
+            """Stored the moment it arrives: a search killed mid-batch loses nothing evaluated; the
+            search's first clear win confirmed at once (early_confirm.py)."""
+            t = arrived[i] = Tried(fresh[i], result, found_at=time.monotonic() - started)
+            self.record(t)
+            self.early.offer(t, self.history, self.round_ - 1)
 
         began = time.monotonic()
         results = iter(self.bench.evaluate(fresh, on_result=on_result)) if fresh else iter(())
@@ -224,12 +230,20 @@ class _Search:
         for p, t in zip(proposals, tried):
             if t is None:
                 i = next(index)
-                t = Tried(p, next(results), found_at=arrived.get(i, time.monotonic() - started))
+                result = next(results)  # the verdict `arrived` holds, where it came as it arrived
+                t = arrived.get(i) or Tried(p, result, found_at=time.monotonic() - started)
                 self.record(t)  # again, now with what the batch added (cheap: one row replaced)
             else:
                 t.found_at = time.monotonic() - started
             out.append(t)
         return out
+
+    def join_early(self) -> None:
+        """The early confirmation's end waited for, its candidate recorded (the store is this
+        thread's)."""
+        t = self.early.join()
+        if t is not None:
+            self.record(t)
 
     def record(self, t: Tried) -> None:
         if self.store:
@@ -240,6 +254,7 @@ class _Search:
     def finish(self, stopped: str) -> SearchOutcome:
         """The winner chosen (only a fully verified one), the search's end stored."""
         outcome = self.outcome
+        self.join_early()  # interrupted by the deadline or a cancel where either came
         if self.deadline.passed:
             stopped = "time"
         elif self.cancel.is_set():

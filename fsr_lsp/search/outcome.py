@@ -17,10 +17,12 @@ class Bench:
     overrides what it can (the observer style of the autotuners' backends): `screen` where
     `screens` (a cheap ranking of configurations, never a verdict), `profile` where `profiles`
     (Nsight Compute facts about a leader), `compile_ahead` (while the GPU starts), `interrupt`
-    (the deadline or a cancel stops the GPU work in flight)."""
+    (the deadline or a cancel stops the GPU work in flight), `confirms_beside` (a confirmation
+    may run while a round is evaluated)."""
 
     screens = False
     profiles = False
+    confirms_beside = False  # `confirm` may run while `evaluate` runs (from another thread): search/early_confirm.py
 
     @property
     def gpu(self) -> GpuInfo:

@@ -25,7 +25,9 @@ from .service_client import ServiceBackend
 @runtime_checkable
 class Backend(Protocol):
     """GPUs that take requests and answer with records; every method is safe to call from the
-    search's thread while another thread cancels."""
+    search's thread while another thread cancels. A backend whose `evaluate` also takes calls
+    from two threads at once says so with a `concurrent = True` attribute (the search then
+    confirms its first win beside its round: search/early_confirm.py)."""
 
     def start(self) -> GpuInfo:
         """Start the workers if needed; the first GPU's facts. Raises EvaluatorUnavailable."""

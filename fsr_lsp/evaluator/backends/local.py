@@ -32,6 +32,8 @@ class LocalBackend:
     """This machine's GPUs: candidates compile in parallel on the CPU cores, then run on the
     GPUs, one job at a time per GPU, each in its own evaluator worker process."""
 
+    concurrent = True  # `evaluate` from two threads at once: their jobs take turns on each worker (its lock)
+
     def __init__(self, evaluators: Evaluator | list[Evaluator], workers: int = 0) -> None:
         """`evaluators`: one or more a GPU (gpu_workers): a GPU's first takes every request; the
         others, once up, take requests of kernels whose original is quick to run again."""

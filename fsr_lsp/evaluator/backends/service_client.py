@@ -106,6 +106,8 @@ class ServiceBackend:
     be had (its folder is not the user's own, or it does not start), the command does the GPU
     work itself, as the local backend does (`local` makes that backend), and says why once."""
 
+    concurrent = True  # each call its own connection, served on a thread of the service (or the local backend)
+
     def __init__(self, gpus: str = "0", timeout: float = 120.0, idle: float = 600.0,
                  spawn: Callable[[Path], None] | None = None, local: Callable[[], Any] | None = None) -> None:
         self.gpus_arg, self.timeout, self.idle = gpus, timeout, idle

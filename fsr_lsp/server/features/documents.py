@@ -182,8 +182,14 @@ def watch(ls: FsrServer) -> None:
 
 def index_launches(ls: FsrServer) -> None:
     """Read the workspace's launches on a thread of their own from the start (150-250 ms for a
-    hundred real files), so that the first hover on a kernel finds its draft ready (a few
-    milliseconds: bench/draft_latency.py) instead of saying "drafting the spec..."."""
+    hundred real files), and compile a draft's queries on another (drafting/warm.py), so that
+    the first hover on a kernel finds its draft ready (a few milliseconds:
+    bench/draft_latency.py) instead of saying "drafting the spec..."."""
+    import threading
+
+    from ...drafting.warm import warm_drafting
+
+    threading.Thread(target=warm_drafting, name="fsr-warm-drafting", daemon=True).start()
     root = ls.workspace.root_path
     if root and Path(root).is_dir():
         ls.drafts.index_for(Path(root)).scan_in_background()
