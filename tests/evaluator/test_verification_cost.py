@@ -198,3 +198,22 @@ def test_a_kernel_that_calls_printf_leaves_the_bench_size_to_the_gpu_checks():
     memcheck = plan_tool("memcheck", printing, NATIVE, uses_shared=True, prints=True)
     assert [p.label for p in memcheck.sizes] == ["n=1", "n=1000", "n=65537"]
     assert "calls printf" in dict(memcheck.left_out)["n=16777216"]
+
+
+def test_the_contexts_wait_for_the_gpu_to_be_idle_a_moment_not_just_for_a_share():
+    """Shared work under way (a round's checks): a share could be had, but a timed run may come
+    next; the contexts wait until nothing has held the GPU for CONTEXT_IDLE_S."""
+    gate = GpuGate()
+    taken = []
+    gate.take_shared()  # a round's checks
+    thread = threading.Thread(target=lambda: taken.append((gate.take_shared_when_idle(0.2, lambda: False),
+                                                           time.monotonic())))
+    thread.start()
+    time.sleep(0.4)
+    assert taken == []
+    released = time.monotonic()
+    gate.give_shared()
+    thread.join(2)
+    assert taken and taken[0][0] and 0.2 <= taken[0][1] - released < 1.0
+    stopped = gate.take_shared_when_idle(10.0, lambda: True)
+    assert stopped is False and gate.state == (False, 1)

@@ -48,7 +48,8 @@ class Prewarm:
     while the GPU verifies and times the candidate (torch only when the job comes and needs it:
     sanitize_main.preload); then, with `contexts`, each makes its CUDA context under the tool
     (0.3 s under memcheck, 0.7 s under racecheck on an H200: docs/benchmarks.md, session 23),
-    while a thread of the parent holds a share of the GPU: never beside a timed run. Nothing
+    while a thread of the parent holds a share of the GPU, taken once the GPU has been idle a
+    moment (CONTEXT_IDLE_S): never beside a timed run, rarely before one. Nothing
     else touches the GPU before `sanitize` hands a child its job. Close it when the job fails
     (the children are killed)."""
 
@@ -67,12 +68,12 @@ class Prewarm:
             self.contexts.start()
 
     def _make_contexts(self, children: "list[ToolChild]") -> None:
-        """Once every child has loaded: a share of the GPU, each child asked for its context, the
-        share held until each has made it (or said why not, or died)."""
+        """Once every child has loaded and the GPU is idle: a share of it, each child asked for its
+        context, the share held until each has made it (or said why not, or died)."""
         if not _until(lambda: all(c.loaded() for c in children), self._closed, CONTEXT_LIMIT_S):
             return
         share = gate(self.device_index)
-        if not share.take_shared(self._closed.is_set):
+        if not share.take_shared_when_idle(CONTEXT_IDLE_S, self._closed.is_set):
             return
         try:
             for child in children:
@@ -103,6 +104,9 @@ class Prewarm:
         self.children.clear()
 
 
+# The contexts are made once the GPU has been idle this long (seconds): between rounds and searches,
+# not between a round's jobs, where the next timed run would wait for them (1.2 s seen on an H200)
+CONTEXT_IDLE_S = 0.25
 CONTEXT_LIMIT_S = 30.0  # a child's load, and then its context, take no longer (seconds) unless it is stuck
 
 

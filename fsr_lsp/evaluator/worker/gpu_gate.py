@@ -10,6 +10,7 @@ while a timed run waits, so neither side starves.
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -67,6 +68,23 @@ class GpuGate:
                     return False
             self._sharing += 1
             return True
+
+    def take_shared_when_idle(self, idle_s: float, stop: Callable[[], bool]) -> bool:
+        """A share taken only once nothing has held or awaited the GPU for `idle_s` seconds: for
+        work that can wait and, once begun, cannot be cut short (a sanitizer child making its
+        context): taken mid-round it would hold back the next timed run; False once `stop()`."""
+        with self._cond:
+            idle_since: float | None = None
+            while True:
+                if stop():
+                    return False
+                idle = not self._exclusive and self._sharing == 0 and self._waiting_exclusive == 0
+                now = time.monotonic()
+                idle_since = (idle_since or now) if idle else None
+                if idle_since is not None and now - idle_since >= idle_s:
+                    self._sharing += 1
+                    return True
+                self._cond.wait(0.01)
 
     def give_shared(self) -> None:
         with self._cond:
