@@ -87,7 +87,6 @@ class _Search:
         self.history: list[Tried] = []
         self.search_id: int | None = None
         self.costs = RoundCosts()
-        self.round_ = 0
         self.early = EarlyConfirm(bench, config, self.started, lambda r: self.say(r, "a leader verified"))
 
     # ------------------------------------------------------------ ready
@@ -148,7 +147,7 @@ class _Search:
         """One round: proposed, evaluated, failures sent back to be fixed, leaders confirmed; why
         the search stops after it ('' to go on)."""
         config, outcome = self.config, self.outcome
-        outcome.rounds = self.round_ = round_ + 1
+        outcome.rounds = round_ + 1
         ctx = self.context(round_)
         self.say(round_, "generating")
         try:
@@ -219,7 +218,7 @@ class _Search:
             search's first clear win confirmed at once (early_confirm.py)."""
             t = arrived[i] = Tried(fresh[i], result, found_at=time.monotonic() - started)
             self.record(t)
-            self.early.offer(t, self.history, self.round_ - 1)
+            self.early.offer(t, self.history, self.outcome.rounds - 1)
 
         began = time.monotonic()
         results = iter(self.bench.evaluate(fresh, on_result=on_result)) if fresh else iter(())

@@ -28,7 +28,7 @@ def run_job(session: GpuSession, job: EvalJob, report: Report = lambda _: None) 
     started = time.perf_counter()
     result = EvalResult(kernel=job.kernel, status="verified", message="", gpu=session.info, screened=job.screen)
     torch = session.torch
-    phase = _Phases(result.phase_seconds)
+    phase = Phases(result.phase_seconds)
     try:
         dtypes = scalar_dtypes(job.sizes[0].args)
         ctx = JobContext(session, job, session.load(job.original, dtypes),
@@ -107,8 +107,9 @@ def _load_wide(ctx: JobContext) -> None:
         ctx.accuracy.why_not = f"its double-precision build does not load ({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})"
 
 
-class _Phases:
-    """Wall time per phase of a job, for whoever tunes the evaluator (bench/throughput.py)."""
+class Phases:
+    """Wall time per phase of a job, for whoever tunes the evaluator (bench/throughput.py; a
+    sanitizer child's run prints its own: sanitize/plain_runs.py)."""
 
     def __init__(self, into: dict[str, float]) -> None:
         self.into, self.last = into, time.perf_counter()

@@ -110,7 +110,7 @@ CONTEXT_IDLE_S = 0.25
 CONTEXT_LIMIT_S = 30.0  # a child's load, and then its context, take no longer (seconds) unless it is stuck
 
 
-def _until(done: "Callable[[], bool]", closed: threading.Event, limit: float) -> bool:
+def _until(done: Callable[[], bool], closed: threading.Event, limit: float) -> bool:
     """Poll `done` until it holds (True), or `closed` is set or `limit` seconds pass (False)."""
     deadline = time.monotonic() + limit
     while not done():

@@ -29,7 +29,6 @@ the same seed, not the same numbers as torch's: a sanitizer judges accesses, not
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
@@ -45,7 +44,7 @@ from ..gpu.accuracy import scalar_dtypes
 from ..gpu.buffers import FLOATS
 from ..gpu.common import Failure, pointer, seed_for
 from ..gpu.cooperative import CooperativeKernel
-from ..gpu.run import SPACER_BYTES
+from ..gpu.run import SPACER_BYTES, Phases
 from .child_protocol import PHASES_MARK
 from ..gpu.packing import bfloat16_bits, is_struct, launch_values, param_format
 
@@ -201,7 +200,10 @@ def run_plain(job: EvalJob, device_index: int = 0, driver: Any = None,
     who = "original" if job.sanitize_original or job.candidate is None else "candidate"
     binary = job.original if who == "original" else job.candidate
     assert binary is not None
-    phases = Phases()
+    # each step's seconds, printed for the parent's debug log: where a confirmation's sanitizer
+    # seconds go (the context, the module's instrumentation, the launches)
+    seconds: dict[str, float] = {}
+    phases = Phases(seconds)
     try:
         driver = driver or _pycuda()
         context = _open(driver, device_index)
@@ -223,28 +225,10 @@ def run_plain(job: EvalJob, device_index: int = 0, driver: Any = None,
     finally:
         run.release()
         phases("release")
-        print(phases.line(), file=out)
+        print(PHASES_MARK + "".join(f" {k} {v:.3f}" for k, v in seconds.items()), file=out)
         out.flush()
         _close(driver, context)
     return result
-
-
-class Phases:
-    """Seconds of each step of a child's run under the tool, printed for the parent's debug log
-    (where a confirmation's sanitizer seconds go: the context, the module's instrumentation, the
-    launches)."""
-
-    def __init__(self) -> None:
-        self.last = time.perf_counter()
-        self.seconds: dict[str, float] = {}
-
-    def __call__(self, name: str) -> None:
-        now = time.perf_counter()
-        self.seconds[name] = now - self.last
-        self.last = now
-
-    def line(self) -> str:
-        return PHASES_MARK + "".join(f" {k} {v:.3f}" for k, v in self.seconds.items())
 
 
 def _pycuda() -> Any:
