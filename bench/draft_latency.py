@@ -18,7 +18,9 @@ from pathlib import Path
 
 from _common import console, save, table
 
-from fsr_lsp.drafting.workspace import LaunchIndex, workspace_spec
+from fsr_lsp.drafting.resolver import workspace_spec
+
+from fsr_lsp.drafting.workspace import LaunchIndex
 from fsr_lsp.kernels import discover
 from fsr_lsp.source import SourceText
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 from _common import save, table
 
-from fsr_lsp.drafting.workspace import LaunchIndex, file_specs
+from fsr_lsp.drafting.resolver import file_specs
+
+from fsr_lsp.drafting.workspace import LaunchIndex
 from fsr_lsp.kernels import find_kernel, kernel_source
 from fsr_lsp.search.generators.structural import structural_proposals
 from fsr_lsp.source import SourceText

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from _common import ROOT, console, save, table
 
-from fsr_lsp.drafting.origin import KernelSpec, kernel_specs
+from fsr_lsp.drafting.origin import KernelSpec
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.kernels import discover
 from fsr_lsp.source import SourceText
 

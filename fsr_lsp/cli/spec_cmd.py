@@ -16,7 +16,8 @@ from ..capture import read_capture
 from ..drafting.cache import ProofCache
 from ..drafting.by_llm import model_draft
 from ..drafting.origin import Drafter, KernelSpec
-from ..drafting.workspace import LaunchIndex, file_specs
+from ..drafting.resolver import file_specs
+from ..drafting.workspace import LaunchIndex
 from ..kernels import discover
 from ..source import SourceText
 from ..drafting.proof import Proof, prove_with
@@ -138,6 +139,8 @@ def _print(specs: list[KernelSpec], proofs: dict[tuple[str, str], Proof]) -> Non
     console = make_console(soft_wrap=True)
     for s in specs:
         console.print(f"[bold]{escape(s.kernel)}[/] ({escape(s.file)}:{s.line}): [cyan]{s.origin}[/]", highlight=False)
+        if s.trail:  # the stages tried, in order, the last the one that answered (or none did)
+            console.print("  tried: " + " > ".join(stage for stage, _ in s.trail), markup=False, highlight=False)
         proof = proofs.get((s.file, s.kernel))
         spec = proof.spec if proof is not None and proof.spec and s.origin != "attached" else s.spec
         if spec:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..kernels import find_kernel
 from ..source import SourceText
-from .workspace import LaunchIndex, workspace_spec
+from .resolver import workspace_spec
+from .workspace import LaunchIndex
 
 log = logging.getLogger("fsr_lsp.drafting")
 

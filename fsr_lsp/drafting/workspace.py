@@ -9,24 +9,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 
 from ..capture import Capture, latest_capture
 from ..capture.launches import CAPTURES
-from ..kernels import Kernel, discover
-from ..kernels.aliases import (DeferredAliases, compiled_as, defines_for, flag_defines, included_texts, includer_texts, type_aliases,
-                               with_aliases)
-from ..kernels.discover import LARGE_BYTES
-from ..kernels.lexical import defined_macros
+from ..kernels.aliases import included_texts, includer_texts
 from ..source import SourceText
-from ..specs.build_flags import block_flags, flags_value, merged
-from ..specs.defines import block_defines, defines_value
 from .build_commands import BuildIndex, FileBuild
-from ..specs.edit import set_key
-from .captured_values import compiled_types
 from .host import Launch, find_launches
-from .origin import Drafter, KernelSpec, spec_of
 
 SOURCES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl")
 SKIPPED_DIRS = {".git", ".fsr", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".cache"}
@@ -173,99 +163,3 @@ class LaunchIndex:
             return str(path.resolve().relative_to(self.root.resolve()))
         except ValueError:
             return str(path)
-
-
-def workspace_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, open_documents: dict[Path, str] | None = None,
-                   drafter: Drafter | None = None, include_dirs: tuple[str, ...] = (),
-                   flags: tuple[str, ...] = ()) -> KernelSpec:
-    """The kernel's spec and its origin, with launches from every file of the workspace (open
-    documents as the editor holds them), element types as the build compiles them: from the
-    headers the file includes, read with the file's own `#define`s and the `-D` of `flags`, and,
-    where a captured launch's symbol says the run's build compiled another type, with the macro
-    that build must have defined (the spec then carries that `-D`: `KernelSpec.flags`)."""
-    return _resolve(index, path, text, [kernel], open_documents, drafter, include_dirs, flags)[0]
-
-
-def file_specs(index: LaunchIndex, path: Path, text: str, open_documents: dict[Path, str] | None = None,
-               drafter: Drafter | None = None, include_dirs: tuple[str, ...] = (),
-               flags: tuple[str, ...] = (), only: str | None = None) -> list[KernelSpec]:
-    """Every kernel of one file (or those named `only`), resolved as `workspace_spec` resolves
-    one (`fsr spec`'s listing)."""
-    found = discover(SourceText.of(text))
-    orphans = [f"the @fsr block at line {o.comment.span.start.line + 1} attaches to no kernel: {o.reason}"
-               for o in found.orphan_specs]
-    kernels = [k for k in found.kernels if only in (None, k.name)]
-    specs = _resolve(index, path, text, kernels, open_documents, drafter, include_dirs, flags)
-    for s in specs:
-        s.problems += orphans
-    return specs
-
-
-def _resolve(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel], open_documents: dict[Path, str] | None,
-             drafter: Drafter | None, include_dirs: tuple[str, ...], flags: tuple[str, ...]) -> list[KernelSpec]:
-    docs = {p.resolve(): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
-    docs[path.resolve()] = text
-    build = index.build(path)
-    if build is not None:  # as the user's build compiles the file: its -D, -I and the flags that change code
-        flags = merged(build.flags.flags, flags)
-        include_dirs = (*include_dirs, *(d for d in build.flags.include_dirs() if d not in include_dirs))
-    headers = included_texts(text, (path.parent, *map(Path, include_dirs))) if "#include" in text else []
-    defined = flag_defines(flags)
-    # the file's own typedefs, structs and unions too: `sizeof(benchtype)` sizes its buffers
-    types = _aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined)
-    capture = index.capture()
-    capture = capture.preferring(path.parent) if capture is not None else None
-    launches = index.launches(docs, path.resolve(), kernels[0].name if len(kernels) == 1 else None)
-    src = SourceText.of(text)
-    out = []
-    for kernel in kernels:
-        own_flags = block_defines(kernel)  # its placed block's `defines`
-        own = flag_defines(own_flags) - defined
-        kernel_defined = defined | own
-        kernel = compiled_as(with_aliases(kernel, types), text, headers, kernel_defined)
-        extra: set[str] = set(own)
-        launched = capture.of(kernel.name) if capture is not None else []
-        if launched and not own:
-            found = defines_for(kernel, text, headers, compiled_types(launched[0].name, len(kernel.params)), defined)
-            if found is not None:
-                extra, kernel = found
-        kernel_types = _aliases("\n".join([*headers, text]), defined_macros(text.encode()) | defined | extra) \
-            if extra else types
-        spec = spec_of(index.relative(path), src, kernel, launches, drafter, types=kernel_types, capture=capture)
-        if own:
-            spec.flags = own_flags
-        elif extra:
-            spec.flags = tuple(f"-D{name}" for name in sorted(extra))
-            if spec.spec and spec.origin != "attached":  # a placed draft keeps them: typed and compiled so without the capture
-                spec.spec = set_key(spec.spec, "defines", defines_value(spec.flags))
-            spec.problems.append(
-                f"compiled with {' '.join(spec.flags)}: the captured launch's symbol (`{launched[0].name}`) says the "
-                f"run's build compiled {', '.join(f'`{p.name}` as {p.dtype}' for p in kernel.params if p.is_pointer)}, "
-                f"which the file's headers give with {', '.join(sorted(extra))} defined (the block's `defines` keeps it)")
-        if build is not None:
-            _with_build(spec, build, kernel)
-        out.append(spec)
-    return out
-
-
-def _aliases(text: str, defined: set[str] | frozenset[str]) -> Mapping[str, str]:
-    """The text's type aliases; a large text's read whole only when a name it may declare is
-    asked for (kernels/aliases.py: DeferredAliases)."""
-    return DeferredAliases(text, defined) if len(text) > LARGE_BYTES else type_aliases(text, defined)
-
-
-def _with_build(spec: KernelSpec, build: FileBuild, kernel: Kernel) -> None:
-    """The spec compiles as the build does: its flags join the spec's, and a draft's block
-    carries them (`defines`, `flags`), so the placed block keeps them without the database."""
-    spec.problems += [p for p in build.problems if p not in spec.problems]
-    if not build.where:
-        return
-    spec.flags = merged(build.flags.flags, spec.flags, block_flags(kernel))
-    spec.build = f"built as your build does ({build.where}): {build.said()}"
-    if spec.spec and spec.origin != "attached":
-        defines = merged(build.flags.defines(), tuple(f for f in spec.flags if f.startswith("-D")))
-        if defines:
-            spec.spec = set_key(spec.spec, "defines", defines_value(defines))
-        if build.flags.others():
-            spec.spec = set_key(spec.spec, "flags", flags_value(build.flags.others()))
-        spec.provenance["flags"] = build.where

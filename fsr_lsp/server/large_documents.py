@@ -245,7 +245,8 @@ def _joined(pieces: list[tuple[str, list]]) -> tuple[Discovery, list[types.Diagn
 
 def _spec(document: tuple[str, int | None], root: Path, path: Path, text: str | Stored, kernel: Kernel,
           documents: dict[Path, str | Stored], include_dirs: tuple[str, ...], changed: tuple[Path, ...]) -> KernelSpec:
-    from ..drafting.workspace import LaunchIndex, workspace_spec
+    from ..drafting.resolver import workspace_spec
+    from ..drafting.workspace import LaunchIndex
 
     probe(_PROBE[0], "draft", *document, kernel.name)
     index = _INDEXES.get(root)

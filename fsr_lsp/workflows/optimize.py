@@ -23,7 +23,8 @@ from ..drafting.draft import Draft
 from ..drafting.origin import Drafter, KernelSpec
 from ..drafting.placement import place_spec
 from ..drafting.proof import Proof, prove_with
-from ..drafting.workspace import LaunchIndex, workspace_spec
+from ..drafting.resolver import workspace_spec
+from ..drafting.workspace import LaunchIndex
 from ..evaluator import EvalOptions
 from ..evaluator.backends import Backend, backend_missing, make_backend
 from ..kernels import Kernel, find_kernel

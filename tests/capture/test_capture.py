@@ -18,7 +18,7 @@ import pytest
 from fsr_lsp.capture import Allocation, CaptureError, CaptureOptions, latest_capture, read_capture, run_capture
 from fsr_lsp.capture.build import SOURCE, BuildError, cupti_paths, cuda_home, injection_library
 from fsr_lsp.drafting.captured import CAPTURED_ONLY
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.drafting.workspace import LaunchIndex
 from fsr_lsp.kernels import discover_kernels
 from fsr_lsp.settings import Settings

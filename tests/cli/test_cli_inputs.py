@@ -200,16 +200,16 @@ def test_fsr_spec_k_resolves_only_the_kernel_named(tmp_path, monkeypatch):
     """`fsr spec FILE -k K` drafts K alone (a 10 MB file's other 1,600 kernels were all drafted
     for it), and still tells a name that is not there from a file with no kernel."""
     from fsr_lsp.cli import main as cli
-    from fsr_lsp.drafting import workspace
+    from fsr_lsp.drafting import resolver
 
     resolved: list[str] = []
-    real = workspace._resolve
+    real = resolver._in_workspace
 
     def counting(index, path, text, kernels, *rest):
         resolved.extend(k.name for k in kernels)
         return real(index, path, text, kernels, *rest)
 
-    monkeypatch.setattr(workspace, "_resolve", counting)
+    monkeypatch.setattr(resolver, "_in_workspace", counting)
     (tmp_path / ".git").mkdir()
     src = tmp_path / "two.cu"
     src.write_text("__global__ void a(float* x) { x[threadIdx.x] = 1.f; }\n"

@@ -11,7 +11,7 @@ import pytest
 from fsr_lsp.capture import latest_capture
 from fsr_lsp.drafting.captured_ranges import captured_values, init_from_values
 from fsr_lsp.kernels.c_types import ITEMSIZE
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.kernels import discover_kernels
 from fsr_lsp.specs import Init, parse_spec, render_spec
 from fsr_lsp.specs.model import init_spelling

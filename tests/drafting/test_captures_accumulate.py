@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from fsr_lsp.capture import latest_capture, prune
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 
 from ..support.captures import f32, i32, ptr, scale_launch, write_capture
 
@@ -104,7 +104,8 @@ def started_in(folder: Path, cwd: Path) -> Path:
 
 def workspace_specs(root: Path, file: Path) -> dict:
     """As `fsr optimize` and the editor resolve it (the workspace's launch index)."""
-    from fsr_lsp.drafting.workspace import LaunchIndex, workspace_spec
+    from fsr_lsp.drafting.resolver import workspace_spec
+    from fsr_lsp.drafting.workspace import LaunchIndex
     from fsr_lsp.kernels import discover
     from fsr_lsp.source import SourceText
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.drafting import draft_specs
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.source import SourceText
 from fsr_lsp.specs import parse_spec
@@ -178,7 +178,7 @@ def test_allocations_inside_error_check_macros_are_found(tmp_path):
     checkCudaErrors(...), with or without a cast."""
     from pathlib import Path
 
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
 
     text = """#define CUDA_CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) exit(1); } while (0)
 __global__ void scale(float* y, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }
@@ -202,7 +202,7 @@ int main() {
 def test_a_comment_inside_the_launch_configuration_is_no_part_of_it(tmp_path):
     from pathlib import Path
 
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
 
     text = """__global__ void scale(float* y, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
 int main() {
@@ -224,7 +224,7 @@ def test_a_kernel_that_reads_the_clock_gets_no_spec_and_says_why(tmp_path):
     """A latency microbenchmark stores clock64() differences: its result differs every run, so
     fsr names the clock read instead of drafting a spec whose proof would fail as
     'nondeterministic'. A clock() in a comment, or a kernel with its own spec, is not refused."""
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
 
     (tmp_path / "k.cu").write_text(
         "__global__ void latency(const int* p, int* out, long long* clk)\n{\n  long long t0 = clock64();\n"

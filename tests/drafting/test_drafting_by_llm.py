@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from fsr_lsp.drafting.by_llm import model_draft
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.llmclient import ChatClient, LLMConfig
 from fsr_lsp.source import SourceText

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 
 KERNEL = """__global__ void add(float* c, const float* a, int n)
 { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + 1.f; }
@@ -398,7 +398,8 @@ def test_a_header_written_to_follow_another_sees_its_constants(tmp_path: Path):
     """`main.cu` includes `consts.h` then `launch.h`; `launch.h` launches with `consts.h`'s
     constants without including it (it relies on its includer's order): drafted, both from the
     files given and from the workspace's launch index, as the editor finds it."""
-    from fsr_lsp.drafting.workspace import LaunchIndex, workspace_spec
+    from fsr_lsp.drafting.resolver import workspace_spec
+    from fsr_lsp.drafting.workspace import LaunchIndex
     from fsr_lsp.kernels import find_kernel
 
     (tmp_path / "consts.h").write_text("const int BLOCK_X = 128;\n#define N_ITEMS 4096\n")

@@ -121,7 +121,7 @@ def test_a_plan_gets_the_memory_its_captured_bytes_point_to(tmp_path: Path):
 
 def test_a_struct_holding_pointers_is_drafted_as_the_runs_bytes(tmp_path: Path):
     from fsr_lsp.capture import latest_capture
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
 
     (tmp_path / "k.cu").write_text(SOURCE)
     write_linked_capture(tmp_path)
@@ -149,7 +149,7 @@ def test_a_pointer_to_pointers_is_no_buffer_of_floats():
 def test_memory_reached_through_pointers_is_rebuilt_compared_and_judged(tmp_path: Path):
     pytest.importorskip("torch")
     from fsr_lsp.capture import latest_capture
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
     from fsr_lsp.drafting.placement import place_spec
     from fsr_lsp.drafting.proof import prove
 
@@ -229,7 +229,7 @@ def test_a_value_fsr_cannot_read_is_passed_as_the_run_passed_it(tmp_path: Path):
     run's bytes with its pointers written for this run's buffers, the memory they reach compared."""
     pytest.importorskip("torch")
     from fsr_lsp.capture import latest_capture
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
     from fsr_lsp.drafting.placement import place_spec
     from fsr_lsp.drafting.proof import prove
 

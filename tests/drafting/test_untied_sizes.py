@@ -105,7 +105,7 @@ def test_a_square_capture_is_proven_apart_and_a_rewrite_assuming_it_square_is_wr
     cannot tell, so lengths and grid go over the largest, and the proof keeps the apart tests."""
     pytest.importorskip("torch")
     from fsr_lsp.capture import latest_capture
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
     from fsr_lsp.drafting.proof import prove
 
     (tmp_path / "mm.cu").write_text(MATMUL)
@@ -129,7 +129,7 @@ def test_a_matrix_struct_captured_with_width_equal_to_stride_catches_width_for_s
     wrong (it passed every test while the nine sizes moved together)."""
     pytest.importorskip("torch")
     from fsr_lsp.capture import latest_capture
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
     from fsr_lsp.drafting.proof import prove
 
     from ..capture.test_capture import DATA

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fsr_lsp.drafting.warm import warm_drafting
-from fsr_lsp.drafting.workspace import LaunchIndex, workspace_spec
+from fsr_lsp.drafting.resolver import workspace_spec
+from fsr_lsp.drafting.workspace import LaunchIndex
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.kernels.treesitter import _query
 from fsr_lsp.source import SourceText

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.evaluator.compile.compiler import find_nvcc
 from fsr_lsp.evaluator.job.prepare import EvalOptions, prepare
 from fsr_lsp.kernels import find_kernel

@@ -10,7 +10,7 @@ import pytest
 
 from fsr_lsp.capture import latest_capture
 from fsr_lsp.drafting.captured_textures import NotATexture, texture_value
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.evaluator.job.plan import build_plans
 from fsr_lsp.evaluator.records import TexturePlan
 from fsr_lsp.kernels import find_kernel
@@ -168,17 +168,17 @@ def test_a_layered_texture_in_one_kernel_leaves_the_files_other_kernels_their_sp
 
 
 def test_an_unexpected_error_on_one_kernel_is_its_line_not_the_end_of_the_listing(tmp_path: Path, monkeypatch):
-    from fsr_lsp.drafting import origin
+    from fsr_lsp.drafting import stages
 
     (tmp_path / "k.cu").write_text(KERNEL + KERNEL.replace("halve", "halve2"))
-    real = origin.draft_spec
+    real = stages.draft_spec
 
     def broken(src, kernel, *args, **kwargs):
         if kernel.name == "halve":
             raise KeyError("surprise")
         return real(src, kernel, *args, **kwargs)
 
-    monkeypatch.setattr(origin, "draft_spec", broken)
+    monkeypatch.setattr(stages, "draft_spec", broken)
     first, second = kernel_specs([tmp_path / "k.cu"])
     assert first.origin == "none" and "could not work out a spec" in first.problems[0] and "surprise" in first.problems[0]
     assert second.kernel == "halve2"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fsr_lsp.capture import latest_capture
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.evaluator.compile.compiler import CompileOptions, compile_kernel
 from fsr_lsp.evaluator.job.plan import build_plans
 from fsr_lsp.evaluator.job.prepare import kernel_ref

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.drafting.placement import place_spec
 from fsr_lsp.drafting.proof import prove
 from fsr_lsp.evaluator.sanitize.sanitizer import find_sanitizer

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fsr_lsp.drafting.origin import kernel_specs
+from fsr_lsp.drafting.resolver import kernel_specs
 from fsr_lsp.kernels import find_kernel
 from fsr_lsp.kernels.aliases import with_included_aliases
 from fsr_lsp.source import SourceText

@@ -44,8 +44,9 @@ def test_a_float_kernels_draft_in_a_large_file_reads_none_of_its_types(tmp_path,
     """The draft asks only about the names its kernel and launch use: `float` and `int` are
     no alias here, so the whole text's structs (3 s of a 10 MB file's draft) are never read;
     its spec is the one the whole reading gives."""
-    from fsr_lsp.drafting import workspace
-    from fsr_lsp.drafting.workspace import LaunchIndex, workspace_spec
+    from fsr_lsp.drafting import typed
+    from fsr_lsp.drafting.resolver import workspace_spec
+    from fsr_lsp.drafting.workspace import LaunchIndex
     from fsr_lsp.kernels import discover
     from fsr_lsp.kernels.discover import LARGE_BYTES
     from fsr_lsp.source import SourceText
@@ -59,10 +60,11 @@ def test_a_float_kernels_draft_in_a_large_file_reads_none_of_its_types(tmp_path,
     (tmp_path / "big.cu").write_text(text)
     kernel = next(k for k in discover(SourceText(text)).kernels if k.name == "scale")
     read: list[int] = []
-    real = workspace.DeferredAliases._whole
-    monkeypatch.setattr(workspace.DeferredAliases, "_whole", lambda self: read.append(1) or real(self))
+    real = DeferredAliases._whole
+    monkeypatch.setattr(DeferredAliases, "_whole", lambda self: read.append(1) or real(self))
     deferred = workspace_spec(LaunchIndex(tmp_path), tmp_path / "big.cu", text, kernel)
     assert deferred.origin == "drafted" and not read
-    monkeypatch.setattr(workspace, "_aliases", lambda t, d: type_aliases(t, d))
+    monkeypatch.setattr(typed, "LARGE_BYTES", len(text) * 2)  # read whole
+    typed.forget()
     whole = workspace_spec(LaunchIndex(tmp_path), tmp_path / "big.cu", text, kernel)
     assert (whole.origin, whole.spec) == (deferred.origin, deferred.spec)

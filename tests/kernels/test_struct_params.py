@@ -355,7 +355,7 @@ def test_a_captured_struct_kernel_for_whole_tiles_is_proven_at_whole_tiles_with_
     and widens `C.elements` to inout, member of a struct as it is."""
     pytest.importorskip("torch")
     from fsr_lsp.capture import latest_capture
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
     from fsr_lsp.drafting.proof import prove
 
     from ..support.captures import write_capture
@@ -529,7 +529,7 @@ def test_a_bool_member_takes_true():
 
 def test_an_eight_byte_struct_is_drafted_from_its_capture(tmp_path):
     from fsr_lsp.capture import latest_capture
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
 
     from ..support.captures import ptr, write_capture
 

@@ -11,7 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fsr_lsp.drafting.workspace import LaunchIndex, file_specs
+from fsr_lsp.drafting.resolver import file_specs
+
+from fsr_lsp.drafting.workspace import LaunchIndex
 from fsr_lsp.kernels import discover_kernels
 from fsr_lsp.kernels.aliases import type_aliases
 from fsr_lsp.kernels.c_types import element_type

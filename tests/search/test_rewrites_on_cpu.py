@@ -243,7 +243,7 @@ def test_a_programs_kernel_is_drafted_proven_and_rewritten_as_fsr_optimize_does_
     program's own launch (`fsr spec`), proven on the original through the evaluator's worker
     process (the host code, which is no C++, left out as it is where nvcc cannot build it),
     then each structural rewrite of the proven spec evaluated there."""
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
     from fsr_lsp.drafting.placement import place_spec
     from fsr_lsp.drafting.proof import prove
     from fsr_lsp.evaluator.api import evaluate
@@ -307,7 +307,7 @@ def test_a_kernel_passed_a_pointer_into_its_buffer_reads_before_it_and_only_a_re
     draft gives its buffers windows (`in[-(3) : ...]`), the proof makes the output it writes in
     part `inout`, a correct rewrite is verified, and one reading an element before its window
     (the guard band's poison) is not."""
-    from fsr_lsp.drafting.origin import kernel_specs
+    from fsr_lsp.drafting.resolver import kernel_specs
     from fsr_lsp.drafting.placement import place_spec
     from fsr_lsp.drafting.proof import prove
     from fsr_lsp.evaluator.api import evaluate

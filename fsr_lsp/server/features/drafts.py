@@ -51,7 +51,7 @@ class Drafts:
         """The kernel's spec and its origin, with launches from every file of the workspace,
         resolved as `fsr optimize` resolves it (`flags`: the compiler flags, whose -D choose
         typedefs' branches)."""
-        from ...drafting.workspace import workspace_spec
+        from ...drafting.resolver import workspace_spec
 
         return workspace_spec(self.index_for(root), path, text, kernel, open_documents, drafter, include_dirs, flags)
 
