@@ -70,7 +70,9 @@ class LaunchIndex:
         it is `own`, the document of the kernel being drafted; of `own`, where it is that large
         and `kernel` is named, only that kernel's launches are read (a 10 MB file's 4,321 took
         4 s, for a hover on one kernel). Where `own` launches `kernel` itself, the scan is not
-        waited for: a draft takes the kernel's own file's launches over any other's (draft.py)."""
+        waited for: a draft takes the kernel's own file's launches over any other's (draft.py).
+        With `kernel` named, another open document that never names it is not read (under
+        edits to many documents, each edited one was parsed again for every draft)."""
         open_documents = open_documents or {}
         self.scan_in_background()  # reading the disk goes on while the own file is read
         own_text = open_documents.get(own) if own is not None else None
@@ -80,6 +82,8 @@ class LaunchIndex:
         files = self._index(wait=not decided)
         out = [launch for path, found in list(files.items()) if path not in open_documents for launch in found]
         for path, text in open_documents.items():
+            if kernel is not None and path != own and not mentions(text, kernel):
+                continue  # it cannot launch the kernel drafted: an edit of it is not parsed again for this draft
             if len(text) <= MAX_BYTES:
                 out += self._open_launches(path, text)
             elif path == own:
@@ -163,3 +167,16 @@ class LaunchIndex:
             return str(path.resolve().relative_to(self.root.resolve()))
         except ValueError:
             return str(path)
+
+
+def mentions(text: str, kernel: str) -> bool:
+    """Whether `text` names `kernel` as a word: a launch of it (directly, through a macro's
+    argument or a helper) must."""
+    at = text.find(kernel)
+    while at >= 0:
+        end = at + len(kernel)
+        if (at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")) and \
+                (end == len(text) or not (text[end].isalnum() or text[end] == "_")):
+            return True
+        at = text.find(kernel, end)
+    return False

@@ -115,3 +115,23 @@ def test_a_draft_whose_own_file_launches_the_kernel_does_not_wait_for_the_scan(m
     LaunchIndex(tmp_path, first_wait=1.5).launches(docs, own, "other")  # its own file does not launch it: waits
     assert time.monotonic() - started >= 1.4
     gate.set()
+
+
+def test_drafting_one_kernel_reads_only_the_open_documents_that_name_it(monkeypatch, tmp_path):
+    """Under edits to many open documents, each edited one was parsed again for every draft:
+    a document that never names the kernel cannot launch it, and is not read for its draft."""
+    calls = []
+    real = workspace.find_launches
+    monkeypatch.setattr(workspace, "find_launches", lambda src, name, *more: calls.append(name) or real(src, name, *more))
+    index = LaunchIndex(tmp_path)
+    own = tmp_path / "own.cu"
+    docs = {own: "__global__ void k(float* x, int n) { x[0] = n; }\n",
+            tmp_path / "caller.cu": LAUNCH.format(n=5),  # launches k
+            tmp_path / "macro.cu": "#define GO(f) f<<<1, 32>>>(x, 32)\nvoid m(float* x) { GO(k); }\n",
+            **{tmp_path / f"other{i}.cu": LAUNCH.format(n=i).replace("k", "kk") for i in range(20)}}
+    found = index.launches(docs, own=own, kernel="k")
+    read = sorted(Path(c).name for c in calls if Path(c).name in {p.name for p in docs})  # (another test's scan thread)
+    assert read == ["caller.cu", "macro.cu"]  # (own.cu has no `<<<`: never parsed)
+    assert {launch.file for launch in found if launch.kernel == "k"} >= {"caller.cu"}
+    assert len(index.launches(docs)) >= 21  # every document's launches where no kernel is named
+    assert workspace.mentions("x = k;", "k") and not workspace.mentions("kk<<<1, 1>>>(x);", "k")
