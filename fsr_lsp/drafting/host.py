@@ -13,6 +13,7 @@ import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tree_sitter import Node
 
@@ -21,6 +22,18 @@ from ..source import SourceText
 from .host_facts import FROM_ARGV, Allocation, Scope, collect_file, collect_item, declared_identifier, node_text
 
 __all__ = ["FROM_ARGV", "Allocation", "Launch", "Scope", "find_launches"]
+
+
+@lru_cache(maxsize=32)
+def _headers_scope(headers: tuple[str, ...]) -> Scope:
+    """What the headers a file includes say at file scope, the nearest header winning: read once
+    per set of header texts (a draft after each edit of a file read its ten headers again;
+    a header's tree was not kept among the edited files' trees). Copied before a file adds to it."""
+    scope = Scope()
+    for text in reversed(headers):
+        header = SourceText(text)
+        collect_file(header, parse(header.data).root_node, scope)
+    return scope
 
 
 @dataclass(frozen=True)
@@ -47,10 +60,7 @@ def find_launches(src: SourceText, file: str = "", headers: tuple[str, ...] = ()
     """Every launch in the file (or of the kernel named `only`), in order, each with the scope it
     sees (`#define`s, helpers and types of the `headers` it includes first, its own over them)."""
     tree = parse(src.data)
-    file_scope = Scope()
-    for text in reversed(headers):  # the nearest header wins
-        header = SourceText(text)
-        collect_file(header, parse(header.data).root_node, file_scope)
+    file_scope = copy.deepcopy(_headers_scope(tuple(headers))) if headers else Scope()
     collect_file(src, tree.root_node, file_scope)
     out = []
     callers: Mapping[str, Node] | None = None
