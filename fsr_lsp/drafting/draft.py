@@ -170,11 +170,12 @@ def _shape(kernel: Kernel, launch: Launch, t: Translator) -> _Shape:
     block = _dims(config[1], t, constant=True)
     grid = _dims(config[0], t, constant=False)
     smem = t.expr(config[2]) if len(config) > 2 and config[2].strip() not in ("0", "") else None
+    written = launch.template_args or (deduced(kernel, launch) if kernel.is_template else "")
     template = ", ".join(_template_arg(a.strip(), tp, launch.scope, t)
-                         for a, tp in zip(_split(launch.template_args), [*kernel.template_params, *[""] * 99])) \
-        if launch.template_args else ""
+                         for a, tp in zip(_split(written), [*kernel.template_params, *[""] * 99])) if written else ""
     if kernel.is_template and not template:
-        raise Unresolved("a template launched without explicit template arguments")
+        raise Unresolved("a template launched without explicit template arguments, and its arguments' types do not "
+                         "give them all")
     return _Shape(config, block, grid, smem, template, dict(zip(kernel.template_names, _split(template))))
 
 
@@ -292,7 +293,31 @@ def _block_lines(kernel: Kernel, launch: Launch, t: Translator, shape: _Shape, t
     for name, origin in t.origins.items():
         draft.provenance.setdefault(f"size {name}", origin)
     draft.provenance["launch"] = f"{kernel.name}<<<{', '.join(shape.config)}>>> at {launch.where}"
+    if shape.template and not launch.template_args:
+        draft.provenance["template"] = f"`{shape.template}`: deduced from the types of the arguments the launch passes"
     return lines
+
+
+_PLAIN_ARG = re.compile(r"\(*\s*([A-Za-z_]\w*)\s*\)*")  # `d_x`, `(d_x)`: a cast would name the type itself
+
+
+def deduced(kernel: Kernel, launch: Launch) -> str:
+    """The template arguments a launch without them instantiates, as the compiler deduces them:
+    each type parameter `T` from the first pointer parameter `T*` whose argument is a variable
+    the host code declares (`float* d_x` -> float, through typedefs and a launcher's own
+    deduced or explicit template arguments); '' when one is left (a value parameter, a pointer
+    of unknown type)."""
+    scope, names, found = launch.scope, kernel.template_names, {}
+    for p, arg in zip(kernel.params, launch.args):
+        m = _PLAIN_ARG.fullmatch(arg.strip())
+        if not p.is_pointer or p.type_text.count("*") != 1 or p.base_type not in names or m is None:
+            continue
+        name = m.group(1)
+        pointee = scope.pointee.get(name) or (scope.allocations[name].elem if name in scope.allocations else "")
+        resolved = resolve_type(pointee, scope) if pointee and pointee != "void" else ""
+        if resolved and resolved not in scope.template_order and resolved not in names:
+            found.setdefault(p.base_type, resolved)
+    return ", ".join(found[n] for n in names) if all(n in found for n in names) else ""
 
 
 def _template_arg(arg: str, param: str, scope: Scope, t: Translator) -> str:

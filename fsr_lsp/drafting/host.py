@@ -19,7 +19,8 @@ from tree_sitter import Node
 
 from ..kernels.treesitter import enclosing_words, nodes_of, parse
 from ..source import SourceText
-from .host_facts import FROM_ARGV, Allocation, Scope, collect_file, collect_item, declared_identifier, node_text
+from .host_facts import (FROM_ARGV, Allocation, Scope, collect_file, collect_item, declared_identifier, node_text,
+                         plain_type)
 
 __all__ = ["FROM_ARGV", "Allocation", "Launch", "Scope", "find_launches"]
 
@@ -157,7 +158,7 @@ def _bind_caller(src: SourceText, callers: Mapping[str, Node], scope: Scope, fil
     if outer.params:
         _bind_caller(src, callers, outer, file_scope, seen | {scope.function})
     own_allocations = set(scope.allocations)  # the launcher's own, before the caller's are merged in
-    for table in ("values", "macros", "dims", "allocations", "aliases", "types", "lists"):
+    for table in ("values", "macros", "dims", "allocations", "aliases", "types", "lists", "pointee"):
         merged = dict(getattr(outer, table))
         merged.update(getattr(scope, table))  # the launcher's own names win
         setattr(scope, table, merged)
@@ -178,10 +179,21 @@ def _bind_caller(src: SourceText, callers: Mapping[str, Node], scope: Scope, fil
         else:
             scope.values[param] = text if re.fullmatch(r"[\w.]+", text) else f"({text})"
         scope.params.discard(param)
+        if param in scope.pointer_params:
+            _deduce(scope, param, outer.pointee.get(text, ""))
     _bind_template(src, caller, scope)
     where = f"line {src.position(caller.start_byte).line + 1}"
     scope.called_from = f"{where} (from {outer.called_from})" if outer.called_from else where
     scope.params |= outer.params
+
+
+def _deduce(scope: Scope, param: str, passed: str) -> None:
+    """`template <typename T> void bs(const T* d_a)` called with a `float*`: T is float, as the
+    compiler deduces it (an explicit `bs<double>(...)` is bound after, and wins)."""
+    declared = scope.pointee.get(param, "")
+    if passed and declared in scope.template_order and declared not in scope.types:
+        scope.types[declared] = passed
+        scope.params.discard(declared)
 
 
 def _bind_template(src: SourceText, caller: Node, scope: Scope) -> None:
@@ -269,7 +281,8 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope, fn: Node | None = 
     """File scope plus what the enclosing host function declares before the launch (`body`
     false: its parameters only, the body to be read by the caller)."""
     scope = Scope(dict(file_scope.values), dict(file_scope.macros), dict(file_scope.dims), dict(file_scope.allocations),
-                  dict(file_scope.aliases), dict(file_scope.types), file_names=set(file_scope.values))
+                  dict(file_scope.aliases), dict(file_scope.types), file_names=set(file_scope.values),
+                  pointee=dict(file_scope.pointee))
     fn = fn or _enclosing_function(call)
     if fn is None:
         return scope
@@ -293,6 +306,9 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope, fn: Node | None = 
                 scope.param_order.append(node_text(src, ident))
                 if "*" in node_text(src, p) or "[" in node_text(src, p):
                     scope.pointer_params.add(node_text(src, ident))
+                    kind = p.child_by_field_name("type")
+                    if kind is not None and node_text(src, p).count("*") == 1:
+                        scope.pointee[node_text(src, ident)] = plain_type(node_text(src, kind))
     if body:
         _BodyWalk(fn).read_to(src, call.start_byte, scope)
     return scope

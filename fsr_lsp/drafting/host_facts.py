@@ -50,6 +50,7 @@ class Scope:
     template_order: list[str] = field(default_factory=list)  # the host function's own template parameters
     floating: set[str] = field(default_factory=set)  # names declared float or double (`ceil(nf / 256)` rounds up)
     declared: set[str] = field(default_factory=set)  # whole numbers declared with no value (`int blocks;`), set later
+    pointee: dict[str, str] = field(default_factory=dict)  # pointer variable -> the type it points to, as declared
 
 
 # `atoi(argv[1])`, `(int)strtol(argv[2], 0, 10)`, `std::stoi(argv[3])`: a size known only when the program runs
@@ -122,6 +123,11 @@ def _collect_declaration(src: SourceText, node: Node, scope: Scope) -> None:
         if d.type == "identifier" and type_text == "dim3":  # `dim3 threads;`, its members set below it
             scope.dims[node_text(src, d)] = ["1"]
             continue
+        pointer = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+        if pointer is not None and pointer.type == "pointer_declarator" and type_text:
+            named = declared_identifier(pointer)  # `float *d_x;`: what a template kernel launched with it is instantiated for
+            if named is not None and node_text(src, pointer).count("*") == 1:
+                scope.pointee[node_text(src, named)] = plain_type(type_text)
         if d.type == "identifier" and type_text and _WHOLE.fullmatch(type_text):  # `int blocks_x;`, set below
             scope.declared.add(node_text(src, d))
             continue
@@ -310,6 +316,12 @@ def _strip_casts(node: Node) -> Node:
             node = args.named_children[0]
         else:
             return node
+
+
+def plain_type(type_text: str) -> str:
+    """A declared type without its qualifiers: `const float` -> `float`."""
+    return " ".join(w for w in type_text.split() if w not in ("const", "volatile", "__restrict__", "__restrict",
+                                                              "restrict"))
 
 
 def declared_identifier(node: Node) -> Node | None:
