@@ -32,6 +32,7 @@ class LaunchIndex:
         self.root = root
         self.first_wait = first_wait
         self._files: dict[Path, list[Launch]] | None = None
+        self._read_as: dict[Path, tuple[int, int]] = {}  # a file on disk -> (len, hash) of the text its launches are of
         # path (or path and kernel: a large document read for one kernel) -> (len, hash, launches) of its text
         self._open: dict[Path | tuple[Path, str | None], tuple[int, int, list[Launch]]] = {}
         self._lock = threading.Lock()
@@ -126,7 +127,9 @@ class LaunchIndex:
             cached = self._open.get(cached_path)
             if cached is not None and cached[:2] == key:
                 return [launch for launch in cached[2] if kernel in (None, launch.kernel)]
-        found = self._read_text(path, text, kernel)
+        disk = self._files.get(path) if self._files is not None and kernel is None else None
+        # an opened document as it is on disk: the scan's reading of it serves (a first touch parsed it again)
+        found = disk if disk is not None and self._read_as.get(path) == key else self._read_text(path, text, kernel)
         for stale in [k for k, v in self._open.items() if isinstance(k, tuple) and k[0] == path and v[:2] != key]:
             del self._open[stale]  # another version's
         self._open[path if kernel is None else (path, kernel)] = (*key, found)
@@ -151,9 +154,9 @@ class LaunchIndex:
             data = path.read_bytes()
         except OSError:
             return []
-        if b"<<<" not in data:
-            return []
-        return self._read_text(path, data.decode("utf-8", errors="replace"))
+        text = data.decode("utf-8", errors="replace")
+        self._read_as[path] = (len(text), hash(text))
+        return self._read_text(path, text) if b"<<<" in data else []
 
     def _read_text(self, path: Path, text: str, kernel: str | None = None) -> list[Launch]:
         if "<<<" not in text:

@@ -135,3 +135,22 @@ def test_drafting_one_kernel_reads_only_the_open_documents_that_name_it(monkeypa
     assert {launch.file for launch in found if launch.kernel == "k"} >= {"caller.cu"}
     assert len(index.launches(docs)) >= 21  # every document's launches where no kernel is named
     assert workspace.mentions("x = k;", "k") and not workspace.mentions("kk<<<1, 1>>>(x);", "k")
+
+
+def test_an_opened_document_as_it_is_on_disk_takes_the_scans_reading(monkeypatch, tmp_path):
+    """A kernel's first touch parsed its own document again though the workspace's scan had just
+    read it: the scan's reading serves while the text is the one on disk; an edit is read anew."""
+    path = tmp_path / "a.cu"
+    path.write_text(LAUNCH.format(n=5))
+    index = LaunchIndex(tmp_path)
+    index.launches({})  # the scan
+    index._scanning.join(10)
+    calls = []
+    real = workspace.find_launches
+    monkeypatch.setattr(workspace, "find_launches", lambda src, name, *more: calls.append(name) or real(src, name, *more))
+    docs = {path.resolve(): path.read_text()}
+    assert [launch.args[1] for launch in index.launches(docs, own=path.resolve(), kernel="k")] == ["5"]
+    assert calls == []
+    docs[path.resolve()] = LAUNCH.format(n=6)
+    assert [launch.args[1] for launch in index.launches(docs, own=path.resolve(), kernel="k")] == ["6"]
+    assert calls == ["a.cu"]
