@@ -19,8 +19,8 @@ from tree_sitter import Node
 
 from ..kernels.treesitter import enclosing_words, nodes_of, parse
 from ..source import SourceText
-from .host_facts import (FROM_ARGV, Allocation, Scope, collect_file, collect_item, declared_identifier, node_text,
-                         plain_type)
+from ..kernels.c_types import without_qualifiers
+from .host_facts import FROM_ARGV, Allocation, Scope, collect_file, collect_item, declared_identifier, node_text
 
 __all__ = ["FROM_ARGV", "Allocation", "Launch", "Scope", "find_launches"]
 
@@ -308,7 +308,7 @@ def _scope_at(src: SourceText, call: Node, file_scope: Scope, fn: Node | None = 
                     scope.pointer_params.add(node_text(src, ident))
                     kind = p.child_by_field_name("type")
                     if kind is not None and node_text(src, p).count("*") == 1:
-                        scope.pointee[node_text(src, ident)] = plain_type(node_text(src, kind))
+                        scope.pointee[node_text(src, ident)] = without_qualifiers(node_text(src, kind))
     if body:
         _BodyWalk(fn).read_to(src, call.start_byte, scope)
     return scope

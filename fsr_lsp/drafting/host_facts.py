@@ -11,7 +11,7 @@ from typing import Iterator
 
 from tree_sitter import Node
 
-from ..kernels.c_types import element_type
+from ..kernels.c_types import element_type, without_qualifiers
 from ..kernels.lexical import code_only, split_top_level
 from ..source import SourceText
 from .helpers import one_return_helper
@@ -127,7 +127,7 @@ def _collect_declaration(src: SourceText, node: Node, scope: Scope) -> None:
         if pointer is not None and pointer.type == "pointer_declarator" and type_text:
             named = declared_identifier(pointer)  # `float *d_x;`: what a template kernel launched with it is instantiated for
             if named is not None and node_text(src, pointer).count("*") == 1:
-                scope.pointee[node_text(src, named)] = plain_type(type_text)
+                scope.pointee[node_text(src, named)] = without_qualifiers(type_text)
         if d.type == "identifier" and type_text and _WHOLE.fullmatch(type_text):  # `int blocks_x;`, set below
             scope.declared.add(node_text(src, d))
             continue
@@ -316,12 +316,6 @@ def _strip_casts(node: Node) -> Node:
             node = args.named_children[0]
         else:
             return node
-
-
-def plain_type(type_text: str) -> str:
-    """A declared type without its qualifiers: `const float` -> `float`."""
-    return " ".join(w for w in type_text.split() if w not in ("const", "volatile", "__restrict__", "__restrict",
-                                                              "restrict"))
 
 
 def declared_identifier(node: Node) -> Node | None:

@@ -23,7 +23,7 @@ from .host import find_launches
 from .origin import Drafter, KernelSpec
 from .stages import STAGES, WHY_ORDER, SpecRequest
 from .typed import typed_kernel
-from .workspace import SOURCES, LaunchIndex
+from .workspace import SOURCES, LaunchIndex, resolved
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +107,8 @@ def file_specs(index: LaunchIndex, path: Path, text: str, open_documents: dict[P
 def _in_workspace(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel],
                   open_documents: dict[Path, str] | None, drafter: Drafter | None, include_dirs: tuple[str, ...],
                   flags: tuple[str, ...]) -> list[KernelSpec]:
-    docs = {p.resolve(): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
-    docs[path.resolve()] = text
+    docs = {resolved(p): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
+    docs[resolved(path)] = text
     build = index.build(path)
     if build is not None:  # as the user's build compiles the file: its -D, -I and the flags that change code
         flags = merged(build.flags.flags, flags)
@@ -117,7 +117,7 @@ def _in_workspace(index: LaunchIndex, path: Path, text: str, kernels: list[Kerne
     defined = frozenset(flag_defines(flags))
     capture = index.capture()
     capture = capture.preferring(path.parent) if capture is not None else None
-    launches = index.launches(docs, path.resolve(), kernels[0].name if len(kernels) == 1 else None)
+    launches = index.launches(docs, resolved(path), kernels[0].name if len(kernels) == 1 else None)
     src = SourceText.of(text)
     out = []
     for kernel in kernels:

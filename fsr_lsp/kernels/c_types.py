@@ -82,6 +82,11 @@ _LIBRARY: dict[str, tuple[str, int]] = {
 }
 
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "union", "__grid_constant__"}
+
+
+def without_qualifiers(type_text: str) -> str:
+    """A declared type as its words name it, qualifiers left out: `const struct Point` -> `Point`."""
+    return " ".join(w for w in type_text.split() if w not in _QUALIFIERS)
 _TOKEN = re.compile(r"[A-Za-z_]\w*|::|[*&\[\]<>,()]|\d+")
 
 

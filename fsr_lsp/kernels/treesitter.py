@@ -19,6 +19,7 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 from ..source import SourceText
 from .c_types import parse_param
 from .kernel import Kernel
+from .text_edits import one_edit
 
 _WRAPPERS = ("template_declaration", "linkage_specification")
 
@@ -46,9 +47,38 @@ def parse(data: bytes) -> Tree:
     base = _derived.get(data)
     if base is not None:
         return _reparsed(base, data)
-    if len(data) <= YIELDING_BYTES:
-        return _parser().parse(data)
-    return _parser().parse(lambda offset, _point: data[offset:offset + CHUNK_BYTES])
+    tree = _edited(data)
+    if tree is None:
+        tree = _parser().parse(data) if len(data) <= YIELDING_BYTES else \
+            _parser().parse(lambda offset, _point: data[offset:offset + CHUNK_BYTES])
+    with _recent_lock:
+        _recent.append((data, tree))
+        del _recent[:-RECENT_KEPT]
+    return tree
+
+
+RECENT_KEPT = 8  # the last texts parsed whole or edited: a new version of one is reparsed around its edit
+_recent: list[tuple[bytes, Tree]] = []
+_recent_lock = threading.Lock()
+
+
+def _edited(data: bytes) -> Tree | None:
+    """`data`'s tree from a recent text it is one edit of (a document's next version), reparsed
+    only around the edit; None when no recent text is close enough."""
+    with _recent_lock:
+        recent = list(_recent)
+    for old, tree in reversed(recent):
+        if abs(len(old) - len(data)) > len(data) // 10 or tree.root_node.has_error:
+            continue
+        edit = one_edit(old, data)
+        if edit is None:
+            continue
+        edited = tree.copy()
+        edited.edit(edit.start, edit.old_end, edit.new_end, edit.start_point, edit.old_end_point, edit.new_end_point)
+        tree = _parser().parse(lambda at, _point: data[at:at + CHUNK_BYTES], edited)
+        # a text with a syntax error may recover differently from a whole parse's: parsed whole
+        return None if tree.root_node.has_error else tree
+    return None
 
 
 _derived: dict[bytes, bytes] = {}  # a text -> the text it was made from by blanking lines, byte for byte

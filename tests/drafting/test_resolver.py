@@ -164,3 +164,21 @@ def test_fsr_spec_says_the_stages_each_kernel_went_through(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "tried: complete > attached > checkable > captured > drafted\n" in out
     assert "tried: complete > attached > checkable > captured > drafted > inferred > model\n" in out  # generic
+
+
+def test_a_draft_resolves_each_open_documents_path_once(tmp_path, monkeypatch):
+    """Resolving 50 open documents' paths was a quarter of a draft's time under edits."""
+    import pathlib
+
+    docs = {tmp_path / f"d{i}.cu": f"void f{i}() {{}}\n" for i in range(20)}
+    path = tmp_path / "k.cu"
+    path.write_text(FILE)
+    kernel = find_kernel(SourceText(FILE), "launched")
+    index = LaunchIndex(tmp_path)
+    workspace_spec(index, path, FILE, kernel, docs)
+    calls: list[object] = []
+    real = pathlib.Path.resolve
+    monkeypatch.setattr(pathlib.Path, "resolve", lambda self, *a, **k: calls.append(self) or real(self, *a, **k))
+    again = workspace_spec(index, path, FILE, kernel, docs)
+    assert again.origin == "drafted"
+    assert not [p for p in calls if p in docs], calls  # (another test's scan thread may resolve its own files)
