@@ -15,6 +15,7 @@ from pathlib import Path
 from ..capture import Capture, latest_capture
 from ..capture.launches import CAPTURES
 from ..kernels.aliases import included_texts, includer_texts
+from ..kernels.lexical import word_places
 from ..source import SourceText
 from .build_commands import BuildIndex, FileBuild
 from .host import Launch, find_launches
@@ -175,16 +176,8 @@ class LaunchIndex:
 
 def mentions(text: str, kernel: str) -> bool:
     """Whether `text` names `kernel` as a word: a launch of it (directly, through a macro's
-    argument or a helper) must. Found with `str.find`: a `\\bname\\b` regex reads every
-    position (43 ms for 50 documents, against 0.5 ms), on every draft."""
-    at = text.find(kernel)
-    while at >= 0:
-        end = at + len(kernel)
-        if (at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")) and \
-                (end == len(text) or not (text[end].isalnum() or text[end] == "_")):
-            return True
-        at = text.find(kernel, end)
-    return False
+    argument or a helper) must."""
+    return next(word_places(text, kernel), None) is not None
 
 
 @lru_cache(maxsize=8192)

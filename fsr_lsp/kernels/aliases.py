@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .c_types import by_value_alignment, element_type
-from .lexical import active_text, defined_macros
+from .lexical import active_text, defined_macros, word_places
 from .kernel import Kernel, Param
 from .struct_fields import with_struct_fields
 from .structs import instantiated, struct_templates, struct_types
@@ -124,16 +124,9 @@ def _may_declare(text: str, name: str) -> bool:
                                                 rf"typedef\s+[\w\s:]+?\s+{spelled}\s*;"))
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return True  # `Pack<float, 4>`, `std::size_t`: read whole
-    places, at = 0, text.find(name)
-    while at >= 0:
-        end = at + len(name)
-        whole_word = (at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")) and \
-            (end == len(text) or not (text[end].isalnum() or text[end] == "_"))
-        if whole_word:
-            places += 1
-            if places > BUSY_NAME or _DECLARED_BEFORE.search(text, max(0, at - LOOK_BEHIND), at):
-                return True
-        at = text.find(name, end)
+    for places, at in enumerate(word_places(text, name), start=1):
+        if places > BUSY_NAME or _DECLARED_BEFORE.search(text, max(0, at - LOOK_BEHIND), at):
+            return True
     return False
 
 
