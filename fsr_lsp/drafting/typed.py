@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..kernels import Kernel
-from ..kernels.aliases import DeferredAliases, compiled_as, defines_for, flag_defines, type_aliases, with_aliases
+from ..kernels.aliases import DeferredAliases, defines_for, flag_defines, retyped, type_aliases, with_aliases
 from ..kernels.discover import LARGE_BYTES
 from ..kernels.lexical import defined_macros
 from ..specs.defines import block_defines
@@ -84,9 +84,12 @@ def _typed(kernel: Kernel, text: str, headers: Sequence[str], defined: frozenset
     types = file_types(text, headers, defined)
     own_flags = block_defines(kernel)
     own = frozenset(flag_defines(own_flags)) - defined
-    kernel = compiled_as(with_aliases(kernel, types), text, headers, set(defined | own))
+    kernel_types = file_types(text, headers, defined | own) if own else types
+    kernel = with_aliases(kernel, types)
+    if defined | own:  # as that build compiles it, over the file's own reading (one reading of the aliases for both)
+        kernel = retyped(kernel, kernel_types)
     if own:
-        return TypedKernel(kernel, file_types(text, headers, defined | own), own_flags)
+        return TypedKernel(kernel, kernel_types, own_flags)
     found = defines_for(kernel, text, list(headers), compiled_types(symbol, len(kernel.params)), set(defined)) \
         if symbol else None
     if found is None:

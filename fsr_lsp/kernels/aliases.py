@@ -278,7 +278,12 @@ def compiled_as(kernel: Kernel, text: str, headers: Iterable[str], defined: set[
     typed as a build that also defines `defined` compiles it."""
     if not defined:
         return kernel
-    aliases = type_aliases("\n".join([*headers, text]), defined_macros(text.encode()) | set(defined))
+    return retyped(kernel, type_aliases("\n".join([*headers, text]), defined_macros(text.encode()) | set(defined)))
+
+
+def retyped(kernel: Kernel, aliases: Mapping[str, str]) -> Kernel:
+    """The kernel with each aliased parameter typed as `aliases` (a build's reading of the
+    file's aliases) says, over what it was typed as before."""
     params = []
     for p in kernel.params:
         if p.base_type in aliases and p.type_text.count("*") <= 1:

@@ -142,7 +142,7 @@ def test_file_specs_and_kernel_specs_agree_where_there_is_no_build(tmp_path):
 def test_no_stage_types_a_kernel_itself():
     """Only typed.py calls the helpers that work out a signature's types: a stage reads the
     typed kernel (issue 60: no stage recomputes a type)."""
-    helpers = {"type_aliases", "with_aliases", "compiled_as", "defines_for", "with_struct_fields",
+    helpers = {"type_aliases", "with_aliases", "compiled_as", "retyped", "defines_for", "with_struct_fields",
                "with_included_aliases", "DeferredAliases"}
     folder = Path(typed_module.__file__).parent
     for module in folder.glob("*.py"):
