@@ -219,3 +219,31 @@ def test_a_device_variable_is_compared_as_an_output():
     assert skipped.status == "wrong" and "total" in skipped.message, skipped.message
     stored = device_variable_run("sum_overwrites_device_variable")
     assert stored.status == "wrong" and "total" in stored.message, stored.message
+
+
+def test_a_runs_buffers_share_one_arena_whose_bands_are_checked_at_once_and_an_overrun_names_its_buffer():
+    from fsr_lsp.evaluator.gpu.guards import ALIGN, guarded_set
+    from fsr_lsp.evaluator.records import ArgPlan
+
+    args = [ArgPlan("x", "buffer", "float32", length=1000, direction="in"),
+            ArgPlan("y", "buffer", "int32", length=77, direction="out"),
+            ArgPlan("z", "buffer", "float16", length=5, direction="inout")]
+    arena = guarded_set(torch, torch.device("cpu"), args, "A", {"x": torch.ones(1000),
+                                                                  "z": torch.full((5,), 2.0, dtype=torch.float16)})
+    starts = {name: g.tensor.data_ptr() - arena.whole.data_ptr() for name, g in arena.guards.items()}
+    assert all(s % ALIGN == 0 for s in starts.values()) and len(set(starts.values())) == 3
+    assert torch.equal(arena.guards["x"].tensor, torch.ones(1000)) and arena.guards["x"].tensor.numel() == 1000
+    assert arena.guards["z"].tensor.tolist() == [2.0] * 5
+    assert arena.overrun() is None and int(arena.violations()) == 0
+    arena.guards["x"].tensor.fill_(5)  # writes inside the buffers change no band
+    arena.guards["y"].tensor.fill_(5)
+    assert arena.overrun() is None
+    y = arena.guards["y"]
+    y.whole[y.before + y.nbytes + 5] = 0  # one byte past the end of y: the 2nd element after it
+    found = arena.overrun()
+    assert found is not None and found[0] == "y" and found[1].extent() == (0, 8)
+    z = arena.guards["z"]
+    z.whole[z.before - 1] = 0  # just before z: y is still the first named, both counted
+    assert int(arena.violations()) == 2 and arena.overrun()[0] == "y"
+    y.whole[y.before + y.nbytes + 5] = arena.guards["y"].band_after[5]
+    assert arena.overrun()[0] == "z" and z.extent() == (2, 0)

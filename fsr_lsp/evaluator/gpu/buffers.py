@@ -148,20 +148,20 @@ def bad_mask(torch: Any, got: Any, expected: Any, arg: ArgPlan, scaled_tol: floa
 def scaled_error(torch: Any, got: Any, ref: Any, scale: Any = None) -> Any:
     """|got - ref| / (|ref| + mean |ref|) in float64; NaN against NaN and equal infinities are 0,
     a NaN or infinity against anything else is infinite. `scale`: the magnitude to use in place
-    of this buffer's own mean |ref|."""
+    of this buffer's own mean |ref|. (In place where it can: a verification computes this some
+    fifty times a candidate, and each pass is a launch of host time.)"""
     g, r = got.to(torch.float64), ref.to(torch.float64)
     scale = (mean_magnitude(torch, r) if scale is None else torch.as_tensor(scale, dtype=torch.float64)) \
         .clamp(min=torch.finfo(torch.float32).tiny)
-    err = (g - r).abs() / (r.abs() + scale)
-    same = (g == r) | (g.isnan() & r.isnan())
-    err = torch.where(same, torch.zeros_like(err), err)
-    return torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
+    err = (g - r).abs_().div_(r.abs().add_(scale))
+    err.masked_fill_((g == r) | (g.isnan() & r.isnan()), 0.0)
+    return err.nan_to_num_(nan=float("inf"), posinf=float("inf"))
 
 
 def mean_magnitude(torch: Any, values: Any) -> Any:
     """The mean |x| over the finite elements, as a device scalar (no synchronisation)."""
     finite = values.isfinite()
-    total = torch.where(finite, values.abs(), torch.zeros_like(values)).sum(dtype=torch.float64)
+    total = values.abs().masked_fill_(~finite, 0).sum(dtype=torch.float64)
     return total / finite.sum().clamp(min=1)
 
 

@@ -40,7 +40,7 @@ def band_bytes(nbytes: int) -> int:
 
 @dataclass
 class Guarded:
-    """One buffer inside its guard bands."""
+    """One buffer inside its guard bands (a region of its run's arena: GuardedSet)."""
 
     arg: ArgPlan
     whole: Any  # uint8 tensor: band | buffer | padding + band
@@ -55,39 +55,88 @@ class Guarded:
         """The buffer itself (a view: launches write through it)."""
         return self.whole[self.before:self.before + self.nbytes].view(self.dtype)
 
+    def bands(self) -> tuple[Any, Any]:
+        """The bytes before the buffer and after it (views)."""
+        return self.whole[:self.before], self.whole[self.before + self.nbytes:]
+
     def violations(self) -> Any:
         """Changed band bytes, as a device scalar (no synchronisation)."""
-        end = self.before + self.nbytes
-        return (self.whole[:self.before] != self.band_before).sum() + (self.whole[end:] != self.band_after).sum()
+        before, after = self.bands()
+        return (before != self.band_before).sum() + (after != self.band_after).sum()
 
     def extent(self) -> tuple[int, int]:
         """(bytes written before the start, bytes written past the end), to the farthest changed
         byte, in whole elements of the buffer's type."""
-        end = self.before + self.nbytes
-        before = (self.whole[:self.before] != self.band_before).nonzero()
-        after = (self.whole[end:] != self.band_after).nonzero()
-        size = self.whole.new_empty(0).view(self.dtype).element_size()
+        band_before, band_after = self.bands()
+        before = (band_before != self.band_before).nonzero()
+        after = (band_after != self.band_after).nonzero()
+        size = self.dtype.itemsize
         return (round_up(self.before - int(before[0].item()), size) if before.numel() else 0,
                 round_up(int(after[-1].item()) + 1, size) if after.numel() else 0)
 
 
+REGION_ALIGN = 512  # each buffer's region in a run's arena starts where torch's own allocations do
+
+
+class GuardedSet:
+    """One run's buffers, each inside its bands, in one allocation: a launch's check reads every
+    band in one comparison (verification checks after each of its hundred-odd launches a
+    candidate, and a comparison per band was most of a small kernel's check: issue 59)."""
+
+    def __init__(self, torch: Any, whole: Any, guards: dict[str, Guarded], written: Any) -> None:
+        self.torch, self.whole, self.guards, self._written = torch, whole, guards, written
+
+    def violations(self) -> Any:
+        """Changed band bytes of every buffer, as a device scalar (no synchronisation)."""
+        if not self.guards:
+            return self.torch.zeros((), dtype=self.torch.int64)
+        return (self.torch.cat([b for g in self.guards.values() for b in g.bands()]) != self._written).sum()
+
+    def overrun(self) -> tuple[str, Guarded] | None:
+        """The first buffer (in the run's order) whose bands changed, where any did (a wait)."""
+        if not self.guards or not int(self.violations().item()):
+            return None
+        return next(((name, g) for name, g in self.guards.items() if int(g.violations().item())), None)
+
+
+def guarded_set(torch: Any, device: Any, args: list[ArgPlan], which: str, contents: dict[str, Any]) -> GuardedSet:
+    """`args`' buffers with canary bands, in one arena: each `contents` entry copied in, the
+    others holding the run's poison (the bands hold it too)."""
+    layout = []
+    offset = 0
+    for arg in args:
+        dtype = storage_dtype(torch, arg.dtype)
+        nbytes = arg.numel * dtype.itemsize
+        band = band_bytes(nbytes)
+        size = band + round_up(nbytes, ALIGN) + band
+        layout.append((arg, dtype, offset, nbytes, band, size))
+        offset = round_up(offset + size, REGION_ALIGN)
+    whole = torch.empty(max(offset, 1), dtype=torch.uint8, device=device)
+    regions = []
+    for arg, dtype, start, nbytes, band, size in layout:
+        region = whole[start:start + size]
+        if which == "A" and arg.dtype in FLOATS:
+            region.view(dtype).fill_(float("nan"))
+        else:
+            region.fill_(POISON_BYTE[which])
+        regions.append((arg, dtype, region, nbytes, band))
+    bands = [b for _, _, region, nbytes, band in regions for b in (region[:band], region[band + nbytes:])]
+    written = torch.cat(bands) if bands else whole[:0]
+    guards: dict[str, Guarded] = {}
+    at = 0
+    for arg, dtype, region, nbytes, band in regions:
+        after = region.numel() - band - nbytes
+        g = Guarded(arg, region, band, nbytes, written[at:at + band], written[at + band:at + band + after], dtype)
+        at += band + after
+        if contents.get(arg.name) is not None:
+            g.tensor.copy_(contents[arg.name])
+        guards[arg.name] = g
+    return GuardedSet(torch, whole, guards, written)
+
+
 def guarded(torch: Any, device: Any, arg: ArgPlan, which: str, content: Any | None) -> Guarded:
     """A buffer with canary bands: `content` copied in, or (for `out`) the run's poison."""
-    dtype = storage_dtype(torch, arg.dtype)
-    itemsize = torch.empty(0, dtype=dtype).element_size()
-    nbytes = arg.numel * itemsize
-    band = band_bytes(nbytes)
-    before = band
-    total = before + round_up(nbytes, ALIGN) + band
-    whole = torch.empty(total, dtype=torch.uint8, device=device)
-    if which == "A" and arg.dtype in FLOATS:
-        whole.view(dtype).fill_(float("nan"))
-    else:
-        whole.fill_(POISON_BYTE[which])
-    g = Guarded(arg, whole, before, nbytes, whole[:before].clone(), whole[before + nbytes:].clone(), dtype)
-    if content is not None:
-        g.tensor.copy_(content)
-    return g
+    return guarded_set(torch, device, [arg], which, {arg.name: content}).guards[arg.name]
 
 
 def describe_overrun(arg: str, size: str, extent: tuple[int, int]) -> str:

@@ -11,7 +11,7 @@ from ..job.widening import wide_args
 from .accuracy import to_wide
 from .buffers import poisoned
 from .common import Failure, JobContext, buffers_of, guarded_launch, launch_args, outputs
-from .guards import Guarded, describe_overrun, guarded
+from .guards import GuardedSet, describe_overrun, guarded_set
 from .oracle import OracleProblem
 from .printed import Printed
 from .relocation import canonical
@@ -29,8 +29,9 @@ def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any
     poisoned outputs); every buffer's contents after each launch."""
     kernel = ctx.kernel(who)
     launch = plan.original if who == "original" else plan.candidate
-    guards = {a.name: guarded(ctx.torch, ctx.session.device, a, which, inputs.get(a.name) if a.direction != "out" else None)
-              for a in buffers_of(plan)}
+    arena = guarded_set(ctx.torch, ctx.session.device, buffers_of(plan), which,
+                        {a.name: inputs.get(a.name) for a in buffers_of(plan) if a.direction != "out"})
+    guards = arena.guards
     args = launch_args(plan.args, {name: g.tensor for name, g in guards.items()})
     addresses = {name: g.tensor.data_ptr() for name, g in guards.items()}
     footprint = kernel.shared_bytes + launch.smem
@@ -49,7 +50,7 @@ def launch_runs(ctx: JobContext, who: str, plan: SizePlan, inputs: dict[str, Any
         if took >= SLOW_LAUNCH_S:  # a time limit reached later says "slow", not "hung"
             ctx.report(f"checking {plan.label}: {SLOW_MARK} {who} took {took:.2g} s")
         ctx.printed.append(Printed.of(ctx.session.take_printed()))
-        _check_bands(ctx, who, plan, guards)
+        _check_bands(who, plan, arena)
         last = k == launches - 1
         snapshot = {name: g.tensor if last else g.tensor.clone() for name, g in guards.items()}
         canonical(ctx.torch, plan.args, snapshot, addresses)  # pointers put back as saved: runs compare
@@ -65,16 +66,15 @@ def _native_time(ctx: JobContext, who: str, plan: SizePlan, seconds: float) -> N
         ctx.result.native_ms[plan.label] = min(known, seconds * 1e3) if known is not None else seconds * 1e3
 
 
-def _check_bands(ctx: JobContext, who: str, plan: SizePlan, guards: dict[str, Guarded]) -> None:
-    if not guards:  # no buffer: nothing to overrun
+def _check_bands(who: str, plan: SizePlan, arena: GuardedSet) -> None:
+    found = arena.overrun()
+    if found is None:
         return
-    changed = ctx.torch.stack([g.violations() for g in guards.values()]).tolist()
-    for (name, g), bad in zip(guards.items(), changed):
-        if bad:
-            overrun = describe_overrun(name, plan.label, g.extent())
-            if who == "original":
-                raise OracleProblem(f"{overrun}: the spec's length for `{name}` is too small", "in bounds", name)
-            raise Failure("wrong", f"the candidate {overrun}", check="guard bands")
+    name, g = found
+    overrun = describe_overrun(name, plan.label, g.extent())
+    if who == "original":
+        raise OracleProblem(f"{overrun}: the spec's length for `{name}` is too small", "in bounds", name)
+    raise Failure("wrong", f"the candidate {overrun}", check="guard bands")
 
 
 def double_outputs(ctx: JobContext, plan: SizePlan, inputs: dict[str, Any]) -> dict[str, Any]:
