@@ -127,6 +127,7 @@ class _Timing:
         self.pointers = any(a.links or a.pointers for a in bench.args)  # memory holding pointers: compared as placed
         self.pristine = make_inputs(session, bench, seed_for(job, len(job.sizes) + 1, 0))
         self.sets = [self._working(), self._working()]  # the kernels swap these every other repetition
+        self._args: dict[int, list[Any]] = {}  # each set's launch arguments (_arguments)
         self.contenders = self._contenders()
         self.kernels = [c for c in self.contenders if c.launch is not None]
         self.clock = TaggedLaunches(session.kernel_clock() if self.cfg.clock == "kernel" else None,
@@ -182,7 +183,7 @@ class _Timing:
                 else:
                     buffers[a.name].copy_(self.pristine[a.name])
         # the arguments before the clock starts: memory holding pointers is rebuilt there (a copy)
-        args = launch_args(bench.args, buffers) if c.launch is not None and buffers is not None else None
+        args = self._arguments(buffers) if c.launch is not None and buffers is not None else None
         if args is not None and c.point is not None:
             c.point(args)  # a copy when a redirected variable's buffer moved: before the clock starts
         if cfg.flush_l2:
@@ -207,6 +208,16 @@ class _Timing:
             c.times.append((start, end))
             if self.kept is not None and c.name == "original":
                 self.kept.append({a.name: buffers[a.name].clone() for a in self.outs} if buffers is not None else {})
+
+    def _arguments(self, buffers: dict[str, Any]) -> list[Any]:
+        """The launch's arguments on one of the two buffer sets: made once per set, where no
+        memory holds pointers (else rebuilt at every run, as the run's structure is a copy)."""
+        if self.pointers:
+            return launch_args(self.bench.args, buffers)
+        key = id(buffers)
+        if key not in self._args:
+            self._args[key] = launch_args(self.bench.args, buffers)
+        return self._args[key]
 
     def repetition(self, timed: int | None) -> None:
         """Fresh inputs, then each contender once, in an order and on buffer sets drawn at random
