@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 from .worker.worker_client import Evaluator, EvaluatorUnavailable, StageCallback
 from .job.prepare import EvalOptions, Prepared, prepare
-from .records import CompileResult, EvalJob, EvalResult
+from .records import Check, CompileResult, EvalJob, EvalResult
 from .worker.gpu_gate import gate
 from .sanitize.early import EarlySanitizers
+from .sanitize.batch import Leader, sanitize_many
 from .sanitize.sanitizer import TOOLS, Prewarm, sanitize
 from .support import predicted_arch
 
@@ -146,15 +147,58 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
             checks = sanitize(prepared.job, evaluator.device_index, native_ms=result.native_ms,
                               static_shared=resources.shared_bytes if resources else None, cancel=cancel,
                               prewarm=early or prewarm)
-        result.checks += checks
-        failed = [c for c in checks if c.status == "fail"]
-        if failed:
-            spec = failed[0].name.endswith("(spec)")
-            result.status = "spec_error" if spec else "wrong"
-            result.message = failed[0].detail if spec else f"{failed[0].name} found errors: {failed[0].detail}"
-        elif not any(c.status == "skip" and c.detail == "cancelled" for c in checks):
-            result.confirmed = True
+        _sanitized(result, checks)
     return result
+
+
+def _sanitized(result: EvalResult, checks: list[Check]) -> None:
+    """The sanitizers' checks into a verified candidate's result: a failure is its verdict, a
+    run not cancelled confirms it."""
+    result.checks += checks
+    failed = [c for c in checks if c.status == "fail"]
+    if failed:
+        spec = failed[0].name.endswith("(spec)")
+        result.status = "spec_error" if spec else "wrong"
+        result.message = failed[0].detail if spec else f"{failed[0].name} found errors: {failed[0].detail}"
+    elif not any(c.status == "skip" and c.detail == "cancelled" for c in checks):
+        result.confirmed = True
+
+
+def confirm_together(evaluator: Evaluator, requests: list[tuple[str, str, str, EvalOptions]],
+                     control: JobControl | None = None) -> list[EvalResult]:
+    """Several candidates' stricter verification (each request: source, kernel, candidate,
+    options), as `evaluate` with `sanitize_winner` gives each, but the sanitizers of every one
+    verified run in one child per tool (sanitize/batch.py): a round's leaders pay for one tool
+    start, not one each. Each is still judged on its own."""
+    control = control or JobControl()
+    cancel, prewarm = control.cancel, control.prewarm
+    try:
+        try:
+            gpu = evaluator.start(cancel)
+        except EvaluatorUnavailable as e:
+            status = "cancelled" if cancel is not None and cancel.is_set() else "unavailable"
+            return [EvalResult(kernel=r[1], status=status, message=str(e)) for r in requests]  # type: ignore[arg-type]
+        results, leaders, verified = [], [], []
+        for source, kernel, candidate, options in requests:
+            prepared = prepare(source, kernel, candidate, gpu.arch, options)
+            result = run_prepared(evaluator, prepared, control=dataclasses.replace(control, prewarm=None))
+            results.append(result)
+            if result.verified and prepared.job is not None and prepared.job.candidate is not None:
+                resources = result.resources.get("candidate")
+                leaders.append(Leader(prepared.job, result.native_ms, resources.shared_bytes if resources else None))
+                verified.append(result)
+        if leaders and not (cancel is not None and cancel.is_set()):
+            if control.on_stage:
+                control.on_stage("compute-sanitizer memcheck and racecheck")
+            with gate(evaluator.device_index).shared():
+                checks = sanitize_many(leaders, evaluator.device_index, cancel=cancel, prewarm=prewarm)
+            prewarm = None  # closed by sanitize_many
+            for result, own in zip(verified, checks):
+                _sanitized(result, own)
+        return results
+    finally:
+        if prewarm is not None:
+            prewarm.close()
 
 
 _FAULTED_ON: dict[str, list[str]] = {}  # an original's digest -> the range sets it faulted on, in this process

@@ -80,9 +80,14 @@ class GpuBench(Bench):
         return self.backend.evaluate([self._request(p, screening) for p in proposals], self.cancel)
 
     def confirm(self, proposal: Proposal) -> EvalResult:
+        return self.confirm_many([proposal])[0]
+
+    def confirm_many(self, proposals: list[Proposal]) -> list[EvalResult]:
+        """The stricter verification of each, asked in one batch: the backend runs the
+        sanitizers of several in one child per tool where it can."""
         strict = dataclasses.replace(self.options, seeds_per_size=CONFIRM_SEEDS)
-        return self.backend.evaluate([dataclasses.replace(self._request(proposal, strict), action="confirm")],
-                                   self.cancel)[0]
+        return self.backend.evaluate([dataclasses.replace(self._request(p, strict), action="confirm")
+                                      for p in proposals], self.cancel)
 
     def interrupt(self) -> None:
         """Stop the GPU work in flight now (the search's deadline or cancel; its cancel event,

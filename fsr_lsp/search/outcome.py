@@ -46,6 +46,11 @@ class Bench:
         """Stricter verification of a winner: more seeds, and the sanitizers."""
         raise NotImplementedError
 
+    def confirm_many(self, proposals: list[Proposal]) -> list[EvalResult]:
+        """`confirm` of each, where a bench can do them together for less (a round's leaders:
+        one sanitizer child per tool for all of them); each still judged on its own."""
+        return [self.confirm(p) for p in proposals]
+
     def screen(self, proposals: list[Proposal]) -> list[EvalResult]:
         """The bench size only, one input set, few repetitions (where `screens`)."""
         raise NotImplementedError

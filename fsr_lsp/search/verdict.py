@@ -34,19 +34,25 @@ def promote(history: list[Tried], bench: Bench, config: SearchConfig, round_: in
         pending = list({id(t): t for t in leaders if not t.result.confirmed}.values())
         if not pending:
             return
-        for t in pending:
-            verdict = confirm(t, bench, f"round {round_ + 1} leader", record, started)
-            if verdict is None:
-                return  # interrupted (cancel, the deadline): the leaders stay unconfirmed
-            if verdict and on_confirmed is not None:
-                on_confirmed()  # a fully verified best shows at once, before the other leaders' turn
+        # together: the bench may check them for less (one sanitizer child per tool for all)
+        results = bench.confirm_many([t.proposal for t in pending])
+        verdicts = [judged(t, r, f"round {round_ + 1} leader", record, started) for t, r in zip(pending, results)]
+        if any(v is None for v in verdicts):
+            return  # interrupted (cancel, the deadline): the leaders not judged stay unconfirmed
+        if any(verdicts) and on_confirmed is not None:
+            on_confirmed()  # a fully verified best shows at once
 
 
 def confirm(t: Tried, bench: Bench, role: str, record: Callable[[Tried], None],
             started: float | None = None) -> bool | None:
     """Run the stricter verification on a candidate once; a failure demotes it. None when it was
     interrupted (cancelled, or the deadline): the candidate stays as it was, unconfirmed."""
-    confirmed = bench.confirm(t.proposal)
+    return judged(t, bench.confirm(t.proposal), role, record, started)
+
+
+def judged(t: Tried, confirmed: EvalResult, role: str, record: Callable[[Tried], None],
+           started: float | None = None) -> bool | None:
+    """A candidate's stricter verification taken into its record (see `confirm`)."""
     if confirmed.status == "cancelled" or (confirmed.verified and not confirmed.confirmed and
                                            any(c.detail == "cancelled" for c in confirmed.checks)):
         return None

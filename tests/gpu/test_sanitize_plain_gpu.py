@@ -117,3 +117,19 @@ def test_the_child_without_torch_finishes_sooner_once_handed_its_job(evaluator):
     print(f"\n[sanitizer child] memcheck after the job: torch {seconds['torch']:.2f} s, "
           f"pycuda alone {seconds['plain']:.2f} s")
     assert seconds["plain"] < seconds["torch"], seconds
+
+
+@needs_sanitizer
+def test_leaders_share_one_child_per_tool_and_a_fault_among_them_names_its_leader(evaluator, tmp_path, monkeypatch):
+    from fsr_lsp.evaluator.sanitize.batch import Leader, sanitize_many
+
+    monkeypatch.setenv("FSR_SANITIZER_LOG", str(tmp_path))
+    clean = [Leader(job_of(evaluator, VADD, "vadd", kernel_text(name)), {}) for name in ("good_restrict.cu", "good_launch.cu")]
+    both = sanitize_many(clean, evaluator.device_index)
+    assert all(c.status == "pass" and "in one child with 1 other leader" in c.detail for own in both for c in own), both
+    log = child_logs(tmp_path, "memcheck")
+    assert f"fsr sanitize run 1/2: verified: {plain_runs.MESSAGE}" in log and "fsr sanitize run 2/2: verified" in log
+    over = Leader(job_of(evaluator, VADD, "vadd", kernel_text("oob_read.cu")), {})
+    good, bad = sanitize_many([clean[0], over], evaluator.device_index, tools=("memcheck",))
+    assert good[0].status == "pass" and "in one child" not in good[0].detail, good  # judged again alone
+    assert bad[0].status == "fail" and "reads up to 4 bytes past the end of `a` at n=1" in bad[0].detail, bad

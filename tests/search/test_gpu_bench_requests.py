@@ -40,3 +40,11 @@ def test_without_a_min_gain_every_candidate_is_timed_to_the_precision():
     backend = Recording()
     GpuBench(backend, "// original", "k").evaluate([Proposal("__global__ void k() {}", "test")])  # type: ignore[arg-type]
     assert backend.requests[0].options.timing.win_above == 0.0
+
+
+def test_a_rounds_leaders_are_asked_to_be_confirmed_in_one_batch():
+    backend = Recording()
+    bench = GpuBench(backend, "// original", "k", EvalOptions())  # type: ignore[arg-type]
+    results = bench.confirm_many([Proposal(f"__global__ void k() {{ /* {i} */ }}", "test") for i in range(3)])
+    assert len(results) == 3 and [r.action for r in backend.requests] == ["confirm"] * 3
+    assert len({r.candidate for r in backend.requests}) == 3

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from ..api import evaluate as evaluate_one
-from ..api import JobControl, run_prepared
+from ..api import JobControl, confirm_together, run_prepared
 from ..worker.gpu_gate import gate
 from ..sanitize.sanitizer import TOOLS, Prewarm
 from ..worker.worker_client import Evaluator, EvaluatorUnavailable
@@ -128,6 +128,9 @@ class LocalBackend:
     def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None,
                  on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
         cancel = cancel or threading.Event()
+        confirms = [i for i, r in enumerate(requests) if r.action == "confirm"]
+        if len(confirms) > 1:
+            return self._confirming_together(requests, confirms, cancel, on_result)
         self._start_every_worker_soon()
         log.debug("backend: %d requests (%s)", len(requests), ", ".join(sorted({r.action for r in requests})))
         plain = [i for i, r in enumerate(requests) if r.action == "evaluate" and r.candidate is not None]
@@ -183,6 +186,25 @@ class LocalBackend:
             compile_pool.shutdown(wait=not cancel.is_set(), cancel_futures=True)  # a cancel waits for no compile
         log.debug("backend: %d requests done", len(requests))
         assert all(r is not None for r in results)  # every request was drained
+        return results  # type: ignore[return-value]
+
+    def _confirming_together(self, requests: list[EvalRequest], confirms: list[int], cancel: threading.Event,
+                             on_result: Callable[[int, EvalResult], None] | None) -> list[EvalResult]:
+        """Several confirmations (a round's leaders) on the first GPU, their sanitizers in one
+        child per tool (api.confirm_together); any other requests as usual, first."""
+        results: list[EvalResult | None] = [None] * len(requests)
+        others = [i for i in range(len(requests)) if i not in confirms]
+        if others:
+            said = (lambda k, r: on_result(others[k], r)) if on_result is not None else None
+            for i, r in zip(others, self.evaluate([requests[i] for i in others], cancel, said)):
+                results[i] = r
+        asked = [requests[i] for i in confirms]
+        together = confirm_together(self.evaluator, [(r.source, r.kernel, r.candidate or "", r.options) for r in asked],
+                                    JobControl(asked[0].timeout, cancel=cancel, prewarm=self._take_warm(self.evaluator)))
+        for i, result in zip(confirms, together):
+            results[i] = result
+            if on_result is not None:
+                on_result(i, result)
         return results  # type: ignore[return-value]
 
     def evaluate_one(self, request: EvalRequest, sanitize: bool = False, on_stage: Callable[[str], None] | None = None,

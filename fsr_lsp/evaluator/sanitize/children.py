@@ -20,7 +20,7 @@ from ..support import find_cuda_tool
 from ..worker.gpu_gate import gate
 from ..worker.serde import to_json
 from .child_protocol import CONTEXT_ASKED, CONTEXT_MADE, GO, LOADED, PHASES_MARK
-from .sanitize_main import waiting_child_command
+from .sanitize_main import BATCH_FILE, waiting_child_command
 
 log = logging.getLogger("fsr_lsp.evaluator")
 TOOLS = ("memcheck", "racecheck")  # a round leader's tools
@@ -139,8 +139,12 @@ class ToolChild:
                                     start_new_session=True)
         return cls(tool, proc, folder)
 
-    def go(self, job: EvalJob) -> None:
-        (self.folder / "job.json").write_text(to_json(job))
+    def go(self, job: "EvalJob | list[EvalJob]") -> None:
+        """Hand the child its job, or several to run one after another under one context."""
+        if isinstance(job, list):
+            (self.folder / BATCH_FILE).write_text(to_json(job))
+        else:
+            (self.folder / "job.json").write_text(to_json(job))
         (self.folder / GO).touch()
 
     def loaded(self) -> bool:
@@ -183,11 +187,12 @@ class ToolChild:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index: int, timeout: float,
-                  cancel: threading.Event | None = None, prewarm: HeadStart | None = None) -> dict[str, tuple[int | None, str]]:
+def run_children(work: list[tuple[str, "EvalJob | list[EvalJob]"]], tool_path: str, device_index: int, timeout: float,
+                 cancel: threading.Event | None = None, prewarm: HeadStart | None = None) -> dict[str, tuple[int | None, str]]:
     """Each (tool, job) in its own child, all side by side (sanitizers may share the GPU with each
     other, never with a timed run: the caller holds the GPU); the exit code (None: killed at the
-    timeout or on cancel, said in the text) and the output of each."""
+    timeout or on cancel, said in the text) and the output of each. A list of jobs runs in one
+    child, one after another."""
     children = []
     for tool, job in work:
         child = (prewarm.take(tool) if prewarm else None) or ToolChild.start(tool_path, tool, device_index)
@@ -221,7 +226,8 @@ def run_children(work: list[tuple[str, EvalJob]], tool_path: str, device_index: 
         folder = Path(os.environ["FSR_SANITIZER_LOG"])
         folder.mkdir(parents=True, exist_ok=True)
         for (tool, job), (_, text) in zip(work, out.values()):
-            who = "original" if job.sanitize_original else "candidate"
+            first = job[0] if isinstance(job, list) else job
+            who = "original" if first.sanitize_original else "candidate"
             with (folder / f"{tool}-{who}-{os.getpid()}.log").open("a") as f:
                 f.write(text)
     return out

@@ -1,16 +1,19 @@
 """Entry point run under compute-sanitizer or ncu: `python -m fsr_lsp.evaluator.sanitize.sanitize_main
 JOB.json [GPU]`, or `--wait FOLDER [GPU]`: load what a job needs first, then wait for the parent
-to write FOLDER/job.json and FOLDER/go before touching the GPU (the parent times other kernels
-meanwhile).
+to write FOLDER/job.json (or FOLDER/jobs.json: several jobs, one context) and FOLDER/go before
+touching the GPU (the parent times other kernels meanwhile).
 
 A job runs with pycuda and numpy alone (`plain_runs.py`: under the tool, a child that imports
 torch takes seconds longer to make its first CUDA call); a job that needs torch (a texture
 argument, or more inputs than are quickly drawn on the host: `plain_runs.why_not_plain`) runs
 through the worker's own code, `gpu/run.py`, torch imported only then. Either way the child
-prints `fsr sanitize run: STATUS: MESSAGE` and exits 0 only when the run was clean."""
+prints `fsr sanitize run: STATUS: MESSAGE` and exits 0 only when the run was clean. Several jobs
+(a round's leaders: sanitize/batch.py) run one after another under the one CUDA context, each
+saying `fsr sanitize run K/N: ...`; the child stops at the first that is not clean."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -18,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ..records import EvalJob, EvalResult
-from ..worker.serde import from_json, to_json
+from ..worker.serde import from_data, from_json, to_json
 from .child_protocol import CONTEXT_ASKED, CONTEXT_MADE, GO, LOADED
 
 THROUGH_TORCH = "--through-torch"  # the flag that runs every job through torch, as the child ran before plain_runs
 WAIT_SECONDS = 900.0  # a child nobody hands a job to gives up
+BATCH_FILE = "jobs.json"  # several jobs in one child: a JSON list of them
 
 
 def child_command(job: EvalJob, folder: Path, device_index: int) -> list[str]:
@@ -49,7 +53,8 @@ def _wait_for_job(folder: Path, device_index: int = 0) -> tuple[Path | None, Any
     asked = False
     while time.monotonic() < deadline and folder.is_dir():
         if (folder / GO).exists():
-            return folder / "job.json", context
+            several = folder / BATCH_FILE
+            return (several if several.exists() else folder / "job.json"), context
         if not asked and (folder / CONTEXT_ASKED).exists():
             asked = True
             context, why = open_context(device_index)
@@ -122,19 +127,34 @@ def main(argv: list[str]) -> int:
 
 
 def _run(argv: list[str], through_torch: bool) -> int:
+    device_index = int(argv[1]) if len(argv) > 1 else 0
+    text = Path(argv[0]).read_text()
+    if Path(argv[0]).name != BATCH_FILE:
+        return 0 if _run_one(from_json(EvalJob, text), device_index, through_torch, "") == "verified" else 1
+    jobs = [from_data(EvalJob, data) for data in json.loads(text)]
+    context, _ = open_context(device_index)  # one context for every job, whether or not made ahead
+    try:
+        for k, job in enumerate(jobs):
+            if _run_one(job, device_index, through_torch, f" {k + 1}/{len(jobs)}") != "verified":
+                return 1  # the rest would run after a fault: the parent judges each on its own
+        return 0
+    finally:
+        release_context(context)
+
+
+def _run_one(job: EvalJob, device_index: int, through_torch: bool, which: str) -> str:
+    """One job's run, its line printed; its status."""
     from .plain_runs import run_plain, why_not_plain
 
-    job = from_json(EvalJob, Path(argv[0]).read_text())
-    device_index = int(argv[1]) if len(argv) > 1 else 0
     why_not = why_not_plain(job, through_torch)
     if why_not:
         print(f"fsr sanitize run through torch: {why_not}", flush=True)
         result = _run_with_torch(job, device_index)
     else:
         result = run_plain(job, device_index)
-    print(f"fsr sanitize run: {result.status}: {result.message}")
+    print(f"fsr sanitize run{which}: {result.status}: {result.message}")
     sys.stdout.flush()
-    return 0 if result.status == "verified" else 1
+    return result.status
 
 
 def _run_with_torch(job: EvalJob, device_index: int) -> EvalResult:

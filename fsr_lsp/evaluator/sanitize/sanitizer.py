@@ -28,7 +28,7 @@ from ..worker.serde import to_json
 from ..support import last_line
 
 __all__ = ["TOOLS", "Access", "Done", "HeadStart", "Output", "Prewarm", "ToolChild", "accesses_in", "calls_printf",
-           "describe_accesses", "find_sanitizer", "run_children", "sanitize", "sanitize_job", "sanitize_original",
+           "clean", "describe_accesses", "find_sanitizer", "passed", "run_children", "sanitize", "sanitize_job", "sanitize_original",
            "sanitized_sizes", "tool_plans"]
 
 log = logging.getLogger("fsr_lsp.evaluator")
@@ -178,9 +178,25 @@ def _outcome(tool: str, result: tuple[int | None, str], plan: ToolPlan, timeout:
         return Outcome(Check(name, "skip", f"the tool could not run here (exit {returncode}): {last_line(out)}"), [])
     if errors is None:
         return Outcome(Check(name, "skip", f"no summary from the tool: {last_line(out)}"), [])
+    return Outcome(passed(tool, plan), [])
+
+
+def clean(output: Output) -> bool:
+    """A child whose every job ran clean and in which the tool found nothing: exit 0 (the tool's
+    error exit code is another, and the child exits 1 at a job that failed), the tool's summary
+    of no errors, no kernel it could not check."""
+    code, out = output
+    summary = _SUMMARY.search(out)
+    return code == 0 and summary is not None and int(summary.group(1) or summary.group(2)) == 0 and \
+        _UNSUPPORTED.search(out) is None
+
+
+def passed(tool: str, plan: ToolPlan, others: int = 0) -> Check:
+    """A tool's pass at every size of its plan; `others`: the leaders checked in the same child."""
     rest = "".join(f"; {label} left out ({why})" for label, why in plan.left_out)
-    return Outcome(Check(name, "pass", f"0 errors at {', '.join(p.label for p in plan.sizes)} (exact allocations){rest}"),
-                   [])
+    shared = f"; in one child with {others} other leader{'s' if others > 1 else ''}" if others else ""
+    return Check(f"sanitizer {tool}", "pass",
+                 f"0 errors at {', '.join(p.label for p in plan.sizes)} (exact allocations){rest}{shared}")
 
 
 def accesses_in(out: str) -> list[Access]:
