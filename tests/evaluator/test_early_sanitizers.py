@@ -16,7 +16,7 @@ from fsr_lsp.evaluator.records import EvalResult, GpuInfo, KernelBinary
 from fsr_lsp.evaluator.sanitize import early, sanitizer
 from fsr_lsp.evaluator.worker.gpu_gate import gate
 
-from ..support.sanitizer_outputs import CLEAN, MAP, X_AT_65537, invalid
+from ..support.sanitizer_outputs import CLEAN, MAP, X_AT_65537, invalid, stand_in
 from .test_verification_cost import NATIVE, small_job
 
 TEST_SIZES = ["n=1", "n=1000", "n=65537"]
@@ -68,10 +68,7 @@ def recording_tools(monkeypatch, answer=lambda tool, job: CLEAN[tool]):
             out[tool] = answer(tool, job)
         return out
 
-    for module in (sanitizer, early):
-        monkeypatch.setattr(module, "run_children", run_children)
-        monkeypatch.setattr(module, "find_sanitizer", lambda: "/usr/bin/compute-sanitizer")
-    monkeypatch.setattr(sanitizer, "_original_verdicts", {})
+    stand_in(monkeypatch, run_children, (early,))
     return calls
 
 

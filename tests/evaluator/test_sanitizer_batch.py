@@ -6,9 +6,9 @@ import json
 import threading
 
 from fsr_lsp.evaluator.records import KernelBinary
-from fsr_lsp.evaluator.sanitize import batch, sanitizer
+from fsr_lsp.evaluator.sanitize import batch
 
-from ..support.sanitizer_outputs import CLEAN, MAP, invalid, job
+from ..support.sanitizer_outputs import CLEAN, MAP, invalid, job, stand_in
 
 RACE = (86, "========= Error: Race reported between Write access at saxpy+0x90\n"
             "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n")
@@ -37,10 +37,7 @@ def tools(monkeypatch, together, alone=None):
                 out[tool] = alone(tool, name, jobs.sanitize_original)
         return out
 
-    for module in (batch, sanitizer):
-        monkeypatch.setattr(module, "run_children", run_children)
-        monkeypatch.setattr(module, "find_sanitizer", lambda: "/usr/bin/compute-sanitizer")
-    monkeypatch.setattr(sanitizer, "_original_verdicts", {})
+    stand_in(monkeypatch, run_children, (batch,))
     return calls
 
 

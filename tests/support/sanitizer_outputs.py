@@ -37,10 +37,17 @@ def use_tool(monkeypatch, answer):
             out[tool] = answer(tool, job.sanitize_original)
         return out
 
-    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "/usr/bin/compute-sanitizer")
-    monkeypatch.setattr(sanitizer, "run_children", run_children)
-    monkeypatch.setattr(sanitizer, "_original_verdicts", {})
+    stand_in(monkeypatch, run_children)
     return calls
+
+
+def stand_in(monkeypatch, run_children, modules=()):
+    """`run_children` for the sanitizer's children, in sanitizer.py and each of `modules` that
+    imported it, compute-sanitizer found, no original's verdict kept from another test."""
+    for module in (sanitizer, *modules):
+        monkeypatch.setattr(module, "run_children", run_children)
+        monkeypatch.setattr(module, "find_sanitizer", lambda: "/usr/bin/compute-sanitizer")
+    monkeypatch.setattr(sanitizer, "_original_verdicts", {})
 
 
 def invalid(kind, width, address):
