@@ -52,8 +52,7 @@ def evaluate(evaluator: Evaluator, source: str, kernel: str, candidate: str | No
         try:
             gpu = evaluator.start(cancel)
         except EvaluatorUnavailable as e:
-            status = "cancelled" if cancel is not None and cancel.is_set() else "unavailable"
-            return EvalResult(kernel=kernel, status=status, message=str(e))  # type: ignore[arg-type]
+            return _not_started(kernel, e, cancel)
         prepared = early.result() if early is not None and early.arch == gpu.arch else None
         if prepared is None:
             prepared = prepare(source, kernel, candidate, gpu.arch, options)
@@ -151,6 +150,12 @@ def run_prepared(evaluator: Evaluator, prepared: Prepared, *, sanitize_winner: b
     return result
 
 
+def _not_started(kernel: str, e: EvaluatorUnavailable, cancel: threading.Event | None) -> EvalResult:
+    """The answer where the worker did not start: cancelled (the start was) or unavailable."""
+    status = "cancelled" if cancel is not None and cancel.is_set() else "unavailable"
+    return EvalResult(kernel=kernel, status=status, message=str(e))  # type: ignore[arg-type]
+
+
 def _sanitized(result: EvalResult, checks: list[Check]) -> None:
     """The sanitizers' checks into a verified candidate's result: a failure is its verdict, a
     run not cancelled confirms it."""
@@ -176,8 +181,7 @@ def confirm_together(evaluator: Evaluator, requests: list[tuple[str, str, str, E
         try:
             gpu = evaluator.start(cancel)
         except EvaluatorUnavailable as e:
-            status = "cancelled" if cancel is not None and cancel.is_set() else "unavailable"
-            return [EvalResult(kernel=r[1], status=status, message=str(e)) for r in requests]  # type: ignore[arg-type]
+            return [_not_started(r[1], e, cancel) for r in requests]
         results, leaders, verified = [], [], []
         for source, kernel, candidate, options in requests:
             prepared = prepare(source, kernel, candidate, gpu.arch, options)
