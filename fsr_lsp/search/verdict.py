@@ -26,21 +26,25 @@ def promote(history: list[Tried], bench: Bench, config: SearchConfig, round_: in
         return  # the regular verification is then the full one
     while True:
         order = ranked(history)
-        leaders = order[: config.seeds]
-        if config.launch_fixed:
-            # Only a win under the program's launch can be applied: its fastest is a leader too, and
-            # verified first, so a deadline that cuts the leaders short leaves the user the one they can take.
-            leaders = [t for t in order if t.proposal.keeps_launch and t.result.is_win(config.min_gain)][:1] + leaders
-        pending = list({id(t): t for t in leaders if not t.result.confirmed}.values())
+        # Only a win under the program's launch can be applied (launch_fixed): its fastest is a
+        # leader too, confirmed first and alone, so a deadline that cuts the others short leaves
+        # the user the one they can take.
+        applicable = [t for t in order if t.proposal.keeps_launch and t.result.is_win(config.min_gain)][:1] \
+            if config.launch_fixed else []
+        pending = list({id(t): t for t in applicable + order[: config.seeds] if not t.result.confirmed}.values())
         if not pending:
             return
-        # together: the bench may check them for less (one sanitizer child per tool for all)
-        results = bench.confirm_many([t.proposal for t in pending])
-        verdicts = [judged(t, r, f"round {round_ + 1} leader", record, started) for t, r in zip(pending, results)]
-        if any(v is None for v in verdicts):
-            return  # interrupted (cancel, the deadline): the leaders not judged stay unconfirmed
-        if any(verdicts) and on_confirmed is not None:
-            on_confirmed()  # a fully verified best shows at once
+        first = 1 if applicable and pending[0] is applicable[0] and len(pending) > 1 else 0
+        # the rest together: the bench may check them for less (one sanitizer child per tool for all)
+        for batch in (pending[:first], pending[first:]):
+            if not batch:
+                continue
+            results = bench.confirm_many([t.proposal for t in batch])
+            verdicts = [judged(t, r, f"round {round_ + 1} leader", record, started) for t, r in zip(batch, results)]
+            if any(v is None for v in verdicts):
+                return  # interrupted (cancel, the deadline): the leaders not judged stay unconfirmed
+            if any(verdicts) and on_confirmed is not None:
+                on_confirmed()  # a fully verified best shows at once
 
 
 def confirm(t: Tried, bench: Bench, role: str, record: Callable[[Tried], None],

@@ -36,3 +36,15 @@ def test_the_leaders_are_confirmed_in_one_batch_and_a_demoted_ones_successor_in_
     assert [t.result.confirmed for t in history] == [True, False, True, True]
     assert history[1].result.status == "wrong" and "demoted as round 1 leader" in history[1].result.message
     assert len(recorded) == 4 and shown == [1, 1]
+
+
+def test_with_the_launch_fixed_the_applicable_win_is_confirmed_first_and_alone():
+    from dataclasses import replace
+
+    history = [tried("a", "verified 3.0"), tried("b", "verified 2.5"), tried("c", "verified 2.0")]
+    for t in history[:2]:  # a and b state launches of their own: the program's launch cannot take them
+        t.proposal = replace(t.proposal, source="/* @fsr\nblock = 128\n*/\n" + t.proposal.source)
+    bench = Batching()
+    promote(history, bench, SearchConfig(seeds=2, launch_fixed=True), 0, lambda t: None)
+    assert bench.batches == [["c"], ["a", "b"]]
+    assert all(t.result.confirmed for t in history)
