@@ -249,17 +249,29 @@ def decode_body(body: bytes, protocol: FsrProtocol, frames: FrameReader) -> Any:
 _SHUTDOWN = re.compile(rb'"method"\s*:\s*"shutdown"')
 SHUTDOWN_BODY = 4096  # a shutdown request is a few dozen bytes: a longer body is none (no search of 10 MB)
 SHUTDOWN_GRACE = 1.0  # seconds the requests in flight get to answer before a shutdown is handled
+FINISHED_TURNS = 3  # the loop's turns a finished request's answer gets to go out
 
 
 async def settle(protocol: FsrProtocol, seconds: float) -> None:
-    """Wait, at most `seconds`, for the client's requests in flight: a hover sent just before
-    `shutdown` (hovers are async and may wait on a draft) is answered, not dropped unanswered.
-    The server's own requests to the client are not waited for."""
-    pending = [asyncio.wrap_future(f) if not isinstance(f, asyncio.Future) else f
-               for msg_id, f in list(protocol._request_futures.items())
-               if msg_id in protocol.client_requests and not f.done()]  # not the server's own requests
-    if pending:
-        await asyncio.wait(pending, timeout=seconds)
+    """Wait, at most `seconds`, for the client's requests in flight to be answered: a hover sent
+    just before `shutdown` (hovers are async and may wait on a draft) is answered first, not
+    after it or never. A request is answered once it leaves pygls's futures: a handler that has
+    finished still waits there for its done-callback, which sends the answer on the loop's next
+    turn. The server's own requests to the client are not waited for."""
+    loop = asyncio.get_running_loop()
+    deadline, turns = loop.time() + seconds, 0
+    while True:
+        unanswered = [f for msg_id, f in list(protocol._request_futures.items()) if msg_id in protocol.client_requests]
+        left = deadline - loop.time()
+        if not unanswered or left <= 0 or turns > FINISHED_TURNS:
+            return
+        running = [asyncio.wrap_future(f) if not isinstance(f, asyncio.Future) else f
+                   for f in unanswered if not f.done()]
+        if running:
+            await asyncio.wait(running, timeout=left)
+        else:  # finished: their answers go out on the loop's next turn
+            turns += 1
+            await asyncio.sleep(0)
 
 
 async def pump(read_some: ReadSome, server: JsonRPCServer, stop: threading.Event) -> None:
