@@ -31,6 +31,7 @@ from fsr_lsp.evaluator.records import Defences, TimingConfig
 from fsr_lsp.search.config import SearchConfig
 
 SOURCE = (ROOT / "examples" / "saxpy.cu").read_text()
+BENCH_SEED, ROUND_SEED = 11, 12  # as a search draws them from the kernel's text
 SPEC = SOURCE[SOURCE.index("/* @fsr"):SOURCE.index("*/") + 2]
 
 
@@ -112,15 +113,14 @@ def _idle(spans: list[tuple[float, float]], start: float, end: float) -> float:
 PHASES = ("load", "verify", "unmapped pages", "waiting for the GPU", "time")
 
 
-AB = {  # --ab: one worker, each way twice in turn: the bit-for-bit timing, the sanitizer contexts made ahead
-    "as shipped": {"exact_first": True, "contexts": True},
-    "timed under the tolerance": {"exact_first": False, "contexts": True},
-    "no contexts ahead": {"exact_first": True, "contexts": False},
+AB = {  # --ab: one worker, each way in turn: the round's shared input sets against fresh ones every job
+    "as shipped": {},
+    "fresh test seeds every job (before session 26)": {"shared_seeds": False},
 }
 
 
 def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: list, name: str = "",
-              exact_first: bool = True, contexts: bool = True) -> None:
+              exact_first: bool = True, contexts: bool = True, shared_seeds: bool = True) -> None:
     """As a search runs them: one batch to the backend, every candidate compiling on the CPU
     cores while the GPU verifies and times the ones ready; with two workers on the GPU (as fsr
     builds its backends: gpu_workers), one checks a candidate while the other times one."""
@@ -136,7 +136,10 @@ def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: 
         # timed as a search times a round's candidates: a loser's only as far as "not a win beyond the
         # search's min_gain" (search/gpu_bench.py); every check runs as before
         timing = dataclasses.replace(TimingConfig(), win_above=1.0 + SearchConfig().min_gain, exact_first=exact_first)
-        options = EvalOptions(cache_dir=cache, timing=timing)
+        # ... and on the input sets a search's round shares (search/gpu_bench.py: one seed for the bench
+        # size, one for every other set), the original's runs on them made by the first job alone
+        options = EvalOptions(cache_dir=cache, timing=timing, bench_seed=BENCH_SEED,
+                              base_seed=ROUND_SEED if shared_seeds else None)
         for ev in evaluators:  # each worker up, with the original's runs of its own (as after a search's first round)
             evaluate(ev, SOURCE, "saxpy", None, options)
             evaluate(ev, SOURCE, "saxpy", candidate(64, 1, False), options)
@@ -176,16 +179,16 @@ def main() -> None:
     parser.add_argument("--pipelined-only", action="store_true", help="only the search's way (one and two workers)")
     parser.add_argument("--per-gpu", type=int, nargs="*", default=[2],
                         help="the workers a GPU of each pipelined run beside the one-worker run (fsr builds 2)")
-    parser.add_argument("--ab", action="store_true", help="one worker, each way of AB twice in turn, nothing else")
+    parser.add_argument("--ab", action="store_true", help="one worker, each way of AB three times in turn, nothing else")
     args = parser.parse_args()
     variants = list(itertools.product((128, 256, 512, 1024), (1, 2, 4, 8), (False, True)))
     rows, records = [], []
     if args.ab:
         with Evaluator() as ev:
             ev.start()
-            for name, way in list(AB.items()) * 2:
+            for name, way in list(AB.items()) * 3:
                 pipelined([ev], variants, rows, records, name, **way)
-        table("evaluation throughput, each way twice in turn (saxpy, n=2^24)",
+        table("evaluation throughput, each way three times in turn (saxpy, n=2^24)",
               ["way", "candidates", "verified", "wall s", "per minute", "compile s/cand", "GPU s/cand"], rows)
         save("throughput_ab", {"gpu": ev.gpu.name if ev.gpu else None, "runs": records})
         return

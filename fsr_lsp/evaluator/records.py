@@ -222,6 +222,9 @@ class EvalJob:
     # the bench size's input set and the timed runs' inputs, where a search keeps them for all its jobs:
     # the original's runs there are then made once (gpu/oracle_cache.py); None: drawn from base_seed
     bench_seed: int | None = None
+    # base_seed chosen by the caller (a search's rounds share one): later jobs meet these input sets
+    # again, so the original's runs at every size are kept, however quick (gpu/oracle_runs.py)
+    seeds_shared: bool = False
     ref: dict[str, str] = field(default_factory=dict)
     timing: TimingConfig = field(default_factory=TimingConfig)
     defences: Defences = field(default_factory=Defences)

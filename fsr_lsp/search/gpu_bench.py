@@ -19,6 +19,21 @@ from .proposal import Proposal
 CONFIRM_SEEDS = 8
 
 
+def _round_options(options: EvalOptions, digest: bytes, min_gain: float | None) -> EvalOptions:
+    """What a round's candidates are checked with. Every input set is the same for each of them (a
+    seed from the kernel's text, unless the caller chose one), so the worker runs the original on
+    each set once and keeps it (gpu/oracle_runs.py): a candidate pays only for its own runs. A
+    candidate that passes only on these inputs gains nothing: a leader is confirmed on input sets
+    drawn afresh, under the sanitizers, before it seeds a round, is shown to a model or answers.
+    A round's candidates are timed only as far as the search decides: a win's interval clears
+    1 + min_gain, and a loser's is known sooner (timing_stats.py); confirmations, to the precision."""
+    if options.base_seed is None:
+        options = dataclasses.replace(options, base_seed=int.from_bytes(digest[4:8], "little"))
+    if min_gain is None:
+        return options
+    return dataclasses.replace(options, timing=dataclasses.replace(options.timing, win_above=1.0 + min_gain))
+
+
 class GpuBench(Bench):
     screens = True
     profiles = True
@@ -35,16 +50,13 @@ class GpuBench(Bench):
         self.source = source
         self.kernel = kernel
         options = options or EvalOptions()
+        digest = hashlib.sha256(f"{kernel}\0{source}".encode()).digest()
         if options.bench_seed is None:  # one bench input set for the kernel as it is: the original's runs
             # there are made once and kept by the worker for every candidate of this search and of later
-            # searches of the same code on a warm service (gpu/oracle_cache.py); test sizes stay fresh
-            digest = hashlib.sha256(f"{kernel}\0{source}".encode()).digest()
+            # searches of the same code on a warm service (gpu/oracle_cache.py)
             options = dataclasses.replace(options, bench_seed=int.from_bytes(digest[:4], "little"))
-        self.options = options
-        # a round's candidates are timed only as far as the search decides: a win's interval clears
-        # 1 + min_gain, and a loser's is known sooner (timing_stats.py); confirmations, to the precision
-        self.checking = options if min_gain is None else dataclasses.replace(
-            options, timing=dataclasses.replace(options.timing, win_above=1.0 + min_gain))
+        self.options = options  # the baseline's and the confirmations': test sizes drawn fresh every job
+        self.checking = _round_options(options, digest, min_gain)
         self.cancel = cancel or threading.Event()
         self.original_ms = 0.0  # one run of the original, once the baseline has timed it
 

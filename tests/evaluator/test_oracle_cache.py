@@ -89,12 +89,44 @@ def quick_axpy_idle_once_timed(n, a, x, y):
     _axpy(n, a, x, y)
 
 
-def job(original: str, candidate: str | None, bench_seed: int | None, base_seed: int) -> EvalJob:
+def job(original: str, candidate: str | None, bench_seed: int | None, base_seed: int,
+        seeds_shared: bool = False) -> EvalJob:
     src = SourceText(SOURCE)
     k = find_kernel(src, "axpy")
     return EvalJob(kernel="axpy", original=binary(original), candidate=binary(candidate) if candidate else None,
                    sizes=build_plans(k, parse_spec(src, k).spec), seeds_per_size=2, base_seed=base_seed,
-                   bench_seed=bench_seed, timing=TimingConfig(warmup=1, min_reps=8, max_reps=8, target_seconds=0.0))
+                   bench_seed=bench_seed, seeds_shared=seeds_shared,
+                   timing=TimingConfig(warmup=1, min_reps=8, max_reps=8, target_seconds=0.0))
+
+
+SIZES_RUN: dict[int, int] = {}  # the counted original's launches, by n
+
+
+@kernel("counted_axpy")
+def counted_axpy(n, a, x, y):
+    SIZES_RUN[n] = SIZES_RUN.get(n, 0) + 1
+    _axpy(n, a, x, y)
+
+
+@kernel("axpy_wrong_at_1000")
+def axpy_wrong_at_1000(n, a, x, y):
+    """Right at every size but n = 1000, where it drops the last element's update."""
+    _axpy(n, a, x, y)
+    if n == 1000:
+        view(y, n)[-1] -= a * view(x, n)[-1]
+
+
+def round_jobs(candidates: list[str], seeds_shared: bool = True) -> tuple[list, list[dict[int, int]]]:
+    """A search's round on one worker: each candidate's job with the round's one base seed (or,
+    `seeds_shared` False, each its own fresh one); the original's launches by size in each."""
+    session = FakeSession()
+    results, runs = [], []
+    for i, candidate in enumerate(candidates):
+        SIZES_RUN.clear()
+        seed = 7 if seeds_shared else 100 + i
+        results.append(run_job(session, job("counted_axpy", candidate, 11, base_seed=seed, seeds_shared=seeds_shared)))
+        runs.append(dict(SIZES_RUN))
+    return results, runs
 
 
 def search_jobs(candidate: str, bench_seed: int | None = 11, later_seed: int | None = 11, session=None):
@@ -153,6 +185,41 @@ def test_kept_timed_outputs_still_fail_a_candidate_idle_once_timed():
     assert runs.get("slow_axpy", 0) == 0  # judged by the kept runs alone
     assert result.status == "wrong", result.message
     assert any(c.name == "timed runs verified" and c.status == "fail" for c in result.checks), result.checks
+
+
+def test_a_rounds_later_candidates_run_a_quick_original_at_no_test_size_again():
+    """A round's seeds are shared: the original's runs on every input set (the spec's and the
+    range sets) are made by the first candidate's job, however quick, and met by the next."""
+    results, runs = round_jobs(["quick_axpy", "quick_axpy"])
+    assert all(r.status == "verified" for r in results), [r.message for r in results]
+    assert runs[0].get(1, 0) >= 4 and runs[0].get(1000, 0) >= 4, runs[0]  # two seeds, two runs each, range sets
+    assert runs[1].get(1, 0) == 0 and runs[1].get(1000, 0) == 0, runs[1]
+    assert results[1].range_sets == results[0].range_sets and results[1].range_sets
+
+
+def test_fresh_seeds_run_the_original_at_every_test_size_each_job():
+    results, runs = round_jobs(["quick_axpy", "quick_axpy"], seeds_shared=False)
+    assert all(r.status == "verified" for r in results), [r.message for r in results]
+    assert runs[1].get(1, 0) >= 4 and runs[1].get(1000, 0) >= 4, runs[1]
+
+
+def test_a_candidate_wrong_at_one_test_size_fails_against_the_kept_runs():
+    results, runs = round_jobs(["quick_axpy", "axpy_wrong_at_1000"])
+    assert runs[1].get(1000, 0) == 0, runs[1]  # judged by the first job's runs alone
+    assert results[1].status == "wrong", results[1].message
+    assert "n=1000" in results[1].message, results[1].message
+
+
+def test_kept_outputs_hold_their_own_memory_not_the_runs_buffers():
+    """A run's last outputs are views of one allocation holding every buffer and its bands: kept
+    as views, the cache would hold all of it while counting only the outputs' bytes."""
+    session = FakeSession()
+    run_job(session, job("counted_axpy", "quick_axpy", 11, base_seed=7, seeds_shared=True))
+    kept = [v for v, _ in session.oracle_cache._entries.values() if hasattr(v, "expected")]
+    assert len(kept) >= 3  # both test sizes and the bench size
+    for runs in kept:
+        for t in [*(e["y"] for e in runs.expected), runs.again["y"]]:
+            assert t.untyped_storage().nbytes() == t.nbytes
 
 
 def test_the_cache_keeps_within_its_budget_dropping_the_oldest():

@@ -163,6 +163,7 @@ def _job(original: Original, orig: CompileResult, compiled: Compiled | None, siz
         seeds_per_size=seeds,
         base_seed=options.base_seed if options.base_seed is not None else int.from_bytes(os.urandom(4), "little"),
         bench_seed=options.bench_seed,
+        seeds_shared=options.base_seed is not None,
         ref={} if options.screen else dict(original.spec.ref),
         timing=timing,
         defences=defences,
