@@ -35,7 +35,17 @@ def reachable_bodies(text: str, kernel: str) -> list[str]:
     return out
 
 
-_EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\b[^;]*?(\w+)\s*\[\s*\]")
+# `extern __shared__ [__align__(...)] TYPE NAME[]`: the array every launch sizes with its dynamic
+# shared memory. The one reading of it: which kernels need some (here) and of what element
+# type an inferred launch sizes it (specs/infer.py).
+EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\b(?P<type>[^;\[\]]*?)\b(?P<name>\w+)\s*\[\s*\]")
+_ALIGN = re.compile(r"__align__\s*\((?:[^()]|\([^()]*\))*\)")
+_QUALIFIERS = frozenset({"volatile", "const"})
+
+
+def extern_shared_type(match: re.Match[str]) -> str:
+    """An EXTERN_SHARED match's element type as written, without `__align__(...)` and qualifiers."""
+    return " ".join(w for w in _ALIGN.sub(" ", match.group("type")).split() if w not in _QUALIFIERS)
 
 
 def uses_dynamic_shared(text: str, kernel: str) -> bool:
@@ -44,11 +54,11 @@ def uses_dynamic_shared(text: str, kernel: str) -> bool:
     dynamic shared memory, it would fault."""
     bodies = [lex(b.encode()).masked.decode(errors="replace") for b in reachable_bodies(text, kernel)]
     for body in bodies:
-        if any(re.search(rf"\b{re.escape(m.group(1))}\s*\[", body[m.end():]) for m in _EXTERN_SHARED.finditer(body)):
+        if any(re.search(rf"\b{re.escape(m.group('name'))}\s*\[", body[m.end():]) for m in EXTERN_SHARED.finditer(body)):
             return True
-    names = {m.group(1) for d in nodes_of(parse(text.encode()).root_node, "declaration")
+    names = {m.group("name") for d in nodes_of(parse(text.encode()).root_node, "declaration")
              if d.parent is not None and d.parent.type == "translation_unit"
-             for m in _EXTERN_SHARED.finditer((d.text or b"").decode(errors="replace"))}
+             for m in EXTERN_SHARED.finditer((d.text or b"").decode(errors="replace"))}
     return any(re.search(rf"\b{re.escape(n)}\s*\[", b) and not _declares(b, n) for n in names for b in bodies)
 
 

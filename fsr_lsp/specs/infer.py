@@ -4,9 +4,9 @@ exactly one integer size)."""
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from ..kernels.c_types import ITEMSIZE, element_type
+from ..kernels.callees import EXTERN_SHARED, extern_shared_type
 from ..kernels.kernel import Kernel
 from ..source import SourceText
 from .model import BufferArg, Problem, ScalarArg, Spec, SpecResult
@@ -19,7 +19,6 @@ SCALAR_FLOAT = 1.5  # any valid value will do for verification; 0 and 1 hide bug
 
 
 # `extern __shared__ float s_data[];` (alignment attributes and qualifiers between): its type and name
-_EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([\w\s:]+?)\s+(\w+)\s*\[\s*\]")
 
 
 def infer_spec(src: SourceText, kernel: Kernel) -> SpecResult:
@@ -94,9 +93,9 @@ def _dynamic_shared(src: SourceText, kernel: Kernel, spec: Spec, why: str) -> tu
     if "extern" not in definition:
         return spec, why
     sizes = {}
-    for m in _EXTERN_SHARED.finditer(definition):
-        dtype, lanes = element_type(" ".join(w for w in m.group(1).split() if w not in ("volatile", "const")))
-        sizes[m.group(2)] = ITEMSIZE[dtype] * lanes if dtype is not None else None
+    for m in EXTERN_SHARED.finditer(definition):
+        dtype, lanes = element_type(extern_shared_type(m))
+        sizes[m.group("name")] = ITEMSIZE[dtype] * lanes if dtype is not None else None
     if not sizes:
         return spec, why
     unsized = [name for name, size in sizes.items() if size is None]

@@ -45,6 +45,10 @@ def test_a_kernel_with_dynamic_shared_memory_is_inferred_with_one_element_a_thre
     assert result_for(REDUCE % "volatile double", "reduce").spec.smem == 256 * 8
     assert result_for(REDUCE.replace("extern __shared__ %s s_data[];", "__shared__ float s_data[256];"),
                       "reduce").spec.smem == 0  # static shared memory needs none
+    # aligned as real code aligns it (a size expression, not only a number), and qualified
+    assert result_for(REDUCE % "__align__(sizeof(double)) double", "reduce").spec.smem == 256 * 8
+    assert result_for(REDUCE % "__align__(16) float4", "reduce").spec.smem == 256 * 16
+    assert result_for(REDUCE % "const unsigned char", "reduce").spec.smem == 256
     r = result_for(REDUCE % "Cell", "reduce")  # a struct fsr cannot size: no spec, and why
     assert r.spec is None and "dynamic shared memory (`extern __shared__` s_data) of a type fsr cannot size" in \
         r.problems[0].message
