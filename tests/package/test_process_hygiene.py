@@ -143,5 +143,7 @@ def test_a_busy_server_leaves_no_compiler_behind(tmp_path: Path, how):
     t0 = time.monotonic()
     server.send_signal(how)
     server.wait(5)
-    assert time.monotonic() - t0 < 1.0
+    # promptly, as an editor that ends it expects (issue 60's 2 s); its exit competes for the CPU
+    # with the twelve compilers it is ending, which on CI's two cores cost it over 1 s now and then
+    assert time.monotonic() - t0 < 2.0
     assert wait_empty(server.pid) == []
