@@ -42,8 +42,12 @@ def backend(tmp_path_factory):
     ray.shutdown()
 
 
-def request(marker: str, timeout: float | None = None) -> EvalRequest:
-    return EvalRequest("// the original", "k", f"__global__ void k() {{}} // {marker}", timeout=timeout)
+def request(marker: str, timeout: float | None = None, action: str = "evaluate") -> EvalRequest:
+    return EvalRequest("// the original", "k", f"__global__ void k() {{}} // {marker}", timeout=timeout, action=action)
+
+
+def batch_of(result) -> int:
+    return int(next(w for w in result.warnings if w.startswith("batch of")).split()[-1])
 
 
 def test_requests_fan_out_over_every_gpu_of_the_cluster(backend):
@@ -65,6 +69,33 @@ def test_a_worker_that_dies_has_its_request_run_again_and_nothing_is_lost(backen
     assert results[2].status == "crashed" and "died twice" in results[2].message
     assert backend.resubmitted - before == 2  # die-once once, die-always once
     assert backend.evaluate([request("verified 1.1")])[0].status == "verified"  # the restarted workers serve again
+
+
+def test_a_rounds_confirmations_are_shared_out_one_batch_a_gpu(backend):
+    """Three leaders on two GPUs: one GPU confirms two of them together (one sanitizer child per
+    tool on a real GPU), the other the third; a plain request beside them runs alone."""
+    asked = [request(f"verified 1.{i}", action="confirm") for i in range(3)] + [request("verified 2.0")]
+    said: list[int] = []
+    results = backend.evaluate(asked, on_result=lambda i, r: said.append(i))
+    assert [r.speedup for r in results] == [1.0, 1.1, 1.2, 2.0]
+    assert sorted(batch_of(r) for r in results[:3]) == [1, 2, 2] and batch_of(results[3]) == 1
+    assert {r.gpu.uuid for r in results[:3]} == {"GPU-standin-0", "GPU-standin-1"}
+    assert sorted(said) == [0, 1, 2, 3]
+    two = backend.evaluate([request(f"verified 1.{i}", action="confirm") for i in range(2)])
+    assert [batch_of(r) for r in two] == [1, 1]  # a GPU each: side by side, not one batch
+
+
+def test_a_batch_whose_worker_dies_is_sent_again_one_by_one(backend):
+    """A leader that kills its worker takes no other leader of its batch down with it: each is
+    sent again alone, and only the killer ends crashed."""
+    before = backend.resubmitted
+    asked = [request(m, action="confirm") for m in ("verified 1.6", "verified 1.3 die-always", "verified 1.8",
+                                                      "verified 1.9 die-once", "verified 1.4")]
+    results = backend.evaluate(asked)
+    assert [r.status for r in results] == ["verified", "crashed", "verified", "verified", "verified"], \
+        [r.message for r in results]
+    assert results[3].speedup == 1.9 and "died twice" in results[1].message
+    assert backend.resubmitted - before >= 3  # the dead batches' members, each alone
 
 
 def test_cancel_cancels_what_is_queued_and_running(backend):
@@ -111,6 +142,15 @@ def test_workers_that_cannot_start_are_a_clear_message_not_a_hang(backend):
         RayBackend("local", factory=FACTORY, start_timeout=2.0).start()
     assert time.monotonic() - started < 15
     assert backend.evaluate([request("verified 1.2")])[0].status == "verified"  # the first backend is untouched
+
+
+def test_batches_share_confirmations_out_over_the_gpus():
+    asked = [request("a"), request("b", action="confirm"), request("c", action="confirm"), request("d"),
+             request("e", action="confirm")]
+    assert ray_backend.batches(asked, 2) == [[0], [3], [1, 4], [2]]
+    assert ray_backend.batches(asked, 1) == [[0], [3], [1, 2, 4]]
+    assert ray_backend.batches(asked, 8) == [[0], [3], [1], [2], [4]]
+    assert ray_backend.batches(asked[:2], 1) == [[0], [1]]  # one confirmation: alone
 
 
 def test_without_ray_installed_the_message_says_what_to_install(monkeypatch):

@@ -76,6 +76,11 @@ class GpuActor:
         result = self.backend.evaluate([from_data(EvalRequest, request)])[0]
         return to_data(result)
 
+    def evaluate_many(self, requests: list[dict]) -> list[dict]:
+        """Several requests as one batch to this GPU's backend: a round's confirmations, whose
+        sanitizers the local backend runs in one child per tool."""
+        return [to_data(r) for r in self.backend.evaluate([from_data(EvalRequest, d) for d in requests])]
+
     def profile(self, request: dict, lines: bool = False) -> dict:
         return to_data(self.backend.profile(from_data(EvalRequest, request), lines))
 
@@ -168,8 +173,9 @@ class RayBackend:
 
     def evaluate(self, requests: list[EvalRequest], cancel: threading.Event | None = None,
                  on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
-        """Every request on some GPU of the cluster, at most one per GPU at a time; results in
-        the order of the requests."""
+        """Every request on some GPU of the cluster, at most one task per GPU at a time; a
+        round's confirmations shared out as batches, one per GPU (`batches`); results in the
+        order of the requests."""
         try:
             ray = import_ray()
             self.start()
@@ -177,46 +183,66 @@ class RayBackend:
             return [EvalResult(kernel=r.kernel, status="unavailable", message=str(e)) for r in requests]
         cancel = cancel or threading.Event()
         results: list[EvalResult | None] = [None] * len(requests)
-        queue = list(range(len(requests)))
+        queue = batches(requests, len(self._actors))
         attempts = [0] * len(requests)
         idle = list(range(len(self._actors)))
-        running: dict[Any, tuple[int, int, float]] = {}  # ref -> (request, actor, started)
+        running: dict[Any, tuple[list[int], int, float]] = {}  # ref -> (requests, actor, started)
         reviving: dict[Any, int] = {}  # ping ref -> actor whose worker died, until it answers again
         while queue or running:
             if cancel.is_set():
                 for ref in running:
                     ray.cancel(ref)
-                for i in queue + [i for i, _, _ in running.values()]:
+                for i in [i for unit in queue for i in unit] + [i for unit, _, _ in running.values() for i in unit]:
                     results[i] = EvalResult(kernel=requests[i].kernel, status="cancelled", message="search cancelled")
                 break
             while queue and idle:
-                i, a = queue.pop(0), idle.pop(0)
-                attempts[i] += 1
-                running[self._actors[a].evaluate.remote(to_data(requests[i]))] = (i, a, time.monotonic())
+                unit, a = queue.pop(0), idle.pop(0)
+                for i in unit:
+                    attempts[i] += 1
+                running[self._send(self._actors[a], [requests[i] for i in unit])] = (unit, a, time.monotonic())
             done, _ = ray.wait(list(running) + list(reviving), num_returns=1, timeout=0.2)
             for ref in done:
                 if ref in reviving:
                     self._revived(ref, reviving, idle)
                     continue
-                i, a, _ = running.pop(ref)
+                unit, a, _ = running.pop(ref)
                 try:
-                    results[i] = from_data(EvalResult, ray.get(ref))
-                    idle.append(a)
-                    if on_result is not None:
-                        on_result(i, results[i])
+                    answer = ray.get(ref)
                 except Exception as e:  # the worker died under it (RayActorError, WorkerCrashedError, ...)
                     reviving[self._actors[a].start.remote()] = a  # Ray restarts it; it is used again once it answers
-                    if attempts[i] < ATTEMPTS:
-                        self.resubmitted += 1
-                        queue.insert(0, i)
-                    else:
-                        results[i] = EvalResult(kernel=requests[i].kernel, status="crashed",
-                                                message=f"the GPU worker died twice running this candidate: {_first_line(e)}")
+                    self._after_death(unit, e, attempts, queue, requests, results)
+                    continue
+                idle.append(a)
+                for i, data in zip(unit, answer if isinstance(answer, list) else [answer]):
+                    results[i] = from_data(EvalResult, data)
+                    if on_result is not None:
+                        on_result(i, results[i])
             self._kill_overdue(running, requests, results, reviving)
             if not idle and not running and queue and not reviving:
                 break  # no worker left (cannot happen with restarts on; never spin)
         status, why = ("cancelled", "search cancelled") if cancel.is_set() else ("crashed", "no GPU worker could run it")
         return [r or EvalResult(kernel=q.kernel, status=status, message=why) for r, q in zip(results, requests)]  # type: ignore[arg-type]
+
+    @staticmethod
+    def _send(actor: Any, asked: list[EvalRequest]) -> Any:
+        if len(asked) == 1:
+            return actor.evaluate.remote(to_data(asked[0]))
+        return actor.evaluate_many.remote([to_data(r) for r in asked])
+
+    def _after_death(self, unit: list[int], error: BaseException, attempts: list[int], queue: list[list[int]],
+                     requests: list[EvalRequest], results: list) -> None:
+        """A worker died under `unit`: each of its requests is sent again alone (a batch's
+        killer then names itself, and the death counts against none of them), unless it has
+        killed ATTEMPTS workers alone: a crash."""
+        for i in reversed(unit):
+            if len(unit) > 1:
+                attempts[i] -= 1
+            if attempts[i] < ATTEMPTS:
+                self.resubmitted += 1
+                queue.insert(0, [i])
+            else:
+                results[i] = EvalResult(kernel=requests[i].kernel, status="crashed",
+                                        message=f"the GPU worker died twice running this candidate: {_first_line(error)}")
 
     def _revived(self, ref: Any, reviving: dict[Any, int], idle: list[int]) -> None:
         ray = import_ray()
@@ -228,19 +254,21 @@ class RayBackend:
             reviving[self._actors[a].start.remote()] = a
 
     def _kill_overdue(self, running: dict, requests: list[EvalRequest], results: list, reviving: dict) -> None:
-        """A request far past its own timeout: the evaluator inside did not stop it, so its
-        actor goes (Ray restarts it) and the request is a timeout."""
+        """A task far past its requests' own timeouts (a batch's, added up): the evaluator inside
+        did not stop it, so its actor goes (Ray restarts it) and its requests are timeouts."""
         ray = import_ray()
         now = time.monotonic()
-        for ref, (i, a, started) in list(running.items()):
-            r = requests[i]
-            limit = (r.timeout or self.timeout) + GRACE_SECONDS + (SANITIZER_SECONDS if r.action == "confirm" else 0)
+        for ref, (unit, a, started) in list(running.items()):
+            asked = [requests[i] for i in unit]
+            limit = sum(r.timeout or self.timeout for r in asked) + GRACE_SECONDS + \
+                (SANITIZER_SECONDS if any(r.action == "confirm" for r in asked) else 0)
             if now - started > limit:
                 running.pop(ref)
                 ray.kill(self._actors[a], no_restart=False)
                 reviving[self._actors[a].start.remote()] = a
-                results[i] = EvalResult(kernel=r.kernel, status="timeout",
-                                        message=f"no result within {limit:.0f} s on the cluster; its worker was restarted")
+                for i in unit:
+                    results[i] = EvalResult(kernel=requests[i].kernel, status="timeout",
+                                            message=f"no result within {limit:.0f} s on the cluster; its worker was restarted")
 
     def call(self, name: str, payload: dict, timeout: float | None = None) -> dict:
         """The registered call `name` (calls.py) on one GPU of the cluster (plain data both
@@ -281,6 +309,19 @@ class RayBackend:
             return from_data(Profiled, self._on_a_worker("profile", to_data(request), lines))
         except Exception as e:
             return Profiled(None, f"not profiled: the GPU worker failed: {_first_line(e)}")
+
+
+def batches(requests: list[EvalRequest], gpus: int) -> list[list[int]]:
+    """The requests as tasks, by index: each alone, but a round's confirmations (two or more)
+    shared out over the GPUs, one batch each, as evenly as they go. Alone on GPUs of their own
+    they run side by side; more of them than GPUs, a GPU confirms its share together (one
+    sanitizer child per tool, api.confirm_together) rather than one after another."""
+    confirms = [i for i, r in enumerate(requests) if r.action == "confirm"]
+    if len(confirms) < 2:
+        return [[i] for i in range(len(requests))]
+    shares = min(len(confirms), max(gpus, 1))
+    grouped = [confirms[k::shares] for k in range(shares)]
+    return [[i] for i in range(len(requests)) if i not in confirms] + grouped
 
 
 REACH_SECONDS = 3.0  # a cluster's address that accepts no connection in this time is unreachable
