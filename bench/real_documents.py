@@ -279,16 +279,28 @@ def big(corpus: Path, tmp: Path, mb: float, others: int = 5, after: float = 2.0,
     stop.set()
     thread.join()
     answer = (reply.get("result") or {}).get("contents", {}).get("value", "")
+    planned_ms, said = optimize_answer(client, path.as_uri(), kernel)
     client.close()
     mine = [(at - opened, n) for at, uri, n in client.published if uri == path.as_uri() and at >= opened]
     return {"mb": len(text.encode()) / 1e6, "kernels": count, "kernel": kernel,
             # each publication of the large document's diagnostics: seconds after opening, how many
             "diagnostics": mine,
             "first_hover_ms": first, "first_hover_pending": first_pending, "spec_shown_after_s": ready,
+            # the click on Optimize for that kernel, once the document is worked out: its answer comes once
+            # the kernel's spec is planned (and the search started)
+            "optimize_answer_ms": planned_ms, "optimize_said": said,
             "answer": answer[:400], "others": stats([ms for _, ms in waits]),
             # the hovers sent once the large document's message had arrived (its transfer and JSON
             # decode, about 0.1 s, come before anything sent behind it)
             "others_after_100ms": stats([ms for sent, ms in waits if sent >= 0.1])}
+
+
+def optimize_answer(client: "Client", uri: str, kernel: str) -> tuple[float, str]:
+    """`fsr.optimize` on the kernel, as the code action's click sends it: ms to its answer (the
+    spec planned, the search started), and the answer; the search is cancelled at once."""
+    ms, reply = client.request("workspace/executeCommand", {"command": "fsr.optimize", "arguments": [uri, kernel]})
+    client.request("workspace/executeCommand", {"command": "fsr.cancel", "arguments": [uri, kernel]})
+    return ms, str(reply.get("result", reply.get("error", "")))[:200]
 
 
 def typing(corpus: Path, tmp: Path, mb: float, seconds: float = 10.0, rate: float = 5.0, others: int = 5,

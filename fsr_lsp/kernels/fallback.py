@@ -124,7 +124,10 @@ def _template_params(src: SourceText, m: bytes, definition_start: int, marker: i
     if not t:
         return ()
     open_ = definition_start + t.end() - 1
-    close = closing(m.replace(b">>", b"> "), open_, b"<", b">", marker)
+    # `Pair<Pair<T>>`: each `>` of a `>>` closes a list (C++11). Read as one, it lost the head's last
+    # closer and the kernel its template parameters; and the whole text's copy made to read it so
+    # cost a 10 MB file 12 ms a template kernel (1.1 s in all)
+    close = closing(m, open_, b"<", b">", marker)
     if close < 0:
         return ()
     return tuple(p.strip() for p in split_top_level(src.slice(open_ + 1, close)) if p.strip())

@@ -70,6 +70,18 @@ def test_macro_kernels_and_attribute_macros_use_the_fallback():
     assert [p.name for p in kernels["clustered"].params] == ["n", "a", "b"]
 
 
+def test_the_fallback_reads_a_template_head_whose_lists_close_together():
+    """`Pair<Pair<T>>>`: each `>` closes a list, as the compiler reads it since C++11; the
+    fallback read `>>` as one closer and lost the kernel's template parameters."""
+    text = ("#define KERNEL __global__\ntemplate <typename T, typename V = Pair<Pair<T>>>\n"
+            "KERNEL void shifted(T* x, int n) { x[0] = n >> 1; }\n")
+    (k,) = discover_kernels(text)
+    assert k.found_by == "fallback"
+    assert k.template_params == ("typename T", "typename V = Pair<Pair<T>>")
+    (tree,) = discover_kernels(text.replace("#define KERNEL __global__\n", "").replace("KERNEL", "__global__"))
+    assert tree.found_by == "tree-sitter" and tree.template_params == k.template_params
+
+
 def test_unterminated_file_end():
     text = "__global__ void k(float* x, int n) {\n  x[0] = n;\n"
     (k,) = discover_kernels(text)
