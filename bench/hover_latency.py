@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import queue
+import os
 import statistics
 import subprocess
 import sys
@@ -42,10 +43,18 @@ int main()
 """
 
 
+def server_env() -> dict[str, str]:
+    """The server's environment: this repository first on the path, then what the caller's path
+    holds (a GPU machine's staged packages), and no nvcc from the caller's PATH (no on-save builds
+    competing with what is measured)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return {"PYTHONPATH": path, "PATH": "/usr/bin:/bin"}
+
+
 class Session:
     def __init__(self, root: Path) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "fsr_lsp.server.main"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, cwd=root, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                                     stdout=subprocess.PIPE, cwd=root, env=server_env())
         self.replies: queue.Queue = queue.Queue()
         self.published: list[tuple[float, str, int]] = []  # (perf_counter, uri, diagnostics) of each publish
         threading.Thread(target=self._read, daemon=True).start()
