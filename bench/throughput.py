@@ -120,22 +120,17 @@ AB = {  # --ab: one worker, each way in turn: the round's shared input sets agai
 
 
 def pipelined(evaluators: list[Evaluator], variants: list, rows: list, records: list, name: str = "",
-              exact_first: bool = True, contexts: bool = True, shared_seeds: bool = True) -> None:
+              shared_seeds: bool = True) -> None:
     """As a search runs them: one batch to the backend, every candidate compiling on the CPU
     cores while the GPU verifies and times the ones ready; with two workers on the GPU (as fsr
     builds its backends: gpu_workers), one checks a candidate while the other times one."""
     from fsr_lsp.evaluator.backends import EvalRequest, LocalBackend
 
-    from fsr_lsp.evaluator.sanitize import children
-
     backend = LocalBackend(evaluators)
-    if not contexts:  # the children a search keeps warm for its leaders, without their contexts made ahead
-        backend._keep_warm = lambda e: backend._warm.setdefault(  # type: ignore[method-assign]
-            e.device_index, children.Prewarm(children.TOOLS, e.device_index, contexts=False))
     with tempfile.TemporaryDirectory() as cache:
         # timed as a search times a round's candidates: a loser's only as far as "not a win beyond the
         # search's min_gain" (search/gpu_bench.py); every check runs as before
-        timing = dataclasses.replace(TimingConfig(), win_above=1.0 + SearchConfig().min_gain, exact_first=exact_first)
+        timing = dataclasses.replace(TimingConfig(), win_above=1.0 + SearchConfig().min_gain)
         # ... and on the input sets a search's round shares (search/gpu_bench.py: one seed for the bench
         # size, one for every other set), the original's runs on them made by the first job alone
         options = EvalOptions(cache_dir=cache, timing=timing, bench_seed=BENCH_SEED,

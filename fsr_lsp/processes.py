@@ -15,9 +15,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
+from typing import Any
 
 MARK = "FSR_PROCESS_TREE"
+START_WAIT_SECONDS = 1.0  # how long an exit waits for a child's start under way
+_STARTING = threading.Lock()
 POLL_SECONDS = 0.1  # how often the reaper looks for its parent
 
 # The reaper, self-contained (it runs with -S: no site packages, quick to start).
@@ -111,11 +115,22 @@ def exit_on_signals(code_of: dict[int, int] | None = None) -> None:
         signal.signal(sig, stop)
 
 
+def start_child(proc: Any) -> None:
+    """`proc.start()` for a multiprocessing child, where `hard_exit` cannot cut in: a spawned
+    child is exec'd first and handed its pickled start through a pipe after, and one whose parent
+    ends between the two prints `EOFError: Ran out of input` into the editor's log."""
+    with _STARTING:
+        proc.start()
+
+
 def hard_exit(code: int) -> None:
     """End this process now: the log closed, what stdout and stderr hold flushed, and no
     interpreter teardown (an asyncio loop torn down around compiles in flight prints tracebacks
-    into the editor's output panel; children are the reaper's)."""
+    into the editor's output panel; children are the reaper's). A child's start under way is
+    let finish first (at most `START_WAIT_SECONDS`)."""
     import logging
+
+    _STARTING.acquire(timeout=START_WAIT_SECONDS)
 
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):

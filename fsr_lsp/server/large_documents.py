@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from .. import processes
+
 if TYPE_CHECKING:
     from lsprotocol import types
 
@@ -128,7 +130,7 @@ class LargeDocuments:
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         proc = context.Process(target=_serve, args=(child, self._probe), daemon=True, name="fsr-large-documents")
-        proc.start()
+        processes.start_child(proc)
         child.close()
         with self._lock:
             self._proc, self._conn = proc, parent

@@ -147,3 +147,36 @@ def test_a_busy_server_leaves_no_compiler_behind(tmp_path: Path, how):
     # with the twelve compilers it is ending, which on CI's two cores cost it over 1 s now and then
     assert time.monotonic() - t0 < 2.0
     assert wait_empty(server.pid) == []
+
+
+EXIT_DURING_A_START = textwrap.dedent("""
+    import multiprocessing, sys, threading, time
+    from fsr_lsp import processes
+
+    class Slow:  # a start whose hand-over takes a while
+        def start(self):
+            entered.set()
+            time.sleep(0.3)
+            print("handed over", flush=True)
+
+    entered = threading.Event()
+    if sys.argv[1] == "slow":
+        threading.Thread(target=processes.start_child, args=(Slow(),)).start()
+    else:  # a real spawned child, its start racing the exit
+        proc = multiprocessing.get_context("spawn").Process(target=print, daemon=True)
+        threading.Thread(target=lambda: (entered.set(), processes.start_child(proc))).start()
+    entered.wait()
+    processes.hard_exit(0)
+""")
+
+
+@pytest.mark.parametrize("how", ["slow", "spawn"])
+def test_an_exit_lets_a_childs_start_under_way_finish(how):
+    """CI saw a spawned child print `EOFError: Ran out of input` into the server's log: the server
+    exited between the child's exec and the pipe write that hands it its start."""
+    for _ in range(1 if how == "slow" else 5):
+        done = subprocess.run([sys.executable, "-c", EXIT_DURING_A_START, how], capture_output=True, text=True,
+                              timeout=30, cwd=Path(__file__).resolve().parents[2])
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        if how == "slow":
+            assert done.stdout == "handed over\n"

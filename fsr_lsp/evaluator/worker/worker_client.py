@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from ... import processes
 from .gpu_gate import gate
 from ..records import SLOW_MARK, EvalJob, EvalResult, GpuInfo
 from .serde import from_data, to_data
@@ -155,7 +156,7 @@ class Evaluator:
         proc = self._mp.Process(target=target, args=args, daemon=True,
                                 name=f"fsr-gpu-worker-{self.device_index}{'-spare' if held else ''}")
         log.debug("worker %d: starting%s", self.device_index, " a spare" if held else "")
-        proc.start()
+        processes.start_child(proc)
         child.close()
         return proc, parent
 
