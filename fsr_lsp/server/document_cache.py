@@ -103,6 +103,7 @@ class DocumentState:
     _src: SourceText | None = None
     _discovery: Discovery | None = None
     _found: list[Kernel] = field(default_factory=list)  # large documents: kernels found in windows
+    _discovering: Future | None = None  # large documents: their kernels being worked out in their process
     spec_problems: list[types.Diagnostic] | None = None  # large documents: from the same process as their kernels
 
     def __post_init__(self) -> None:
@@ -240,10 +241,18 @@ class DocumentCache:
         diagnostics, `spec_problems`) worked out in its own process."""
         if not state.large or state._discovery is not None:
             return state.discovery()
-        found, state.spec_problems = await asyncio.wrap_future(self.large.discovery(state.uri, state.text, encoding))
-        state._discovery = found
-        probe(self.probe, "discover", state.uri, state.version)
-        return found
+        if state._discovering is None:  # one at a time: a plan asking meanwhile waits for the diagnostics' own
+            state._discovering = self.large.discovery(state.uri, state.text, encoding)
+        try:
+            # shielded: one waiter's cancel (a hover given up) is not the others'
+            found, problems = await asyncio.shield(asyncio.wrap_future(state._discovering))
+        except Exception:  # not a waiter's cancel: the work itself failed
+            state._discovering = None  # the next request asks again (a child that died is replaced)
+            raise
+        if state._discovery is None:
+            state._discovery, state.spec_problems = found, problems
+            probe(self.probe, "discover", state.uri, state.version)
+        return state._discovery
 
     # ------------------------------------------------------------ specs
 

@@ -69,16 +69,16 @@ class LargeDocuments:
         the GIL for 68 ms on the server's thread, and hovers on other documents waited."""
         return self._io.submit(lambda: _joined(self._call(_discovery, self._stored(name, text), encoding)))
 
-    def spec(self, uri: str, version: int | None, root: Path, path: Path, text: str, kernel: Kernel,
-             documents: dict[Path, str], include_dirs: tuple[str, ...]) -> Future:
-        """Future of the kernel's spec, as `drafting.workspace.workspace_spec` gives it, for the
-        document `uri` at `version`."""
+    def spec(self, document: tuple[str, int | None], root: Path, path: Path, text: str, kernel: Kernel,
+             documents: dict[Path, str], include_dirs: tuple[str, ...], flags: tuple[str, ...] = ()) -> Future:
+        """Future of the kernel's spec, as `drafting.resolver.workspace_spec` gives it, for the
+        `document` (uri, version)."""
         def job() -> KernelSpec:
             with self._lock:
                 changed, self._changed = tuple(self._changed), []
             texts = {p: self._stored(str(p), t) for p, t in documents.items()}
-            return self._call(_spec, (uri, version), root, path, self._stored(str(path), text), kernel, texts,
-                              include_dirs, changed)
+            return self._call(_spec, document, root, path, self._stored(str(path), text), kernel, texts,
+                              (include_dirs, flags), changed)
 
         return self._io.submit(job)
 
@@ -246,7 +246,9 @@ def _joined(pieces: list[tuple[str, list]]) -> tuple[Discovery, list[types.Diagn
 
 
 def _spec(document: tuple[str, int | None], root: Path, path: Path, text: str | Stored, kernel: Kernel,
-          documents: dict[Path, str | Stored], include_dirs: tuple[str, ...], changed: tuple[Path, ...]) -> KernelSpec:
+          documents: dict[Path, str | Stored], build: tuple[tuple[str, ...], tuple[str, ...]],
+          changed: tuple[Path, ...]) -> KernelSpec:
+    """`build`: the settings' include paths and compiler flags."""
     from ..drafting.resolver import workspace_spec
     from ..drafting.workspace import LaunchIndex
 
@@ -256,8 +258,9 @@ def _spec(document: tuple[str, int | None], root: Path, path: Path, text: str | 
         index = _INDEXES[root] = LaunchIndex(root)
     for changed_path in changed:
         index.refresh(changed_path)
+    include_dirs, flags = build
     return workspace_spec(index, path, _text(text), kernel, {p: _text(t) for p, t in documents.items()},
-                          include_dirs=include_dirs)
+                          include_dirs=include_dirs, flags=flags)
 
 
 def probe(target: str, event: str, uri: str, version: int | None, detail: str = "") -> None:

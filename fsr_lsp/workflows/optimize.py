@@ -66,6 +66,14 @@ def plan_spec(index: LaunchIndex, path: Path, text: str, kernel: Kernel, setting
     `then`: what follows the proof, as the user is told ("searching", "profiling", ...)."""
     spec = workspace_spec(index, path, text, kernel, open_documents, include_dirs=settings.include_paths,
                           flags=settings.compiler_flags)
+    return plan_for(spec, index, text, kernel, settings, open_documents, model_drafter, then)
+
+
+def plan_for(spec: KernelSpec, index: LaunchIndex, text: str, kernel: Kernel, settings: Settings,
+             open_documents: dict[Path, str] | None = None,
+             model_drafter: Callable[[], Drafter] | None = None, then: str = "searching") -> SpecPlan:
+    """`plan_spec` from a spec already resolved (`workspace_spec`'s, as the editor keeps a large
+    document's: drafted in its own process once per version)."""
     if kernel.spec is not None or spec.origin == "inferred":
         return SpecPlan(spec)
     if spec.origin == "captured" and spec.spec is not None:

@@ -149,3 +149,38 @@ async def test_a_slow_draft_runs_off_the_event_loop_and_other_documents_are_answ
     assert large_draft["pid"] != server_pid  # in the large documents' process
     threads = {e["thread"] for uri in (other, small) for e in events(PROBE_LOG, uri) if e["event"] == "draft"}
     assert threads and all(t.startswith("fsr-draft") for t in threads), threads  # never the event loop's
+
+
+async def optimize(client: LanguageClient, uri: str, kernel: str) -> str:
+    said = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.optimize",
+                                                                                  arguments=[uri, kernel]))
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fsr.cancel",
+                                                                           arguments=[uri, kernel]))
+    return said
+
+
+async def test_optimize_on_a_large_document_plans_with_the_draft_its_own_process_makes(client: LanguageClient):
+    """A large document is never read whole in the server: Optimize takes its kernels and the
+    kernel's spec from its own process, the draft a hover asked for (one a version)."""
+    other = open_file(client, "other_plan.cu", program("other_plan", 256))
+    text = large_program()
+    large = open_file(client, "large_plan.cu", text)
+    said = await asyncio.wait_for(optimize(client, large, "slow_scale"), 60)  # its draft under way, slow
+    assert said == "optimizing slow_scale", said
+    assert "n = 1024" in await drafted(client, large, timeout=5)  # the plan's draft is the hover's
+
+    edited = text.replace("slow_scale", "quick_scale")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=large, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)]))
+    assert "n = 1024" in await drafted(client, large, timeout=60)  # the hover first, this time
+    started = time.monotonic()
+    assert await asyncio.wait_for(optimize(client, large, "quick_scale"), 60) == "optimizing quick_scale"
+    assert time.monotonic() - started < 2.0, "Optimize after a hover waited for a draft of its own"
+    assert "n = 256" in await drafted(client, other)
+
+    (server_pid,) = {e["pid"] for e in events(PROBE_LOG, other)}
+    drafts = [e for e in events(PROBE_LOG, large) if e["event"] == "draft"]
+    assert [(e["version"], e["kernel"]) for e in drafts] == [(1, "slow_scale"), (2, "quick_scale")], drafts
+    assert all(e["pid"] != server_pid for e in drafts)  # in the large documents' process, never the server's
+    assert counted(large, "discover", 1) == 1 and counted(large, "discover", 2) == 1

@@ -41,3 +41,45 @@ def test_a_large_documents_discovery_comes_in_pieces_and_is_the_whole():
     assert found.kernels == whole.kernels and found.orphan_specs == whole.orphan_specs and found.orphan_specs
     assert diagnostics == spec_diagnostics(src, whole.kernels, "utf-16") and len(diagnostics) > PIECE
     assert large.pieces_received >= 4 + 1 + 2  # the kernels in 4 pieces, the orphans, the diagnostics in 2 or more
+
+
+ONLY_WITH_A_FLAG = """#ifdef USE_DOUBLE
+typedef double real;
+#endif
+__global__ void scale_real(real* y, const real* x, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2 * x[i];
+}
+
+int main()
+{
+    const int n = 1024;
+    real *x, *y;
+    cudaMalloc(&x, n * sizeof(real));
+    cudaMalloc(&y, n * sizeof(real));
+    scale_real<<<(n + 255) / 256, 256>>>(y, x, n);
+    return 0;
+}
+"""
+
+
+def test_a_large_documents_draft_is_typed_with_the_settings_compiler_flags(tmp_path):
+    """As a small document's is (the hover's draft): `real` is a type only with the -D the
+    settings give, and without it there is no draft."""
+    from fsr_lsp.kernels import find_kernel
+
+    path = tmp_path / "big.cu"
+    path.write_text(ONLY_WITH_A_FLAG)
+    kernel = find_kernel(ONLY_WITH_A_FLAG, "scale_real")
+    large = LargeDocuments()
+    try:
+        def draft(flags: tuple[str, ...]):
+            return large.spec((path.as_uri(), 1), tmp_path, path, ONLY_WITH_A_FLAG, kernel,
+                              {path: ONLY_WITH_A_FLAG}, (), flags).result(timeout=120)
+
+        assert draft(()).origin == "none"
+        flagged = draft(("-DUSE_DOUBLE",))
+    finally:
+        large.shutdown()
+    assert flagged.origin == "drafted" and 'y = "out[n]"' in flagged.spec

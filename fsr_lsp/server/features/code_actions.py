@@ -19,7 +19,8 @@ from .capture import CONFIRM, confirmable
 from .commands import CANCEL, OPTIMIZE
 from .drafts import draft_title
 from .profiling import FINDING, PROFILE, profiles
-from .searches import chosen_rewrite, known_spec, rewrite_edit
+from .kernel_requests import known_spec
+from .searches import chosen_rewrite, rewrite_edit
 
 if TYPE_CHECKING:
     from ...drafting.origin import KernelSpec

@@ -15,7 +15,7 @@ from ..diagnostics import lsp_range
 from ..server import FsrServer, is_cuda
 from .drafts import hover_lines
 from .profiling import hover_lines as profile_hover
-from .searches import known_spec
+from .kernel_requests import known_spec
 
 if TYPE_CHECKING:
     from ...kernels import Kernel

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -19,13 +18,12 @@ from ..edits import workspace_edit
 from ..search_jobs import SearchJob, new_token
 from ..server import FsrServer
 from .documents import publish
-from .kernel_requests import KernelAsk, open_documents, opened, planned, refused
+from .kernel_requests import KernelAsk, opened, planned, refused
 
 if TYPE_CHECKING:
     from ...kernels import Kernel
     from ...search import Progress
     from ...settings import Settings
-    from ..document_cache import DocumentState, DraftJob, KnownSpec
 
 log = logging.getLogger("fsr_lsp")
 PROGRESS_NOTIFICATION = "fsr/searchProgress"  # for editor extensions: {uri, kernel, message, percentage, done}
@@ -34,26 +32,6 @@ PROGRESS_NOTIFICATION = "fsr/searchProgress"  # for editor extensions: {uri, ker
 def register(server: FsrServer) -> None:
     """The commands (features/commands.py) start and cancel searches; a win is a diagnostic."""
     server.diagnostic_sources.append(search_diagnostics)
-
-
-async def known_spec(ls: FsrServer, state: DocumentState, kernel: Kernel, earlier: bool = True) -> KnownSpec | None:
-    """The kernel's spec and where it comes from (its block, a launch anywhere in the workspace,
-    its signature), for code actions and hover, as far as it is known now: drafted once per
-    document version on the document cache's thread (a large document's in its own process),
-    never on the event loop; None while the first draft is under way; with `earlier`, the one
-    drafted for an earlier version while this one's is (document_cache.py)."""
-    path = Path(ls.workspace.get_text_document(state.uri).path)
-    root = ls.workspace_root(path)
-    world = ls.cache.world(ls.workspace.text_documents, root)
-
-    def job() -> DraftJob:  # what the draft reads, taken now
-        text, documents, include_dirs = state.text, open_documents(ls), ls.settings.include_paths
-        if state.large:  # in the large documents' process (large_documents.py)
-            return ls.cache.large.spec(state.uri, state.version, root, path, text, kernel, documents, include_dirs)
-        flags = ls.settings.compiler_flags
-        return lambda: ls.drafts.spec(root, path, text, kernel, documents, include_dirs=include_dirs, flags=flags)
-
-    return await ls.cache.spec(state, kernel, world, job, earlier=earlier)
 
 
 OPTIMIZE = KernelAsk("Optimize", "searches need", "searching")
