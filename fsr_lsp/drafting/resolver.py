@@ -14,6 +14,7 @@ from pathlib import Path
 from ..capture import Capture
 from ..kernels import Kernel, discover
 from ..kernels.aliases import flag_defines, included_texts, includer_texts
+from ..kernels.kernel_view import kernel_view
 from ..source import SourceText
 from ..specs.build_flags import block_flags, flags_value, merged
 from ..specs.defines import defines_value
@@ -107,6 +108,9 @@ def file_specs(index: LaunchIndex, path: Path, text: str, open_documents: dict[P
 def _in_workspace(index: LaunchIndex, path: Path, text: str, kernels: list[Kernel],
                   open_documents: dict[Path, str] | None, drafter: Drafter | None, include_dirs: tuple[str, ...],
                   flags: tuple[str, ...]) -> list[KernelSpec]:
+    if len(kernels) == 1:  # a large text is read as this kernel's draft needs it (kernels/kernel_view.py)
+        view = kernel_view(text, kernels[0])
+        text, kernels = view.text, [view.kernel]
     docs = {resolved(p): t for p, t in (open_documents or {}).items() if p.suffix.lower() in SOURCES}
     docs[resolved(path)] = text
     build = index.build(path)

@@ -122,7 +122,7 @@ def kernel_at(source: str | SourceText, byte: int) -> Kernel | None:
         for k in discover_kernels(SourceText.of(src.data[start:end].decode("utf-8", errors="replace"))):
             if k.span.start_byte + start <= byte <= k.span.end_byte + start:
                 if last or (k.complete and k.definition_span.end_byte + start < end - 1):
-                    return _moved(k, start, src.line_of(start))
+                    return moved(k, start, src.line_of(start))
                 break  # its end may lie past this window: the wider one reads it
         else:
             if last:
@@ -139,7 +139,7 @@ def _window(data: bytes, byte: int, after: int = WINDOW_BYTES) -> tuple[int, int
     return start, len(data) if end < 0 else end + 1
 
 
-def _moved(k: Kernel, by_bytes: int, by_lines: int) -> Kernel:
+def moved(k: Kernel, by_bytes: int, by_lines: int) -> Kernel:
     """A kernel found in a window, at its place in the file (a window starts a line: columns stay)."""
     def span(s: Span) -> Span:
         return Span(s.start_byte + by_bytes, s.end_byte + by_bytes, Position(s.start.line + by_lines, s.start.character),

@@ -163,17 +163,23 @@ def _spaces(line: str) -> str:
 
 
 def _branches_taken(text: str, macros: frozenset[str]) -> str:
-    out = []
+    """The text with its off branches and its conditional directives blanked, line by line as
+    `_spaces` blanks a line. Only the preprocessor's lines are looked at one by one: the text
+    between two of them is kept or blanked whole (a 10 MB text's 280,000 lines, one Python step
+    each, took a second)."""
+    out: list[str] = []
     stack: list[tuple[bool, bool]] = []  # (this branch is on, some branch of this #if was taken)
     defined = set(macros) - _guards(text)  # an include guard is defined where it is, not before
-    for line in text.split("\n"):
-        m = _DIRECTIVE.match(line)
-        on = all(s[0] for s in stack)
+    on, done = True, 0
+    for line in _PREPROCESSOR_LINE.finditer(text):
+        m = _DIRECTIVE.match(line.group())
         if m is None:
-            if on and (d := _DEFINE_LINE.match(line)):
+            if on and (d := _DEFINE_LINE.match(line.group())):
                 defined.add(d.group(1))
-            out.append(line if on else _spaces(line))
             continue
+        between = text[done:line.start()]
+        out += [between if on else _OFF_LINE.sub(_blank_line, between), _spaces(line.group())]
+        done = line.end()
         kind, rest = m.group(1), m.group(2).strip()
         if kind in ("if", "ifdef", "ifndef"):
             value = _condition(kind, rest, defined)
@@ -186,8 +192,18 @@ def _branches_taken(text: str, macros: frozenset[str]) -> str:
             stack[-1] = (not stack[-1][1], True)
         elif kind == "endif" and stack:
             stack.pop()
-        out.append(_spaces(line))
-    return "\n".join(out)
+        on = all(s[0] for s in stack)
+    rest_of_text = text[done:]
+    out.append(rest_of_text if on else _OFF_LINE.sub(_blank_line, rest_of_text))
+    return "".join(out)
+
+
+_PREPROCESSOR_LINE = re.compile(r"^[ \t]*#[^\n]*", re.M)
+_OFF_LINE = re.compile(r"[^\n]+")
+
+
+def _blank_line(m: re.Match[str]) -> str:
+    return _spaces(m.group())
 
 
 _DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)")

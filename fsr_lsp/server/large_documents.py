@@ -48,57 +48,20 @@ class Stored:
     file: str
 
 
-class LargeDocuments:
-    def __init__(self, probe: str = "") -> None:
-        """`probe`: tests' "module:function" told of each draft the child makes (Instruments.probe)."""
-        self._probe = probe
-        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-large")  # the child's one caller
+class _Child:
+    """One child process and the one thread of the server's that calls it, a job at a time."""
+
+    def __init__(self, name: str, probe: str) -> None:
+        self.name, self._probe = name, probe
+        self.io = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._proc: Any = None
         self._conn: Any = None
-        self._changed: list[Path] = []  # files changed on disk since the child's last draft
         self._lock = threading.Lock()
-        self._folder: Path | None = None
-        self._files: dict[str, list[tuple[str | None, Path]]] = {}  # a document -> its files, the newest with its text
-        self._count = itertools.count()
-        self._closed = False  # after shutdown no child is started
-        self.pieces_received = 0  # answers that came in pieces, counted (tests)
+        self.closed = False  # after shutdown no child is started
+        self.started = 0  # children started (a new one reads the workspace afresh)
+        self.pieces_received = 0
 
-    def discovery(self, name: str, text: str, encoding: str) -> Future:
-        """Future of (every kernel of the document `name`'s `text`, their spec diagnostics),
-        sent over in pieces of PIECE kernels or diagnostics: unpickling 758 kernels at once held
-        the GIL for 68 ms on the server's thread, and hovers on other documents waited."""
-        return self._io.submit(lambda: _joined(self._call(_discovery, self._stored(name, text), encoding)))
-
-    def spec(self, document: tuple[str, int | None], root: Path, path: Path, text: str, kernel: Kernel,
-             documents: dict[Path, str], include_dirs: tuple[str, ...], flags: tuple[str, ...] = ()) -> Future:
-        """Future of the kernel's spec, as `drafting.resolver.workspace_spec` gives it, for the
-        `document` (uri, version)."""
-        def job() -> KernelSpec:
-            with self._lock:
-                changed, self._changed = tuple(self._changed), []
-            texts = {p: self._stored(str(p), t) for p, t in documents.items()}
-            return self._call(_spec, document, root, path, self._stored(str(path), text), kernel, texts,
-                              (include_dirs, flags), changed)
-
-        return self._io.submit(job)
-
-    def file_changed(self, path: Path) -> None:
-        with self._lock:
-            if self._proc is not None:
-                self._changed.append(path)
-
-    def shutdown(self) -> None:
-        self._io.shutdown(wait=False, cancel_futures=True)
-        with self._lock:
-            self._closed = True
-            folder, self._folder = self._folder, None
-        self._stop()
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-
-    # ------------------------------------------------------------ on the server's side (its one thread)
-
-    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """`fn(*args)` in the child; a child that died (killed, out of memory) is replaced once."""
         for attempt in (1, 2):
             conn = self._start()
@@ -106,7 +69,7 @@ class LargeDocuments:
                 conn.send((fn, args))
                 kind, payload = conn.recv()
             except (EOFError, OSError) as error:
-                self._stop()
+                self.stop()
                 if attempt == 2:
                     raise RuntimeError(f"the process for large documents ended ({error or type(error).__name__})") from None
                 log.warning("the process for large documents ended: started again")
@@ -120,24 +83,28 @@ class LargeDocuments:
             return payload
         raise AssertionError("unreachable")
 
+    @property
+    def running(self) -> bool:
+        return self._proc is not None
+
     def _start(self) -> Any:
         if self._proc is not None and self._proc.is_alive():
             return self._conn
-        if self._closed:
+        if self.closed:
             raise RuntimeError("the server is shutting down")
         import multiprocessing  # loaded when the first large document needs it, not at start-up
 
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
-        proc = context.Process(target=_serve, args=(child, self._probe), daemon=True, name="fsr-large-documents")
+        proc = context.Process(target=_serve, args=(child, self._probe), daemon=True, name=self.name)
         processes.start_child(proc)
         child.close()
         with self._lock:
             self._proc, self._conn = proc, parent
-            self._changed = []  # a new child reads the workspace afresh
+            self.started += 1
         return parent
 
-    def _stop(self) -> None:
+    def stop(self) -> None:
         with self._lock:
             proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
         if conn is not None:
@@ -146,11 +113,84 @@ class LargeDocuments:
             proc.kill()
             threading.Thread(target=proc.join, name="fsr-large-reap", daemon=True).start()
 
+    def shutdown(self) -> None:
+        self.io.shutdown(wait=False, cancel_futures=True)
+        self.closed = True
+        self.stop()
+
+
+class LargeDocuments:
+    """Two children: one works out a large document's kernels (seconds for 10 MB), the other
+    drafts its kernels' specs from their views (kernels/kernel_view.py), so a hover's spec never
+    waits behind the diagnostics' discovery."""
+
+    def __init__(self, probe: str = "") -> None:
+        """`probe`: tests' "module:function" told of each draft the child makes (Instruments.probe)."""
+        self._whole = _Child("fsr-large-documents", probe)
+        self._drafts = _Child("fsr-large-drafts", probe)
+        self._changed: list[Path] = []  # files changed on disk since the drafting child's last draft
+        self._drafts_started = 0  # the drafting child whose workspace `_changed` is counted against
+        self._lock = threading.Lock()
+        self._folder: Path | None = None
+        self._files: dict[str, list[tuple[str | None, Path]]] = {}  # a document -> its files, the newest with its text
+        self._count = itertools.count()
+        self._storing = threading.Lock()
+
+    @property
+    def pieces_received(self) -> int:
+        """Answers that came in pieces, counted (tests)."""
+        return self._whole.pieces_received + self._drafts.pieces_received
+
+    def discovery(self, name: str, text: str, encoding: str) -> Future:
+        """Future of (every kernel of the document `name`'s `text`, their spec diagnostics),
+        sent over in pieces of PIECE kernels or diagnostics: unpickling 758 kernels at once held
+        the GIL for 68 ms on the server's thread, and hovers on other documents waited. The
+        drafting child is started beside it, its first draft's one-time costs paid meanwhile."""
+        if not self._drafts.running:
+            self._drafts.io.submit(self._drafts.call, _warm)
+        return self._whole.io.submit(lambda: _joined(self._whole.call(_discovery, self._stored(name, text), encoding)))
+
+    def spec(self, document: tuple[str, int | None], root: Path, path: Path, text: str, kernel: Kernel,
+             documents: dict[Path, str], include_dirs: tuple[str, ...], flags: tuple[str, ...] = ()) -> Future:
+        """Future of the kernel's spec, as `drafting.resolver.workspace_spec` gives it, for the
+        `document` (uri, version)."""
+        def job() -> KernelSpec:
+            texts = {p: self._stored(str(p), t) for p, t in documents.items()}
+            stored = self._stored(str(path), text)
+            with self._lock:
+                changed, self._changed = tuple(self._changed), []
+                if self._drafts.started != self._drafts_started or not self._drafts.running:
+                    changed = ()  # a new child reads the workspace afresh
+            result = self._drafts.call(_spec, document, root, path, stored, kernel, texts, (include_dirs, flags),
+                                       changed)
+            with self._lock:
+                self._drafts_started = self._drafts.started
+            return result
+
+        return self._drafts.io.submit(job)
+
+    def file_changed(self, path: Path) -> None:
+        with self._lock:
+            if self._drafts.running:
+                self._changed.append(path)
+
+    def shutdown(self) -> None:
+        for child in (self._whole, self._drafts):
+            child.shutdown()
+        with self._lock:
+            folder, self._folder = self._folder, None
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def _stored(self, name: str, text: str) -> str | Stored:
         """A long text as a file the child reads (written once per text, in chunks: no long
         hold of the GIL); a short one as itself."""
         if len(text) <= BY_FILE_CHARS:
             return text
+        with self._storing:  # both children's threads store texts
+            return self._store(name, text)
+
+    def _store(self, name: str, text: str) -> Stored:
         written = self._files.setdefault(name, [])
         if written and written[-1][0] is text:
             return Stored(str(written[-1][1]))
@@ -227,6 +267,7 @@ def _discovery(text: str | Stored, encoding: str) -> _Pieces:
     from ..source import SourceText
     from .diagnostics import spec_diagnostics
 
+    probe(_PROBE[0], "whole", "", None)  # tests: a discovery's start, in this process
     src = SourceText(_text(text))
     found = discover(src)
     diagnostics = spec_diagnostics(src, found.kernels, encoding)
@@ -243,6 +284,13 @@ def _joined(pieces: list[tuple[str, list]]) -> tuple[Discovery, list[types.Diagn
     for kind, items in pieces:
         parts[kind] += items
     return Discovery(parts["kernels"], parts["orphans"]), parts["diagnostics"]
+
+
+def _warm() -> None:
+    """The drafting child's head start: what a first draft imports and compiles."""
+    from ..drafting.warm import warm_drafting
+
+    warm_drafting()
 
 
 def _spec(document: tuple[str, int | None], root: Path, path: Path, text: str | Stored, kernel: Kernel,

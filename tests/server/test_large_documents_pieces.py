@@ -83,3 +83,27 @@ def test_a_large_documents_draft_is_typed_with_the_settings_compiler_flags(tmp_p
     finally:
         large.shutdown()
     assert flagged.origin == "drafted" and 'y = "out[n]"' in flagged.spec
+
+
+def test_a_large_documents_draft_does_not_wait_for_its_discovery(tmp_path, monkeypatch):
+    """Its kernels (the diagnostics) take seconds on a 10 MB file; a hover's draft is made in a
+    process of its own meanwhile."""
+    import time
+
+    from fsr_lsp.kernels import find_kernel
+
+    monkeypatch.setenv("FSR_TEST_PROBE_LOG", str(tmp_path / "probe.jsonl"))
+    monkeypatch.setenv("FSR_TEST_SLOW_WHOLE", "30")
+    path = tmp_path / "big.cu"
+    path.write_text(ONLY_WITH_A_FLAG)
+    kernel = find_kernel(ONLY_WITH_A_FLAG, "scale_real")
+    large = LargeDocuments(probe="tests.support.cache_probe:probe")
+    try:
+        whole = large.discovery("big.cu", ONLY_WITH_A_FLAG, "utf-16")
+        started = time.monotonic()
+        spec = large.spec((path.as_uri(), 1), tmp_path, path, ONLY_WITH_A_FLAG, kernel, {path: ONLY_WITH_A_FLAG},
+                          (), ("-DUSE_DOUBLE",)).result(timeout=60)
+        assert time.monotonic() - started < 20 and not whole.done()
+    finally:
+        large.shutdown()
+    assert spec.origin == "drafted"
