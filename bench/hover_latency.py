@@ -46,15 +46,21 @@ int main()
 def server_env() -> dict[str, str]:
     """The server's environment: this repository first on the path, then what the caller's path
     holds (a GPU machine's staged packages), and no nvcc from the caller's PATH (no on-save builds
-    competing with what is measured)."""
+    competing with what is measured). FSR_LSP_BENCH, where the caller sets it, goes along: on a
+    machine without a GPU a stand-in search (tests/support/scripted_bench.py) lets Optimize's
+    planning, which is real, be timed."""
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    return {"PYTHONPATH": path, "PATH": "/usr/bin:/bin"}
+    stand_in = {k: os.environ[k] for k in ("FSR_LSP_BENCH",) if k in os.environ}
+    return {"PYTHONPATH": path, "PATH": "/usr/bin:/bin", **stand_in}
 
 
 class Session:
     def __init__(self, root: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "fsr_lsp.server.main"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, cwd=root, env=server_env())
+        env = server_env()
+        command = [str(ROOT / "tests" / "support" / "doubles.py"), "fsr-lsp"] if "FSR_LSP_BENCH" in env else \
+            ["-m", "fsr_lsp.server.main"]  # the test entry point hands the server its stand-in
+        self.proc = subprocess.Popen([sys.executable, *command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     cwd=root, env=env)
         self.replies: queue.Queue = queue.Queue()
         self.published: list[tuple[float, str, int]] = []  # (perf_counter, uri, diagnostics) of each publish
         threading.Thread(target=self._read, daemon=True).start()

@@ -186,14 +186,16 @@ def _word_char(data: bytes, i: int) -> bool:
 
 
 def _defined_name(data: bytes, start: int, body: int) -> str | None:
-    """The name before the parameter list that ends the head (None: none found)."""
-    close = data.rfind(b")", start, body)
-    depth = 0
-    for i in range(close, max(start, body - HEAD_LOOK) - 1, -1):
-        depth += {41: 1, 40: -1}.get(data[i], 0)  # ')' and '('
+    """The name before the parameter list that ends the head (None: none found); the list's
+    parentheses are stepped over one at a time, not its every byte."""
+    low = max(start, body - HEAD_LOOK)
+    at, depth = data.rfind(b")", low, body), 0
+    while at >= low:
+        depth += 1 if data[at] == 41 else -1  # ')' or '('
         if depth == 0:
-            m = _NAME_BEFORE.search(data, max(start, i - 256), i)
+            m = _NAME_BEFORE.search(data, max(start, at - 256), at)
             return m.group(1).decode() if m else None
+        at = max(data.rfind(b")", low, at), data.rfind(b"(", low, at))
     return None
 
 
