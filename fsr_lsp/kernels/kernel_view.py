@@ -25,7 +25,9 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
+from .brackets import balance, nesting
 from .discover import moved
 from .kernel import Kernel
 
@@ -37,6 +39,7 @@ NOT_FOLLOWED = frozenset({"main"})  # called by no code: its places are every pr
 
 _CLOSER = re.compile(rb"(?m)^\}[^\n]*(?:\n|\Z)")
 _BRACE = re.compile(rb"[{}]")
+_PAREN = re.compile(rb"[()]")
 # a function's head ends at its parameter list's `)`, then qualifiers or a trailing return type
 _FUNCTION_HEAD = re.compile(rb"\)\s*(?:(?:const|noexcept|override|final|volatile)\b\s*)*(?:->[^;{}()]*)?$")
 _DEVICE_ONLY = re.compile(rb"\b__(?:global|device)__\b")
@@ -118,17 +121,17 @@ def _chunk(data: bytes, start: int, end: int) -> _Chunk:
 
 
 def _body(data: bytes, start: int, end: int) -> int:
-    depth, first = 0, -1
-    for m in _BRACE.finditer(data, start, end):
-        if m.group() == b"{":
-            if depth == 0:
-                first = m.start()
-            depth += 1
-        else:
-            depth -= 1
-            if depth < 0:
-                return -1
-    return first if depth == 0 else -1
+    """Where its braces balance, the chunk's last top-level `{`: the one the closing `}` that
+    ends the chunk matches; else -1."""
+    stray, after = balance(_BRACE.finditer(data, start, end), (b"{",), (b"}",), _token)
+    if stray is not None or after != 0:
+        return -1
+    return max((m.start() for m, depth in nesting(_BRACE.finditer(data, start, end), (b"{",), (b"}",), _token)
+                if depth == 0 and m.group() == b"{"), default=-1)
+
+
+def _token(m: Any) -> Any:  # a match's text: what `nesting` keys a bracket by
+    return m.group()
 
 
 def _followed(data: bytes, reading: _Reading, name: str) -> set[int] | None:
@@ -186,17 +189,19 @@ def _word_char(data: bytes, i: int) -> bool:
 
 
 def _defined_name(data: bytes, start: int, body: int) -> str | None:
-    """The name before the parameter list that ends the head (None: none found); the list's
-    parentheses are stepped over one at a time, not its every byte."""
-    low = max(start, body - HEAD_LOOK)
-    at, depth = data.rfind(b")", low, body), 0
-    while at >= low:
-        depth += 1 if data[at] == 41 else -1  # ')' or '('
-        if depth == 0:
-            m = _NAME_BEFORE.search(data, max(start, at - 256), at)
-            return m.group(1).decode() if m else None
-        at = max(data.rfind(b")", low, at), data.rfind(b"(", low, at))
-    return None
+    """The name before the parameter list that ends the head (None: none found): the opener of
+    the last `)` before the body, then the word before it."""
+    opened_at: dict[int, int] = {}
+    opener = None
+    for m, depth in nesting(_PAREN.finditer(data, max(start, body - HEAD_LOOK), body), (b"(",), (b")",), _token):
+        if m.group() == b"(":
+            opened_at[depth] = m.start()
+        else:
+            opener = opened_at.get(depth)
+    if opener is None:
+        return None
+    name = _NAME_BEFORE.search(data, max(start, opener - 256), opener)
+    return name.group(1).decode() if name else None
 
 
 def _emptied(data: bytes, chunk: _Chunk) -> bytes:
