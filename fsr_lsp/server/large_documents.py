@@ -1,20 +1,23 @@
-"""Whole-file work on a large open document, in a process of its own.
+"""Whole-file work on a large open document, in processes of its own.
 
 A tree-sitter parse or a regular expression over a 10 MB file holds Python's GIL for tens of
 milliseconds at a time (the end of a parse, where the tree is balanced, cannot be split); on a
 thread of the server that stalls the event loop, and hovers on every other document wait. So a
 large document's kernels (for its diagnostics) and its kernels' specs (drafted from launches
-across the workspace, its own among them) are worked out in a child process; the server's own
+across the workspace, its own among them) are worked out in child processes; the server's own
 threads read only windows of such a file (document_cache.py).
 
-One child, started the first time a large document needs it, over a pipe (no queue, whose
-semaphores multiprocessing's resource tracker would report as leaked when the server exits at
-once), one job at a time from a thread of the server's; it ends when the pipe closes, and the
-reaper kills it if the server is killed (processes.py: it inherits the server's mark). Texts
-over a megabyte go to it as files, written a megabyte at a time (pickling ten megabytes for the
-pipe would hold the GIL for 40 ms), in a scratch folder of the server's (scratch.py). The child
-keeps a launch index of the workspace of its own; the server tells it which files changed on
-disk with its next draft."""
+Two children, each started the first time a large document needs it: one works out kernels,
+the other drafts specs (from each kernel's view of the text, kernels/kernel_view.py), so a
+hover's draft never waits behind a 10 MB discovery; the drafting one is started, and warmed,
+when a large document opens. Each over a pipe (no queue, whose semaphores multiprocessing's
+resource tracker would report as leaked when the server exits at once), one job at a time from
+a thread of the server's; each ends when its pipe closes, and the reaper kills it if the server
+is killed (processes.py: it inherits the server's mark). Texts over a megabyte go to them as
+files, written a megabyte at a time (pickling ten megabytes for the pipe would hold the GIL for
+40 ms), in a scratch folder of the server's (scratch.py). The drafting child keeps a launch
+index of the workspace of its own; the server tells it which files changed on disk with its
+next draft."""
 
 from __future__ import annotations
 
