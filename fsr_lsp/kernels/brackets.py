@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import AnyStr, Callable, Container, Iterable, Iterator, TypeVar
+from typing import Any, AnyStr, Callable, Container, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -52,7 +52,8 @@ def _pattern(*alternatives: str | bytes) -> re.Pattern:
     return re.compile(bar.join(re.escape(a) for a in alternatives))  # type: ignore[arg-type]
 
 
-def _group(m: re.Match) -> str | bytes:
+def match_text(m: Any) -> Any:
+    """A match's text: the key `nesting` reads a bracket found by a pattern by."""
     return m.group()
 
 
@@ -60,7 +61,7 @@ def closing(text: AnyStr, i: int, open_: AnyStr, close: AnyStr, limit: int | Non
     """Index of the bracket that closes the one at `i` (nested pairs skipped), or -1 when none
     does before `limit` (the end of the text by default)."""
     found = _pattern(open_, close).finditer(text, max(i, 0), len(text) if limit is None else limit)
-    for m, depth in nesting(found, (open_,), (close,), _group):
+    for m, depth in nesting(found, (open_,), (close,), match_text):
         if depth == 0 and m.group() == close:
             return m.start()
     return -1
@@ -76,7 +77,7 @@ def top_level(text: AnyStr, targets: Iterable[AnyStr], opens: AnyStr, closes: An
     found = _pattern(*wanted, *brackets).finditer(text, start, len(text) if end is None else end)
     openers = {opens[k:k + 1] for k in range(len(opens))}
     closers = {closes[k:k + 1] for k in range(len(closes))}
-    for m, depth in nesting(found, openers, closers, _group):
+    for m, depth in nesting(found, openers, closers, match_text):
         if depth == 0 and m.group() in wanted:
             yield m
 

@@ -25,9 +25,8 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-from .brackets import balance, nesting
+from .brackets import balance, match_text, nesting
 from .discover import moved
 from .kernel import Kernel
 
@@ -123,15 +122,11 @@ def _chunk(data: bytes, start: int, end: int) -> _Chunk:
 def _body(data: bytes, start: int, end: int) -> int:
     """Where its braces balance, the chunk's last top-level `{`: the one the closing `}` that
     ends the chunk matches; else -1."""
-    stray, after = balance(_BRACE.finditer(data, start, end), (b"{",), (b"}",), _token)
+    stray, after = balance(_BRACE.finditer(data, start, end), (b"{",), (b"}",), match_text)
     if stray is not None or after != 0:
         return -1
-    return max((m.start() for m, depth in nesting(_BRACE.finditer(data, start, end), (b"{",), (b"}",), _token)
+    return max((m.start() for m, depth in nesting(_BRACE.finditer(data, start, end), (b"{",), (b"}",), match_text)
                 if depth == 0 and m.group() == b"{"), default=-1)
-
-
-def _token(m: Any) -> Any:  # a match's text: what `nesting` keys a bracket by
-    return m.group()
 
 
 def _followed(data: bytes, reading: _Reading, name: str) -> set[int] | None:
@@ -193,7 +188,7 @@ def _defined_name(data: bytes, start: int, body: int) -> str | None:
     the last `)` before the body, then the word before it."""
     opened_at: dict[int, int] = {}
     opener = None
-    for m, depth in nesting(_PAREN.finditer(data, max(start, body - HEAD_LOOK), body), (b"(",), (b")",), _token):
+    for m, depth in nesting(_PAREN.finditer(data, max(start, body - HEAD_LOOK), body), (b"(",), (b")",), match_text):
         if m.group() == b"(":
             opened_at[depth] = m.start()
         else:

@@ -49,8 +49,8 @@ class Opened:
     path: Path
     root: Path
     settings: Settings
-    uri: str = ""
-    version: int | None = None
+    uri: str
+    version: int | None
 
 
 def refused(ls: FsrServer, uri: str, ask: KernelAsk) -> str:
@@ -96,7 +96,7 @@ async def planned(ls: FsrServer, doc: Opened, kernel_name: str, ask: KernelAsk,
 
 def _large_state(ls: FsrServer, doc: Opened) -> DocumentState | None:
     """The document cache's state of `doc` where it is large and still the version planned."""
-    opened = ls.document(doc.uri) if doc.uri else None
+    opened = ls.document(doc.uri)
     if opened is None or opened.source is not doc.text:
         return None
     state = ls.cache.state(doc.uri, opened)
