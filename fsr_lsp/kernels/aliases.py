@@ -18,13 +18,14 @@ from .lexical import active_text, defined_macros, word_places
 from .kernel import Kernel, Param
 from .struct_fields import with_struct_fields
 from .structs import instantiated, struct_templates, struct_types
+from .word_regex import word_start
 
-_TYPEDEF = re.compile(r"\btypedef\s+([\w\s:]+?)\s+(\w+)\s*;")
-_USING = re.compile(r"\busing\s+(\w+)\s*=\s*([\w\s:]+?)\s*;")
+_TYPEDEF = re.compile(word_start("typedef") + r"\s+([\w\s:]+?)\s+(\w+)\s*;")
+_USING = re.compile(word_start("using") + r"\s+(\w+)\s*=\s*([\w\s:]+?)\s*;")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+([\w \t:]+?)[ \t]*$", re.M)
 # `enum Act {`, `enum class Mode : uint8_t {`, `typedef enum { ... } Name;`: an integer of the enum's type
-_ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?(\w+)\s*(?::\s*([\w\s:]+?))?\s*\{")
-_TYPEDEF_ENUM = re.compile(r"\btypedef\s+enum\s*(?:\w+\s*)?(?::\s*([\w\s:]+?)\s*)?\{[^{}]*\}\s*(\w+)\s*;")
+_ENUM = re.compile(word_start("enum") + r"\s+(?:class\s+|struct\s+)?(\w+)\s*(?::\s*([\w\s:]+?))?\s*\{")
+_TYPEDEF_ENUM = re.compile(word_start("typedef") + r"\s+enum\s*(?:\w+\s*)?(?::\s*([\w\s:]+?)\s*)?\{[^{}]*\}\s*(\w+)\s*;")
 
 
 def type_aliases(text: str, defined: AbstractSet[str] = frozenset()) -> dict[str, str]:

@@ -20,6 +20,7 @@ from .callees import reachable_bodies
 from .kernel import Kernel
 from .lexical import lex
 from .treesitter import YIELDING_BYTES, enclosing_words, nodes_of, parse
+from .word_regex import word_start
 
 PREFIX = "__fsr_dv_"  # the pointer a redirected variable becomes (a module symbol the evaluator sets)
 _SPACES = re.compile(r"\b(__device__|__managed__)\b")
@@ -73,7 +74,7 @@ def _declarations_with_spaces(data: bytes) -> list[Node]:
     return enclosing_words(root, data, _SPACES_BYTES, "declaration")
 
 
-_SPACES_BYTES = re.compile(rb"\b(?:__device__|__managed__)\b")
+_SPACES_BYTES = re.compile(word_start("__device__", "__managed__").encode() + rb"\b")
 
 
 def _name_and_dims(node: Node) -> tuple[str, tuple[str, ...]]:

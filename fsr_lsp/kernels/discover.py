@@ -14,10 +14,11 @@ from .aliases import type_aliases, with_aliases
 from .attach import OrphanSpec, attach_specs
 from .fallback import scan_kernel
 from .lexical import lex, macro_aliases, spec_blocks
-from .kernel import Kernel
+from .kernel import Kernel, SpecComment
 from .structs import names_of
 from .treesitter import aggregates_of, kernels_from_tree, parse
 from .struct_fields import with_struct_fields
+from .word_regex import word_start
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,44 @@ def discover(source: str | SourceText, kernel_macros: frozenset[bytes] = frozens
 
 @lru_cache(maxsize=16)
 def _discover(data: bytes, kernel_macros: frozenset[bytes] = frozenset()) -> Discovery:
+    """The declared kernels (`_declared`), each typed through the text's aliases and structs,
+    with its `@fsr` block attached."""
+    declared = _declared(data, kernel_macros)
+    text = declared.src.text
+    aliases = type_aliases(text)
+    found = [with_struct_fields(with_aliases(k, aliases), text, aliases) for k in declared.kernels]
+    kernels, orphans = attach_specs(declared.src, declared.masked, found, list(declared.blocks))
+    return Discovery(kernels, orphans)
+
+
+def first_look(source: str | SourceText) -> Discovery:
+    """Every kernel as the text declares it, its `@fsr` block attached, before its types are read
+    through the text's aliases and structs (a second parse, and most of a 10 MB file's seconds).
+    A kernel `settled` here is the very one `discover` gives: the diagnostics of those need not
+    wait for the rest."""
+    src = source if isinstance(source, SourceText) else SourceText(source)
+    declared = _declared(src.data)
+    kernels, orphans = attach_specs(declared.src, declared.masked, list(declared.kernels), list(declared.blocks))
+    return Discovery(kernels, orphans)
+
+
+def settled(kernel: Kernel) -> bool:
+    """Whether reading the text's aliases and structs leaves the kernel as declared: every
+    parameter already has an element type (`with_aliases` and `with_struct_fields` change only
+    those that have none)."""
+    return all(p.dtype is not None for p in kernel.params)
+
+
+@dataclass(frozen=True)
+class _Declared:
+    src: SourceText
+    masked: bytes
+    kernels: tuple[Kernel, ...]
+    blocks: tuple[SpecComment, ...]
+
+
+@lru_cache(maxsize=16)
+def _declared(data: bytes, kernel_macros: frozenset[bytes] = frozenset()) -> _Declared:
     """Kernels from tree-sitter, plus those only the token scanner finds (macro-declared
     kernels, kernels hidden in ERROR nodes by an edit in progress). A definition whose parse
     has an error node (a pragma before an unbraced body, `#if` in a parameter list, an
@@ -45,7 +84,7 @@ def _discover(data: bytes, kernel_macros: frozenset[bytes] = frozenset()) -> Dis
     lexed = lex(src.data)
     masked = lexed.masked
     words = [b"__global__", *sorted(macro_aliases(src.data) | kernel_macros)]
-    pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(w) for w in words) + rb")\b")
+    pattern = re.compile(word_start(*(w.decode() for w in words)).encode() + rb"\b")
     markers = [(m.start(), m.end()) for m in pattern.finditer(masked)]
 
     def scanned(i: int) -> Kernel | None:
@@ -74,10 +113,7 @@ def _discover(data: bytes, kernel_macros: frozenset[bytes] = frozenset()) -> Dis
         if kernel is not None:
             found.append(kernel)
     found.sort(key=lambda k: k.definition_span.start_byte)
-    aliases = type_aliases(src.text)
-    found = [with_struct_fields(with_aliases(k, aliases), src.text, aliases) for k in found]
-    kernels, orphans = attach_specs(src, masked, found, spec_blocks(src, lexed))
-    return Discovery(kernels, orphans)
+    return _Declared(src, masked, tuple(found), tuple(spec_blocks(src, lexed)))
 
 
 def discover_kernels(source: str | SourceText) -> list[Kernel]:

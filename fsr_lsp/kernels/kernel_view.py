@@ -29,6 +29,7 @@ from functools import lru_cache
 from .brackets import balance, match_text, nesting
 from .discover import moved
 from .kernel import Kernel
+from .word_regex import word_start
 
 VIEW_BYTES = 1 << 20  # texts above this are drafted from a view
 MAX_CALLERS = 4  # as drafting/host.py follows a size up the calls
@@ -41,8 +42,8 @@ _BRACE = re.compile(rb"[{}]")
 _PAREN = re.compile(rb"[()]")
 # a function's head ends at its parameter list's `)`, then qualifiers or a trailing return type
 _FUNCTION_HEAD = re.compile(rb"\)\s*(?:(?:const|noexcept|override|final|volatile)\b\s*)*(?:->[^;{}()]*)?$")
-_DEVICE_ONLY = re.compile(rb"\b__(?:global|device)__\b")
-_HOST = re.compile(rb"\b__host__\b")
+_DEVICE_ONLY = re.compile(word_start("__global__", "__device__").encode() + rb"\b")
+_HOST = re.compile(word_start("__host__").encode() + rb"\b")
 # what an emptied body keeps: its preprocessor lines, and its cudaMemset calls (drafting/draft.py's
 # `_zeroed` reads every one written before a launch)
 _EMPTIED_LINE = re.compile(rb"(?m)^(?![ \t]*#)(?![^\n]*\bcudaMemset)[^\n]+")

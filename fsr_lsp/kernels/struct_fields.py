@@ -27,11 +27,12 @@ from .kernel import Kernel, Param
 from .lexical import active_text, defined_macros
 from .structs import DEFINE_LINE, integer_constant, names_of, substituted
 from .treesitter import aggregates_of
+from .word_regex import word_start
 
 
 # `constexpr int MAX_DIMS = 8;`, `static const int N = 4;`: array sizes as a #define gives them
-_CONSTANT = re.compile(r"\b(?:static\s+)?(?:constexpr|const)\s+(?:unsigned\s+|signed\s+)?(?:int|long|short|size_t|"
-                       r"unsigned)\s+(\w+)\s*=\s*([^;]+);")
+_CONSTANT = re.compile(r"(?:" + word_start("static") + r"\s+(?:constexpr|const)|" + word_start("constexpr", "const") +
+                       r")\s+(?:unsigned\s+|signed\s+)?(?:int|long|short|size_t|unsigned)\s+(\w+)\s*=\s*([^;]+);")
 
 
 @dataclasses.dataclass(frozen=True)

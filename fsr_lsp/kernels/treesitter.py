@@ -20,6 +20,7 @@ from ..source import SourceText
 from .c_types import parse_param
 from .kernel import Kernel
 from .text_edits import one_edit
+from .word_regex import word_start
 
 _WRAPPERS = ("template_declaration", "linkage_specification")
 
@@ -159,11 +160,26 @@ def enclosing_words(root: Node, data: bytes, word: re.Pattern[bytes], node_type:
 
 
 def kernels_from_tree(src: SourceText, tree: Tree) -> list[Kernel]:
-    return [k for node in _global_definitions(tree.root_node) if (k := _kernel(src, node)) is not None]
+    return [k for node in _global_definitions(tree.root_node, src.data) if (k := _kernel(src, node)) is not None]
 
 
-def _global_definitions(node: Node) -> list[Node]:
-    return [n for n in nodes_of(node, "function_definition") if any(c.type == "__global__" for c in n.children)]
+_GLOBAL_WORD = re.compile(word_start("__global__").encode() + rb"\b")
+
+
+def _global_definitions(root: Node, data: bytes) -> list[Node]:
+    """The function definitions with a `__global__` among their children, in source order. Each
+    such child is the word itself in the text: the definitions are found walking up from each
+    place of the word (comments' and strings' too, which lead to none), where a query over
+    every function of a 10 MB tree took 1.7 s."""
+    found: dict[int, Node] = {}
+    for m in _GLOBAL_WORD.finditer(data):
+        node: Node | None = root.descendant_for_byte_range(m.start(), m.end())
+        while node is not None and node.type not in ("function_definition", "translation_unit"):
+            node = node.parent
+        if node is not None and node.type == "function_definition" and \
+                any(c.type == "__global__" for c in node.children):
+            found.setdefault(node.id, node)
+    return sorted(found.values(), key=lambda n: (n.start_byte, -n.end_byte))
 
 
 def _kernel(src: SourceText, fn: Node) -> Kernel | None:

@@ -236,6 +236,14 @@ class DocumentCache:
         return await asyncio.get_running_loop().run_in_executor(
             self._lookups, lambda: state.kernel_at(state.src.byte_at(at, encoding)))
 
+    async def first_look(self, state: DocumentState, encoding: str) -> tuple[Discovery, list[types.Diagnostic]] | None:
+        """A large document's kernels as declared and the spec diagnostics of those settled
+        (large_documents.py), asked before its discovery: what its diagnostics can show while
+        its types are read. None where the discovery is asked already (it comes as soon)."""
+        if not state.large or state._discovery is not None or state._discovering is not None:
+            return None
+        return await asyncio.wrap_future(self.large.first_look(state.uri, state.text, encoding))
+
     async def discovery(self, state: DocumentState, encoding: str) -> Discovery:
         """Every kernel of the document's version; a large document's (and their spec
         diagnostics, `spec_problems`) worked out in its own process."""

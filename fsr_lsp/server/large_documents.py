@@ -153,6 +153,13 @@ class LargeDocuments:
             self._drafts.io.submit(self._drafts.call, _warm)
         return self._whole.io.submit(lambda: _joined(self._whole.call(_discovery, self._stored(name, text), encoding)))
 
+    def first_look(self, name: str, text: str, encoding: str) -> Future:
+        """Future of (the document's kernels as declared, the spec diagnostics of those already
+        settled: kernels/discover.py's `first_look`), in the discovering process before the
+        discovery asked next: half a 10 MB file's seconds, the rest being its types read through
+        its aliases and structs, which the discovery then takes from where this left off."""
+        return self._whole.io.submit(lambda: _joined(self._whole.call(_first_look, self._stored(name, text), encoding)))
+
     def spec(self, document: tuple[str, int | None], root: Path, path: Path, text: str, kernel: Kernel,
              documents: dict[Path, str], include_dirs: tuple[str, ...], flags: tuple[str, ...] = ()) -> Future:
         """Future of the kernel's spec, as `drafting.resolver.workspace_spec` gives it, for the
@@ -273,7 +280,21 @@ def _discovery(text: str | Stored, encoding: str) -> _Pieces:
     probe(_PROBE[0], "whole", "", None)  # tests: a discovery's start, in this process
     src = SourceText(_text(text))
     found = discover(src)
-    diagnostics = spec_diagnostics(src, found.kernels, encoding)
+    return _pieces(found, spec_diagnostics(src, found.kernels, encoding))
+
+
+def _first_look(text: str | Stored, encoding: str) -> _Pieces:
+    from ..kernels.discover import first_look, settled
+    from ..source import SourceText
+    from .diagnostics import spec_diagnostics
+
+    src = SourceText(_text(text))
+    found = first_look(src)
+    diagnostics = spec_diagnostics(src, [k for k in found.kernels if settled(k)], encoding)
+    return _pieces(found, diagnostics)
+
+
+def _pieces(found: Discovery, diagnostics: list[types.Diagnostic]) -> _Pieces:
     return _Pieces([*(("kernels", found.kernels[i:i + PIECE]) for i in range(0, len(found.kernels), PIECE)),
                     ("orphans", list(found.orphan_specs)),
                     *(("diagnostics", diagnostics[i:i + PIECE]) for i in range(0, len(diagnostics), PIECE))])

@@ -16,6 +16,7 @@ from ..check import CheckResult, check_source, with_build
 from ..server import FsrServer, is_cuda
 
 if TYPE_CHECKING:
+    from ...kernels import Discovery
     from ..document_cache import DocumentState
 
 
@@ -82,6 +83,7 @@ async def _publish_pending(ls: FsrServer) -> None:
             continue
         state = ls.cache.state(uri, doc)
         try:
+            await _first_look(ls, uri, state)
             await ls.cache.discovery(state, ls.encoding)  # kept for its hovers too
             version, diagnostics = await asyncio.to_thread(_diagnostics, ls, uri, state)
         except Exception as error:  # noqa: BLE001 - one document's fault: the others are still published
@@ -89,6 +91,26 @@ async def _publish_pending(ls: FsrServer) -> None:
             continue
         if ls.document(uri) is not None and ls.document(uri).version == version:
             _send(ls, uri, version, diagnostics)
+
+
+async def _first_look(ls: FsrServer, uri: str, state: DocumentState) -> None:
+    """A large document's diagnostics from its kernels as declared, published while its types
+    are read (the second half of its discovery's seconds): every diagnostic but the spec
+    diagnostics of kernels whose types wait on its aliases and structs, each as it will stay."""
+    looked = asyncio.ensure_future(ls.cache.first_look(state, ls.encoding))
+    discovery = asyncio.ensure_future(ls.cache.discovery(state, ls.encoding))  # asked next, where the first look left off
+    discovery.add_done_callback(lambda f: f.cancelled() or f.exception())  # its fault is the caller's to report
+    try:
+        first = await looked
+    except Exception as error:  # noqa: BLE001 - the discovery still comes
+        log.info("no first look at %s: %s: %s", uri, type(error).__name__, error)
+        return
+    if first is None or discovery.done():
+        return
+    version, diagnostics = await asyncio.to_thread(_diagnostics, ls, uri, state, first)
+    doc = ls.document(uri)
+    if doc is not None and doc.version == version and not discovery.done():
+        _send(ls, uri, version, diagnostics)
 
 
 def publish(ls: FsrServer, uri: str) -> None:
@@ -107,18 +129,22 @@ def _send(ls: FsrServer, uri: str, version: int | None, diagnostics: list[types.
                                                                         diagnostics=diagnostics))
 
 
-def _diagnostics(ls: FsrServer, uri: str, state: DocumentState) -> tuple[int | None, list[types.Diagnostic]]:
-    """The document's diagnostics, from its kernels as the cache holds them for its version."""
+def _diagnostics(ls: FsrServer, uri: str, state: DocumentState,
+                 first: tuple[Discovery, list[types.Diagnostic]] | None = None) -> tuple[int | None, list[types.Diagnostic]]:
+    """The document's diagnostics, from its kernels as the cache holds them for its version, or
+    from a large document's `first` look (its kernels as declared, the spec diagnostics of those
+    settled)."""
     from ..diagnostics import compiler_diagnostics, orphan_spec_diagnostics, resource_diagnostics, spec_diagnostics
 
     src = state.src
-    found = state.discovery()
+    found = first[0] if first is not None else state.discovery()
     kernels = found.kernels
     check = ls.checks.get(uri, CheckResult())
     enc = ls.encoding
+    problems = first[1] if first is not None else state.spec_problems
     diagnostics = (compiler_diagnostics(src, Path(ls.workspace.get_text_document(uri).path).name, check, kernels, enc)
                    + resource_diagnostics(src, kernels, check.resources, enc)
-                   + (state.spec_problems if state.spec_problems is not None else spec_diagnostics(src, kernels, enc))
+                   + (problems if problems is not None else spec_diagnostics(src, kernels, enc))
                    + orphan_spec_diagnostics(src, found.orphan_specs, enc)
                    + ls.drafts.diagnostics(uri, src, kernels, enc)
                    + [d for source in ls.diagnostic_sources for d in source(ls, uri, src, kernels)])
