@@ -16,7 +16,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
 from ..support.fake_llm import FakeLLM, answer
-from ..support.doubles import command
+from ..support.doubles import PROBE, command
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKSPACE = Path(tempfile.mkdtemp(prefix="fsr-lsp-tests-"))  # parent of each test's own workspace
@@ -52,6 +52,13 @@ def server_env() -> dict[str, str]:
 def server_env_with(name: str, value: object) -> dict[str, str]:
     """server_env() with one more test stand-in set (a slow step's seconds, say)."""
     return {**server_env(), name: str(value)}
+
+
+def probed_env(log: str, **more: object) -> dict[str, str]:
+    """server_env() with the document cache's probe writing to `log` (tests/support/cache_probe.py)
+    and its stand-ins' settings (`FSR_TEST_SLOW_DRAFT=3`, say)."""
+    return {**server_env(), PROBE: "tests.support.cache_probe:probe", "FSR_TEST_PROBE_LOG": log,
+            **{name: str(value) for name, value in more.items()}}
 
 
 def init_options() -> dict:

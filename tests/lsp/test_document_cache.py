@@ -16,23 +16,16 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ..support.cache_probe import events
-from .conftest import make_client, open_file, server_env, without_checks
-from ..support.doubles import PROBE, command
+from .conftest import make_client, open_file, probed_env, without_checks
+from ..support.doubles import command
 
 PROBE_LOG = str(Path(tempfile.mkdtemp(prefix="fsr-cache-probe-")) / "probe.jsonl")
 SLOW_SECONDS = 3.0
 
 
-def probe_env() -> dict[str, str]:
-    env = server_env()
-    env[PROBE] = "tests.support.cache_probe:probe"
-    env["FSR_TEST_PROBE_LOG"] = PROBE_LOG
-    env["FSR_TEST_SLOW_DRAFT"] = str(SLOW_SECONDS)
-    return env
-
-
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=command("fsr-lsp"),
-                                              server_env=probe_env(), client_factory=make_client))
+                                              server_env=probed_env(PROBE_LOG, FSR_TEST_SLOW_DRAFT=SLOW_SECONDS),
+                                              client_factory=make_client))
 async def client(lsp_client: LanguageClient):
     async for _ in without_checks(lsp_client):
         yield

@@ -15,23 +15,16 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ..support.cache_probe import events
-from ..support.doubles import PROBE, command
-from .conftest import make_client, open_file, server_env, without_checks
+from ..support.doubles import command
+from .conftest import make_client, open_file, probed_env, without_checks
 
 PROBE_LOG = str(Path(tempfile.mkdtemp(prefix="fsr-first-look-")) / "probe.jsonl")
 SLOW_WHOLE = 8.0  # seconds the discovery proper (after the first look) sleeps in its process
 
 
-def slow_discovery_env() -> dict[str, str]:
-    env = server_env()
-    env[PROBE] = "tests.support.cache_probe:probe"
-    env["FSR_TEST_PROBE_LOG"] = PROBE_LOG
-    env["FSR_TEST_SLOW_WHOLE"] = str(SLOW_WHOLE)
-    return env
-
-
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=command("fsr-lsp"),
-                                              server_env=slow_discovery_env(), client_factory=make_client))
+                                              server_env=probed_env(PROBE_LOG, FSR_TEST_SLOW_WHOLE=SLOW_WHOLE),
+                                              client_factory=make_client))
 async def client(lsp_client: LanguageClient):
     async for _ in without_checks(lsp_client):
         yield
