@@ -98,14 +98,27 @@ def derived(base: bytes, text: bytes) -> None:
 
 
 def _reparsed(base: bytes, data: bytes) -> Tree:
+    """`data`'s tree from `base`'s, each run of consecutive changed lines one edit (a 10 MB
+    file's active text blanks 70,000 lines, most of them in runs: an edit each took 0.5 s)."""
     tree = parse(base).copy()
-    offset = 0
-    for row, (was, now) in enumerate(zip(base.split(b"\n"), data.split(b"\n"))):
-        if was != now:
-            end = offset + len(was)
-            tree.edit(offset, end, end, (row, 0), (row, len(was)), (row, len(was)))
+    offset, run = 0, None  # run: (start offset, start row) of the changed lines met last
+    lines = base.split(b"\n")
+    for row, (was, now) in enumerate(zip(lines, data.split(b"\n"))):
+        if was != now and run is None:
+            run = (offset, row)
+        elif was == now and run is not None:
+            _edit_lines(tree, run, offset - 1, (row - 1, len(lines[row - 1])))
+            run = None
         offset += len(was) + 1
+    if run is not None:
+        _edit_lines(tree, run, offset - 1, (len(lines) - 1, len(lines[-1])))
     return _parser().parse(lambda at, _point: data[at:at + CHUNK_BYTES], tree)
+
+
+def _edit_lines(tree: Tree, run: tuple[int, int], end: int, end_point: tuple[int, int]) -> None:
+    """Lines changed in place (the same length) from `run`'s start to `end`, told to the tree."""
+    start, row = run
+    tree.edit(start, end, end, (row, 0), end_point, end_point)
 
 
 @lru_cache(maxsize=32)

@@ -69,3 +69,16 @@ def test_a_large_texts_device_variables_are_those_a_query_over_every_declaration
     assert by_words == by_query
     assert {"counter", "table", "acc", "a", "b", "hits"} <= {v.name for v in by_words}
     assert not {"twice", "k", "elsewhere"} & {v.name for v in by_words}
+
+
+def test_runs_of_blanked_lines_at_the_start_the_middle_and_the_end_are_reparsed_as_a_fresh_parse():
+    """Each run of consecutive changed lines is one edit of the tree: the first line, a run in
+    the middle, single lines, and the last line (no newline after it) among them."""
+    lines = ["#if 0", "int a;", "#endif", "struct P { float x; float y; };", "#ifdef B", "float b;", "double c;",
+             "#endif", "__global__ void k(float* y) { y[0] = 1; }", "#if 0", "int z;", "#endif"]
+    base = "\n".join(lines).encode()
+    blank = {0, 1, 2, 4, 5, 6, 7, 9, 10, 11}
+    data = "\n".join(" " * len(line) if i in blank else line for i, line in enumerate(lines)).encode()
+    assert len(data) == len(base)
+    tree = treesitter._reparsed(base, data)
+    assert str(tree.root_node) == str(treesitter._parser().parse(data).root_node)
