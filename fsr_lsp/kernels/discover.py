@@ -54,7 +54,7 @@ def first_look(source: str | SourceText) -> Discovery:
     A kernel `settled` here is the very one `discover` gives: the diagnostics of those need not
     wait for the rest."""
     src = source if isinstance(source, SourceText) else SourceText(source)
-    declared = _declared(src.data)
+    declared = _declared(src.data, frozenset())  # the key `_discover` asks with: one reading serves both
     kernels, orphans = attach_specs(declared.src, declared.masked, list(declared.kernels), list(declared.blocks))
     return Discovery(kernels, orphans)
 

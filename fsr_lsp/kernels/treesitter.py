@@ -145,9 +145,26 @@ def nodes_of(root: Node, *node_types: str) -> list[Node]:
     return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
 
 
+_AGGREGATES = {"struct": "struct_specifier", "union": "union_specifier", "class": "class_specifier"}
+_AGGREGATE_WORD = re.compile(word_start(*_AGGREGATES).encode() + rb"\b")
+
+
 @lru_cache(maxsize=8)  # as parse's: a few texts, each asked by several readers
 def _aggregates(data: bytes) -> tuple[Node, ...]:
-    return tuple(nodes_of(parse(data).root_node, "struct_specifier", "union_specifier", "class_specifier"))
+    """Every struct, union and class specifier. Of a large text, found from the places of their
+    keywords (each specifier's first token), where the query over a 10 MB tree took 0.6 s."""
+    root = parse(data).root_node
+    if len(data) <= YIELDING_BYTES:
+        return tuple(nodes_of(root, *_AGGREGATES.values()))
+    found: dict[int, Node] = {}
+    for m in _AGGREGATE_WORD.finditer(data):
+        keyword = root.descendant_for_byte_range(m.start(), m.end())
+        if keyword is None or keyword.type != m.group().decode():
+            continue
+        parent = keyword.parent
+        if parent is not None and parent.type == _AGGREGATES[keyword.type]:
+            found.setdefault(parent.id, parent)
+    return tuple(sorted(found.values(), key=lambda n: (n.start_byte, -n.end_byte)))
 
 
 def aggregates_of(data: bytes, *node_types: str) -> list[Node]:

@@ -82,3 +82,23 @@ def test_runs_of_blanked_lines_at_the_start_the_middle_and_the_end_are_reparsed_
     assert len(data) == len(base)
     tree = treesitter._reparsed(base, data)
     assert str(tree.root_node) == str(treesitter._parser().parse(data).root_node)
+
+
+def test_a_large_texts_aggregates_are_those_a_query_over_every_node_finds(monkeypatch):
+    """Of a large text, struct, union and class specifiers are found from their keywords' places
+    (treesitter._aggregates); the answer must be the query's, here on every source of the
+    repository with specifiers of every form added (and words that are none)."""
+    extra = ("struct __align__(16) Vec { float x, y, z, w; };\nunion Bits { float f; unsigned u; };\n"
+             "class Box { public: int n; };\ntemplate <class T> struct Pack { T v[4]; };\nenum class Mode : int { A };\n"
+             "typedef struct { double d; } Anon;\nvoid f(struct Vec* v, union Bits b);\n// struct InAComment { int x; };\n"
+             "const char* s = \"class InAString {}\";\nstruct Forward;\n")
+    text = (sources() + "\n" + extra).encode()
+    assert len(text) > treesitter.YIELDING_BYTES
+    by_words = treesitter._aggregates.__wrapped__(text)
+    assert len(by_words) >= 10
+    monkeypatch.setattr(treesitter, "YIELDING_BYTES", len(text) + 1)  # the query over every node
+    by_query = treesitter._aggregates.__wrapped__(text)
+    assert [n.id for n in by_words] == [n.id for n in by_query]
+    names = {text[n.start_byte:n.end_byte].split(b"{")[0].decode() for n in by_words}
+    assert {"union Bits ", "class Box ", "struct Forward", "struct "} <= names
+    assert not any("InAComment" in n or "InAString" in n or "Mode" in n for n in names)

@@ -82,3 +82,13 @@ def test_a_word_start_needs_words_that_begin_with_a_word_character():
         word_start("->x")
     with pytest.raises(ValueError):
         word_start("über")
+
+
+def test_the_discovery_after_a_first_look_reads_the_declared_kernels_once():
+    from fsr_lsp.kernels.discover import _declared
+
+    text = TEXT + "\n// once\n"
+    before = _declared.cache_info().misses
+    first_look(text)
+    discover(text)
+    assert _declared.cache_info().misses == before + 1
