@@ -198,18 +198,11 @@ _GLOBAL_WORD = re.compile(word_start("__global__").encode() + rb"\b")
 
 def _global_definitions(root: Node, data: bytes) -> list[Node]:
     """The function definitions with a `__global__` among their children, in source order. Each
-    such child is the word itself in the text: the definitions are found walking up from each
-    place of the word (comments' and strings' too, which lead to none), where a query over
-    every function of a 10 MB tree took 1.7 s."""
-    found: dict[int, Node] = {}
-    for m in _GLOBAL_WORD.finditer(data):
-        node: Node | None = root.descendant_for_byte_range(m.start(), m.end())
-        while node is not None and node.type not in ("function_definition", "translation_unit"):
-            node = node.parent
-        if node is not None and node.type == "function_definition" and \
-                any(c.type == "__global__" for c in node.children):
-            found.setdefault(node.id, node)
-    return sorted(found.values(), key=lambda n: (n.start_byte, -n.end_byte))
+    such child is the word itself in the text: the definitions are found around each place of
+    the word (comments' and strings' too, which lead to none), where a query over every
+    function of a 10 MB tree took 1.7 s."""
+    return [n for n in enclosing_words(root, data, _GLOBAL_WORD, "function_definition")
+            if any(c.type == "__global__" for c in n.children)]
 
 
 def _kernel(src: SourceText, fn: Node) -> Kernel | None:
