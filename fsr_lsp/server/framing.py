@@ -48,6 +48,7 @@ MAX_BODY = 64 * 1024 * 1024
 MAX_HEADER_LINE = 1024  # a header line is a few dozen bytes: a longer one is no header
 CHUNK = 65536
 EXIT_UNREADABLE_STREAM = 1
+TEARDOWN_SECONDS = 0.5  # what the server's end gives the tasks it cancels
 _CONTENT_LENGTH = re.compile(rb"content-length:", re.IGNORECASE)
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a header's name (RFC 9110)
 
@@ -347,21 +348,43 @@ def serve_tcp(server: JsonRPCServer, host: str, port: int) -> None:
             await listener.serve_forever()
 
     try:
-        asyncio.run(listen())
+        run_then_let_go(listen())
     except asyncio.CancelledError:
         pass
 
 
 def _run(server: JsonRPCServer, loop_body: Coroutine[Any, Any, None]) -> None:
+    async def ended_in_the_loop() -> None:
+        try:
+            await loop_body
+        except MessageTooLarge as error:
+            end_with(str(error))
+
     try:
-        asyncio.run(loop_body)
-    except MessageTooLarge as error:
-        end_with(str(error))
+        run_then_let_go(ended_in_the_loop())
     except BrokenPipeError:
         log.error("the connection to the client is lost: shutting down")
     except (KeyboardInterrupt, SystemExit):
         pass
     server.shutdown()
+
+
+def run_then_let_go(main: Coroutine[Any, Any, None], grace: float = TEARDOWN_SECONDS) -> None:
+    """asyncio.run, but what still runs at the end is cancelled and given `grace` seconds, no
+    more. asyncio.run waits for every cancelled task to finish, and a document's check
+    cancelled there waits on its nvcc's pipes, which the killed nvcc's own children still hold
+    open: the server hung at its end. What is left is the process exit's (and the reaper's,
+    for the children)."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(main)
+    finally:
+        tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            loop.run_until_complete(asyncio.wait(tasks, timeout=grace))
 
 
 def end_with(message: str) -> None:

@@ -77,7 +77,58 @@ def test_a_length_of_2_to_the_31_ends_the_server_at_once_while_the_client_waits(
 
 def test_a_length_over_the_limit_ends_the_server_within_2_s_while_an_nvcc_check_runs(tmp_path):
     """Issue 60: the over-limit line came while a document's nvcc check ran, and the server hung
-    in its shutdown (2 runs in 4). The check's nvcc here sleeps for a minute."""
+    in its shutdown (asyncio.run waited for the cancelled check). The check's nvcc here sleeps
+    for a minute."""
+    def over_the_limit(proc):
+        proc.stdin.write(b"Content-Length: 1000000000000\r\n\r\n")
+        proc.stdin.flush()
+
+    rc = _ended_while_a_check_runs(tmp_path, over_the_limit)
+    assert rc not in (0, None)
+
+
+def test_a_stream_closed_while_an_nvcc_check_runs_ends_the_server_within_2_s(tmp_path):
+    """An editor that quits without `exit` while a check runs: the same hang, found beside it."""
+    rc = _ended_while_a_check_runs(tmp_path, lambda proc: proc.stdin.close())
+    assert rc == 0
+
+
+def test_the_loop_s_end_gives_a_task_that_will_not_stop_the_grace_alone():
+    """The same hang made certain: a task that goes on after its cancel (as the check waiting on
+    its nvcc's pipes did) held asyncio.run's end for as long as it ran."""
+    import asyncio
+
+    from fsr_lsp.server.framing import run_then_let_go
+
+    released = False
+    tasks = []
+
+    async def stubborn() -> None:
+        while not released:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                continue
+
+    async def main() -> None:
+        tasks.append(asyncio.ensure_future(stubborn()))
+        await asyncio.sleep(0.01)
+
+    started = time.monotonic()
+    run_then_let_go(main(), grace=0.2)
+    took = time.monotonic() - started
+    released = True  # let it end: no pending task left to the collector
+    loop = tasks[0].get_loop()
+    tasks[0].cancel()
+    loop.run_until_complete(asyncio.wait(tasks))
+    loop.close()
+    asyncio.set_event_loop(None)
+    assert took < 1.5
+
+
+def _ended_while_a_check_runs(tmp_path, end) -> int | None:
+    """The server's exit code after `end(proc)`, once a document's nvcc check runs; the server
+    must be gone within 2 s of it, without a traceback, and its nvcc within 2 s more."""
     nvcc = tmp_path / "slow_nvcc"
     nvcc.write_text("#!/bin/sh\nsleep 60\n")
     nvcc.chmod(0o755)
@@ -90,6 +141,7 @@ def test_a_length_over_the_limit_ends_the_server_within_2_s_while_an_nvcc_check_
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "fsr_lsp.server.main"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    rc, took = None, None
     try:
         proc.stdin.write(initialize + opened)
         proc.stdin.flush()
@@ -97,16 +149,21 @@ def test_a_length_over_the_limit_ends_the_server_within_2_s_while_an_nvcc_check_
         while time.monotonic() < deadline and not _running(nvcc):  # the check has started its nvcc
             time.sleep(0.05)
         assert _running(nvcc), "the document's nvcc check never started"
-        proc.stdin.write(b"Content-Length: 1000000000000\r\n\r\n")
-        proc.stdin.flush()
+        end(proc)
         started = time.monotonic()
         rc = proc.wait(timeout=10)
         took = time.monotonic() - started
+    except subprocess.TimeoutExpired:
+        pass
     finally:
         log = stopped(proc)
-    assert rc not in (0, None) and took <= 2.0, (took, log)
+    assert rc is not None and took <= 2.0, ("the server did not end", took, log)
     assert "Traceback" not in log, log
-    assert not _running(nvcc), "the check's nvcc outlived the server"
+    gone_by = time.monotonic() + 2.0  # the reaper's (processes.py): it polls for the server's end
+    while _running(nvcc) and time.monotonic() < gone_by:
+        time.sleep(0.05)
+    assert not _running(nvcc), "the check's nvcc outlived the server by 2 s"
+    return rc
 
 
 def _running(program) -> bool:
