@@ -16,6 +16,8 @@ back, by origin, and why the others have none.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import itertools
 import re
 import statistics
@@ -171,7 +173,7 @@ def corpus_coverage(roots: list[Path], kept: list[KernelSpec] | None = None) -> 
     for root in roots:
         specs = [s for s in project_specs(root) if takes_pointer(s)]
         if kept is not None:
-            kept += [s for s in specs if s.spec is not None]
+            kept += specs
         origins = {o: sum(1 for s in specs if s.origin == o) for o in ("attached", "captured", "drafted", "inferred", "none")}
         covered = len(specs) - origins["none"]
         totals["kernels"] += len(specs)
@@ -216,6 +218,47 @@ def prove_public(roots: list[Path], specs: list[KernelSpec], threads: int, secon
     return results
 
 
+def spec_records(roots: list[Path], specs: list[KernelSpec]) -> list[dict]:
+    """Each pointer-taking kernel's spec, its file named from its project's folder (the same on
+    another machine, where the projects lie elsewhere)."""
+    out = []
+    for s in specs:
+        root = next(r for r in roots if Path(s.file).is_relative_to(r))
+        out.append({"project": root.name, "file": str(Path(s.file).relative_to(root)), "kernel": s.kernel,
+                    "origin": s.origin, "spec": s.spec})
+    return out
+
+
+def prove_changed(roots: list[Path], specs: list[KernelSpec], before: list[dict], threads: int) -> list[dict]:
+    """The kernels whose spec differs from `before` (another commit's `--save-specs`): the old
+    spec and the new one, each proven against the kernel as it is; a kernel whose old spec is
+    proven and whose new one is not has lost its spec."""
+    old = {(b["project"], b["file"], b["kernel"]): b for b in before}
+    pairs = []
+    for r, s in zip(spec_records(roots, specs), specs):
+        was = old.get((r["project"], r["file"], r["kernel"]))
+        if was is not None and was["spec"] != s.spec:
+            pairs.append((was, s))
+    olds = [dataclasses.replace(s, spec=was["spec"], origin="before: " + was["origin"]) for was, s in pairs if was["spec"]]
+    news = [s for _, s in pairs if s.spec]
+    dirs: dict[str, tuple[str, ...]] = {}
+    for root in roots:
+        files, headers = project_files(root)
+        dirs.update({str(f): tuple(dict.fromkeys((str(f.parent), *map(str, headers)))) for f in files})
+    results = proofs(olds + news, threads, {s.file: dirs.get(s.file, (str(Path(s.file).parent),)) for s in olds + news})
+    said = {(r["file"], r["kernel"], r["origin"]): r["status"] for r in results}
+    rows, lost = [], 0
+    for was, s in pairs:
+        before_status = said.get((s.file, s.kernel, "before: " + was["origin"]), "-") if was["spec"] else "no spec"
+        after_status = said.get((s.file, s.kernel, s.origin), "-") if s.spec else "no spec"
+        lost += before_status == "proven" and after_status != "proven"
+        rows.append([Path(s.file).name, s.kernel, f"{was['origin']}: {before_status}", f"{s.origin}: {after_status}"])
+    table("kernels whose spec changed: proven before and after", ["file", "kernel", "before", "after"], rows)
+    console.print(f"changed: {len(pairs)}; proven before {sum(r[2].endswith(': proven') for r in rows)}, "
+                  f"after {sum(r[3].endswith(': proven') for r in rows)}; lost (proven before, not after): {lost}")
+    return results
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-gpu", action="store_true", help="coverage and speed only")
@@ -224,10 +267,19 @@ def main() -> int:
     ap.add_argument("--prove", action="store_true", help="with --corpus: prove each project's drafts on the GPU")
     ap.add_argument("--seconds", type=float, default=0.0, help="with --prove: start no proof after this long (0: none)")
     ap.add_argument("--offset", type=int, default=0, help="with --prove: leave out the first N drafts (proven by a call before)")
+    ap.add_argument("--save-specs", type=Path, help="with --corpus: write every kernel's spec here (for --changed)")
+    ap.add_argument("--changed", type=Path, help="with --corpus: prove the kernels whose spec differs from this "
+                                                 "--save-specs file, old spec and new")
     args = ap.parse_args()
     if args.corpus:
         found: list[KernelSpec] = []
         covered = corpus_coverage(args.corpus, found)
+        if args.save_specs:
+            args.save_specs.write_text(json.dumps(spec_records(args.corpus, found), indent=1))
+        if args.changed:
+            changed = prove_changed(args.corpus, found, json.loads(args.changed.read_text()), args.threads)
+            save("spec_coverage_changed", {"date": time.strftime("%Y-%m-%d"), **covered, "proofs": changed})
+            return 0
         proven = prove_public(args.corpus, found, args.threads, args.seconds, args.offset) if args.prove else []
         save("spec_coverage_public", {"date": time.strftime("%Y-%m-%d"), **covered, "proofs": proven})
         return 0

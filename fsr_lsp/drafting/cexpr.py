@@ -5,7 +5,8 @@
 becomes a size name, unless the kernel's own code or the launch's block uses it (then the
 kernel was compiled or launched for that value, and it stays a number). Names with no value at
 the launch site (a wrapper function's parameters) become size names with a guessed value and
-say so. Anything else (a function call, a ternary) is unresolved, with the reason.
+say so. A ternary reads as `min`/`max`, or as the branch a condition of constants picks. Anything
+else (a function call, a condition on sizes) is unresolved, with the reason.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from ..kernels.c_types import ITEMSIZE
 from ..kernels.c_types import element_type
 from ..kernels.treesitter import parse
 from ..specs.expr import ExprError, evaluate
+from .conditionals import extreme, remainder_flag, truth
 from .host import FROM_ARGV, Scope
 
 GUESSED_SIZE = 1 << 20  # bench value of a size the launch site gives no value for
+GUESSED_BLOCK = 256  # a block's number the launch site gives no value for (a launcher's `threads`)
 _BINARY = {"+", "-", "*", "/", "%", "<<", ">>"}
 _MIN_MAX = {"min": "min", "max": "max", "std::min": "min", "std::max": "max", "fminf": "min", "fmaxf": "max",
             "MIN": "min", "MAX": "max"}
@@ -44,6 +47,7 @@ class Translator:
     constants: set[str] = field(default_factory=set)  # names that must stay numbers
     sizes: dict[str, int] = field(default_factory=dict)  # size name -> bench value
     guessed: set[str] = field(default_factory=set)  # sizes whose value was guessed
+    pinned: dict[str, int] = field(default_factory=dict)  # numbers with no value at the launch site, guessed
     origins: dict[str, str] = field(default_factory=dict)  # size name -> its initialiser as written
     frozen: int = 0  # inside a constant: every name reached stays a number
 
@@ -99,7 +103,7 @@ class Translator:
         if t == "call_expression":
             return self._call(node, text, depth)
         if t == "conditional_expression":
-            return self._default(node, text, depth)
+            return self._conditional(node, text, depth)
         raise Unresolved(f"`{text_of(node)}` ({t.replace('_', ' ')})")
 
     def _remainder_test(self, node: Node, op: str, text: str, depth: int) -> str | None:
@@ -113,19 +117,68 @@ class Translator:
             return None
         return f"min({self._node(left, text, depth + 1)}, 1)"
 
-    def _default(self, node: Node, text: str, depth: int) -> str:
-        """`argc > 1 ? atoi(argv[1]) : 4096`: the value the program runs with when not told."""
-        condition = text_of(node.child_by_field_name("condition"))
+    def _conditional(self, node: Node, text: str, depth: int) -> str:
+        """`argc > 1 ? atoi(argv[1]) : 4096`: the value the program runs with when not told;
+        `n < B ? n : B`: `min(n, B)` (and max, and their mirrors), true at every size; a
+        condition of constants alone (`N % 16 ? N + 16 - N % 16 : N`, N a `#define` the kernel
+        is compiled for): the branch it picks. A condition on sizes otherwise is unresolved: the
+        spec's expressions have no branches."""
+        condition = node.child_by_field_name("condition")
         branches = [node.child_by_field_name(k) for k in ("consequence", "alternative")]
-        if None in branches or not re.search(r"\bargc\b", condition):
+        if condition is None or branches[0] is None or branches[1] is None:
             raise Unresolved(f"`{text_of(node)}` (conditional expression)")
-        plain = [b for b in branches if not re.search(r"\bargv\b", text_of(b))]
-        if len(plain) != 1:
-            raise Unresolved(f"`{text_of(node)}` (conditional expression)")
-        return self._node(plain[0], text, depth + 1)
+        if re.search(r"\bargc\b", text_of(condition)):
+            plain = [b for b in branches if not re.search(r"\bargv\b", text_of(b))]
+            if len(plain) != 1:
+                raise Unresolved(f"`{text_of(node)}` (conditional expression)")
+            return self._node(plain[0], text, depth + 1)
+        extreme = self._extreme(condition, branches[0], branches[1], text, depth)
+        if extreme is not None:
+            return extreme
+        flag = self._remainder_flag(condition, branches[0], branches[1], text, depth)
+        if flag is not None:
+            return flag
+        picked = self._truth(condition, depth)
+        if picked is None:
+            raise Unresolved(f"`{text_of(node)}` (conditional expression on sizes)")
+        return self._node(branches[0] if picked else branches[1], text, depth + 1)
+
+    def _extreme(self, condition: Node, yes: Node, no: Node, text: str, depth: int) -> str | None:
+        found = extreme(condition, yes, no)
+        if found is None:
+            return None
+        fn, left, right = found
+        return f"{fn}({self._node(left, text, depth + 1)}, {self._node(right, text, depth + 1)})"
+
+    def _remainder_flag(self, condition: Node, yes: Node, no: Node, text: str, depth: int) -> str | None:
+        found = remainder_flag(condition, yes, no)
+        if found is None:
+            return None
+        remainder, one_when_nonzero = found
+        flag = f"min({self._node(remainder, text, depth + 1)}, 1)"
+        return flag if one_when_nonzero else f"(1 - {flag})"
+
+    def _truth(self, condition: Node, depth: int) -> bool | None:
+        """A condition's value where it holds constants alone (inside a constant, every name is
+        one); None where it depends on a size. Sizes it reaches are not kept."""
+        kept = (dict(self.sizes), set(self.guessed), dict(self.origins), dict(self.pinned))
+        try:
+            return truth(condition, lambda n: evaluate(self._node(n, text_of(n), depth + 1), {}))
+        except (Unresolved, ValueError, ArithmeticError, TypeError):  # ExprError is a ValueError
+            return None
+        finally:
+            self.sizes, self.guessed, self.origins, self.pinned = kept
 
     def _name(self, name: str, depth: int) -> str:
         s = self.scope
+        unknown = name in s.params or name in s.values and bool(FROM_ARGV.match(s.values[name]))
+        if unknown and (self.frozen or name in self.constants) and _is_size_name(name):
+            # the block's own number, given by the caller or the command line (`dim3 threads(nthreads)`
+            # in a launcher): guessed, the same wherever the launch uses it, and said
+            self.pinned.setdefault(name, GUESSED_BLOCK)
+            self.origins.setdefault(name, "from the command line" if name in s.values
+                                    else f"a parameter of {s.function or 'the host function'}")
+            return str(self.pinned[name])
         if name in s.values and FROM_ARGV.match(s.values[name]) and _is_size_name(name) and not self.frozen:
             self.sizes.setdefault(name, GUESSED_SIZE)  # `int n = atoi(argv[1]);`: known only when it runs
             self.guessed.add(name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections import ChainMap, Counter
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from ..kernels.structs import substituted
 from ..source import SourceText
 from ..specs import evaluate_int, parse_spec
 from ..specs.expr import ExprError
+from ..specs.parse import MAX_THREADS_PER_BLOCK
 from .buffer_lengths import buffer_length, largest
 from .cexpr import Translator, Unresolved, resolve_type
 from .host import Launch, Scope, find_launches
@@ -54,6 +56,7 @@ class Draft:
     captured_ms: float = 0.0  # the bench launch's median GPU time in the captured run; 0 where not timed
     captured_timed: int = 0  # how many of its launches the run timed
     captured_bytes: int = 0  # the memory its pointers point into, each allocation once
+    guessed_block: bool = False  # the block's numbers were not at the launch site (a launcher's parameter)
 
 
 def draft_specs(source: str | SourceText, extra_launches: list[Launch] | None = None) -> dict[str, Draft]:
@@ -85,10 +88,11 @@ def draft_spec(src: SourceText, kernel: Kernel, launches: list[Launch], own_file
         if len(counts) > 1:
             how = "the most common" if not drafts else "the first that could be drafted"
             draft.problems.insert(0, f"{len(mine)} launches differ; drafted from {how} ({n} of them, {launch.where})")
-        if draft.text is not None:
+        if draft.text is not None and not draft.guessed_block:
             return draft
         drafts.append(draft)
-    return drafts[0]
+    # a block guessed is the last resort: any launch that gives its block is drafted first
+    return next((d for d in drafts if d.text is not None), drafts[0])
 
 
 def _draft_from(src: SourceText, kernel: Kernel, launch: Launch, launches: int) -> Draft:
@@ -197,6 +201,12 @@ def _bench_sizes(t: Translator, values: _Values, launch: Launch, draft: Draft) -
         t.sizes["fixed"] = 1
         draft.problems.append("every value at the launch site is a constant the kernel is compiled for: "
                               "checked at that size only")
+    if t.pinned:
+        draft.guessed_block = True
+        draft.problems.append("no value at the launch site for the block's "
+                              + ", ".join(f"{n} ({t.origins.get(n, '')})" for n in sorted(t.pinned)) + ": "
+                              + ", ".join(f"{n} = {v}" for n, v in sorted(t.pinned.items()))
+                              + " guessed (fsr capture takes the real one from a run)")
     if not t.guessed:
         return
     share = max(1, GUESSED_BITS // len(t.guessed))  # several guessed sizes multiply: keep the product near 2^20
@@ -342,6 +352,8 @@ def _dims(text: str, t: Translator, constant: bool) -> list:
         values = [t.constant(p) for p in parts]
         if any(not isinstance(v, int) or v < 1 for v in values):
             raise Unresolved(f"block `{text}` is not a positive integer")
+        if t.pinned and math.prod(values) > MAX_THREADS_PER_BLOCK:
+            raise Unresolved(f"block `{text}`: {', '.join(sorted(t.pinned))} have no value at the launch site")
         return values
     return [t.expr(p) for p in parts]
 

@@ -463,3 +463,91 @@ int main() {
 """)
     assert s.origin == "drafted", s.problems
     assert 'grid = "(((n / 256)) / 2)"' in s.spec, s.spec
+
+
+@pytest.mark.parametrize(("grid", "expected"), [
+    ("n < 4096 ? n : 4096", "min(n, 4096)"),
+    ("( n <= 4096 ) ? ( n ) : 4096", "min(n, 4096)"),
+    ("n > 4096 ? 4096 : n", "min(n, 4096)"),
+    ("n >= 64 ? n : 64", "max(n, 64)"),
+    ("n < 64 ? 64 : n", "max(n, 64)"),
+    ("n / 256 + ((n % 256 == 0) ? 0 : 1)", "n / 256 + (min(n % 256, 1))"),
+    ("n / 256 + (n % 256 != 0 ? 1 : 0)", "n / 256 + (min(n % 256, 1))"),
+    ("n / 256 + 1 - (n % 256 ? 0 : 1)", "n / 256 + 1 - ((1 - min(n % 256, 1)))"),
+    ("n > 100000 ? n / 512 : n / 256", None),
+])
+def test_a_ternary_that_takes_the_smaller_or_larger_side_or_counts_a_remainder_reads_as_a_size(tmp_path: Path, grid,
+                                                                                              expected):
+    """`None`: a condition on a size that is neither: no spec of it (it has no branches)."""
+    s = spec(tmp_path, f"""
+int main() {{
+    int n = 5000;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    add<<<{grid}, 256>>>(c, a, n);
+}}
+""")
+    if expected is None:
+        assert s.origin != "drafted" and any("conditional expression on sizes" in p for p in s.problems)
+        return
+    assert s.origin == "drafted", s.problems
+    assert f'grid = "{expected}"' in s.spec and "bench = { n = 5000 }" in s.spec
+
+
+def test_a_ternary_on_constants_alone_is_the_branch_it_picks(tmp_path: Path):
+    """The block is a number the kernel is launched with: its condition is decided here, at
+    the launch's constants; a condition on a size is not (the spec has no branches)."""
+    s = spec(tmp_path, """
+#define ORDER 300
+int main() {
+    int n = 5000;
+    const int threads = ORDER > 256 && !(ORDER % 2) ? 256 : 128;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    add<<<(n + threads - 1) / threads, threads>>>(c, a, n);
+}
+""")
+    assert s.origin == "drafted", s.problems
+    assert "block = 256" in s.spec and "bench = { n = 5000 }" in s.spec
+    on_sizes = spec(tmp_path, """
+int main() {
+    int n = 5000;
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    add<<<n % 256 ? n / 256 + 1 : n / 256, 256>>>(c, a, n);
+}
+""")
+    assert on_sizes.spec is None or on_sizes.origin != "drafted"
+    assert any("conditional expression on sizes" in p for p in on_sizes.problems), on_sizes.problems
+
+
+def test_a_launcher_s_block_parameter_with_no_value_is_guessed_the_same_everywhere_and_said(tmp_path: Path):
+    """`dim3 threads(nthreads)` in a launcher nobody in reach calls: the block is a number, so
+    nthreads is guessed (not a size), and the shared memory it sizes follows the same guess."""
+    s = spec(tmp_path, """
+void launch_add(float* c, const float* a, int n, int nthreads) {
+    dim3 threads(nthreads, 1, 1);
+    add<<<(n + nthreads - 1) / nthreads, threads, nthreads * sizeof(float)>>>(c, a, n);
+}
+""")
+    assert s.origin == "drafted", s.problems
+    assert "block = [256, 1, 1]" in s.spec and 'grid = "(n + 256 - 1) / 256"' in s.spec and 'smem = "256 * 4"' in s.spec
+    assert any("the block's nthreads (a parameter of launch_add): nthreads = 256 guessed" in p for p in s.problems), \
+        s.problems
+    two = spec(tmp_path, """
+void launch_add(float* c, const float* a, int n, int bx, int by) {
+    add<<<(n + 255) / 256, dim3(bx, by)>>>(c, a, n);
+}
+""")
+    assert two.origin != "drafted" and any("bx, by have no value at the launch site" in p for p in two.problems)
+    argv = spec(tmp_path, """
+int main(int argc, char** argv) {
+    int n = 4096;
+    int threads = atoi(argv[1]);
+    float *a, *c;
+    cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+    add<<<(n + threads - 1) / threads, threads>>>(c, a, n);
+}
+""")
+    assert argv.origin == "drafted" and "block = 256" in argv.spec and "bench = { n = 4096 }" in argv.spec
+    assert any("the block's threads (from the command line): threads = 256 guessed" in p for p in argv.problems)
