@@ -52,15 +52,25 @@ def parse(data: bytes) -> Tree:
     if tree is None:
         tree = _parser().parse(data) if len(data) <= YIELDING_BYTES else \
             _parser().parse(lambda offset, _point: data[offset:offset + CHUNK_BYTES])
-    with _recent_lock:
-        _recent.append((data, tree))
-        del _recent[:-RECENT_KEPT]
+    _keep_recent(data, tree)
     return tree
 
 
-RECENT_KEPT = 8  # the last texts parsed whole or edited: a new version of one is reparsed around its edit
+# The last texts parsed whole or edited: a new version of one is reparsed around its edit. As
+# many as an editor holds open (a version of a document edited after seven others was parsed
+# whole when eight were kept), within a budget of text, the newest always kept.
+RECENT_KEPT = 64
+RECENT_BYTES = 32 << 20
 _recent: list[tuple[bytes, Tree]] = []
 _recent_lock = threading.Lock()
+
+
+def _keep_recent(data: bytes, tree: Tree) -> None:
+    with _recent_lock:
+        _recent.append((data, tree))
+        held = sum(len(text) for text, _ in _recent)
+        while len(_recent) > 1 and (len(_recent) > RECENT_KEPT or held > RECENT_BYTES):
+            held -= len(_recent.pop(0)[0])
 
 
 def _edited(data: bytes) -> Tree | None:

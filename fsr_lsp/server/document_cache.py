@@ -105,6 +105,7 @@ class DocumentState:
     _found: list[Kernel] = field(default_factory=list)  # large documents: kernels found in windows
     _discovering: Future | None = None  # large documents: their kernels being worked out in their process
     spec_problems: list[types.Diagnostic] | None = None  # large documents: from the same process as their kernels
+    _discovering_here: threading.Lock = field(default_factory=threading.Lock)  # one discovery, on the loop or beside it
 
     def __post_init__(self) -> None:
         from ..kernels.discover import LARGE_BYTES
@@ -131,8 +132,11 @@ class DocumentState:
         if found is None:
             from ..kernels import discover
 
-            found = self._discovery = discover(self.src)
-            probe(self.probe, "discover", self.uri, self.version)
+            with self._discovering_here:  # the publisher's thread and a hover: the second waits for the first
+                found = self._discovery
+                if found is None:
+                    found = self._discovery = discover(self.src)
+                    probe(self.probe, "discover", self.uri, self.version)
         return found
 
     def known_kernel_at(self, byte: int) -> Kernel | None | bool:
@@ -158,6 +162,9 @@ class DocumentState:
         return kernel
 
 
+DISCOVER_AFTER = 0.3  # seconds of no edits to a document (a pause in typing) before its new version's kernels are found
+
+
 class DocumentCache:
     def __init__(self, probe: str = "") -> None:
         """`probe`: tests' "module:function" told of each discovery and draft (Instruments.probe)."""
@@ -165,6 +172,8 @@ class DocumentCache:
         self._states: dict[str, DocumentState] = {}
         self._drafts = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-draft")
         self._lookups = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-lookup")
+        self._discoveries = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-discover")
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # uri -> its discovery once its edits pause
         self._world = 0
         self._seen: dict[str, tuple[int | None, bool]] = {}  # uri -> (version, has launches) when last looked
         self._capture_stamp: int | None = None
@@ -181,8 +190,31 @@ class DocumentCache:
                                                       state.specs if state is not None else Specs(), probe=self.probe)
         return state
 
+    def discover_soon(self, uri: str, current: Callable[[], Any]) -> None:
+        """A small document's kernels for its latest version (`current()`: pygls's document, None
+        once closed), found on a thread of their own once its edits pause for DISCOVER_AFTER:
+        the hover that follows finds them, where a discovery on the loop held it up to 12 ms
+        (bench/real_documents.py's flood)."""
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+
+        def due() -> None:
+            self._timers.pop(uri, None)
+            doc = current()
+            if doc is None or self.closed:
+                return
+            state = self.state(uri, doc)
+            if not state.large and not state.discovered:
+                self._discoveries.submit(_discovered, state)
+
+        self._timers[uri] = asyncio.get_running_loop().call_later(DISCOVER_AFTER, due)
+
     def forget(self, uri: str) -> None:
         """The document was closed."""
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
         state = self._states.pop(uri, None)
         if state is not None:
             for pending in state.specs.drafting.values():
@@ -338,9 +370,19 @@ class DocumentCache:
 
     def shutdown(self) -> None:
         self.closed = True
-        for executor in (self._drafts, self._lookups):
+        for timer in self._timers.values():
+            timer.cancel()
+        for executor in (self._drafts, self._lookups, self._discoveries):
             executor.shutdown(wait=False, cancel_futures=True)
         self.large.shutdown()
+
+
+def _discovered(state: DocumentState) -> None:
+    """The state's discovery ahead of its requests; a fault is theirs to meet and report."""
+    try:
+        state.discovery()
+    except Exception:  # noqa: BLE001 - the request that asks next raises it where it is reported
+        log.debug("discovery ahead of %s failed", state.uri, exc_info=True)
 
 
 def _failed(state: DocumentState, key: SpecKey, error: BaseException) -> KernelSpec:

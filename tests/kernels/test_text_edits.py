@@ -47,3 +47,28 @@ def test_a_text_with_a_syntax_error_is_parsed_whole():
     broken = text.replace(b"x[0] = 1.0f;", b"x[0] = (1.0f;", 1)
     assert treesitter._edited(broken) is None
     assert str(treesitter.parse(broken).root_node) == str(treesitter._parser().parse(broken).root_node)
+
+
+def test_each_of_fifty_open_documents_is_reparsed_around_its_edit(monkeypatch):
+    """An editor holds tens of documents open and edits them in turn: each one's next version
+    finds its last tree among the recent ones (with eight kept, most were parsed whole)."""
+    monkeypatch.setattr(treesitter, "_recent", [])
+    documents = [b"__global__ void k%d(float* x, int n) { if (n) x[0] = %d.0f; }\n" % (i, i) * 40 for i in range(50)]
+    for text in documents:
+        treesitter.parse(text)
+    for i, text in enumerate(documents):
+        edited = text + b"// edit %d\n" % i
+        assert treesitter._edited(edited) is not None, i
+
+
+def test_the_recent_texts_stay_within_their_budget_and_the_newest_is_kept(monkeypatch):
+    monkeypatch.setattr(treesitter, "_recent", [])
+    monkeypatch.setattr(treesitter, "RECENT_BYTES", 3000)
+    texts = [b"int a%d;\n" % i * (100 + i) for i in range(8)]  # about a kilobyte each
+    for text in texts:
+        treesitter.parse(text)
+    held = [text for text, _ in treesitter._recent]
+    assert held[-1] == texts[-1] and sum(map(len, held)) <= 3000 and len(held) >= 2
+    huge = b"int b;\n" * 1000  # over the budget alone: kept, as the newest
+    treesitter.parse(huge)
+    assert [text for text, _ in treesitter._recent] == [huge]

@@ -102,6 +102,27 @@ async def test_a_version_is_worked_out_once_and_an_edit_is_seen_by_the_next_hove
     assert counted(uri, "draft", 2) == 1
 
 
+async def test_an_edited_version_is_discovered_beside_the_loop_once_its_edits_pause(client: LanguageClient):
+    """Typing: the versions that follow each other quickly are never discovered; the last one's
+    kernels are found on a thread of their own before any request asks, and once."""
+    uri = open_file(client, "typed.cu", program("typed", 1024))
+    assert "n = 1024" in await drafted(client, uri)
+    text = program("typed", 1024)
+    for version in range(2, 7):  # faster than DISCOVER_AFTER apart
+        text = "// typing\n" + text
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    deadline = time.monotonic() + 10
+    while counted(uri, "discover", 6) == 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    found = [e for e in events(PROBE_LOG, uri) if e["event"] == "discover" and e["version"] == 6]
+    assert len(found) == 1 and found[0]["thread"].startswith("fsr-discover"), found
+    assert all(counted(uri, "discover", v) == 0 for v in range(2, 6))
+    assert "**`typed`**" in await hover(client, uri, line=5)
+    assert counted(uri, "discover", 6) == 1
+
+
 def large_program() -> str:
     """Over 256 KiB (a large document: looked at in windows, whole-file work in its own process),
     with a kernel whose draft is slow."""

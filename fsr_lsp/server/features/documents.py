@@ -29,6 +29,12 @@ def register(server: FsrServer) -> None:
             if ls.settings.diagnostics_on_open:
                 schedule_check(ls, uri)
 
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: FsrServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if is_cuda(uri):
+            ls.cache.discover_soon(uri, lambda: ls.document(uri))
+
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: FsrServer, params: types.DidSaveTextDocumentParams) -> None:
         if is_cuda(params.text_document.uri):
@@ -71,8 +77,12 @@ async def _publish_pending(ls: FsrServer) -> None:
         doc = ls.document(uri)
         if doc is None:
             continue
-        if not ls.cache.state(uri, doc).large:
-            publish(ls, uri)
+        state = ls.cache.state(uri, doc)
+        if not state.large:
+            if not state.discovered:  # its kernels found beside the loop: a hover meanwhile is answered
+                await asyncio.to_thread(state.discovery)
+            if ls.document(uri) is not None and uri not in ls.to_publish:  # still open, and not due again
+                publish(ls, uri)
             continue
         # A large file's diagnostics (every one of ten thousand kernels) are worked out after a
         # pause, its kernels in a process of their own: the hover that follows opening it comes
