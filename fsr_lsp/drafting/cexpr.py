@@ -22,7 +22,7 @@ from ..kernels.c_types import ITEMSIZE
 from ..kernels.c_types import element_type
 from ..kernels.treesitter import parse
 from ..specs.expr import ExprError, evaluate
-from .conditionals import extreme, remainder_flag, truth
+from .conditionals import extreme, remainder_flag, remainder_test, truth
 from .host import FROM_ARGV, Scope
 
 GUESSED_SIZE = 1 << 20  # bench value of a size the launch site gives no value for
@@ -109,13 +109,10 @@ class Translator:
     def _remainder_test(self, node: Node, op: str, text: str, depth: int) -> str | None:
         """`n % B > 0` or `n % B != 0` (a bool counted as 1: `n / B + (n % B > 0)` rounds up):
         `min(n % B, 1)`, the same 0 or 1 for sizes, which are never negative. None otherwise."""
-        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-        while left is not None and left.type == "parenthesized_expression":
-            left = left.named_children[0]
-        if op not in (">", "!=") or right is None or text_of(right).strip() not in ("0", "0u", "0U") or left is None \
-                or left.type != "binary_expression" or text_of(left.child_by_field_name("operator")) != "%":
+        test = remainder_test(node) if op in (">", "!=") else None
+        if test is None or not test[1]:
             return None
-        return f"min({self._node(left, text, depth + 1)}, 1)"
+        return f"min({self._node(test[0], text, depth + 1)}, 1)"
 
     def _conditional(self, node: Node, text: str, depth: int) -> str:
         """`argc > 1 ? atoi(argv[1]) : 4096`: the value the program runs with when not told;

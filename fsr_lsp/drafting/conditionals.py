@@ -34,18 +34,25 @@ def extreme(condition: Node, yes: Node, no: Node) -> tuple[str, Node, Node] | No
 def remainder_flag(condition: Node, yes: Node, no: Node) -> tuple[Node, bool] | None:
     """`n % B == 0 ? 0 : 1`, `n % B != 0 ? 1 : 0`, `n % B ? 1 : 0` (a block more for a
     remainder): the remainder, and whether the value is 1 when it is not zero; None otherwise."""
-    condition = unwrapped(condition)
-    op = _operator(condition)
-    if op == "%":
-        remainder, nonzero = condition, True
-    else:
-        left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
-        if op not in ("==", "!=", ">") or left is None or spelled(right) not in _ZERO:
-            return None
-        remainder, nonzero = unwrapped(left), op != "=="
-    if _operator(remainder) != "%" or {spelled(yes), spelled(no)} != {"0", "1"}:
+    test = remainder_test(condition)
+    if test is None or {spelled(yes), spelled(no)} != {"0", "1"}:
         return None
+    remainder, nonzero = test
     return remainder, (spelled(yes) == "1") == nonzero
+
+
+def remainder_test(node: Node) -> tuple[Node, bool] | None:
+    """`n % B != 0`, `n % B > 0` or a bare `n % B` (true where the remainder is not zero), or
+    `n % B == 0` (true where it is): the remainder, and which of the two; None otherwise."""
+    node = unwrapped(node)
+    op = _operator(node)
+    if op == "%":
+        return node, True
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if op not in ("==", "!=", ">") or left is None or spelled(right) not in _ZERO:
+        return None
+    left = unwrapped(left)
+    return (left, op != "==") if _operator(left) == "%" else None
 
 
 def truth(node: Node | None, value: Callable[[Node], int | float]) -> bool:
