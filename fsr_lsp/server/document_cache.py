@@ -195,9 +195,7 @@ class DocumentCache:
         once closed), found on a thread of their own once its edits pause for DISCOVER_AFTER:
         the hover that follows finds them, where a discovery on the loop held it up to 12 ms
         (bench/real_documents.py's flood)."""
-        timer = self._timers.pop(uri, None)
-        if timer is not None:
-            timer.cancel()
+        self._cancel_timer(uri)
 
         def due() -> None:
             self._timers.pop(uri, None)
@@ -210,11 +208,14 @@ class DocumentCache:
 
         self._timers[uri] = asyncio.get_running_loop().call_later(DISCOVER_AFTER, due)
 
-    def forget(self, uri: str) -> None:
-        """The document was closed."""
+    def _cancel_timer(self, uri: str) -> None:
         timer = self._timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
+
+    def forget(self, uri: str) -> None:
+        """The document was closed."""
+        self._cancel_timer(uri)
         state = self._states.pop(uri, None)
         if state is not None:
             for pending in state.specs.drafting.values():
@@ -277,10 +278,13 @@ class DocumentCache:
         return await asyncio.wrap_future(self.large.first_look(state.uri, state.text, encoding))
 
     async def discovery(self, state: DocumentState, encoding: str) -> Discovery:
-        """Every kernel of the document's version; a large document's (and their spec
+        """Every kernel of the document's version: a small document's found on the discovery
+        thread (the loop answers other requests meanwhile), a large document's (and their spec
         diagnostics, `spec_problems`) worked out in its own process."""
-        if not state.large or state._discovery is not None:
-            return state.discovery()
+        if state._discovery is not None:
+            return state._discovery
+        if not state.large:
+            return await asyncio.wrap_future(self._discoveries.submit(state.discovery))
         if state._discovering is None:  # one at a time: a plan asking meanwhile waits for the diagnostics' own
             state._discovering = self.large.discovery(state.uri, state.text, encoding)
         try:

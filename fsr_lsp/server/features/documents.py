@@ -79,8 +79,7 @@ async def _publish_pending(ls: FsrServer) -> None:
             continue
         state = ls.cache.state(uri, doc)
         if not state.large:
-            if not state.discovered:  # its kernels found beside the loop: a hover meanwhile is answered
-                await asyncio.to_thread(state.discovery)
+            await ls.cache.discovery(state, ls.encoding)  # beside the loop: a hover meanwhile is answered
             if ls.document(uri) is not None and uri not in ls.to_publish:  # still open, and not due again
                 publish(ls, uri)
             continue
